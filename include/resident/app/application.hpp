@@ -1,0 +1,147 @@
+#pragma once
+// Application: a DAG of operators, written once and run in any execution mode.
+//
+//   class my_app : public resident::Application {
+//     void compose() override {
+//       auto rx  = make_operator<io::mailbox_rx>("rx", mailbox);
+//       auto aff = make_operator<ops::affine>("affine", arg("elements", 1024));
+//       auto tx  = make_operator<io::mailbox_tx>("tx", mailbox);
+//       register_data_ready_handler({{rx}, mailbox.host_gate()});
+//       add_flow(rx, aff, {{"sample", "in"}});
+//       add_flow(aff, tx, {{"out", "in"}});
+//     }
+//   };
+
+#include <atomic>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "resident/app/error.hpp"
+#include "resident/app/loop.hpp"
+#include "resident/app/operator.hpp"
+#include "resident/app/plan.hpp"
+
+namespace resident {
+
+class device_buffer;
+namespace detail {
+struct config_values;
+}
+
+/// The data-ready handler: operators captured on their own stream, first in every iteration,
+/// whose kernels publish the sequence number of the ready sample (resident::device::publish).
+struct data_ready_handler {
+  std::vector<std::shared_ptr<Operator>> operators;
+  /// Host-driven modes only: a cheap host-side check run before launching an iteration
+  /// (e.g. "has the sensor written a sample newer than last_seq?"). Empty: always launch.
+  std::function<bool(std::uint64_t last_seq, sample_policy policy)> host_gate;
+};
+
+class Application {
+ public:
+  explicit Application(std::string name = "app");
+  Application(const Application&) = delete;
+  Application& operator=(const Application&) = delete;
+  virtual ~Application();
+
+  /// Creates the operators and flows. Called once, by plan().
+  virtual void compose() = 0;
+
+  /// Operator parameters from YAML: a map of operator name -> {parameter: value}. Call before
+  /// the application is composed; values from the file override values given in code.
+  void load_config(const std::filesystem::path& yaml_file);
+  void load_config_text(std::string_view yaml, std::string origin = "<config>");
+
+  /// Creates an operator and runs its setup(). Arguments of type resident::arg are parameters;
+  /// the rest go to Op's constructor.
+  template <class Op, class... A>
+  std::shared_ptr<Op> make_operator(std::string name, A&&... args);
+
+  /// Connects output ports of `src` to input ports of `dst`: {{"out", "in"}, ...}. With no port
+  /// pairs, connects src's only output to dst's only input.
+  void add_flow(const std::shared_ptr<Operator>& src, const std::shared_ptr<Operator>& dst,
+                std::vector<std::pair<std::string, std::string>> ports = {});
+
+  void register_data_ready_handler(data_ready_handler handler);
+
+  /// Composes (once), validates and plans buffers. CPU only; throws composition_error.
+  const dag_plan& plan();
+  /// Allocates the port memory and initializes every operator (once). Needs a GPU.
+  void materialize();
+  [[nodiscard]] bool materialized() const noexcept { return _materialized; }
+
+  /// The operator DAG in Graphviz DOT (handler operators in their own cluster).
+  [[nodiscard]] std::string to_dot();
+
+  [[nodiscard]] const std::string& name() const noexcept { return _name; }
+  [[nodiscard]] bool has_data_ready_handler() const noexcept { return _handler_registered; }
+  [[nodiscard]] const data_ready_handler& handler() const noexcept { return _handler; }
+  [[nodiscard]] Operator& find_operator(std::string_view name) const;
+
+  /// One run at a time per application: the executor holds this while its loop runs.
+  class run_guard {
+   public:
+    run_guard() = default;
+    explicit run_guard(Application& app, std::string mode);
+    run_guard(run_guard&& other) noexcept;
+    run_guard& operator=(run_guard&& other) noexcept;
+    ~run_guard();
+
+   private:
+    Application* _app{};
+  };
+
+ private:
+  std::shared_ptr<Operator> add_operator(std::shared_ptr<Operator> op, std::string name,
+                                         std::vector<arg> args);
+  std::vector<arg> config_args_for(const std::string& op_name);
+  void check_config_names() const;
+  void reset_composition();
+
+  std::string _name;
+  std::vector<std::shared_ptr<Operator>> _operators;  // creation order
+  std::vector<flow> _flows;
+  data_ready_handler _handler;
+  bool _handler_registered{false};
+  std::unique_ptr<detail::config_values> _config;
+  std::unique_ptr<dag_plan> _plan;
+  std::vector<device_buffer> _buffers;
+  bool _composing{false};
+  bool _materialized{false};
+  std::atomic<bool> _running{false};
+  std::string _running_mode;
+};
+
+namespace detail {
+template <class T>
+auto split_constructor_arg(std::vector<arg>& params, T&& value) {
+  if constexpr (std::is_same_v<std::remove_cvref_t<T>, arg>) {
+    params.push_back(std::forward<T>(value));
+    return std::tuple<>{};
+  } else {
+    return std::tuple<T&&>(std::forward<T>(value));
+  }
+}
+}  // namespace detail
+
+template <class Op, class... A>
+std::shared_ptr<Op> Application::make_operator(std::string name, A&&... args) {
+  static_assert(std::is_base_of_v<Operator, Op>, "make_operator<Op>: Op must derive Operator");
+  std::vector<arg> params;
+  auto ctor_args =
+      std::tuple_cat(detail::split_constructor_arg(params, std::forward<A>(args))...);
+  auto op = std::apply(
+      [](auto&&... c) { return std::make_shared<Op>(std::forward<decltype(c)>(c)...); },
+      std::move(ctor_args));
+  add_operator(op, std::move(name), std::move(params));
+  return op;
+}
+
+}  // namespace resident

@@ -1,0 +1,96 @@
+#pragma once
+// The per-loop control contract shared by the host, the data-ready handler, the controller and
+// the end marker. Plain structs usable from host and device code.
+//
+// Two places, chosen for cost: `loop_state` lives in device memory because the loop touches it
+// every iteration; `loop_control` is host-mapped and holds only what the host must see or set.
+// The H200 has no host-native atomics, so every shared word has exactly one writer and is
+// accessed with acquire/release (device: system-scope cuda::atomic_ref; host: std::atomic_ref).
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+
+namespace resident {
+
+/// What a loop does when the handler reports a sample (see docs/api.md for the full table).
+enum class sample_policy : std::uint32_t {
+  /// Newest sample wins; unseen older samples count as dropped. When the handler re-publishes
+  /// the sample already processed, the body runs on it again (counted as repeated), so an
+  /// actuator keeps receiving output at the loop rate.
+  newest = 0,
+  /// The handler is asked for the next sample in order (last + 1); samples the source overwrote
+  /// before they were taken count as dropped. Re-published samples are skipped.
+  every = 1,
+  /// Newest sample wins; a re-published (already processed) sample is skipped: the iteration
+  /// idles. Each sample is processed at most once.
+  skip_duplicate = 2,
+};
+
+/// The controller's verdict for one iteration.
+struct release_decision {
+  bool run{false};         // release the operator DAG this iteration
+  bool repeat{false};      // the DAG re-processes the last sample
+  std::uint64_t seq{0};    // the sample the DAG processes
+  std::uint64_t dropped{0};  // samples skipped over by this release
+};
+
+/// Pure policy logic, shared by every mode (host thread, controller kernel, tail dispatcher).
+/// `published` is the sample the handler reports (0: none); `last` the last one processed.
+__host__ __device__ constexpr release_decision decide_release(sample_policy policy,
+                                                              std::uint64_t published,
+                                                              std::uint64_t last) noexcept {
+  if (published == 0) return {};
+  if (published > last) return {true, false, published, published - last - 1};
+  if (policy == sample_policy::newest && last != 0) return {true, true, last, 0};
+  return {};
+}
+
+/// Host-mapped words. The host writes only `tear_down`; the device writes everything else.
+/// The host-written word sits on its own cache line so device writes never share its line.
+struct alignas(64) loop_control {
+  std::uint32_t tear_down;  // host: request the loop to stop
+  std::uint32_t pad0[15];
+  // --- device-written, one 64-byte line -----------------------------------------------------
+  std::uint64_t heartbeat;  // controller passes so far (idle ones included)
+  std::uint64_t last_seq;   // last processed sample
+  std::uint64_t processed;  // samples the DAG processed (each once)
+  std::uint64_t dropped;    // samples skipped over (overrun) and never processed
+  std::uint64_t repeated;   // DAG runs on a sample already processed
+  std::uint32_t stopped;    // resident modes: the loop has exited
+  std::int32_t device_error;  // a device-side launch failed (cudaError_t), 0 otherwise
+  std::uint64_t pad1[2];
+};
+static_assert(sizeof(loop_control) == 128);
+
+/// Device-memory state of one loop. Written only by the loop's own kernels, one at a time.
+struct loop_state {
+  // --- per iteration ------------------------------------------------------------------------
+  std::uint64_t published;  // handler -> controller: sample ready this iteration (0: none)
+  std::uint64_t current;    // controller -> DAG/egress: sample the DAG processes now
+  std::uint64_t last;       // last processed sample
+  std::uint64_t pending_dropped;  // controller -> end marker
+  std::uint32_t released;   // the DAG was released this iteration
+  std::uint32_t repeat;     // the release re-processes `last`
+  // --- counters (mirrored to loop_control by the controller and the end marker) -----------
+  std::uint64_t iterations;
+  std::uint64_t processed;
+  std::uint64_t dropped;
+  std::uint64_t repeated;
+  // --- configuration, fixed for the run -----------------------------------------------------
+  sample_policy policy;
+  std::uint32_t free_running;   // no handler: every iteration releases sample last + 1
+  std::uint32_t resident;       // the GPU releases iterations: the controller reads tear_down
+  std::uint32_t has_while;      // `while_handle` is valid (WHILE mode)
+  std::uint32_t has_if;         // `if_handle` is valid (WHILE and host-graph modes)
+  std::uint32_t pad;
+  std::uint64_t idle_sleep_ns;  // controller sleep when nothing was released (0 spins)
+  std::uint64_t poll_ns;        // how long a handler may poll inside its kernel
+  loop_control* control;        // device pointer of the host-mapped control block
+  cudaGraphConditionalHandle while_handle;
+  cudaGraphConditionalHandle if_handle;
+  cudaGraphExec_t main_exec;    // tail mode: graph M (handler, dispatcher)
+  cudaGraphExec_t work_exec;    // tail mode: graph W (DAG, end marker + relaunch)
+};
+
+}  // namespace resident

@@ -1,0 +1,56 @@
+#pragma once
+// Device-side helpers for handler and egress kernels, and the system-scope accessors every
+// kernel uses on host-mapped words. Include only from .cu files.
+
+#include <cuda/atomic>
+
+#include <cstdint>
+
+#include "resident/app/loop.hpp"
+
+namespace resident::device {
+
+/// %globaltimer in nanoseconds (advances in 32 ns steps on the H200).
+__device__ inline std::uint64_t globaltimer_ns() {
+  std::uint64_t t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+
+/// Sleeps about `ns` nanoseconds, bounded by the global timer (__nanosleep alone may sleep up
+/// to twice what it is asked and at most about 1 ms per call).
+__device__ inline void sleep_ns(std::uint64_t ns) {
+  const std::uint64_t start = globaltimer_ns();
+  for (;;) {
+    const std::uint64_t elapsed = globaltimer_ns() - start;
+    if (elapsed >= ns) return;
+    const std::uint64_t left = ns - elapsed;
+    __nanosleep(static_cast<unsigned>(left > 500000 ? 500000 : (left + 1) / 2));
+  }
+}
+
+// Words shared with the host have one writer each. The host has no native atomics with the
+// device, so these are plain loads and stores with system-scope ordering, never read-modify-write.
+template <class T>
+__device__ inline T load_acquire_system(const T& word) {
+  return cuda::atomic_ref<T, cuda::thread_scope_system>(const_cast<T&>(word))
+      .load(cuda::memory_order_acquire);
+}
+template <class T>
+__device__ inline void store_release_system(T& word, T value) {
+  cuda::atomic_ref<T, cuda::thread_scope_system>(word).store(value, cuda::memory_order_release);
+}
+template <class T>
+__device__ inline void store_relaxed_system(T& word, T value) {
+  cuda::atomic_ref<T, cuda::thread_scope_system>(word).store(value, cuda::memory_order_relaxed);
+}
+
+/// Handler: report which sample is ready this iteration (0: none). Plain store: the controller
+/// kernel runs after the handler's last node, and the kernel boundary orders the two.
+__device__ inline void publish(loop_state* loop, std::uint64_t seq) { loop->published = seq; }
+/// Handler: the last sample the loop processed (what `every` asks for next is this + 1).
+__device__ inline std::uint64_t last_processed(const loop_state* loop) { return loop->last; }
+/// Egress: the sample the DAG is processing in this iteration.
+__device__ inline std::uint64_t current_sample(const loop_state* loop) { return loop->current; }
+
+}  // namespace resident::device

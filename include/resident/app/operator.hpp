@@ -1,0 +1,79 @@
+#pragma once
+// Operator: the unit of GPU work in a resident application.
+//
+//   setup(spec)     declares device ports (with byte sizes) and parameters; runs once, when the
+//                   application creates the operator, and never touches the GPU.
+//   initialize()    runs once after port memory is resolved and before the first capture:
+//                   create library handles, allocate workspaces (capture never allocates).
+//   compute(ctx)    enqueues the operator's CUDA work on ctx.stream(). In graph modes it runs
+//                   once per capture and its work is replayed every iteration, so host logic
+//                   inside compute() does NOT repeat per sample. In eager mode it runs every
+//                   iteration. It must only enqueue work on ctx.stream().
+
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <string>
+#include <memory>
+#include <string_view>
+
+#include "resident/app/loop.hpp"
+#include "resident/app/operator_spec.hpp"
+
+namespace resident {
+
+class Operator;
+
+/// What compute() sees: the stream to enqueue on, the port memory and the loop state.
+class CaptureContext {
+ public:
+  CaptureContext(const Operator& op, cudaStream_t stream, loop_state* loop,
+                 bool capturing) noexcept;
+
+  [[nodiscard]] cudaStream_t stream() const noexcept { return _stream; }
+  /// Device pointer of a port (input or output) by name; throws naming the operator and port.
+  template <class T>
+  [[nodiscard]] T* device_memory(std::string_view port_name) const {
+    return static_cast<T*>(port(port_name).bound);
+  }
+  [[nodiscard]] std::size_t port_bytes(std::string_view port_name) const {
+    return port(port_name).bytes;
+  }
+  /// Device pointer to this run's loop state: handlers publish samples through it and egress
+  /// operators read the sample being processed (see resident/app/loop_device.cuh).
+  [[nodiscard]] loop_state* loop() const noexcept { return _loop; }
+  /// False in eager mode, where compute() runs every iteration instead of being captured.
+  [[nodiscard]] bool capturing() const noexcept { return _capturing; }
+  [[nodiscard]] const std::string& operator_name() const noexcept;
+
+ private:
+  [[nodiscard]] const port_spec& port(std::string_view name) const;
+
+  const Operator& _op;
+  cudaStream_t _stream;
+  loop_state* _loop;
+  bool _capturing;
+};
+
+class Operator {
+ public:
+  Operator() = default;
+  Operator(const Operator&) = delete;
+  Operator& operator=(const Operator&) = delete;
+  virtual ~Operator();
+
+  virtual void setup(OperatorSpec& spec) = 0;
+  virtual void initialize() {}
+  virtual void compute(CaptureContext& ctx) = 0;
+
+  [[nodiscard]] const std::string& name() const noexcept { return _name; }
+  [[nodiscard]] const OperatorSpec& spec() const noexcept { return *_spec; }
+  [[nodiscard]] OperatorSpec& spec() noexcept { return *_spec; }
+
+ private:
+  friend class Application;
+  std::string _name;
+  std::unique_ptr<OperatorSpec> _spec;
+};
+
+}  // namespace resident

@@ -1,0 +1,5 @@
+#pragma once
+#include "resident/exec/executor.hpp"
+#include "resident/exec/mode.hpp"
+#include "resident/exec/run_handle.hpp"
+#include "resident/exec/run_options.hpp"

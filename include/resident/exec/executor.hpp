@@ -1,0 +1,55 @@
+#pragma once
+// The one interface every execution mode implements. A mode is one file in src/exec/; the modes
+// share the capture step (src/exec/capture.hpp) and the loop kernels (src/exec/loop_kernels.cuh).
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "resident/exec/mode.hpp"
+#include "resident/exec/run_options.hpp"
+
+namespace resident {
+
+class Application;
+
+/// Exact counters of one loop (DESIGN.md "Data ready"). At every point
+/// processed + dropped == last_seq: each sample up to the last one processed was either
+/// processed once or skipped over. `repeated` counts extra DAG runs on an already processed
+/// sample; `iterations` counts controller passes (idle ones included).
+struct loop_counters {
+  std::uint64_t iterations{};
+  std::uint64_t processed{};
+  std::uint64_t dropped{};
+  std::uint64_t repeated{};
+  std::uint64_t last_seq{};
+};
+
+class Executor {
+ public:
+  virtual ~Executor() = default;
+  [[nodiscard]] virtual execution_mode mode() const noexcept = 0;
+  /// Starts the loop; returns once it runs. Throws on any CUDA or validation failure.
+  virtual void launch() = 0;
+  /// Asks the loop to stop at its next iteration boundary (never blocks).
+  virtual void request_stop() noexcept = 0;
+  /// True once the loop has exited and its work completed. Throws if the loop failed.
+  [[nodiscard]] virtual bool stopped() = 0;
+  /// Device-side failure recorded by the loop (empty if none). Never throws.
+  [[nodiscard]] virtual std::string failure() const = 0;
+  /// The loop could not be stopped: give up its resources without freeing memory the GPU may
+  /// still touch, and detach threads that may never return.
+  virtual void abandon() noexcept = 0;
+  [[nodiscard]] virtual loop_counters counters() const noexcept = 0;
+  /// Advances while the loop is alive (controller passes, or host poll rounds).
+  [[nodiscard]] virtual std::uint64_t heartbeat() const noexcept = 0;
+  /// Writes the built graph(s) as Graphviz DOT.
+  virtual void write_dot(const std::string& path) const = 0;
+};
+
+/// Builds the executor for `mode` (captures the application's graphs; does not launch).
+/// Throws composition_error when the mode cannot hold the application.
+[[nodiscard]] std::unique_ptr<Executor> make_executor(Application& app, execution_mode mode,
+                                                      const run_options& options);
+
+}  // namespace resident

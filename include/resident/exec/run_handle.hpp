@@ -1,0 +1,73 @@
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "resident/app/application.hpp"
+#include "resident/exec/executor.hpp"
+
+namespace resident {
+
+struct tear_down_report {
+  bool stopped{false};                  // the loop exited within the timeout
+  std::chrono::nanoseconds elapsed{};   // from the request to the loop's exit (or the timeout)
+  loop_counters counters;               // exact once stopped
+  std::string error;                    // why the loop failed or did not stop; empty when fine
+};
+
+struct loop_health {
+  bool launched{false};
+  bool stalled{false};           // heartbeat frozen longer than the stall timeout right now
+  std::uint64_t stall_events{};  // stalls detected so far
+  std::string message;           // the latest stall or failure description
+};
+
+/// A running loop. Tears the loop down on destruction if the caller has not.
+class run_handle {
+ public:
+  run_handle(Application& app, execution_mode mode, run_options options);
+  run_handle(const run_handle&) = delete;
+  run_handle& operator=(const run_handle&) = delete;
+  ~run_handle();
+
+  [[nodiscard]] bool is_launched() const noexcept { return _launched.load(); }
+  [[nodiscard]] execution_mode mode() const noexcept { return _mode; }
+  /// Live counters (a snapshot while running; exact after tear-down).
+  [[nodiscard]] loop_counters counters() const noexcept {
+    return _executor ? _executor->counters() : loop_counters{};
+  }
+  [[nodiscard]] loop_health health() const;
+  /// Requests the stop and waits up to `timeout`. A loop that does not stop is reported (and its
+  /// resources abandoned rather than freed under the GPU's feet), never waited on forever.
+  [[nodiscard]] tear_down_report tear_down(
+      std::chrono::milliseconds timeout = std::chrono::milliseconds(2000));
+  void write_dot(const std::string& path) const { _executor->write_dot(path); }
+
+ private:
+  void supervise();
+
+  Application::run_guard _guard;
+  execution_mode _mode;
+  std::string _name;
+  run_options _options;
+  std::unique_ptr<Executor> _executor;
+  std::atomic<bool> _launched{false};
+  bool _torn_down{false};
+
+  mutable std::mutex _mutex;
+  std::condition_variable _wake;
+  bool _supervisor_exit{false};
+  loop_health _health;
+  std::thread _supervisor;
+};
+
+/// Builds the executor for `mode`, launches the loop and starts its supervisor.
+[[nodiscard]] std::unique_ptr<run_handle> run_async(Application& app, execution_mode mode,
+                                                    run_options options = {});
+
+}  // namespace resident

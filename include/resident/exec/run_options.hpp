@@ -1,0 +1,40 @@
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+
+#include "resident/app/loop.hpp"
+
+namespace resident {
+
+struct run_options {
+  /// δ: how long the controller sleeps in an iteration that released nothing (0 spins).
+  /// Host-driven modes sleep on the host instead.
+  std::uint64_t idle_sleep_ns{0};
+  /// How long a handler kernel may poll for input before giving the iteration up (resident
+  /// modes; host-driven modes poll on the host and pass 0 to the handler).
+  std::uint64_t poll_ns{0};
+  sample_policy policy{sample_policy::skip_duplicate};
+  /// A heartbeat frozen this long is reported as a stall (never a silent hang).
+  std::chrono::milliseconds stall_timeout{2000};
+  /// Called from the supervisor thread with a description when a stall is detected.
+  /// Default: print to stderr.
+  std::function<void(const std::string&)> on_stall;
+  /// When non-empty, the built CUDA graph is written there as Graphviz DOT at launch
+  /// (tail mode also writes graph W next to it, as <name>.work.dot).
+  std::string dot_path;
+  /// CUDA device ordinal.
+  int device{0};
+
+  /// Throws std::invalid_argument for inconsistent values (e.g. a stall timeout shorter than δ).
+  void validate() const;
+};
+
+[[nodiscard]] std::string_view to_string(sample_policy p) noexcept;
+/// "newest", "every", "skip-duplicate"; throws std::invalid_argument listing them.
+[[nodiscard]] sample_policy parse_sample_policy(std::string_view name);
+
+}  // namespace resident

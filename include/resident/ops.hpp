@@ -1,0 +1,3 @@
+#pragma once
+#include "resident/ops/matmul.hpp"
+#include "resident/ops/vector_ops.hpp"

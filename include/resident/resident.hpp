@@ -1,0 +1,7 @@
+#pragma once
+// Everything a resident application needs.
+#include "resident/app.hpp"
+#include "resident/cuda.hpp"
+#include "resident/exec.hpp"
+#include "resident/io/mailbox.hpp"
+#include "resident/ops.hpp"

@@ -1,0 +1,63 @@
+#include "app/config.hpp"
+
+#include <yaml-cpp/yaml.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "resident/app/error.hpp"
+
+namespace resident::detail {
+
+namespace {
+
+std::string where(const std::string& origin, const YAML::Mark& mark) {
+  return origin + ":" + std::to_string(mark.line + 1) + ":" + std::to_string(mark.column + 1);
+}
+
+}  // namespace
+
+config_values parse_config_text(std::string_view yaml, std::string origin) {
+  YAML::Node root;
+  try {
+    root = YAML::Load(std::string(yaml));
+  } catch (const YAML::Exception& e) {
+    throw config_error(where(origin, e.mark) + ": not valid YAML: " + e.msg);
+  }
+  config_values config;
+  config.origin = origin;
+  if (root.IsNull()) return config;  // an empty file configures nothing
+  if (!root.IsMap()) {
+    throw config_error(where(origin, root.Mark()) +
+                       ": expected a map of operator names to parameter maps");
+  }
+  for (const auto& entry : root) {
+    const std::string op = entry.first.as<std::string>();
+    const YAML::Node& params = entry.second;
+    if (params.IsNull()) continue;
+    if (!params.IsMap()) {
+      throw config_error(where(origin, params.Mark()) + ": operator '" + op +
+                         "' must map parameter names to values");
+    }
+    auto& args = config.operators[op];
+    for (const auto& p : params) {
+      const std::string name = p.first.as<std::string>();
+      if (!p.second.IsScalar()) {
+        throw config_error(where(origin, p.second.Mark()) + ": parameter '" + op + "." + name +
+                           "' must be a single value, not a list or map");
+      }
+      args.push_back(arg::text(name, p.second.Scalar(), where(origin, p.second.Mark())));
+    }
+  }
+  return config;
+}
+
+config_values parse_config_file(const std::filesystem::path& file) {
+  std::ifstream in(file);
+  if (!in) throw config_error("cannot open configuration file " + file.string());
+  std::stringstream text;
+  text << in.rdbuf();
+  return parse_config_text(text.str(), file.string());
+}
+
+}  // namespace resident::detail

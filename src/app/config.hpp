@@ -1,0 +1,28 @@
+#pragma once
+// YAML operator configuration:
+//
+//   affine:          # operator name
+//     scale: 3.0     # parameter: scalar value
+//     offset: -1
+//
+// Values stay text until the operator declares the parameter's type in setup().
+
+#include <filesystem>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "resident/app/parameters.hpp"
+
+namespace resident::detail {
+
+struct config_values {
+  std::string origin;  // the file name, for messages
+  std::map<std::string, std::vector<arg>> operators;
+};
+
+config_values parse_config_file(const std::filesystem::path& file);
+config_values parse_config_text(std::string_view yaml, std::string origin);
+
+}  // namespace resident::detail

@@ -1,0 +1,136 @@
+#include "resident/app/operator.hpp"
+
+#include <algorithm>
+
+#include "resident/app/error.hpp"
+
+namespace resident {
+
+namespace {
+std::string join(const std::vector<std::string>& items) {
+  std::string out;
+  for (const auto& s : items) out += (out.empty() ? "" : ", ") + s;
+  return out.empty() ? "(none)" : out;
+}
+}  // namespace
+
+// ---- OperatorSpec ------------------------------------------------------------------------------
+
+OperatorSpec::OperatorSpec(std::string operator_name, std::vector<arg> supplied)
+    : _operator_name(std::move(operator_name)),
+      _supplied(std::move(supplied)),
+      _used(_supplied.size(), false) {
+  for (std::size_t i = 0; i < _supplied.size(); ++i) {
+    for (std::size_t j = 0; j < i; ++j) {
+      if (_supplied[i].name == _supplied[j].name && _supplied[i].origin == _supplied[j].origin) {
+        throw composition_error("operator '" + _operator_name + "': parameter '" +
+                                _supplied[i].name + "' is given twice (from " +
+                                _supplied[i].origin + ")");
+      }
+    }
+  }
+}
+
+void OperatorSpec::device_input(std::string name, std::size_t bytes, void* external) {
+  add_port(std::move(name), port_direction::input, bytes, external);
+}
+
+void OperatorSpec::device_output(std::string name, std::size_t bytes, void* external) {
+  add_port(std::move(name), port_direction::output, bytes, external);
+}
+
+void OperatorSpec::add_port(std::string name, port_direction d, std::size_t bytes,
+                            void* external) {
+  const char* kind = d == port_direction::input ? "device_input" : "device_output";
+  if (name.empty()) {
+    throw composition_error("operator '" + _operator_name + "': " + kind + " needs a name");
+  }
+  if (bytes == 0) {
+    throw composition_error("operator '" + _operator_name + "': " + kind + "(\"" + name +
+                            "\") has size 0 bytes; a port must hold at least one byte");
+  }
+  if (find_port(name) != nullptr) {
+    throw composition_error("operator '" + _operator_name + "': port '" + name +
+                            "' is declared twice");
+  }
+  _ports.push_back(port_spec{std::move(name), d, bytes, external, nullptr});
+}
+
+const port_spec* OperatorSpec::find_port(std::string_view name) const noexcept {
+  const auto it = std::find_if(_ports.begin(), _ports.end(),
+                               [&](const port_spec& p) { return p.name == name; });
+  return it == _ports.end() ? nullptr : &*it;
+}
+
+std::vector<std::string> OperatorSpec::port_names(port_direction d) const {
+  std::vector<std::string> names;
+  for (const auto& p : _ports) {
+    if (p.direction == d) names.push_back(p.name);
+  }
+  return names;
+}
+
+void OperatorSpec::declare(std::string name, const char* type, std::string default_value,
+                           std::string description) {
+  for (const auto& p : _parameters) {
+    if (p.name == name) {
+      throw composition_error("operator '" + _operator_name + "': parameter '" + name +
+                              "' is declared twice in setup()");
+    }
+  }
+  _parameters.push_back(
+      parameter_info{std::move(name), type, std::move(default_value), std::move(description)});
+}
+
+const arg* OperatorSpec::take(std::string_view name) {
+  // Configuration-file values override values given in code, so a deployment can retune
+  // parameters without rebuilding; hence the last supplied value with this name wins.
+  const arg* found = nullptr;
+  for (std::size_t i = 0; i < _supplied.size(); ++i) {
+    if (_supplied[i].name == name) {
+      _used[i] = true;
+      found = &_supplied[i];
+    }
+  }
+  return found;
+}
+
+void OperatorSpec::check_all_supplied_used() const {
+  for (std::size_t i = 0; i < _supplied.size(); ++i) {
+    if (_used[i]) continue;
+    std::vector<std::string> known;
+    for (const auto& p : _parameters) known.push_back(p.name);
+    throw composition_error("operator '" + _operator_name + "' has no parameter '" +
+                            _supplied[i].name + "' (from " + _supplied[i].origin +
+                            "); its parameters: " + join(known));
+  }
+}
+
+// ---- Operator ------------------------------------------------------------------------------------
+
+Operator::~Operator() = default;
+
+// ---- CaptureContext ------------------------------------------------------------------------------
+
+CaptureContext::CaptureContext(const Operator& op, cudaStream_t stream, loop_state* loop,
+                               bool capturing) noexcept
+    : _op(op), _stream(stream), _loop(loop), _capturing(capturing) {}
+
+const std::string& CaptureContext::operator_name() const noexcept { return _op.name(); }
+
+const port_spec& CaptureContext::port(std::string_view name) const {
+  const port_spec* p = _op.spec().find_port(name);
+  if (p == nullptr) {
+    std::vector<std::string> names;
+    for (const auto& q : _op.spec().ports()) names.push_back(q.name);
+    throw composition_error("operator '" + _op.name() + "' has no port '" + std::string(name) +
+                            "'; its ports: " + join(names));
+  }
+  if (p->bound == nullptr) {
+    throw composition_error("operator '" + _op.name() + "' port '" + std::string(name) +
+                            "' has no device memory yet: the application was not materialized");
+  }
+  return *p;
+}
+
+}  // namespace resident

@@ -1,0 +1,38 @@
+#include "resident/cuda/stream.hpp"
+
+#include <utility>
+
+#include "resident/cuda/error.hpp"
+
+namespace resident {
+
+void stream_view::synchronize() const { RESIDENT_CUDA_TRY(cudaStreamSynchronize(_stream)); }
+
+bool stream_view::ready() const {
+  const cudaError_t status = cudaStreamQuery(_stream);
+  if (status == cudaErrorNotReady) return false;
+  RESIDENT_CUDA_TRY(status);
+  return true;
+}
+
+stream::stream(int priority) {
+  RESIDENT_CUDA_TRY(cudaStreamCreateWithPriority(&_stream, cudaStreamNonBlocking, priority));
+}
+
+stream stream::adopt(cudaStream_t s) noexcept { return stream(adopt_tag{}, s); }
+
+stream::stream(stream&& other) noexcept : _stream(std::exchange(other._stream, nullptr)) {}
+
+stream& stream::operator=(stream&& other) noexcept {
+  if (this != &other) {
+    if (_stream != nullptr) RESIDENT_CUDA_ASSERT_OK(cudaStreamDestroy(_stream));
+    _stream = std::exchange(other._stream, nullptr);
+  }
+  return *this;
+}
+
+stream::~stream() {
+  if (_stream != nullptr) RESIDENT_CUDA_ASSERT_OK(cudaStreamDestroy(_stream));
+}
+
+}  // namespace resident

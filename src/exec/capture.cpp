@@ -1,0 +1,142 @@
+#include "exec/capture.hpp"
+
+#include <algorithm>
+#include <string>
+
+#include "resident/app/error.hpp"
+#include "resident/app/operator.hpp"
+#include "resident/cuda/error.hpp"
+#include "resident/cuda/graph.hpp"
+
+namespace resident::detail {
+
+namespace {
+
+// Ends a capture that an exception interrupted, so the stream is usable again.
+void abandon_capture(cudaStream_t s) noexcept {
+  cudaGraph_t partial = nullptr;
+  (void)cudaStreamEndCapture(s, &partial);
+  if (partial != nullptr) (void)cudaGraphDestroy(partial);
+  (void)cudaGetLastError();
+}
+
+template <class Enqueue>
+std::vector<cudaGraphNode_t> capture_into(cudaGraph_t g, const std::vector<cudaGraphNode_t>& deps,
+                                          cudaStream_t s, Enqueue&& enqueue) {
+  // Thread-local mode: CUDA calls made meanwhile by other threads (a supervisor, another loop)
+  // neither break this capture nor get captured.
+  RESIDENT_CUDA_TRY(cudaStreamBeginCaptureToGraph(s, g, deps.data(), nullptr, deps.size(),
+                                                  cudaStreamCaptureModeThreadLocal));
+  std::vector<cudaGraphNode_t> frontier;
+  try {
+    enqueue();
+    cudaStreamCaptureStatus status{};
+    const cudaGraphNode_t* sinks = nullptr;
+    size_t count = 0;
+    RESIDENT_CUDA_TRY(
+        cudaStreamGetCaptureInfo(s, &status, nullptr, nullptr, &sinks, nullptr, &count));
+    frontier.assign(sinks, sinks + count);
+  } catch (...) {
+    abandon_capture(s);
+    throw;
+  }
+  cudaGraph_t same = nullptr;
+  RESIDENT_CUDA_TRY(cudaStreamEndCapture(s, &same));
+  return frontier;
+}
+
+}  // namespace
+
+captured capture_operators(cudaGraph_t g, std::vector<cudaGraphNode_t> deps,
+                           const std::vector<Operator*>& ops, cudaStream_t s, loop_state* loop,
+                           std::string_view mode) {
+  captured result;
+  result.frontier = std::move(deps);
+  for (const Operator* op : ops) {
+    const auto before = graph_nodes(g);
+    try {
+      result.frontier = capture_into(g, result.frontier, s, [&] {
+        CaptureContext ctx(*op, s, loop, true);
+        const_cast<Operator*>(op)->compute(ctx);
+      });
+    } catch (const std::exception& e) {
+      throw execution_error("operator '" + op->name() + "' compute() failed while capturing for " +
+                            std::string(mode) + " mode: " + e.what());
+    }
+    for (cudaGraphNode_t n : graph_nodes(g)) {
+      if (std::find(before.begin(), before.end(), n) == before.end()) {
+        result.owners.push_back({n, op});
+      }
+    }
+  }
+  return result;
+}
+
+std::vector<cudaGraphNode_t> capture_kernel(cudaGraph_t g, const std::vector<cudaGraphNode_t>& deps,
+                                            cudaStream_t s, kernel_launcher launch,
+                                            loop_state* loop) {
+  return capture_into(g, deps, s, [&] { launch(loop, s); });
+}
+
+cudaGraph_t add_conditional(cudaGraph_t g, const std::vector<cudaGraphNode_t>& deps,
+                            cudaGraphConditionalHandle handle, cudaGraphConditionalNodeType type) {
+  cudaGraphNodeParams params{};
+  params.type = cudaGraphNodeTypeConditional;
+  params.conditional.handle = handle;
+  params.conditional.type = type;
+  params.conditional.size = 1;
+  cudaGraphNode_t node = nullptr;
+  RESIDENT_CUDA_TRY(cudaGraphAddNode(&node, g, deps.data(), nullptr, deps.size(), &params));
+  return params.conditional.phGraph_out[0];
+}
+
+void compute_eager(const std::vector<Operator*>& ops, cudaStream_t s, loop_state* loop) {
+  for (Operator* op : ops) {
+    try {
+      CaptureContext ctx(*op, s, loop, false);
+      op->compute(ctx);
+    } catch (const std::exception& e) {
+      throw execution_error("operator '" + op->name() + "' compute() failed in eager mode: " +
+                            e.what());
+    }
+  }
+}
+
+namespace {
+
+void check_nodes(cudaGraph_t g, cudaGraphNode_t top, const std::vector<node_owner>& owners,
+                 std::string_view graph_name) {
+  for (cudaGraphNode_t n : graph_nodes(g)) {
+    cudaGraphNodeType type{};
+    RESIDENT_CUDA_TRY(cudaGraphNodeGetType(n, &type));
+    const cudaGraphNode_t owner_key = top != nullptr ? top : n;
+    if (type == cudaGraphNodeTypeGraph) {
+      cudaGraph_t child = nullptr;
+      RESIDENT_CUDA_TRY(cudaGraphChildGraphNodeGetGraph(n, &child));
+      check_nodes(child, owner_key, owners, graph_name);
+      continue;
+    }
+    if (type == cudaGraphNodeTypeKernel || type == cudaGraphNodeTypeMemcpy ||
+        type == cudaGraphNodeTypeMemset) {
+      continue;
+    }
+    const auto it = std::find_if(owners.begin(), owners.end(),
+                                 [&](const node_owner& o) { return o.node == owner_key; });
+    const std::string who =
+        it != owners.end() ? "operator '" + it->op->name() + "'" : std::string("the framework");
+    throw composition_error(
+        "tail mode cannot hold " + who + ": its captured work in graph " +
+        std::string(graph_name) + " contains a " + node_type_name(type) +
+        " node, and a device-launchable graph may hold only kernel, memcpy, memset and "
+        "child-graph nodes; run this application in while mode instead");
+  }
+}
+
+}  // namespace
+
+void require_device_launchable(cudaGraph_t g, const std::vector<node_owner>& owners,
+                               std::string_view graph_name) {
+  check_nodes(g, nullptr, owners, graph_name);
+}
+
+}  // namespace resident::detail

@@ -1,0 +1,54 @@
+#pragma once
+// The capture step every mode shares: operators' compute() recorded into a graph in
+// topological order (one capture per operator, so each node is attributed to its operator),
+// single framework kernels, conditional nodes, and the device-launch node check.
+
+#include <cuda_runtime_api.h>
+
+#include <string_view>
+#include <vector>
+
+#include "resident/app/loop.hpp"
+
+namespace resident {
+class Operator;
+}
+
+namespace resident::detail {
+
+struct node_owner {
+  cudaGraphNode_t node;
+  const Operator* op;
+};
+
+struct captured {
+  std::vector<cudaGraphNode_t> frontier;  // what the next node must depend on
+  std::vector<node_owner> owners;
+};
+
+/// Records `ops` (in order, serialized on `s`) into `g` after `deps`.
+[[nodiscard]] captured capture_operators(cudaGraph_t g, std::vector<cudaGraphNode_t> deps,
+                                         const std::vector<Operator*>& ops, cudaStream_t s,
+                                         loop_state* loop, std::string_view mode);
+
+using kernel_launcher = void (*)(loop_state*, cudaStream_t);
+/// Records one framework kernel (controller, end marker, ...) into `g` after `deps`.
+[[nodiscard]] std::vector<cudaGraphNode_t> capture_kernel(cudaGraph_t g,
+                                                          const std::vector<cudaGraphNode_t>& deps,
+                                                          cudaStream_t s, kernel_launcher launch,
+                                                          loop_state* loop);
+
+/// Adds a conditional node (IF or WHILE) controlled by `handle` after `deps`; returns its body.
+[[nodiscard]] cudaGraph_t add_conditional(cudaGraph_t g, const std::vector<cudaGraphNode_t>& deps,
+                                          cudaGraphConditionalHandle handle,
+                                          cudaGraphConditionalNodeType type);
+
+/// Eager mode: runs each operator's compute() directly on `s` (no capture).
+void compute_eager(const std::vector<Operator*>& ops, cudaStream_t s, loop_state* loop);
+
+/// Throws composition_error naming the operator when `g` holds a node that a device-launchable
+/// graph cannot (only kernel, memcpy, memset and child-graph nodes are allowed).
+void require_device_launchable(cudaGraph_t g, const std::vector<node_owner>& owners,
+                               std::string_view graph_name);
+
+}  // namespace resident::detail

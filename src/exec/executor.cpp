@@ -1,0 +1,82 @@
+#include <stdexcept>
+#include <string>
+
+#include "exec/modes.hpp"
+#include "resident/app/application.hpp"
+#include "resident/exec/executor.hpp"
+#include "resident/exec/mode.hpp"
+#include "resident/exec/run_options.hpp"
+
+namespace resident {
+
+std::string_view to_string(execution_mode m) noexcept {
+  switch (m) {
+    case execution_mode::eager: return "eager";
+    case execution_mode::host_graph: return "host-graph";
+    case execution_mode::while_loop: return "while";
+    case execution_mode::tail: return "tail";
+  }
+  return "unknown";
+}
+
+execution_mode parse_execution_mode(std::string_view name) {
+  for (const auto m : all_execution_modes) {
+    if (to_string(m) == name) return m;
+  }
+  throw std::invalid_argument("unknown execution mode '" + std::string(name) +
+                              "'; modes: eager, host-graph, while, tail");
+}
+
+std::string_view to_string(sample_policy p) noexcept {
+  switch (p) {
+    case sample_policy::newest: return "newest";
+    case sample_policy::every: return "every";
+    case sample_policy::skip_duplicate: return "skip-duplicate";
+  }
+  return "unknown";
+}
+
+sample_policy parse_sample_policy(std::string_view name) {
+  for (const auto p :
+       {sample_policy::newest, sample_policy::every, sample_policy::skip_duplicate}) {
+    if (to_string(p) == name) return p;
+  }
+  throw std::invalid_argument("unknown sample policy '" + std::string(name) +
+                              "'; policies: newest, every, skip-duplicate");
+}
+
+void run_options::validate() const {
+  using std::to_string;
+  if (policy != sample_policy::newest && policy != sample_policy::every &&
+      policy != sample_policy::skip_duplicate) {
+    throw std::invalid_argument("run_options: policy holds an unknown value " +
+                                to_string(static_cast<unsigned>(policy)));
+  }
+  if (device < 0) throw std::invalid_argument("run_options: device must be >= 0");
+  if (stall_timeout.count() <= 0) {
+    throw std::invalid_argument("run_options: stall_timeout must be positive");
+  }
+  const auto stall_ns = static_cast<unsigned long long>(stall_timeout.count()) * 1000000ULL;
+  const unsigned long long quiet_ns = 2ULL * (idle_sleep_ns + poll_ns);
+  if (stall_ns <= quiet_ns) {
+    throw std::invalid_argument(
+        "run_options: stall_timeout (" + to_string(stall_timeout.count()) +
+        " ms) must exceed twice the idle sleep plus the handler poll time (" +
+        to_string(quiet_ns / 1000000ULL) +
+        " ms), or an idle loop would be reported as stalled");
+  }
+}
+
+std::unique_ptr<Executor> make_executor(Application& app, execution_mode mode,
+                                        const run_options& options) {
+  options.validate();
+  switch (mode) {
+    case execution_mode::eager: return detail::make_eager_executor(app, options);
+    case execution_mode::host_graph: return detail::make_host_graph_executor(app, options);
+    case execution_mode::while_loop: return detail::make_while_executor(app, options);
+    case execution_mode::tail: return detail::make_tail_executor(app, options);
+  }
+  throw std::invalid_argument("make_executor: unknown execution mode");
+}
+
+}  // namespace resident

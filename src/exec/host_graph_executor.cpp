@@ -1,0 +1,60 @@
+// host-graph mode (the paper's CPU-CG): the host thread launches one captured graph per
+// iteration and synchronizes. The graph is the same body a WHILE iteration runs (handler ->
+// controller -> IF[DAG -> end marker]); only who releases the iteration differs.
+
+#include "exec/capture.hpp"
+#include "exec/loop_executor.hpp"
+#include "exec/loop_kernels.hpp"
+#include "exec/modes.hpp"
+#include "resident/cuda/error.hpp"
+#include "resident/cuda/graph.hpp"
+
+namespace resident::detail {
+
+namespace {
+
+class host_graph_executor final : public host_driven_executor {
+ public:
+  host_graph_executor(Application& app, const run_options& options)
+      : host_driven_executor(app, execution_mode::host_graph, options) {
+    cudaGraphConditionalHandle if_handle{};
+    RESIDENT_CUDA_TRY(
+        cudaGraphConditionalHandleCreate(&if_handle, _graph.get(), 0, cudaGraphCondAssignDefault));
+    res().config.has_if = 1;
+    res().config.if_handle = if_handle;
+
+    const auto handler = capture_operators(_graph.get(), {}, plan().handler_order,
+                                           res().handler_stream.get(), loop(), "host-graph");
+    const auto ctrl = capture_kernel(_graph.get(), handler.frontier, res().loop_stream.get(),
+                                     launch_controller, loop());
+    cudaGraph_t body = add_conditional(_graph.get(), ctrl, if_handle, cudaGraphCondTypeIf);
+    const auto dag =
+        capture_operators(body, {}, plan().body_order, res().loop_stream.get(), loop(), "host-graph");
+    (void)capture_kernel(body, dag.frontier, res().loop_stream.get(), launch_end_marker, loop());
+    _exec = std::make_unique<graph_exec>(_graph.get());
+    _exec->upload(res().loop_stream);
+  }
+
+  void write_dot(const std::string& path) const override { _graph.write_dot(path); }
+
+ private:
+  bool run_iteration() override {
+    const loop_control& c = *res().control();
+    const auto runs_before = host_load_acquire(c.processed) + host_load_acquire(c.repeated);
+    _exec->launch(res().loop_stream);
+    res().loop_stream.synchronize();
+    const auto runs_after = host_load_acquire(c.processed) + host_load_acquire(c.repeated);
+    return runs_after != runs_before;
+  }
+
+  graph _graph;
+  std::unique_ptr<graph_exec> _exec;
+};
+
+}  // namespace
+
+std::unique_ptr<Executor> make_host_graph_executor(Application& app, const run_options& options) {
+  return std::make_unique<host_graph_executor>(app, options);
+}
+
+}  // namespace resident::detail

@@ -1,0 +1,134 @@
+#include "resident/exec/run_handle.hpp"
+
+#include <algorithm>
+#include <cstdio>
+
+namespace resident {
+
+namespace {
+using clock = std::chrono::steady_clock;
+
+std::string loop_name(const Application& app, execution_mode mode) {
+  return std::string(to_string(mode)) + " loop of application '" + app.name() + "'";
+}
+}  // namespace
+
+run_handle::run_handle(Application& app, execution_mode mode, run_options options)
+    : _guard(app, std::string(to_string(mode))), _mode(mode), _options(std::move(options)) {
+  _executor = make_executor(app, mode, _options);
+  _executor->launch();
+  _launched.store(true);
+  _health.launched = true;
+  _name = loop_name(app, mode);
+  _supervisor = std::thread([this] { supervise(); });
+}
+
+run_handle::~run_handle() {
+  if (!_torn_down) {
+    const tear_down_report r = tear_down();
+    if (!r.stopped || !r.error.empty()) {
+      std::fprintf(stderr, "resident: tear-down at destruction: %s\n", r.error.c_str());
+    }
+  }
+}
+
+loop_health run_handle::health() const {
+  std::lock_guard lock(_mutex);
+  return _health;
+}
+
+void run_handle::supervise() {
+  const auto period = std::clamp<std::chrono::milliseconds>(
+      _options.stall_timeout / 4, std::chrono::milliseconds(1), std::chrono::milliseconds(50));
+  std::uint64_t last_beat = _executor->heartbeat();
+  auto last_change = clock::now();
+  std::unique_lock lock(_mutex);
+  while (!_supervisor_exit) {
+    _wake.wait_for(lock, period);
+    if (_supervisor_exit) break;
+    const auto now = clock::now();
+    const std::uint64_t beat = _executor->heartbeat();
+    std::string failure = _executor->failure();
+    if (!failure.empty() && failure != _health.message) {
+      _health.message = failure;
+      std::fprintf(stderr, "resident: %s\n", failure.c_str());
+    }
+    if (beat != last_beat) {
+      last_beat = beat;
+      last_change = now;
+      _health.stalled = false;
+      continue;
+    }
+    if (_health.stalled || now - last_change < _options.stall_timeout) continue;
+    _health.stalled = true;
+    ++_health.stall_events;
+    const auto frozen_ms =
+        std::chrono::duration_cast<std::chrono::milliseconds>(now - last_change).count();
+    _health.message = "stall: the heartbeat of the " + _name + " has not advanced for " +
+                      std::to_string(frozen_ms) + " ms (frozen at " + std::to_string(beat) +
+                      "; last processed sample " +
+                      std::to_string(_executor->counters().last_seq) + ")";
+    const std::string message = _health.message;
+    lock.unlock();  // never call out with the lock held
+    if (_options.on_stall) {
+      _options.on_stall(message);
+    } else {
+      std::fprintf(stderr, "resident: %s\n", message.c_str());
+    }
+    lock.lock();
+  }
+}
+
+tear_down_report run_handle::tear_down(std::chrono::milliseconds timeout) {
+  tear_down_report report;
+  if (_torn_down) {
+    report.error = "the " + _name + " was already torn down";
+    report.counters = _executor ? _executor->counters() : loop_counters{};
+    return report;
+  }
+  const auto start = clock::now();
+  _executor->request_stop();
+  for (;;) {
+    try {
+      if (_executor->stopped()) {
+        report.stopped = true;
+        break;
+      }
+    } catch (const std::exception& e) {
+      report.error = "the " + _name + " failed: " + e.what();
+      break;
+    }
+    if (clock::now() - start > timeout) break;
+    std::this_thread::sleep_for(std::chrono::microseconds(20));
+  }
+  report.elapsed = clock::now() - start;
+  {
+    std::lock_guard lock(_mutex);
+    _supervisor_exit = true;
+  }
+  _wake.notify_all();
+  if (_supervisor.joinable()) _supervisor.join();
+
+  report.counters = _executor->counters();
+  if (report.error.empty()) report.error = _executor->failure();
+  if (!report.stopped && report.error.empty()) {
+    report.error = "the " + _name + " did not stop within " + std::to_string(timeout.count()) +
+                   " ms of the tear-down request (heartbeat " +
+                   std::to_string(_executor->heartbeat()) +
+                   "); its resources are abandoned, not freed, since the GPU may still use them";
+  }
+  if (!report.stopped) {
+    _executor->abandon();
+    (void)_executor.release();  // deliberately leaked: the GPU may still touch its memory
+  }
+  _launched.store(false);
+  _health.launched = false;
+  _torn_down = true;
+  return report;
+}
+
+std::unique_ptr<run_handle> run_async(Application& app, execution_mode mode, run_options options) {
+  return std::make_unique<run_handle>(app, mode, std::move(options));
+}
+
+}  // namespace resident

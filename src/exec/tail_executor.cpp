@@ -1,0 +1,91 @@
+// tail mode (DVG): two device-launchable graphs that tail-launch each other.
+//
+//   M: handler operators -> tail_dispatcher_kernel   (release: launch W; idle: δ, launch M)
+//   W: operator DAG -> tail_end_marker_kernel        (commit, launch M)
+//
+// The host launches M once. A device-launchable graph holds only kernel, memcpy, memset and
+// child-graph nodes, so the captured work is checked before instantiation and an operator
+// that needs anything else is refused by name.
+
+#include <filesystem>
+
+#include "exec/capture.hpp"
+#include "exec/loop_executor.hpp"
+#include "exec/loop_kernels.hpp"
+#include "exec/modes.hpp"
+#include "resident/cuda/error.hpp"
+#include "resident/cuda/graph.hpp"
+
+namespace resident::detail {
+
+namespace {
+
+graph_exec instantiate_for_device(const graph& g, const char* name) {
+  try {
+    return graph_exec(g.get(), cudaGraphInstantiateFlagDeviceLaunch);
+  } catch (const cuda_error& e) {
+    throw execution_error(std::string("tail mode: graph ") + name +
+                          " cannot be instantiated for device launch: " + e.what());
+  }
+}
+
+class tail_executor final : public loop_executor {
+ public:
+  tail_executor(Application& app, const run_options& options)
+      : loop_executor(app, execution_mode::tail, options) {
+    const auto handler = capture_operators(_main.get(), {}, plan().handler_order,
+                                           res().handler_stream.get(), loop(), "tail");
+    (void)capture_kernel(_main.get(), handler.frontier, res().loop_stream.get(),
+                         launch_tail_dispatcher, loop());
+    const auto dag = capture_operators(_work.get(), {}, plan().body_order,
+                                       res().loop_stream.get(), loop(), "tail");
+    (void)capture_kernel(_work.get(), dag.frontier, res().loop_stream.get(),
+                         launch_tail_end_marker, loop());
+    require_device_launchable(_main.get(), handler.owners, "M (data-ready handler)");
+    require_device_launchable(_work.get(), dag.owners, "W (operator DAG)");
+
+    _main_exec = std::make_unique<graph_exec>(instantiate_for_device(_main, "M"));
+    _work_exec = std::make_unique<graph_exec>(instantiate_for_device(_work, "W"));
+    _main_exec->upload(res().loop_stream);
+    _work_exec->upload(res().loop_stream);
+    res().config.main_exec = _main_exec->get();
+    res().config.work_exec = _work_exec->get();
+  }
+
+  void launch() override {
+    res().upload_config();
+    write_dot_if_requested();
+    _main_exec->launch(res().loop_stream);
+  }
+
+  void request_stop() noexcept override { host_store_release(res().control()->tear_down, 1U); }
+
+  bool stopped() override {
+    if (host_load_acquire(res().control()->stopped) == 0U) {
+      (void)res().loop_stream.view().ready();  // surfaces an asynchronous error as cuda_error
+      return false;
+    }
+    return res().loop_stream.view().ready();
+  }
+
+  void write_dot(const std::string& path) const override {
+    _main.write_dot(path);
+    std::filesystem::path work(path);
+    work.replace_extension(".work.dot");
+    _work.write_dot(work.string());
+  }
+
+ private:
+  graph _main;
+  graph _work;
+  std::unique_ptr<graph_exec> _main_exec;
+  std::unique_ptr<graph_exec> _work_exec;
+};
+
+}  // namespace
+
+std::unique_ptr<Executor> make_tail_executor(Application& app, const run_options& options) {
+  return std::make_unique<tail_executor>(app, options);
+}
+
+}  // namespace resident::detail

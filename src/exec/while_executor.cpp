@@ -1,0 +1,80 @@
+// while mode (WHL): one graph, launched once, loops on the GPU for the run's lifetime.
+//
+//   root:  WHILE(while_handle) {
+//            handler operators          (captured on the handler stream)
+//            controller_kernel          (tear-down, sample policy, sets both predicates, δ sleep)
+//            IF(if_handle) { operator DAG in topological order; end_marker_kernel }
+//          }
+
+#include "exec/capture.hpp"
+#include "exec/loop_executor.hpp"
+#include "exec/loop_kernels.hpp"
+#include "exec/modes.hpp"
+#include "resident/cuda/error.hpp"
+#include "resident/cuda/graph.hpp"
+
+namespace resident::detail {
+
+namespace {
+
+class while_executor final : public loop_executor {
+ public:
+  while_executor(Application& app, const run_options& options)
+      : loop_executor(app, execution_mode::while_loop, options) {
+    cudaGraphConditionalHandle while_handle{};
+    RESIDENT_CUDA_TRY(cudaGraphConditionalHandleCreate(&while_handle, _root.get(), 1,
+                                                       cudaGraphCondAssignDefault));
+    cudaGraph_t body = add_conditional(_root.get(), {}, while_handle, cudaGraphCondTypeWhile);
+    // The IF handle belongs to the graph that holds the IF node: the WHILE body.
+    cudaGraphConditionalHandle if_handle{};
+    RESIDENT_CUDA_TRY(
+        cudaGraphConditionalHandleCreate(&if_handle, body, 0, cudaGraphCondAssignDefault));
+    res().config.has_while = 1;
+    res().config.has_if = 1;
+    res().config.while_handle = while_handle;
+    res().config.if_handle = if_handle;
+
+    const auto handler = capture_operators(body, {}, plan().handler_order,
+                                           res().handler_stream.get(), loop(), "while");
+    const auto ctrl = capture_kernel(body, handler.frontier, res().loop_stream.get(),
+                                     launch_controller, loop());
+    cudaGraph_t dag_body = add_conditional(body, ctrl, if_handle, cudaGraphCondTypeIf);
+    const auto dag =
+        capture_operators(dag_body, {}, plan().body_order, res().loop_stream.get(), loop(), "while");
+    (void)capture_kernel(dag_body, dag.frontier, res().loop_stream.get(), launch_end_marker,
+                         loop());
+    _exec = std::make_unique<graph_exec>(_root.get());
+    _exec->upload(res().loop_stream);
+  }
+
+  void launch() override {
+    res().upload_config();
+    write_dot_if_requested();
+    _exec->launch(res().loop_stream);
+  }
+
+  void request_stop() noexcept override { host_store_release(res().control()->tear_down, 1U); }
+
+  bool stopped() override {
+    // The controller raises `stopped` before the WHILE exits; the stream then drains.
+    if (host_load_acquire(res().control()->stopped) == 0U) {
+      (void)res().loop_stream.view().ready();  // surfaces an asynchronous error as cuda_error
+      return false;
+    }
+    return res().loop_stream.view().ready();
+  }
+
+  void write_dot(const std::string& path) const override { _root.write_dot(path); }
+
+ private:
+  graph _root;
+  std::unique_ptr<graph_exec> _exec;
+};
+
+}  // namespace
+
+std::unique_ptr<Executor> make_while_executor(Application& app, const run_options& options) {
+  return std::make_unique<while_executor>(app, options);
+}
+
+}  // namespace resident::detail

@@ -1,0 +1,140 @@
+// Device side of the mailbox: the data-ready handler kernel and the egress kernel.
+// Both are one block; thread 0 makes the decisions, all threads copy the payload (reads of
+// host-mapped memory are PCIe round trips, so issuing them in parallel matters).
+
+#include <cuda/atomic>
+
+#include "resident/app/loop_device.cuh"
+#include "resident/cuda/error.hpp"
+#include "resident/io/mailbox.hpp"
+
+namespace resident::io::detail {
+
+namespace {
+
+constexpr int block_threads = 128;
+constexpr std::size_t header_bytes = 64;
+
+using resident::device::load_acquire_system;
+using resident::device::store_relaxed_system;
+using resident::device::store_release_system;
+
+__device__ const std::uint64_t& slot_seq(const mailbox_view& mb, std::uint64_t seq) {
+  return *reinterpret_cast<const std::uint64_t*>(mb.slots + (seq % mb.depth) * mb.slot_stride);
+}
+
+// Which sample the policy asks for, given the newest published one (0: none to take).
+__device__ std::uint64_t select_sample(std::uint64_t head, std::uint64_t last,
+                                       sample_policy policy, std::size_t depth) {
+  if (head == 0) return 0;
+  switch (policy) {
+    case sample_policy::every: {
+      if (head <= last) return 0;
+      const std::uint64_t oldest_held = head >= depth ? head - depth + 1 : 1;
+      return last + 1 > oldest_held ? last + 1 : oldest_held;
+    }
+    case sample_policy::newest:
+      return head;  // head == last: re-publish it, the controller counts a repeat
+    case sample_policy::skip_duplicate:
+    default:
+      return head > last ? head : 0;
+  }
+}
+
+// Word-wise copy out of host-mapped memory; volatile so every word is a fresh read.
+__device__ void copy_in(std::byte* dst, const std::byte* src, std::size_t bytes) {
+  const std::size_t words = bytes / 8;
+  auto* d = reinterpret_cast<std::uint64_t*>(dst);
+  const auto* s = reinterpret_cast<const volatile std::uint64_t*>(src);
+  for (std::size_t i = threadIdx.x; i < words; i += blockDim.x) d[i] = s[i];
+  for (std::size_t i = words * 8 + threadIdx.x; i < bytes; i += blockDim.x) {
+    dst[i] = static_cast<std::byte>(reinterpret_cast<const volatile unsigned char*>(src)[i]);
+  }
+}
+
+__device__ void copy_out(std::byte* dst, const std::byte* src, std::size_t bytes) {
+  const std::size_t words = bytes / 8;
+  auto* d = reinterpret_cast<volatile std::uint64_t*>(dst);
+  const auto* s = reinterpret_cast<const std::uint64_t*>(src);
+  for (std::size_t i = threadIdx.x; i < words; i += blockDim.x) d[i] = s[i];
+  for (std::size_t i = words * 8 + threadIdx.x; i < bytes; i += blockDim.x) {
+    reinterpret_cast<volatile unsigned char*>(dst)[i] = static_cast<unsigned char>(src[i]);
+  }
+}
+
+__global__ void __launch_bounds__(block_threads)
+    mailbox_rx_kernel(mailbox_view mb, loop_state* loop, std::byte* sample) {
+  __shared__ std::uint64_t chosen;
+  __shared__ bool consistent;
+  const std::uint64_t last = loop->last;
+  const sample_policy policy = loop->policy;
+  const std::uint64_t poll_ns = loop->poll_ns;
+  const std::uint64_t start = threadIdx.x == 0 ? device::globaltimer_ns() : 0;
+  for (;;) {
+    if (threadIdx.x == 0) {
+      std::uint64_t pick = 0;
+      for (;;) {
+        // Acquire pairs with the sensor's release of `head`: the slot stamp is visible too.
+        pick = select_sample(load_acquire_system(*mb.head), last, policy, mb.depth);
+        if (pick != 0 && (pick == last || load_acquire_system(slot_seq(mb, pick)) == pick)) break;
+        if (device::globaltimer_ns() - start >= poll_ns) {
+          pick = 0;  // nothing to take within the polling budget: the iteration idles
+          break;
+        }
+      }
+      chosen = pick;
+    }
+    __syncthreads();
+    const std::uint64_t pick = chosen;
+    if (pick == 0 || pick == last) {
+      // No copy for a repeat: the "sample" port still holds the last sample's payload.
+      if (threadIdx.x == 0) device::publish(loop, pick);
+      return;
+    }
+    copy_in(sample, mb.slots + (pick % mb.depth) * mb.slot_stride + header_bytes, mb.input_bytes);
+    __syncthreads();  // every thread's copy is performed before the second stamp read
+    if (threadIdx.x == 0) {
+      cuda::atomic_thread_fence(cuda::memory_order_acquire, cuda::thread_scope_system);
+      consistent = load_acquire_system(slot_seq(mb, pick)) == pick;
+      if (consistent) device::publish(loop, pick);
+    }
+    __syncthreads();
+    if (consistent) return;
+    // The sensor lapped the ring and rewrote this slot while we copied it: choose again.
+  }
+}
+
+__global__ void __launch_bounds__(block_threads)
+    mailbox_tx_kernel(mailbox_view mb, const loop_state* loop, const std::byte* in) {
+  const std::uint64_t seq = device::current_sample(loop);
+  if (mb.output_bytes > 0) {
+    if (threadIdx.x == 0) {
+      store_relaxed_system(*mb.out_begin, seq);
+      __threadfence_system();  // the begin stamp lands before any payload word
+    }
+    __syncthreads();
+    copy_out(mb.out_payload, in, mb.output_bytes);
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) {
+    __threadfence_system();
+    // Release: an actuator that acquires `out_end` sees the whole payload.
+    store_release_system(*mb.out_end, seq);
+  }
+}
+
+}  // namespace
+
+void launch_mailbox_rx(const mailbox_view& mb, loop_state* loop, std::byte* sample,
+                       cudaStream_t s) {
+  mailbox_rx_kernel<<<1, block_threads, 0, s>>>(mb, loop, sample);
+  RESIDENT_CUDA_CHECK_LAUNCH("mailbox_rx_kernel");
+}
+
+void launch_mailbox_tx(const mailbox_view& mb, const loop_state* loop, const std::byte* in,
+                       cudaStream_t s) {
+  mailbox_tx_kernel<<<1, block_threads, 0, s>>>(mb, loop, in);
+  RESIDENT_CUDA_CHECK_LAUNCH("mailbox_tx_kernel");
+}
+
+}  // namespace resident::io::detail

@@ -1,0 +1,118 @@
+#include <string>
+
+#include "resident/app/error.hpp"
+#include "resident/cuda/error.hpp"
+#include "resident/ops/vector_ops.hpp"
+
+namespace resident::ops {
+
+namespace {
+
+constexpr int threads = 256;
+
+int blocks_for(std::int64_t n) {
+  const std::int64_t b = (n + threads - 1) / threads;
+  return static_cast<int>(b < 65535 ? b : 65535);  // grid-stride loops cover the rest
+}
+
+__global__ void affine_kernel(const float* __restrict__ in, float* __restrict__ out,
+                              std::int64_t n, float scale, float offset) {
+  for (std::int64_t i = blockIdx.x * std::int64_t{blockDim.x} + threadIdx.x; i < n;
+       i += std::int64_t{gridDim.x} * blockDim.x) {
+    out[i] = fmaf(scale, in[i], offset);
+  }
+}
+
+__global__ void square_kernel(const float* __restrict__ in, float* __restrict__ out,
+                              std::int64_t n) {
+  for (std::int64_t i = blockIdx.x * std::int64_t{blockDim.x} + threadIdx.x; i < n;
+       i += std::int64_t{gridDim.x} * blockDim.x) {
+    const float x = in[i];
+    out[i] = x * x;
+  }
+}
+
+std::int64_t elements_param(OperatorSpec& spec) {
+  return spec.param<std::int64_t>("elements", 4096, "number of fp32 values per sample");
+}
+
+void check_positive(const OperatorSpec& spec, std::int64_t elements) {
+  if (elements <= 0) {
+    throw composition_error("operator '" + spec.operator_name() +
+                            "': parameter 'elements' must be positive, got " +
+                            std::to_string(elements));
+  }
+}
+
+}  // namespace
+
+namespace detail {
+
+void launch_affine(const float* in, float* out, std::int64_t n, float scale, float offset,
+                   cudaStream_t s) {
+  affine_kernel<<<blocks_for(n), threads, 0, s>>>(in, out, n, scale, offset);
+  RESIDENT_CUDA_CHECK_LAUNCH("affine_kernel");
+}
+
+void launch_square(const float* in, float* out, std::int64_t n, cudaStream_t s) {
+  square_kernel<<<blocks_for(n), threads, 0, s>>>(in, out, n);
+  RESIDENT_CUDA_CHECK_LAUNCH("square_kernel");
+}
+
+}  // namespace detail
+
+void copy::setup(OperatorSpec& spec) {
+  _elements = elements_param(spec);
+  check_positive(spec, _elements);
+  const auto bytes = static_cast<std::size_t>(_elements) * sizeof(float);
+  spec.device_input("in", bytes);
+  spec.device_output("out", bytes);
+}
+
+void copy::compute(CaptureContext& ctx) {
+  RESIDENT_CUDA_TRY(cudaMemcpyAsync(ctx.device_memory<float>("out"),
+                                    ctx.device_memory<const float>("in"), ctx.port_bytes("out"),
+                                    cudaMemcpyDeviceToDevice, ctx.stream()));
+}
+
+void affine::setup(OperatorSpec& spec) {
+  _elements = elements_param(spec);
+  check_positive(spec, _elements);
+  _scale = spec.param<float>("scale", 2.0F, "multiplier a in a*x + b");
+  _offset = spec.param<float>("offset", 1.0F, "offset b in a*x + b");
+  const auto bytes = static_cast<std::size_t>(_elements) * sizeof(float);
+  spec.device_input("in", bytes);
+  spec.device_output("out", bytes);
+}
+
+void affine::compute(CaptureContext& ctx) {
+  detail::launch_affine(ctx.device_memory<const float>("in"), ctx.device_memory<float>("out"),
+                        _elements, _scale, _offset, ctx.stream());
+}
+
+void square::setup(OperatorSpec& spec) {
+  _elements = elements_param(spec);
+  check_positive(spec, _elements);
+  const auto bytes = static_cast<std::size_t>(_elements) * sizeof(float);
+  spec.device_input("in", bytes);
+  spec.device_output("out", bytes);
+}
+
+void square::compute(CaptureContext& ctx) {
+  detail::launch_square(ctx.device_memory<const float>("in"), ctx.device_memory<float>("out"),
+                        _elements, ctx.stream());
+}
+
+void sum_reduce::setup(OperatorSpec& spec) {
+  _elements = elements_param(spec);
+  check_positive(spec, _elements);
+  spec.device_input("in", static_cast<std::size_t>(_elements) * sizeof(float));
+  spec.device_output("out", sizeof(float));
+}
+
+void sum_reduce::compute(CaptureContext& ctx) {
+  detail::launch_sum_reduce(ctx.device_memory<const float>("in"), ctx.device_memory<float>("out"),
+                            _elements, ctx.stream());
+}
+
+}  // namespace resident::ops

@@ -1,0 +1,32 @@
+// Deterministic sum: one block, each thread accumulates a fixed strided subset in fp64, then a
+// fixed-shape block reduction. Same input, same bits, in every mode and on every run.
+
+#include <cub/block/block_reduce.cuh>
+
+#include "resident/cuda/error.hpp"
+#include "resident/ops/vector_ops.hpp"
+
+namespace resident::ops::detail {
+
+namespace {
+
+constexpr int reduce_threads = 512;
+
+__global__ void __launch_bounds__(reduce_threads)
+    sum_reduce_kernel(const float* __restrict__ in, float* __restrict__ out, std::int64_t n) {
+  using block_reduce = cub::BlockReduce<double, reduce_threads>;
+  __shared__ typename block_reduce::TempStorage temp;
+  double partial = 0.0;
+  for (std::int64_t i = threadIdx.x; i < n; i += reduce_threads) partial += in[i];
+  const double total = block_reduce(temp).Sum(partial);
+  if (threadIdx.x == 0) out[0] = static_cast<float>(total);
+}
+
+}  // namespace
+
+void launch_sum_reduce(const float* in, float* out, std::int64_t n, cudaStream_t s) {
+  sum_reduce_kernel<<<1, reduce_threads, 0, s>>>(in, out, n);
+  RESIDENT_CUDA_CHECK_LAUNCH("sum_reduce_kernel");
+}
+
+}  // namespace resident::ops::detail
