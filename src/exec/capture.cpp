@@ -102,10 +102,29 @@ void compute_eager(const std::vector<Operator*>& ops, cudaStream_t s, loop_state
   }
 }
 
+const node_rules& device_launch_rules() {
+  static const node_rules rules{
+      {cudaGraphNodeTypeKernel, cudaGraphNodeTypeMemcpy, cudaGraphNodeTypeMemset,
+       cudaGraphNodeTypeGraph},
+      "a device-launchable graph may hold only kernel, memcpy, memset and child-graph nodes",
+      "run this application in while mode instead"};
+  return rules;
+}
+
+const node_rules& conditional_body_rules() {
+  static const node_rules rules{
+      {cudaGraphNodeTypeKernel, cudaGraphNodeTypeMemcpy, cudaGraphNodeTypeMemset,
+       cudaGraphNodeTypeEmpty, cudaGraphNodeTypeGraph, cudaGraphNodeTypeConditional},
+      "a conditional node's body may hold only kernel, memcpy, memset, empty, child-graph and "
+      "conditional nodes",
+      "run this application in eager mode instead"};
+  return rules;
+}
+
 namespace {
 
 void check_nodes(cudaGraph_t g, cudaGraphNode_t top, const std::vector<node_owner>& owners,
-                 std::string_view graph_name) {
+                 std::string_view mode, std::string_view where, const node_rules& rules) {
   for (cudaGraphNode_t n : graph_nodes(g)) {
     cudaGraphNodeType type{};
     RESIDENT_CUDA_TRY(cudaGraphNodeGetType(n, &type));
@@ -113,30 +132,27 @@ void check_nodes(cudaGraph_t g, cudaGraphNode_t top, const std::vector<node_owne
     if (type == cudaGraphNodeTypeGraph) {
       cudaGraph_t child = nullptr;
       RESIDENT_CUDA_TRY(cudaGraphChildGraphNodeGetGraph(n, &child));
-      check_nodes(child, owner_key, owners, graph_name);
-      continue;
+      check_nodes(child, owner_key, owners, mode, where, rules);
     }
-    if (type == cudaGraphNodeTypeKernel || type == cudaGraphNodeTypeMemcpy ||
-        type == cudaGraphNodeTypeMemset) {
+    if (std::find(rules.allowed.begin(), rules.allowed.end(), type) != rules.allowed.end()) {
       continue;
     }
     const auto it = std::find_if(owners.begin(), owners.end(),
                                  [&](const node_owner& o) { return o.node == owner_key; });
     const std::string who =
         it != owners.end() ? "operator '" + it->op->name() + "'" : std::string("the framework");
-    throw composition_error(
-        "tail mode cannot hold " + who + ": its captured work in graph " +
-        std::string(graph_name) + " contains a " + node_type_name(type) +
-        " node, and a device-launchable graph may hold only kernel, memcpy, memset and "
-        "child-graph nodes; run this application in while mode instead");
+    throw composition_error(std::string(mode) + " mode cannot hold " + who +
+                            ": its captured work in " + std::string(where) + " contains a " +
+                            node_type_name(type) + " node, and " +
+                            std::string(rules.allowed_text) + "; " + std::string(rules.advice));
   }
 }
 
 }  // namespace
 
-void require_device_launchable(cudaGraph_t g, const std::vector<node_owner>& owners,
-                               std::string_view graph_name) {
-  check_nodes(g, nullptr, owners, graph_name);
+void require_node_types(cudaGraph_t g, const std::vector<node_owner>& owners,
+                        std::string_view mode, std::string_view where, const node_rules& rules) {
+  check_nodes(g, nullptr, owners, mode, where, rules);
 }
 
 }  // namespace resident::detail

@@ -46,9 +46,21 @@ using kernel_launcher = void (*)(loop_state*, cudaStream_t);
 /// Eager mode: runs each operator's compute() directly on `s` (no capture).
 void compute_eager(const std::vector<Operator*>& ops, cudaStream_t s, loop_state* loop);
 
-/// Throws composition_error naming the operator when `g` holds a node that a device-launchable
-/// graph cannot (only kernel, memcpy, memset and child-graph nodes are allowed).
-void require_device_launchable(cudaGraph_t g, const std::vector<node_owner>& owners,
-                               std::string_view graph_name);
+/// Which node types a mode's graphs may hold, and what to tell a user whose DAG needs more.
+struct node_rules {
+  std::vector<cudaGraphNodeType> allowed;
+  std::string_view allowed_text;
+  std::string_view advice;  // which mode can run such work instead
+};
+/// Device-launchable graphs (tail mode): kernel, memcpy, memset and child-graph nodes.
+[[nodiscard]] const node_rules& device_launch_rules();
+/// Conditional-node bodies (while and host-graph modes): kernel, memcpy, memset, empty,
+/// child-graph and conditional nodes.
+[[nodiscard]] const node_rules& conditional_body_rules();
+
+/// Throws composition_error naming the operator when `g` (or a child graph in it) holds a
+/// node type the rules do not allow. `where` names the graph in the message.
+void require_node_types(cudaGraph_t g, const std::vector<node_owner>& owners,
+                        std::string_view mode, std::string_view where, const node_rules& rules);
 
 }  // namespace resident::detail

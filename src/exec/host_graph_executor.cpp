@@ -31,6 +31,9 @@ class host_graph_executor final : public host_driven_executor {
     const auto dag =
         capture_operators(body, {}, plan().body_order, res().loop_stream.get(), loop(), "host-graph");
     (void)capture_kernel(body, dag.frontier, res().loop_stream.get(), launch_end_marker, loop());
+    // The DAG sits in an IF body, whose node types are restricted like a WHILE body's.
+    require_node_types(body, dag.owners, "host-graph", "the IF body (operator DAG)",
+                       conditional_body_rules());
     _exec = std::make_unique<graph_exec>(_graph.get());
     _exec->upload(res().loop_stream);
   }

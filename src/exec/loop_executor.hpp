@@ -35,14 +35,16 @@ struct loop_resources {
     return control_mem.host_as<loop_control>();
   }
   [[nodiscard]] loop_state* state() const noexcept { return state_mem.data_as<loop_state>(); }
-  /// Copies `config` to the device state (synchronously, before launch).
-  void upload_config();
+  /// Sets the starting sample and copies `config` to the device state (synchronously, before
+  /// launch).
+  void upload_config(std::uint64_t start_seq);
 
   host_mapped_buffer control_mem;
   device_buffer state_mem;
   stream loop_stream;
   stream handler_stream;  // the data-ready handler is captured on its own stream
   loop_state config{};    // host copy of the initial state
+  std::uint64_t start_seq{0};
 };
 
 /// Common base: owns the resources; counters and failure come from the control block.
@@ -62,7 +64,8 @@ class loop_executor : public Executor {
   [[nodiscard]] Application& app() const noexcept { return _app; }
   [[nodiscard]] const run_options& options() const noexcept { return _options; }
   [[nodiscard]] loop_state* loop() const noexcept { return _res->state(); }
-  void write_dot_if_requested() const;
+  /// What every launch() does first: initial state to the device, DOT dump if asked for.
+  void prepare_launch();
 
  private:
   Application& _app;

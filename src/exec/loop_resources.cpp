@@ -21,7 +21,11 @@ loop_resources::loop_resources(const Application& app, execution_mode mode,
   config.control = control_mem.device_as<loop_control>();
 }
 
-void loop_resources::upload_config() {
+void loop_resources::upload_config(std::uint64_t start) {
+  start_seq = start;
+  config.last = start;
+  // Before launch the host is the only writer of the control block.
+  control()->last_seq = start;
   RESIDENT_CUDA_TRY(
       cudaMemcpyAsync(state(), &config, sizeof(loop_state), cudaMemcpyHostToDevice, loop_stream.get()));
   loop_stream.synchronize();
@@ -49,6 +53,7 @@ loop_counters loop_executor::counters() const noexcept {
   out.dropped = host_load_acquire(c.dropped);
   out.repeated = host_load_acquire(c.repeated);
   out.iterations = host_load_acquire(c.heartbeat);
+  out.start_seq = _res->start_seq;
   return out;
 }
 
@@ -69,7 +74,9 @@ void loop_executor::abandon() noexcept {
   (void)_res.release();
 }
 
-void loop_executor::write_dot_if_requested() const {
+void loop_executor::prepare_launch() {
+  const auto& start_after = _app.handler().start_after;
+  _res->upload_config(start_after ? start_after() : 0);
   if (!_options.dot_path.empty()) write_dot(_options.dot_path);
 }
 
@@ -81,8 +88,7 @@ host_driven_executor::~host_driven_executor() {
 }
 
 void host_driven_executor::launch() {
-  res().upload_config();
-  write_dot_if_requested();
+  prepare_launch();
   _thread = std::thread([this] { loop_thread(); });
 }
 

@@ -41,8 +41,10 @@ class tail_executor final : public loop_executor {
                                        res().loop_stream.get(), loop(), "tail");
     (void)capture_kernel(_work.get(), dag.frontier, res().loop_stream.get(),
                          launch_tail_end_marker, loop());
-    require_device_launchable(_main.get(), handler.owners, "M (data-ready handler)");
-    require_device_launchable(_work.get(), dag.owners, "W (operator DAG)");
+    require_node_types(_main.get(), handler.owners, "tail", "graph M (data-ready handler)",
+                       device_launch_rules());
+    require_node_types(_work.get(), dag.owners, "tail", "graph W (operator DAG)",
+                       device_launch_rules());
 
     _main_exec = std::make_unique<graph_exec>(instantiate_for_device(_main, "M"));
     _work_exec = std::make_unique<graph_exec>(instantiate_for_device(_work, "W"));
@@ -53,8 +55,7 @@ class tail_executor final : public loop_executor {
   }
 
   void launch() override {
-    res().upload_config();
-    write_dot_if_requested();
+    prepare_launch();
     _main_exec->launch(res().loop_stream);
   }
 

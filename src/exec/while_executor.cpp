@@ -43,13 +43,16 @@ class while_executor final : public loop_executor {
         capture_operators(dag_body, {}, plan().body_order, res().loop_stream.get(), loop(), "while");
     (void)capture_kernel(dag_body, dag.frontier, res().loop_stream.get(), launch_end_marker,
                          loop());
+    require_node_types(body, handler.owners, "while", "the WHILE body (data-ready handler)",
+                       conditional_body_rules());
+    require_node_types(dag_body, dag.owners, "while", "the IF body (operator DAG)",
+                       conditional_body_rules());
     _exec = std::make_unique<graph_exec>(_root.get());
     _exec->upload(res().loop_stream);
   }
 
   void launch() override {
-    res().upload_config();
-    write_dot_if_requested();
+    prepare_launch();
     _exec->launch(res().loop_stream);
   }
 

@@ -118,6 +118,12 @@ std::function<bool(std::uint64_t, sample_policy)> mailbox::host_gate() const {
   };
 }
 
+data_ready_handler mailbox::make_handler(std::shared_ptr<Operator> rx) const {
+  const std::uint64_t* head = _head_host;
+  return data_ready_handler{{std::move(rx)}, host_gate(),
+                            [head] { return load_acquire(*head); }};
+}
+
 void mailbox_rx::setup(OperatorSpec& spec) {
   spec.device_output("sample", _mailbox->settings().input_bytes);
 }

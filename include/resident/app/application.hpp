@@ -42,6 +42,10 @@ struct data_ready_handler {
   /// Host-driven modes only: a cheap host-side check run before launching an iteration
   /// (e.g. "has the sensor written a sample newer than last_seq?"). Empty: always launch.
   std::function<bool(std::uint64_t last_seq, sample_policy policy)> host_gate;
+  /// The newest sample that already existed when the loop starts (e.g. what a sensor published
+  /// before launch): the loop begins after it, so older samples are neither processed nor
+  /// counted as dropped. Empty: sequence numbers start at 1.
+  std::function<std::uint64_t()> start_after;
 };
 
 class Application {

@@ -14,15 +14,16 @@ namespace resident {
 class Application;
 
 /// Exact counters of one loop (DESIGN.md "Data ready"). At every point
-/// processed + dropped == last_seq: each sample up to the last one processed was either
-/// processed once or skipped over. `repeated` counts extra DAG runs on an already processed
-/// sample; `iterations` counts controller passes (idle ones included).
+/// processed + dropped == last_seq - start_seq: each sample after the start up to the last one
+/// processed was either processed once or skipped over. `repeated` counts extra DAG runs on an
+/// already processed sample; `iterations` counts controller passes (idle ones included).
 struct loop_counters {
   std::uint64_t iterations{};
   std::uint64_t processed{};
   std::uint64_t dropped{};
   std::uint64_t repeated{};
   std::uint64_t last_seq{};
+  std::uint64_t start_seq{};  // the handler's start_after() at launch
 };
 
 class Executor {

@@ -1,0 +1,163 @@
+// Over-rate input: the loop's counters account for every sample the sensor released, and what
+// the actuator sees is always a consistent (untorn) output of the sample it names.
+
+#include <gmock/gmock.h>
+
+#include <atomic>
+#include <cmath>
+#include <thread>
+
+#include "gpu/support.hpp"
+
+namespace resident::testing {
+namespace {
+
+constexpr std::int64_t elements = 64;
+
+// rx -> busy_wait(50 us) ; rx -> sum -> tx. The sample's values encode its sequence number, so
+// each output can be checked against the sequence number committed with it.
+class slow_app final : public Application {
+ public:
+  explicit slow_app(std::int64_t busy_ns)
+      : _busy_ns(busy_ns),
+        _mailbox(std::make_shared<io::mailbox>(
+            io::mailbox::config{elements * sizeof(float), sizeof(float), 4})) {}
+  void compose() override {
+    auto rx = make_operator<io::mailbox_rx>("rx", _mailbox);
+    auto slow = make_operator<busy_wait>("slow", arg("ns", _busy_ns));
+    auto sum = make_operator<ops::sum_reduce>("sum", arg("elements", elements));
+    auto tx = make_operator<io::mailbox_tx>("tx", _mailbox);
+    register_data_ready_handler(_mailbox->make_handler(rx));
+    add_flow(rx, sum, {{"sample", "in"}});
+    add_flow(sum, tx);
+    (void)slow;
+  }
+  std::int64_t _busy_ns;
+  std::shared_ptr<io::mailbox> _mailbox;
+};
+
+std::vector<float> sample_for(std::uint64_t seq) {
+  return std::vector<float>(elements, static_cast<float>(seq));  // sum = seq * elements
+}
+
+struct sampling_case {
+  execution_mode mode;
+  sample_policy policy;
+};
+
+class over_rate : public ::testing::TestWithParam<sampling_case> {};
+
+std::vector<sampling_case> all_cases() {
+  std::vector<sampling_case> cases;
+  for (const auto mode : all_execution_modes) {
+    for (const auto policy : {sample_policy::skip_duplicate, sample_policy::every}) {
+      cases.push_back({mode, policy});
+    }
+  }
+  return cases;
+}
+
+INSTANTIATE_TEST_SUITE_P(all, over_rate, ::testing::ValuesIn(all_cases()), [](const auto& info) {
+  std::string name = std::string(to_string(info.param.mode)) + "_" +
+                     std::string(to_string(info.param.policy));
+  std::replace(name.begin(), name.end(), '-', '_');
+  return name;
+});
+
+TEST_P(over_rate, counters_account_for_every_sample_and_outputs_are_consistent) {
+  RESIDENT_REQUIRE_GPU();
+  slow_app app(50'000);
+  run_options options;
+  options.policy = GetParam().policy;
+  auto run = run_async(app, GetParam().mode, options);
+
+  // The actuator checks every output it sees: the payload must belong to the sample it names.
+  std::atomic<bool> stop{false};
+  std::atomic<int> torn{0};
+  std::atomic<int> seen{0};
+  std::thread actuator([&] {
+    std::uint64_t last = app._mailbox->output_seq();
+    std::vector<std::byte> out(sizeof(float));
+    while (!stop.load()) {
+      const std::uint64_t seq = app._mailbox->wait_output(last, out, 10ms);
+      if (seq == 0) continue;
+      if (as_float(out) != static_cast<float>(seq * elements)) ++torn;
+      ++seen;
+      last = seq;
+    }
+  });
+
+  // The sensor releases samples far faster than the 50 us body can take them.
+  constexpr std::uint64_t total = 2000;
+  for (std::uint64_t i = 1; i <= total; ++i) {
+    const auto s = sample_for(i);
+    ASSERT_EQ(app._mailbox->publish(as_bytes(s)), i);
+    if (i % 16 == 0) std::this_thread::sleep_for(10us);
+  }
+  // Every policy here processes the final sample eventually.
+  const auto deadline = std::chrono::steady_clock::now() + 5s;
+  while (run->counters().last_seq != total && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(1ms);
+  }
+  const tear_down_report report = run->tear_down();
+  stop = true;
+  actuator.join();
+
+  ASSERT_TRUE(report.stopped) << report.error;
+  const loop_counters& c = report.counters;
+  EXPECT_EQ(c.last_seq, total);
+  EXPECT_EQ(c.processed + c.dropped, total) << "processed " << c.processed << " dropped "
+                                            << c.dropped;
+  EXPECT_GT(c.dropped, 0U) << "the sensor should have outpaced a 50 us body";
+  EXPECT_GT(c.processed, 0U);
+  EXPECT_EQ(c.repeated, 0U);
+  EXPECT_EQ(torn.load(), 0);
+  EXPECT_GT(seen.load(), 0);
+}
+
+TEST(sample_policy_newest, repeats_the_latest_sample_while_nothing_new_arrives) {
+  RESIDENT_REQUIRE_GPU();
+  for (const auto mode : all_execution_modes) {
+    SCOPED_TRACE(std::string(to_string(mode)));
+    slow_app app(1000);
+    run_options options;
+    options.policy = sample_policy::newest;
+    auto run = run_async(app, mode, options);
+    const auto s = sample_for(1);
+    app._mailbox->publish(as_bytes(s));
+    const auto deadline = std::chrono::steady_clock::now() + 3s;
+    while (run->counters().repeated < 10 && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(1ms);
+    }
+    const tear_down_report report = run->tear_down();
+    ASSERT_TRUE(report.stopped) << report.error;
+    EXPECT_EQ(report.counters.processed, 1U);
+    EXPECT_EQ(report.counters.dropped, 0U);
+    EXPECT_GE(report.counters.repeated, 10U);
+    std::vector<std::byte> out(sizeof(float));
+    EXPECT_EQ(app._mailbox->read_output(out), 1U);
+    EXPECT_EQ(as_float(out), static_cast<float>(elements));
+  }
+}
+
+TEST(sample_policy_every, processes_each_sample_in_order_when_the_loop_keeps_up) {
+  RESIDENT_REQUIRE_GPU();
+  slow_app app(1000);
+  run_options options;
+  options.policy = sample_policy::every;
+  auto run = run_async(app, execution_mode::while_loop, options);
+  // Bursts of 3 fit in the 4-slot ring: nothing may be dropped.
+  for (std::uint64_t i = 1; i <= 30; i += 3) {
+    for (std::uint64_t k = i; k < i + 3; ++k) app._mailbox->publish(as_bytes(sample_for(k)));
+    const auto deadline = std::chrono::steady_clock::now() + 2s;
+    while (run->counters().last_seq < i + 2 && std::chrono::steady_clock::now() < deadline) {
+    }
+  }
+  const tear_down_report report = run->tear_down();
+  ASSERT_TRUE(report.stopped) << report.error;
+  EXPECT_EQ(report.counters.processed, 30U);
+  EXPECT_EQ(report.counters.dropped, 0U);
+}
+
+}  // namespace
+}  // namespace resident::testing

@@ -1,0 +1,163 @@
+#include <cstring>
+
+#include "gpu/support.hpp"
+#include "resident/app/loop_device.cuh"
+
+namespace resident::testing {
+
+std::vector<float> random_floats(std::size_t n) {
+  static std::mt19937 rng{std::random_device{}()};
+  std::uniform_real_distribution<float> dist(-1.0F, 1.0F);
+  std::vector<float> v(n);
+  for (auto& x : v) x = dist(rng);
+  return v;
+}
+
+std::span<const std::byte> as_bytes(const std::vector<float>& v) {
+  return std::as_bytes(std::span<const float>(v));
+}
+
+double lab_reference(std::span<const float> x, double scale, double offset) {
+  double total = 0.0;
+  for (const float v : x) {
+    // The device computes fmaf(scale, x, offset) then squares in fp32; the reference is fp64.
+    const double y = scale * static_cast<double>(v) + offset;
+    total += y * y;
+  }
+  return total;
+}
+
+std::vector<double> matmul_reference(std::span<const double> in, std::span<const float> w,
+                                     std::size_t n) {
+  std::vector<double> out(n * n, 0.0);
+  for (std::size_t i = 0; i < n; ++i) {
+    for (std::size_t k = 0; k < n; ++k) {
+      const double a = in[i * n + k];
+      for (std::size_t j = 0; j < n; ++j) out[i * n + j] += a * w[k * n + j];
+    }
+  }
+  return out;
+}
+
+namespace {
+
+__global__ void add2_kernel(const float* a, const float* b, float* out, std::int64_t n) {
+  for (std::int64_t i = blockIdx.x * std::int64_t{blockDim.x} + threadIdx.x; i < n;
+       i += std::int64_t{gridDim.x} * blockDim.x) {
+    out[i] = a[i] + b[i];
+  }
+}
+
+__global__ void busy_wait_kernel(std::int64_t ns) {
+  const std::uint64_t start = device::globaltimer_ns();
+  while (device::globaltimer_ns() - start < static_cast<std::uint64_t>(ns)) {
+  }
+}
+
+__global__ void hold_kernel(const std::uint32_t* word) {
+  while (device::load_acquire_system(*word) != 0U) __nanosleep(1000);
+}
+
+__global__ void noop_kernel() {}
+
+void CUDART_CB host_noop(void*) {}
+
+}  // namespace
+
+void add2::setup(OperatorSpec& spec) {
+  _elements = spec.param<std::int64_t>("elements", 1024);
+  const auto bytes = static_cast<std::size_t>(_elements) * sizeof(float);
+  spec.device_input("a", bytes);
+  spec.device_input("b", bytes);
+  spec.device_output("out", bytes);
+}
+
+void add2::compute(CaptureContext& ctx) {
+  add2_kernel<<<8, 256, 0, ctx.stream()>>>(ctx.device_memory<const float>("a"),
+                                           ctx.device_memory<const float>("b"),
+                                           ctx.device_memory<float>("out"), _elements);
+  RESIDENT_CUDA_CHECK_LAUNCH("add2_kernel");
+}
+
+void busy_wait::setup(OperatorSpec& spec) {
+  _ns = spec.param<std::int64_t>("ns", 50000, "how long the body spins");
+}
+
+void busy_wait::compute(CaptureContext& ctx) {
+  busy_wait_kernel<<<1, 1, 0, ctx.stream()>>>(_ns);
+  RESIDENT_CUDA_CHECK_LAUNCH("busy_wait_kernel");
+}
+
+void hold_while_set::compute(CaptureContext& ctx) {
+  hold_kernel<<<1, 1, 0, ctx.stream()>>>(_word);
+  RESIDENT_CUDA_CHECK_LAUNCH("hold_kernel");
+}
+
+void host_callback::compute(CaptureContext& ctx) {
+  RESIDENT_CUDA_TRY(cudaLaunchHostFunc(ctx.stream(), host_noop, nullptr));
+}
+
+void empty_node::compute(CaptureContext& ctx) {
+  noop_kernel<<<1, 1, 0, ctx.stream()>>>();
+  RESIDENT_CUDA_CHECK_LAUNCH("noop_kernel");
+  if (!ctx.capturing()) return;
+  cudaStreamCaptureStatus status{};
+  cudaGraph_t g = nullptr;
+  const cudaGraphNode_t* deps = nullptr;
+  size_t count = 0;
+  RESIDENT_CUDA_TRY(cudaStreamGetCaptureInfo(ctx.stream(), &status, nullptr, &g, &deps, nullptr,
+                                             &count));
+  cudaGraphNode_t node = nullptr;
+  RESIDENT_CUDA_TRY(cudaGraphAddEmptyNode(&node, g, deps, count));
+  RESIDENT_CUDA_TRY(cudaStreamUpdateCaptureDependencies(ctx.stream(), &node, nullptr, 1,
+                                                        cudaStreamSetCaptureDependencies));
+}
+
+void bad_launch::compute(CaptureContext& ctx) {
+  noop_kernel<<<1, 4096, 0, ctx.stream()>>>();
+  RESIDENT_CUDA_CHECK_LAUNCH("noop_kernel<<<1, 4096>>>");
+}
+
+lab_app::lab_app(std::int64_t elements, std::size_t depth)
+    : Application("lab"),
+      _elements(elements),
+      _mailbox(std::make_shared<io::mailbox>(io::mailbox::config{
+          static_cast<std::size_t>(elements) * sizeof(float), sizeof(float), depth})) {}
+
+void lab_app::compose() {
+  auto rx = make_operator<io::mailbox_rx>("rx", _mailbox);
+  auto aff = make_operator<ops::affine>("affine", arg("elements", _elements));
+  auto sq = make_operator<ops::square>("square", arg("elements", _elements));
+  auto sum = make_operator<ops::sum_reduce>("sum", arg("elements", _elements));
+  auto tx = make_operator<io::mailbox_tx>("tx", _mailbox);
+  register_data_ready_handler(_mailbox->make_handler(rx));
+  add_flow(rx, aff, {{"sample", "in"}});
+  add_flow(aff, sq);
+  add_flow(sq, sum);
+  add_flow(sum, tx);
+}
+
+std::vector<std::vector<std::byte>> drive_lockstep(io::mailbox& mb,
+                                                   const std::vector<std::vector<float>>& samples,
+                                                   std::chrono::milliseconds timeout) {
+  std::vector<std::vector<std::byte>> outputs;
+  for (const auto& sample : samples) {
+    const std::uint64_t before = mb.output_seq();
+    const std::uint64_t seq = mb.publish(as_bytes(sample));
+    std::vector<std::byte> out(mb.settings().output_bytes);
+    const std::uint64_t got = mb.wait_output(before, out, timeout);
+    EXPECT_EQ(got, seq) << "no output for sample " << seq << " within " << timeout.count()
+                        << " ms";
+    if (got != seq) break;
+    outputs.push_back(std::move(out));
+  }
+  return outputs;
+}
+
+float as_float(const std::vector<std::byte>& bytes) {
+  float v = 0.0F;
+  std::memcpy(&v, bytes.data(), sizeof(float));
+  return v;
+}
+
+}  // namespace resident::testing

@@ -1,0 +1,141 @@
+#pragma once
+// Shared pieces of the GPU tests: the skip rule, small test operators, CPU references and a
+// lock-step sensor/actuator driver.
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <random>
+#include <span>
+#include <vector>
+
+#include "resident/resident.hpp"
+
+/// GPU tests skip cleanly where there is no device (CI, the build machine).
+#define RESIDENT_REQUIRE_GPU()                                                         \
+  do {                                                                                 \
+    if (::resident::device_count() == 0) {                                             \
+      GTEST_SKIP() << "no CUDA device: " << ::resident::no_device_reason();            \
+    }                                                                                  \
+  } while (false)
+
+namespace resident::testing {
+
+using namespace std::chrono_literals;
+
+/// Fresh random floats in [-1, 1) for every call (seeded from the test's random device).
+std::vector<float> random_floats(std::size_t n);
+
+std::span<const std::byte> as_bytes(const std::vector<float>& v);
+
+// ---- CPU references ----------------------------------------------------------------------------
+
+/// sum((a*x + b)^2) in fp64: the lab pipeline affine -> square -> sum.
+double lab_reference(std::span<const float> x, double scale = 2.0, double offset = 1.0);
+/// Row-major out = in x W in fp64.
+std::vector<double> matmul_reference(std::span<const double> in, std::span<const float> w,
+                                     std::size_t n);
+
+// ---- test operators ----------------------------------------------------------------------------
+
+/// out = a + b (fp32 vectors of `elements`).
+class add2 final : public Operator {
+ public:
+  void setup(OperatorSpec& spec) override;
+  void compute(CaptureContext& ctx) override;
+
+ private:
+  std::int64_t _elements{};
+};
+
+/// A source with no inputs whose output lives in memory the test owns (external memory).
+class external_source final : public Operator {
+ public:
+  external_source(void* memory, std::size_t bytes) : _memory(memory), _bytes(bytes) {}
+  void setup(OperatorSpec& spec) override { spec.device_output("out", _bytes, _memory); }
+  void compute(CaptureContext&) override {}
+
+ private:
+  void* _memory;
+  std::size_t _bytes;
+};
+
+/// A sink whose input lives in memory the test owns, so the producer writes straight there.
+class external_sink final : public Operator {
+ public:
+  external_sink(void* memory, std::size_t bytes) : _memory(memory), _bytes(bytes) {}
+  void setup(OperatorSpec& spec) override { spec.device_input("in", _bytes, _memory); }
+  void compute(CaptureContext&) override {}
+
+ private:
+  void* _memory;
+  std::size_t _bytes;
+};
+
+/// Spins on the GPU for `busy_ns` nanoseconds (param), to make the body slower than a sensor.
+class busy_wait final : public Operator {
+ public:
+  void setup(OperatorSpec& spec) override;
+  void compute(CaptureContext& ctx) override;
+
+ private:
+  std::int64_t _ns{};
+};
+
+/// Spins on the GPU while the host-mapped word `*hold` is non-zero: a loop that hangs on cue.
+class hold_while_set final : public Operator {
+ public:
+  explicit hold_while_set(const std::uint32_t* device_word) : _word(device_word) {}
+  void setup(OperatorSpec&) override {}
+  void compute(CaptureContext& ctx) override;
+
+ private:
+  const std::uint32_t* _word;
+};
+
+/// Enqueues a host callback: a host node once captured (which graph modes may refuse).
+class host_callback final : public Operator {
+ public:
+  void setup(OperatorSpec&) override {}
+  void compute(CaptureContext& ctx) override;
+};
+
+/// Adds an empty node to the capture (allowed in a WHILE body, refused by device graphs).
+class empty_node final : public Operator {
+ public:
+  void setup(OperatorSpec&) override {}
+  void compute(CaptureContext& ctx) override;
+};
+
+/// Launches a kernel with an impossible block size: compute() fails with a CUDA error.
+class bad_launch final : public Operator {
+ public:
+  void setup(OperatorSpec&) override {}
+  void compute(CaptureContext& ctx) override;
+};
+
+// ---- the lab application: mailbox -> affine -> square -> sum -> mailbox -------------------------
+
+class lab_app final : public Application {
+ public:
+  explicit lab_app(std::int64_t elements, std::size_t depth = 4);
+  void compose() override;
+  [[nodiscard]] std::shared_ptr<io::mailbox> mailbox() const { return _mailbox; }
+  [[nodiscard]] std::int64_t elements() const { return _elements; }
+
+ private:
+  std::int64_t _elements;
+  std::shared_ptr<io::mailbox> _mailbox;
+};
+
+/// Publishes each sample, waits for its output and returns the outputs in order. Fails the
+/// test (and stops) when an output does not arrive within `timeout`.
+std::vector<std::vector<std::byte>> drive_lockstep(io::mailbox& mb,
+                                                   const std::vector<std::vector<float>>& samples,
+                                                   std::chrono::milliseconds timeout = 5000ms);
+
+float as_float(const std::vector<std::byte>& bytes);
+
+}  // namespace resident::testing

@@ -1,0 +1,74 @@
+// Application::to_dot: the operator DAG in Graphviz DOT, planned on the CPU.
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "test_operators.hpp"
+
+namespace resident::test {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+using ::testing::StartsWith;
+
+/// rx -> affine -> tx; returns rx.
+std::shared_ptr<ports_op> pipeline(test_app& t) {
+  auto rx = t.make_operator<ports_op>("rx", source_ports(4096));
+  auto affine = t.make_operator<ports_op>("affine", relay_ports(4096));
+  auto tx = t.make_operator<ports_op>("tx", std::vector{input("result", 4096)});
+  t.add_flow(rx, affine);
+  t.add_flow(affine, tx, {{"out", "result"}});
+  return rx;
+}
+
+TEST(to_dot, is_a_digraph_named_after_the_application) {
+  test_app app(pipeline, "lab");
+  const std::string dot = app.to_dot();
+  EXPECT_THAT(dot, StartsWith("digraph \"lab\" {\n"));
+  EXPECT_EQ(dot.back(), '\n');
+  EXPECT_THAT(dot, HasSubstr("}\n"));
+}
+
+TEST(to_dot, lists_every_operator) {
+  test_app app(pipeline);
+  const std::string dot = app.to_dot();
+  EXPECT_THAT(dot, HasSubstr("  \"rx\";\n"));
+  EXPECT_THAT(dot, HasSubstr("  \"affine\";\n"));
+  EXPECT_THAT(dot, HasSubstr("  \"tx\";\n"));
+}
+
+TEST(to_dot, labels_edges_with_port_names_and_bytes) {
+  test_app app(pipeline);
+  const std::string dot = app.to_dot();
+  EXPECT_THAT(dot, HasSubstr("\"rx\" -> \"affine\" [label=\"out -> in (4096 B)\"];"));
+  EXPECT_THAT(dot, HasSubstr("\"affine\" -> \"tx\" [label=\"out -> result (4096 B)\"];"));
+}
+
+TEST(to_dot, without_a_handler_has_no_handler_cluster) {
+  test_app app(pipeline);
+  EXPECT_THAT(app.to_dot(), Not(HasSubstr("cluster_handler")));
+}
+
+TEST(to_dot, puts_handler_operators_in_their_own_cluster) {
+  test_app app([](test_app& t) {
+    auto rx = pipeline(t);
+    t.register_data_ready_handler(handler_of({rx}));
+  });
+  const std::string dot = app.to_dot();
+  EXPECT_THAT(dot, HasSubstr("  subgraph cluster_handler {\n    label=\"data-ready handler\";\n"
+                             "    style=dashed;\n    \"rx\";\n  }\n"));
+}
+
+TEST(to_dot, plans_the_application_and_reports_its_mistakes) {
+  test_app app([](test_app& t) { (void)t.make_operator<ports_op>("lonely", sink_ports()); });
+  EXPECT_THAT(error_of([&] { (void)app.to_dot(); }), HasSubstr("input 'in' is not connected"));
+  EXPECT_EQ(app.compose_calls, 1);
+}
+
+}  // namespace
+}  // namespace resident::test

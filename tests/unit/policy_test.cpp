@@ -1,0 +1,221 @@
+// The sample policy (decide_release), execution-mode and policy names, and run_options checks.
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <tuple>
+
+#include "resident/app/loop.hpp"
+#include "resident/exec/mode.hpp"
+#include "resident/exec/run_options.hpp"
+#include "test_operators.hpp"
+
+namespace resident::test {
+namespace {
+
+using namespace std::chrono_literals;
+using ::testing::HasSubstr;
+
+// ---- decide_release ---------------------------------------------------------------------------
+
+static_assert(!decide_release(sample_policy::newest, 0, 7).run, "nothing published: no run");
+static_assert(decide_release(sample_policy::every, 5, 1).seq == 5);
+static_assert(decide_release(sample_policy::every, 5, 1).dropped == 3);
+static_assert(decide_release(sample_policy::newest, 4, 4).repeat);
+
+constexpr sample_policy all_policies[] = {sample_policy::newest, sample_policy::every,
+                                          sample_policy::skip_duplicate};
+
+/// (run, repeat, seq, dropped), so a whole decision compares and prints at once.
+using verdict = std::tuple<bool, bool, std::uint64_t, std::uint64_t>;
+
+verdict decide(sample_policy p, std::uint64_t published, std::uint64_t last) {
+  const release_decision d = decide_release(p, published, last);
+  return {d.run, d.repeat, d.seq, d.dropped};
+}
+
+constexpr verdict idle{false, false, 0, 0};
+
+TEST(decide_release, nothing_published_never_runs) {
+  for (const auto p : all_policies) {
+    EXPECT_EQ(decide(p, 0, 0), idle) << to_string(p);
+    EXPECT_EQ(decide(p, 0, 9), idle) << to_string(p);
+  }
+}
+
+TEST(decide_release, first_sample_runs_without_drops) {
+  for (const auto p : all_policies) {
+    EXPECT_EQ(decide(p, 1, 0), verdict(true, false, 1, 0)) << to_string(p);
+  }
+}
+
+TEST(decide_release, next_sample_runs_without_drops) {
+  for (const auto p : all_policies) {
+    EXPECT_EQ(decide(p, 8, 7), verdict(true, false, 8, 0)) << to_string(p);
+  }
+}
+
+TEST(decide_release, newer_sample_runs_and_counts_the_skipped_ones_as_dropped) {
+  for (const auto p : all_policies) {
+    EXPECT_EQ(decide(p, 10, 6), verdict(true, false, 10, 3)) << to_string(p);
+    EXPECT_EQ(decide(p, 4, 0), verdict(true, false, 4, 3)) << to_string(p);
+  }
+}
+
+TEST(decide_release, newest_repeats_the_last_sample_when_it_is_published_again) {
+  EXPECT_EQ(decide(sample_policy::newest, 5, 5), verdict(true, true, 5, 0));
+}
+
+TEST(decide_release, every_idles_when_the_last_sample_is_published_again) {
+  EXPECT_EQ(decide(sample_policy::every, 5, 5), idle);
+}
+
+TEST(decide_release, skip_duplicate_idles_when_the_last_sample_is_published_again) {
+  EXPECT_EQ(decide(sample_policy::skip_duplicate, 5, 5), idle);
+}
+
+TEST(decide_release, newest_repeats_the_last_sample_when_an_older_one_is_published) {
+  EXPECT_EQ(decide(sample_policy::newest, 3, 5), verdict(true, true, 5, 0));
+}
+
+TEST(decide_release, every_and_skip_duplicate_idle_when_an_older_sample_is_published) {
+  EXPECT_EQ(decide(sample_policy::every, 3, 5), idle);
+  EXPECT_EQ(decide(sample_policy::skip_duplicate, 3, 5), idle);
+}
+
+TEST(decide_release, counts_drops_up_to_the_largest_sequence_numbers) {
+  constexpr std::uint64_t max = UINT64_MAX;
+  EXPECT_EQ(decide(sample_policy::newest, max, 0), verdict(true, false, max, max - 1));
+  EXPECT_EQ(decide(sample_policy::every, max, max - 1), verdict(true, false, max, 0));
+}
+
+// ---- execution modes --------------------------------------------------------------------------
+
+TEST(execution_mode, names_are_stable) {
+  EXPECT_EQ(to_string(execution_mode::eager), "eager");
+  EXPECT_EQ(to_string(execution_mode::host_graph), "host-graph");
+  EXPECT_EQ(to_string(execution_mode::while_loop), "while");
+  EXPECT_EQ(to_string(execution_mode::tail), "tail");
+}
+
+TEST(execution_mode, every_mode_round_trips_through_its_name) {
+  for (const auto m : all_execution_modes) {
+    EXPECT_EQ(parse_execution_mode(to_string(m)), m) << to_string(m);
+  }
+}
+
+TEST(execution_mode, unknown_name_lists_the_modes) {
+  EXPECT_EQ(error_of<std::invalid_argument>([] { (void)parse_execution_mode("host_graph"); }),
+            "unknown execution mode 'host_graph'; modes: eager, host-graph, while, tail");
+}
+
+TEST(execution_mode, names_are_case_sensitive) {
+  EXPECT_THROW((void)parse_execution_mode("Eager"), std::invalid_argument);
+  EXPECT_THROW((void)parse_execution_mode(""), std::invalid_argument);
+}
+
+TEST(execution_mode, only_while_and_tail_are_resident) {
+  static_assert(is_resident(execution_mode::while_loop) && is_resident(execution_mode::tail));
+  static_assert(!is_resident(execution_mode::eager) && !is_resident(execution_mode::host_graph));
+  EXPECT_TRUE(is_resident(parse_execution_mode("tail")));
+  EXPECT_FALSE(is_resident(parse_execution_mode("eager")));
+}
+
+// ---- sample policies --------------------------------------------------------------------------
+
+TEST(sample_policy, names_are_stable) {
+  EXPECT_EQ(to_string(sample_policy::newest), "newest");
+  EXPECT_EQ(to_string(sample_policy::every), "every");
+  EXPECT_EQ(to_string(sample_policy::skip_duplicate), "skip-duplicate");
+}
+
+TEST(sample_policy, every_policy_round_trips_through_its_name) {
+  for (const auto p : all_policies) EXPECT_EQ(parse_sample_policy(to_string(p)), p);
+}
+
+TEST(sample_policy, unknown_name_lists_the_policies) {
+  EXPECT_EQ(error_of<std::invalid_argument>([] { (void)parse_sample_policy("skip_duplicate"); }),
+            "unknown sample policy 'skip_duplicate'; policies: newest, every, skip-duplicate");
+}
+
+TEST(sample_policy, out_of_range_value_has_no_name) {
+  EXPECT_EQ(to_string(static_cast<sample_policy>(7)), "unknown");
+}
+
+// ---- run_options::validate --------------------------------------------------------------------
+
+TEST(run_options, defaults_are_valid) {
+  const run_options options;
+  EXPECT_NO_THROW(options.validate());
+  EXPECT_EQ(options.policy, sample_policy::skip_duplicate);
+  EXPECT_EQ(options.stall_timeout, 2000ms);
+}
+
+TEST(run_options, stall_timeout_longer_than_twice_the_quiet_time_is_valid) {
+  run_options options;
+  options.idle_sleep_ns = 600'000'000;  // 0.6 s
+  options.poll_ns = 400'000'000;        // 0.4 s: twice the sum is 2 s
+  options.stall_timeout = 2001ms;
+  EXPECT_NO_THROW(options.validate());
+}
+
+TEST(run_options, stall_timeout_of_exactly_twice_the_quiet_time_is_rejected) {
+  run_options options;
+  options.idle_sleep_ns = 600'000'000;
+  options.poll_ns = 400'000'000;
+  options.stall_timeout = 2000ms;
+  EXPECT_THAT(error_of<std::invalid_argument>([&] { options.validate(); }),
+              HasSubstr("stall_timeout (2000 ms) must exceed twice the idle sleep plus the "
+                        "handler poll time (2000 ms)"));
+}
+
+TEST(run_options, stall_timeout_shorter_than_twice_the_idle_sleep_is_rejected) {
+  run_options options;
+  options.idle_sleep_ns = 1'000'000'000;
+  options.stall_timeout = 1500ms;
+  EXPECT_EQ(error_of<std::invalid_argument>([&] { options.validate(); }),
+            "run_options: stall_timeout (1500 ms) must exceed twice the idle sleep plus the "
+            "handler poll time (2000 ms), or an idle loop would be reported as stalled");
+}
+
+TEST(run_options, stall_timeout_shorter_than_twice_the_poll_time_is_rejected) {
+  run_options options;
+  options.poll_ns = 1'000'000'000;
+  options.stall_timeout = 1999ms;
+  EXPECT_THROW(options.validate(), std::invalid_argument);
+}
+
+TEST(run_options, zero_stall_timeout_is_rejected) {
+  run_options options;
+  options.stall_timeout = 0ms;
+  EXPECT_EQ(error_of<std::invalid_argument>([&] { options.validate(); }),
+            "run_options: stall_timeout must be positive");
+}
+
+TEST(run_options, negative_stall_timeout_is_rejected) {
+  run_options options;
+  options.stall_timeout = -5ms;
+  EXPECT_THAT(error_of<std::invalid_argument>([&] { options.validate(); }),
+              HasSubstr("stall_timeout must be positive"));
+}
+
+TEST(run_options, negative_device_is_rejected) {
+  run_options options;
+  options.device = -1;
+  EXPECT_EQ(error_of<std::invalid_argument>([&] { options.validate(); }),
+            "run_options: device must be >= 0");
+}
+
+TEST(run_options, unknown_policy_value_is_rejected) {
+  run_options options;
+  options.policy = static_cast<sample_policy>(9);
+  EXPECT_EQ(error_of<std::invalid_argument>([&] { options.validate(); }),
+            "run_options: policy holds an unknown value 9");
+}
+
+}  // namespace
+}  // namespace resident::test
