@@ -5,3 +5,4 @@
 #include "resident/exec.hpp"
 #include "resident/io/mailbox.hpp"
 #include "resident/ops.hpp"
+#include "resident/version.hpp"

@@ -71,6 +71,7 @@ std::shared_ptr<Operator> Application::add_operator(std::shared_ptr<Operator> op
 void Application::add_flow(const std::shared_ptr<Operator>& src,
                            const std::shared_ptr<Operator>& dst,
                            std::vector<std::pair<std::string, std::string>> ports) {
+  if (!_composing) throw composition_error("add_flow: flows are made inside compose()");
   if (src == nullptr || dst == nullptr) throw composition_error("add_flow: an operator is null");
   for (const auto* op : {src.get(), dst.get()}) {
     if (std::none_of(_operators.begin(), _operators.end(),
@@ -98,6 +99,11 @@ void Application::add_flow(const std::shared_ptr<Operator>& src,
 }
 
 void Application::register_data_ready_handler(data_ready_handler handler) {
+  // After plan() a handler would not be in the plan yet the executors would wait for it.
+  if (!_composing) {
+    throw composition_error(
+        "register_data_ready_handler: the data-ready handler is registered inside compose()");
+  }
   if (_handler_registered) {
     throw composition_error("register_data_ready_handler: application '" + _name +
                             "' already has a data-ready handler");

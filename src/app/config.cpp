@@ -32,6 +32,10 @@ config_values parse_config_text(std::string_view yaml, std::string origin) {
                        ": expected a map of operator names to parameter maps");
   }
   for (const auto& entry : root) {
+    if (!entry.first.IsScalar()) {  // as<std::string>() would throw a bare YAML exception
+      throw config_error(where(origin, entry.first.Mark()) +
+                         ": an operator name must be a plain name, not a list or map");
+    }
     const std::string op = entry.first.as<std::string>();
     const YAML::Node& params = entry.second;
     if (params.IsNull()) continue;
@@ -41,7 +45,15 @@ config_values parse_config_text(std::string_view yaml, std::string origin) {
     }
     auto& args = config.operators[op];
     for (const auto& p : params) {
+      if (!p.first.IsScalar()) {
+        throw config_error(where(origin, p.first.Mark()) + ": operator '" + op +
+                           "': a parameter name must be a plain name, not a list or map");
+      }
       const std::string name = p.first.as<std::string>();
+      if (p.second.IsNull()) {
+        throw config_error(where(origin, p.first.Mark()) + ": parameter '" + op + "." + name +
+                           "' has no value");
+      }
       if (!p.second.IsScalar()) {
         throw config_error(where(origin, p.second.Mark()) + ": parameter '" + op + "." + name +
                            "' must be a single value, not a list or map");

@@ -100,9 +100,12 @@ void OperatorSpec::check_all_supplied_used() const {
     if (_used[i]) continue;
     std::vector<std::string> known;
     for (const auto& p : _parameters) known.push_back(p.name);
-    throw composition_error("operator '" + _operator_name + "' has no parameter '" +
-                            _supplied[i].name + "' (from " + _supplied[i].origin +
-                            "); its parameters: " + join(known));
+    const std::string message = "operator '" + _operator_name + "' has no parameter '" +
+                                _supplied[i].name + "' (from " + _supplied[i].origin +
+                                "); its parameters: " + join(known);
+    // A misspelled name in a configuration file is the file's mistake.
+    if (_supplied[i].from_text) throw config_error(message);
+    throw composition_error(message);
   }
 }
 

@@ -39,9 +39,15 @@ std::string describe(const parameter_value& v) {
 
 namespace {
 
+// A value read from a configuration file that does not fit the operator is the file's mistake.
+[[noreturn]] void reject(const arg& a, const std::string& message) {
+  if (a.from_text) throw config_error(message);
+  throw composition_error(message);
+}
+
 [[noreturn]] void mismatch(const arg& a, const std::string& op, const char* expected) {
-  throw composition_error("operator '" + op + "': parameter '" + a.name + "' expects " + expected +
-                          ", got " + describe(a.value) + " (from " + a.origin + ")");
+  reject(a, "operator '" + op + "': parameter '" + a.name + "' expects " + expected + ", got " +
+                describe(a.value) + " (from " + a.origin + ")");
 }
 
 const std::string* text_of(const arg& a) {
@@ -71,9 +77,9 @@ std::int64_t to_integer(const arg& a, const std::string& op, std::int64_t lo, st
     mismatch(a, op, "an integer");
   }
   if (v < lo || v > hi) {
-    throw composition_error("operator '" + op + "': parameter '" + a.name + "' = " +
-                            std::to_string(v) + " is out of range [" + std::to_string(lo) + ", " +
-                            std::to_string(hi) + "] (from " + a.origin + ")");
+    reject(a, "operator '" + op + "': parameter '" + a.name + "' = " + std::to_string(v) +
+                  " is out of range [" + std::to_string(lo) + ", " + std::to_string(hi) +
+                  "] (from " + a.origin + ")");
   }
   return v;
 }

@@ -12,12 +12,34 @@ namespace resident::detail {
 
 namespace {
 
-// Ends a capture that an exception interrupted, so the stream is usable again.
-void abandon_capture(cudaStream_t s) noexcept {
-  cudaGraph_t partial = nullptr;
-  (void)cudaStreamEndCapture(s, &partial);
-  if (partial != nullptr) (void)cudaGraphDestroy(partial);
+// Ends a capture that an exception interrupted, so the stream is usable again, and says whether
+// the capture had been invalidated (CUDA then frees the graph it was capturing into).
+bool abandon_capture(cudaStream_t s) noexcept {
+  cudaStreamCaptureStatus status{};
+  const bool invalidated =
+      cudaStreamGetCaptureInfo(s, &status, nullptr, nullptr, nullptr, nullptr, nullptr) !=
+          cudaSuccess ||
+      status == cudaStreamCaptureStatusInvalidated;
+  cudaGraph_t same = nullptr;
+  (void)cudaStreamEndCapture(s, &same);
   (void)cudaGetLastError();
+  return invalidated;
+}
+
+// Carries whether the interrupted capture lost its graph along with the original error.
+struct interrupted_capture {
+  std::exception_ptr error;
+  bool graph_lost;
+};
+
+std::string message_of(const std::exception_ptr& error) {
+  try {
+    std::rethrow_exception(error);
+  } catch (const std::exception& e) {
+    return e.what();
+  } catch (...) {
+    return "unknown exception";
+  }
 }
 
 template <class Enqueue>
@@ -37,8 +59,8 @@ std::vector<cudaGraphNode_t> capture_into(cudaGraph_t g, const std::vector<cudaG
         cudaStreamGetCaptureInfo(s, &status, nullptr, nullptr, &sinks, nullptr, &count));
     frontier.assign(sinks, sinks + count);
   } catch (...) {
-    abandon_capture(s);
-    throw;
+    const bool lost = abandon_capture(s);
+    throw interrupted_capture{std::current_exception(), lost};
   }
   cudaGraph_t same = nullptr;
   RESIDENT_CUDA_TRY(cudaStreamEndCapture(s, &same));
@@ -59,9 +81,10 @@ captured capture_operators(cudaGraph_t g, std::vector<cudaGraphNode_t> deps,
         CaptureContext ctx(*op, s, loop, true);
         const_cast<Operator*>(op)->compute(ctx);
       });
-    } catch (const std::exception& e) {
-      throw execution_error("operator '" + op->name() + "' compute() failed while capturing for " +
-                            std::string(mode) + " mode: " + e.what());
+    } catch (const interrupted_capture& c) {
+      throw capture_failure("operator '" + op->name() + "' compute() failed while capturing for " +
+                                std::string(mode) + " mode: " + message_of(c.error),
+                            c.graph_lost);
     }
     for (cudaGraphNode_t n : graph_nodes(g)) {
       if (std::find(before.begin(), before.end(), n) == before.end()) {
@@ -75,7 +98,12 @@ captured capture_operators(cudaGraph_t g, std::vector<cudaGraphNode_t> deps,
 std::vector<cudaGraphNode_t> capture_kernel(cudaGraph_t g, const std::vector<cudaGraphNode_t>& deps,
                                             cudaStream_t s, kernel_launcher launch,
                                             loop_state* loop) {
-  return capture_into(g, deps, s, [&] { launch(loop, s); });
+  try {
+    return capture_into(g, deps, s, [&] { launch(loop, s); });
+  } catch (const interrupted_capture& c) {
+    throw capture_failure("capturing a framework kernel failed: " + message_of(c.error),
+                          c.graph_lost);
+  }
 }
 
 cudaGraph_t add_conditional(cudaGraph_t g, const std::vector<cudaGraphNode_t>& deps,

@@ -5,16 +5,44 @@
 
 #include <cuda_runtime_api.h>
 
+#include <string>
 #include <string_view>
 #include <vector>
 
+#include "resident/app/error.hpp"
 #include "resident/app/loop.hpp"
+#include "resident/cuda/graph.hpp"
 
 namespace resident {
 class Operator;
 }
 
 namespace resident::detail {
+
+/// An operator's compute() failed during capture. When the failure invalidated the capture,
+/// CUDA frees the graph that was being captured into (a body graph included), so the graph
+/// tree holding it must be released, not destroyed: graph_lost() says so.
+class capture_failure : public execution_error {
+ public:
+  capture_failure(const std::string& what, bool graph_lost)
+      : execution_error(what), _graph_lost(graph_lost) {}
+  [[nodiscard]] bool graph_lost() const noexcept { return _graph_lost; }
+
+ private:
+  bool _graph_lost;
+};
+
+/// Runs `build`; on a capture failure that lost a graph, releases `root` (leaking the tree
+/// rather than destroying freed memory) before rethrowing.
+template <class Build>
+void build_or_release(graph& root, Build&& build) {
+  try {
+    build();
+  } catch (const capture_failure& e) {
+    if (e.graph_lost()) (void)root.release();
+    throw;
+  }
+}
 
 struct node_owner {
   cudaGraphNode_t node;

@@ -1,3 +1,4 @@
+#include <cstdio>
 #include <stdexcept>
 #include <string>
 
@@ -56,13 +57,19 @@ void run_options::validate() const {
   if (stall_timeout.count() <= 0) {
     throw std::invalid_argument("run_options: stall_timeout must be positive");
   }
-  const auto stall_ns = static_cast<unsigned long long>(stall_timeout.count()) * 1000000ULL;
-  const unsigned long long quiet_ns = 2ULL * (idle_sleep_ns + poll_ns);
+  // In long double: 2 * (idle_sleep_ns + poll_ns) can exceed 64 bits.
+  const long double stall_ns = static_cast<long double>(stall_timeout.count()) * 1e6L;
+  const long double quiet_ns =
+      2.0L * (static_cast<long double>(idle_sleep_ns) + static_cast<long double>(poll_ns));
   if (stall_ns <= quiet_ns) {
+    char quiet_ms[64];
+    std::snprintf(quiet_ms, sizeof quiet_ms, "%.3Lf", quiet_ns / 1e6L);
+    std::string shown(quiet_ms);  // "2000.000" -> "2000", "0.500" -> "0.5"
+    shown.erase(shown.find_last_not_of('0') + 1);
+    if (shown.back() == '.') shown.pop_back();
     throw std::invalid_argument(
         "run_options: stall_timeout (" + to_string(stall_timeout.count()) +
-        " ms) must exceed twice the idle sleep plus the handler poll time (" +
-        to_string(quiet_ns / 1000000ULL) +
+        " ms) must exceed twice the idle sleep plus the handler poll time (" + shown +
         " ms), or an idle loop would be reported as stalled");
   }
 }

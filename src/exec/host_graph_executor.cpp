@@ -17,6 +17,15 @@ class host_graph_executor final : public host_driven_executor {
  public:
   host_graph_executor(Application& app, const run_options& options)
       : host_driven_executor(app, execution_mode::host_graph, options) {
+    build_or_release(_graph, [&] { build(); });
+    _exec = std::make_unique<graph_exec>(_graph.get());
+    _exec->upload(res().loop_stream);
+  }
+
+  void write_dot(const std::string& path) const override { _graph.write_dot(path); }
+
+ private:
+  void build() {
     cudaGraphConditionalHandle if_handle{};
     RESIDENT_CUDA_TRY(
         cudaGraphConditionalHandleCreate(&if_handle, _graph.get(), 0, cudaGraphCondAssignDefault));
@@ -34,13 +43,8 @@ class host_graph_executor final : public host_driven_executor {
     // The DAG sits in an IF body, whose node types are restricted like a WHILE body's.
     require_node_types(body, dag.owners, "host-graph", "the IF body (operator DAG)",
                        conditional_body_rules());
-    _exec = std::make_unique<graph_exec>(_graph.get());
-    _exec->upload(res().loop_stream);
   }
 
-  void write_dot(const std::string& path) const override { _graph.write_dot(path); }
-
- private:
   bool run_iteration() override {
     const loop_control& c = *res().control();
     const auto runs_before = host_load_acquire(c.processed) + host_load_acquire(c.repeated);

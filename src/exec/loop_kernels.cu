@@ -32,7 +32,7 @@ __device__ pass_result control_pass(loop_state* s) {
   }
   const std::uint64_t published = s->free_running ? s->last + 1 : s->published;
   s->published = 0;  // consumed: a handler must publish afresh every iteration
-  const release_decision d = decide_release(s->policy, published, s->last);
+  const release_decision d = decide_release(s->policy, published, s->last, s->processed > 0);
   s->released = d.run ? 1U : 0U;
   s->repeat = d.repeat ? 1U : 0U;
   s->current = d.seq;

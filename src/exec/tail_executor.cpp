@@ -33,18 +33,22 @@ class tail_executor final : public loop_executor {
  public:
   tail_executor(Application& app, const run_options& options)
       : loop_executor(app, execution_mode::tail, options) {
-    const auto handler = capture_operators(_main.get(), {}, plan().handler_order,
-                                           res().handler_stream.get(), loop(), "tail");
-    (void)capture_kernel(_main.get(), handler.frontier, res().loop_stream.get(),
-                         launch_tail_dispatcher, loop());
-    const auto dag = capture_operators(_work.get(), {}, plan().body_order,
-                                       res().loop_stream.get(), loop(), "tail");
-    (void)capture_kernel(_work.get(), dag.frontier, res().loop_stream.get(),
-                         launch_tail_end_marker, loop());
-    require_node_types(_main.get(), handler.owners, "tail", "graph M (data-ready handler)",
-                       device_launch_rules());
-    require_node_types(_work.get(), dag.owners, "tail", "graph W (operator DAG)",
-                       device_launch_rules());
+    build_or_release(_main, [&] {
+      const auto handler = capture_operators(_main.get(), {}, plan().handler_order,
+                                             res().handler_stream.get(), loop(), "tail");
+      (void)capture_kernel(_main.get(), handler.frontier, res().loop_stream.get(),
+                           launch_tail_dispatcher, loop());
+      require_node_types(_main.get(), handler.owners, "tail", "graph M (data-ready handler)",
+                         device_launch_rules());
+    });
+    build_or_release(_work, [&] {
+      const auto dag = capture_operators(_work.get(), {}, plan().body_order,
+                                         res().loop_stream.get(), loop(), "tail");
+      (void)capture_kernel(_work.get(), dag.frontier, res().loop_stream.get(),
+                           launch_tail_end_marker, loop());
+      require_node_types(_work.get(), dag.owners, "tail", "graph W (operator DAG)",
+                         device_launch_rules());
+    });
 
     _main_exec = std::make_unique<graph_exec>(instantiate_for_device(_main, "M"));
     _work_exec = std::make_unique<graph_exec>(instantiate_for_device(_work, "W"));

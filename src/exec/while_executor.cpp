@@ -21,6 +21,31 @@ class while_executor final : public loop_executor {
  public:
   while_executor(Application& app, const run_options& options)
       : loop_executor(app, execution_mode::while_loop, options) {
+    build_or_release(_root, [&] { build(); });
+    _exec = std::make_unique<graph_exec>(_root.get());
+    _exec->upload(res().loop_stream);
+  }
+
+  void launch() override {
+    prepare_launch();
+    _exec->launch(res().loop_stream);
+  }
+
+  void request_stop() noexcept override { host_store_release(res().control()->tear_down, 1U); }
+
+  bool stopped() override {
+    // The controller raises `stopped` before the WHILE exits; the stream then drains.
+    if (host_load_acquire(res().control()->stopped) == 0U) {
+      (void)res().loop_stream.view().ready();  // surfaces an asynchronous error as cuda_error
+      return false;
+    }
+    return res().loop_stream.view().ready();
+  }
+
+  void write_dot(const std::string& path) const override { _root.write_dot(path); }
+
+ private:
+  void build() {
     cudaGraphConditionalHandle while_handle{};
     RESIDENT_CUDA_TRY(cudaGraphConditionalHandleCreate(&while_handle, _root.get(), 1,
                                                        cudaGraphCondAssignDefault));
@@ -47,29 +72,8 @@ class while_executor final : public loop_executor {
                        conditional_body_rules());
     require_node_types(dag_body, dag.owners, "while", "the IF body (operator DAG)",
                        conditional_body_rules());
-    _exec = std::make_unique<graph_exec>(_root.get());
-    _exec->upload(res().loop_stream);
   }
 
-  void launch() override {
-    prepare_launch();
-    _exec->launch(res().loop_stream);
-  }
-
-  void request_stop() noexcept override { host_store_release(res().control()->tear_down, 1U); }
-
-  bool stopped() override {
-    // The controller raises `stopped` before the WHILE exits; the stream then drains.
-    if (host_load_acquire(res().control()->stopped) == 0U) {
-      (void)res().loop_stream.view().ready();  // surfaces an asynchronous error as cuda_error
-      return false;
-    }
-    return res().loop_stream.view().ready();
-  }
-
-  void write_dot(const std::string& path) const override { _root.write_dot(path); }
-
- private:
   graph _root;
   std::unique_ptr<graph_exec> _exec;
 };

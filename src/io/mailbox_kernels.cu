@@ -25,7 +25,8 @@ __device__ const std::uint64_t& slot_seq(const mailbox_view& mb, std::uint64_t s
 
 // Which sample the policy asks for, given the newest published one (0: none to take).
 __device__ std::uint64_t select_sample(std::uint64_t head, std::uint64_t last,
-                                       sample_policy policy, std::size_t depth) {
+                                       bool have_processed, sample_policy policy,
+                                       std::size_t depth) {
   if (head == 0) return 0;
   switch (policy) {
     case sample_policy::every: {
@@ -34,7 +35,9 @@ __device__ std::uint64_t select_sample(std::uint64_t head, std::uint64_t last,
       return last + 1 > oldest_held ? last + 1 : oldest_held;
     }
     case sample_policy::newest:
-      return head;  // head == last: re-publish it, the controller counts a repeat
+      // head == last: re-publish it and the controller counts a repeat; but before the loop
+      // processed anything, `last` is only its start point and there is nothing to repeat.
+      return head > last || have_processed ? head : 0;
     case sample_policy::skip_duplicate:
     default:
       return head > last ? head : 0;
@@ -67,6 +70,7 @@ __global__ void __launch_bounds__(block_threads)
   __shared__ std::uint64_t chosen;
   __shared__ bool consistent;
   const std::uint64_t last = loop->last;
+  const bool have_processed = loop->processed > 0;
   const sample_policy policy = loop->policy;
   const std::uint64_t poll_ns = loop->poll_ns;
   const std::uint64_t start = threadIdx.x == 0 ? device::globaltimer_ns() : 0;
@@ -75,7 +79,8 @@ __global__ void __launch_bounds__(block_threads)
       std::uint64_t pick = 0;
       for (;;) {
         // Acquire pairs with the sensor's release of `head`: the slot stamp is visible too.
-        pick = select_sample(load_acquire_system(*mb.head), last, policy, mb.depth);
+        pick = select_sample(load_acquire_system(*mb.head), last, have_processed, policy,
+                             mb.depth);
         if (pick != 0 && (pick == last || load_acquire_system(slot_seq(mb, pick)) == pick)) break;
         if (device::globaltimer_ns() - start >= poll_ns) {
           pick = 0;  // nothing to take within the polling budget: the iteration idles

@@ -139,6 +139,7 @@ TEST_P(resident_modes, loop_that_cannot_stop_is_reported_not_waited_on) {
     const std::uint32_t* _word;
   } app(hold.device_as<std::uint32_t>());
   auto run = run_async(app, GetParam());
+  std::this_thread::sleep_for(20ms);  // host modes: let the loop thread reach the hung kernel
   const tear_down_report report = run->tear_down(50ms);
   EXPECT_FALSE(report.stopped);
   EXPECT_THAT(report.error, HasSubstr("did not stop within 50 ms"));

@@ -25,6 +25,8 @@ TEST(ports, are_declared_in_order_with_direction_size_and_external_memory) {
   test_app app([&](test_app& a) {
     op = a.make_operator<ports_op>(
         "op", std::vector{input("x", 8), output("y", 16, &memory), input("z", 4)});
+    auto feed = a.make_operator<ports_op>("feed", std::vector{output("x", 8), output("z", 4)});
+    a.add_flow(feed, op, {{"x", "x"}, {"z", "z"}});
   });
   (void)app.plan();
   const auto& ports = op->spec().ports();
@@ -41,19 +43,22 @@ TEST(ports, are_declared_in_order_with_direction_size_and_external_memory) {
 }
 
 TEST(ports, zero_byte_output_is_rejected) {
-  test_app app([](test_app& a) { (void)a.make_operator<ports_op>("z", std::vector{output("out", 0)}); });
+  test_app app(
+      [](test_app& a) { (void)a.make_operator<ports_op>("z", std::vector{output("out", 0)}); });
   EXPECT_EQ(plan_error(app),
             "operator 'z': device_output(\"out\") has size 0 bytes; a port must hold at least one "
             "byte");
 }
 
 TEST(ports, zero_byte_input_is_rejected) {
-  test_app app([](test_app& a) { (void)a.make_operator<ports_op>("z", std::vector{input("in", 0)}); });
+  test_app app(
+      [](test_app& a) { (void)a.make_operator<ports_op>("z", std::vector{input("in", 0)}); });
   EXPECT_THAT(plan_error(app), HasSubstr("operator 'z': device_input(\"in\") has size 0 bytes"));
 }
 
 TEST(ports, unnamed_port_is_rejected) {
-  test_app app([](test_app& a) { (void)a.make_operator<ports_op>("u", std::vector{input("", 8)}); });
+  test_app app(
+      [](test_app& a) { (void)a.make_operator<ports_op>("u", std::vector{input("", 8)}); });
   EXPECT_EQ(plan_error(app), "operator 'u': device_input needs a name");
 }
 
@@ -88,8 +93,9 @@ TEST(make_operator, duplicate_name_is_rejected) {
     (void)a.make_operator<ports_op>("a", source_ports());
     (void)a.make_operator<ports_op>("a", sink_ports());
   });
-  EXPECT_EQ(plan_error(app), "make_operator(\"a\"): application 'app' already has an operator "
-                             "named 'a'");
+  EXPECT_EQ(plan_error(app),
+            "make_operator(\"a\"): application 'app' already has an operator "
+            "named 'a'");
 }
 
 TEST(make_operator, empty_name_is_rejected) {
@@ -215,7 +221,8 @@ TEST(add_flow, unknown_port_on_an_operator_without_outputs_lists_none) {
     auto b = t.make_operator<ports_op>("b", sink_ports(8));
     t.add_flow(a, b, {{"out", "in"}});
   });
-  EXPECT_THAT(plan_error(app), HasSubstr("operator 'a' has no output port 'out'; its outputs: (none)"));
+  EXPECT_THAT(plan_error(app),
+              HasSubstr("operator 'a' has no output port 'out'; its outputs: (none)"));
 }
 
 TEST(add_flow, naming_an_input_as_the_source_is_a_direction_error) {
@@ -299,7 +306,11 @@ TEST(add_flow, rejects_an_operator_of_another_application) {
 
 TEST(add_flow, rejects_an_operator_of_another_application_with_the_same_name) {
   std::shared_ptr<ports_op> foreign;
-  test_app other([&](test_app& t) { foreign = t.make_operator<ports_op>("sink", sink_ports()); });
+  test_app other([&](test_app& t) {
+    auto src = t.make_operator<ports_op>("src", source_ports());
+    foreign = t.make_operator<ports_op>("sink", sink_ports());
+    t.add_flow(src, foreign);
+  });
   (void)other.plan();
   test_app app([&](test_app& t) {
     auto src = t.make_operator<ports_op>("src", source_ports());
@@ -307,6 +318,21 @@ TEST(add_flow, rejects_an_operator_of_another_application_with_the_same_name) {
     t.add_flow(src, foreign);
   });
   EXPECT_THAT(plan_error(app), HasSubstr("operator 'sink' was not created by this application"));
+}
+
+TEST(add_flow, outside_compose_is_rejected) {
+  std::shared_ptr<ports_op> a;
+  std::shared_ptr<ports_op> b;
+  test_app app([&](test_app& t) {
+    a = t.make_operator<ports_op>("a", std::vector{output("x", 8), output("y", 8)});
+    b = t.make_operator<ports_op>("b", sink_ports(8));
+    t.add_flow(a, b, {{"x", "in"}});
+  });
+  (void)app.plan();
+  EXPECT_EQ(error_of([&] {
+              app.add_flow(a, b, {{"y", "in"}});
+            }),
+            "add_flow: flows are made inside compose()");
 }
 
 TEST(add_flow, rejects_a_null_operator) {
@@ -378,6 +404,15 @@ TEST(data_ready_handler, rejects_an_operator_of_another_application) {
 TEST(data_ready_handler, rejects_a_null_operator) {
   test_app app([](test_app& t) { t.register_data_ready_handler(handler_of({nullptr})); });
   EXPECT_THAT(plan_error(app), HasSubstr("operator 'null' was not created by this application"));
+}
+
+TEST(data_ready_handler, outside_compose_is_rejected) {
+  std::shared_ptr<ports_op> rx;
+  test_app app([&](test_app& t) { rx = t.make_operator<ports_op>("rx", source_ports()); });
+  (void)app.plan();
+  EXPECT_EQ(error_of([&] { app.register_data_ready_handler(handler_of({rx})); }),
+            "register_data_ready_handler: the data-ready handler is registered inside compose()");
+  EXPECT_FALSE(app.has_data_ready_handler()) << "the plan has no handler, so neither has the app";
 }
 
 TEST(data_ready_handler, operator_cannot_take_input_from_a_non_handler_operator) {

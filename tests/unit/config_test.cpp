@@ -167,6 +167,22 @@ TEST(config, map_value_is_rejected) {
               HasSubstr("test.yaml:2:8: parameter 'p.i64' must be a single value"));
 }
 
+TEST(config, parameter_without_a_value_is_rejected) {
+  EXPECT_THAT(configured{}.error("p:\n  i64:\n  i32: 1\n"),
+              HasSubstr("test.yaml:2:3: parameter 'p.i64' has no value"));
+}
+
+TEST(config, operator_name_that_is_a_list_is_rejected) {
+  EXPECT_EQ(configured{}.error("? [p, s]\n: {i64: 1}\n"),
+            "test.yaml:1:3: an operator name must be a plain name, not a list or map");
+}
+
+TEST(config, parameter_name_that_is_a_list_is_rejected) {
+  EXPECT_EQ(configured{}.error("p:\n  ? [i64]\n  : 1\n"),
+            "test.yaml:2:5: operator 'p': a parameter name must be a plain name, not a list or "
+            "map");
+}
+
 TEST(config, origin_defaults_to_config) {
   configured c;
   c.app.load_config_text("p:\n  i46: 1\n");

@@ -102,8 +102,7 @@ TEST(parameters, number_supplied_to_a_string_is_rejected) {
 }
 
 TEST(parameters, std_string_value_is_accepted_for_a_string) {
-  EXPECT_EQ(params_with(arg("label", std::string("from std::string")))->label,
-            "from std::string");
+  EXPECT_EQ(params_with(arg("label", std::string("from std::string")))->label, "from std::string");
 }
 
 TEST(parameters, value_above_a_narrow_signed_type_is_out_of_range) {
@@ -198,6 +197,33 @@ TEST(parameters, undeclared_parameter_of_an_operator_without_parameters_lists_no
   test_app app([](test_app& a) { (void)a.make_operator<ports_op>("plain", arg("gain", 2)); });
   EXPECT_EQ(plan_error(app),
             "operator 'plain' has no parameter 'gain' (from code); its parameters: (none)");
+}
+
+TEST(parameters, first_undeclared_parameter_in_written_order_is_reported) {
+  EXPECT_THAT(params_error(arg("typo_1", 1), arg("i64", 2), arg("typo_2", 3)),
+              HasSubstr("has no parameter 'typo_1'"));
+}
+
+TEST(parameters, mistakes_in_code_values_are_composition_errors_not_config_errors) {
+  test_app app([](test_app& a) { (void)a.make_operator<params_op>("p", arg("i64", 2.5)); });
+  try {
+    (void)app.plan();
+    ADD_FAILURE() << "plan() accepted 2.5 for an integer";
+  } catch (const config_error& e) {
+    ADD_FAILURE() << "a value written in code is not a configuration mistake: " << e.what();
+  } catch (const composition_error&) {
+  }
+}
+
+TEST(parameters, mistakes_in_text_values_are_config_errors) {
+  EXPECT_THAT(error_of<config_error>([] { (void)params_with(arg::text("i64", "x", "f:1:1")); }),
+              HasSubstr("expects an integer"));
+  EXPECT_THAT(error_of<config_error>([] { (void)params_with(arg::text("u8", "999", "f:1:1")); }),
+              HasSubstr("out of range"));
+  EXPECT_THAT(error_of<config_error>([] { (void)params_with(arg::text("flag", "no", "f:1:1")); }),
+              HasSubstr("expects a boolean"));
+  EXPECT_THAT(error_of<config_error>([] { (void)params_with(arg::text("i46", "1", "f:1:1")); }),
+              HasSubstr("has no parameter 'i46'"));
 }
 
 TEST(parameters, same_parameter_supplied_twice_in_code_is_rejected) {

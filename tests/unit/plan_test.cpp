@@ -68,9 +68,7 @@ TEST(plan, after_a_failed_validation_composes_again_from_scratch) {
 // ---- validation -------------------------------------------------------------------------------
 
 TEST(plan, reports_an_unconnected_input_with_the_add_flow_that_would_feed_it) {
-  test_app app([](test_app& t) {
-    (void)t.make_operator<ports_op>("affine", relay_ports());
-  });
+  test_app app([](test_app& t) { (void)t.make_operator<ports_op>("affine", relay_ports()); });
   EXPECT_EQ(plan_error(app),
             "operator 'affine' input 'in' is not connected; feed it with add_flow(<producer>, "
             "affine, {{\"<output>\", \"in\"}})");

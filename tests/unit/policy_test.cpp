@@ -22,10 +22,11 @@ using ::testing::HasSubstr;
 
 // ---- decide_release ---------------------------------------------------------------------------
 
-static_assert(!decide_release(sample_policy::newest, 0, 7).run, "nothing published: no run");
-static_assert(decide_release(sample_policy::every, 5, 1).seq == 5);
-static_assert(decide_release(sample_policy::every, 5, 1).dropped == 3);
-static_assert(decide_release(sample_policy::newest, 4, 4).repeat);
+static_assert(!decide_release(sample_policy::newest, 0, 7, true).run, "nothing published: no run");
+static_assert(decide_release(sample_policy::every, 5, 1, true).seq == 5);
+static_assert(decide_release(sample_policy::every, 5, 1, true).dropped == 3);
+static_assert(decide_release(sample_policy::newest, 4, 4, true).repeat);
+static_assert(!decide_release(sample_policy::newest, 4, 4, false).run, "nothing to repeat yet");
 
 constexpr sample_policy all_policies[] = {sample_policy::newest, sample_policy::every,
                                           sample_policy::skip_duplicate};
@@ -33,8 +34,9 @@ constexpr sample_policy all_policies[] = {sample_policy::newest, sample_policy::
 /// (run, repeat, seq, dropped), so a whole decision compares and prints at once.
 using verdict = std::tuple<bool, bool, std::uint64_t, std::uint64_t>;
 
-verdict decide(sample_policy p, std::uint64_t published, std::uint64_t last) {
-  const release_decision d = decide_release(p, published, last);
+verdict decide(sample_policy p, std::uint64_t published, std::uint64_t last,
+               bool have_processed = true) {
+  const release_decision d = decide_release(p, published, last, have_processed);
   return {d.run, d.repeat, d.seq, d.dropped};
 }
 
@@ -68,6 +70,12 @@ TEST(decide_release, newer_sample_runs_and_counts_the_skipped_ones_as_dropped) {
 
 TEST(decide_release, newest_repeats_the_last_sample_when_it_is_published_again) {
   EXPECT_EQ(decide(sample_policy::newest, 5, 5), verdict(true, true, 5, 0));
+}
+
+TEST(decide_release, newest_does_not_repeat_before_the_loop_processed_anything) {
+  // A loop that starts after sample 5 (published before launch) has nothing to repeat yet.
+  EXPECT_EQ(decide(sample_policy::newest, 5, 5, false), idle);
+  EXPECT_EQ(decide(sample_policy::newest, 6, 5, false), verdict(true, false, 6, 0));
 }
 
 TEST(decide_release, every_idles_when_the_last_sample_is_published_again) {
@@ -186,6 +194,13 @@ TEST(run_options, stall_timeout_shorter_than_twice_the_poll_time_is_rejected) {
   run_options options;
   options.poll_ns = 1'000'000'000;
   options.stall_timeout = 1999ms;
+  EXPECT_THROW(options.validate(), std::invalid_argument);
+}
+
+// 2 * (idle_sleep_ns + poll_ns) exceeds 64 bits here; the check must not wrap around.
+TEST(run_options, huge_idle_sleep_does_not_wrap_around_the_check) {
+  run_options options;
+  options.idle_sleep_ns = std::uint64_t{1} << 63;
   EXPECT_THROW(options.validate(), std::invalid_argument);
 }
 

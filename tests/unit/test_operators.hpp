@@ -103,8 +103,7 @@ class twice_declared_op : public Operator {
 /// Takes constructor arguments (one move-only) and declares parameters too.
 class ctor_op : public Operator {
  public:
-  ctor_op(int number, std::unique_ptr<std::string> text)
-      : number(number), text(std::move(text)) {}
+  ctor_op(int number, std::unique_ptr<std::string> text) : number(number), text(std::move(text)) {}
 
   void setup(OperatorSpec& spec) override {
     gain = spec.param<double>("gain", 1.0);
@@ -123,7 +122,8 @@ class test_app final : public Application {
  public:
   using body = std::function<void(test_app&)>;
 
-  explicit test_app(body compose_body = [](test_app&) {}, std::string name = "app")
+  explicit test_app(
+      body compose_body = [](test_app&) {}, std::string name = "app")
       : Application(std::move(name)), _body(std::move(compose_body)) {}
 
   void compose() override {

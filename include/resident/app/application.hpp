@@ -125,9 +125,14 @@ class Application {
 
 namespace detail {
 template <class T>
-auto split_constructor_arg(std::vector<arg>& params, T&& value) {
+void collect_parameter(std::vector<arg>& params, T&& value) {
   if constexpr (std::is_same_v<std::remove_cvref_t<T>, arg>) {
     params.push_back(std::forward<T>(value));
+  }
+}
+template <class T>
+auto constructor_arg(T&& value) {
+  if constexpr (std::is_same_v<std::remove_cvref_t<T>, arg>) {
     return std::tuple<>{};
   } else {
     return std::tuple<T&&>(std::forward<T>(value));
@@ -138,9 +143,12 @@ auto split_constructor_arg(std::vector<arg>& params, T&& value) {
 template <class Op, class... A>
 std::shared_ptr<Op> Application::make_operator(std::string name, A&&... args) {
   static_assert(std::is_base_of_v<Operator, Op>, "make_operator<Op>: Op must derive Operator");
+  // Parameters keep their written order (a later value of the same name wins), so collect them
+  // with a comma fold, which is sequenced left to right; function arguments are not. Each
+  // argument is used once: args go to `params`, the rest to Op's constructor.
   std::vector<arg> params;
-  auto ctor_args =
-      std::tuple_cat(detail::split_constructor_arg(params, std::forward<A>(args))...);
+  (detail::collect_parameter(params, std::forward<A>(args)), ...);
+  auto ctor_args = std::tuple_cat(detail::constructor_arg(std::forward<A>(args))...);
   auto op = std::apply(
       [](auto&&... c) { return std::make_shared<Op>(std::forward<decltype(c)>(c)...); },
       std::move(ctor_args));

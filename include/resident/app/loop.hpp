@@ -35,14 +35,16 @@ struct release_decision {
   std::uint64_t dropped{0};  // samples skipped over by this release
 };
 
-/// Pure policy logic, shared by every mode (host thread, controller kernel, tail dispatcher).
-/// `published` is the sample the handler reports (0: none); `last` the last one processed.
+/// Pure policy logic, shared by every mode's controller (WHILE, tail dispatcher, host modes).
+/// `published` is the sample the handler reports (0: none); `last` the last one processed, or
+/// the loop's start point while `have_processed` is false (then there is nothing to repeat).
 __host__ __device__ constexpr release_decision decide_release(sample_policy policy,
                                                               std::uint64_t published,
-                                                              std::uint64_t last) noexcept {
+                                                              std::uint64_t last,
+                                                              bool have_processed) noexcept {
   if (published == 0) return {};
   if (published > last) return {true, false, published, published - last - 1};
-  if (policy == sample_policy::newest && last != 0) return {true, true, last, 0};
+  if (policy == sample_policy::newest && have_processed) return {true, true, last, 0};
   return {};
 }
 

@@ -4,6 +4,7 @@
 #include <cuda_runtime_api.h>
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "resident/cuda/stream.hpp"
@@ -23,6 +24,8 @@ class graph {
   ~graph();
 
   [[nodiscard]] cudaGraph_t get() const noexcept { return _graph; }
+  /// Gives up ownership without destroying (for a graph the runtime may already have freed).
+  cudaGraph_t release() noexcept { return std::exchange(_graph, nullptr); }
   [[nodiscard]] std::vector<cudaGraphNode_t> nodes() const;
   /// Writes Graphviz DOT through cudaGraphDebugDotPrint (conditional bodies included).
   void write_dot(const std::string& path) const;
