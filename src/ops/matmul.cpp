@@ -67,8 +67,6 @@ void matmul::initialize() {
   // FP32 products in full precision: results are checked against an FP64 CPU reference.
   cublas_try(cublasSetMathMode(_handle, CUBLAS_PEDANTIC_MATH), "cublasSetMathMode", name());
   _workspace = device_buffer(_workspace_bytes);
-  cublas_try(cublasSetWorkspace(_handle, _workspace.data(), _workspace_bytes),
-             "cublasSetWorkspace", name());
   _device_weights = device_buffer(_weights.size() * sizeof(float));
   RESIDENT_CUDA_TRY(cudaMemcpy(_device_weights.data(), _weights.data(),
                                _weights.size() * sizeof(float), cudaMemcpyHostToDevice));
@@ -76,6 +74,10 @@ void matmul::initialize() {
 
 void matmul::compute(CaptureContext& ctx) {
   cublas_try(cublasSetStream(_handle, ctx.stream()), "cublasSetStream", name());
+  // cublasSetStream resets the workspace to cuBLAS's own pool, which allocates inside the
+  // capture (an allocation node no conditional body or device graph may hold): re-bind ours.
+  cublas_try(cublasSetWorkspace(_handle, _workspace.data(), _workspace_bytes),
+             "cublasSetWorkspace", name());
   const float alpha = 1.0F;
   const float beta = 0.0F;
   const int n = static_cast<int>(_n);

@@ -23,6 +23,9 @@ class affine final : public Operator {
  public:
   void setup(OperatorSpec& spec) override;
   void compute(CaptureContext& ctx) override;
+  /// The values setup() resolved (from code or configuration), for CPU references.
+  [[nodiscard]] float scale() const noexcept { return _scale; }
+  [[nodiscard]] float offset() const noexcept { return _offset; }
 
  private:
   std::int64_t _elements{};
