@@ -153,8 +153,8 @@ int run(const run_settings& s) {
     const auto period = std::chrono::duration<double>(1.0 / s.rate_hz);
     const auto start = clock_type::now();
     for (std::size_t i = 0; i < samples.size(); ++i) {
-      std::this_thread::sleep_until(
-          start + std::chrono::duration_cast<clock_type::duration>(period * static_cast<double>(i)));
+      std::this_thread::sleep_until(start + std::chrono::duration_cast<clock_type::duration>(
+                                                period * static_cast<double>(i)));
       app.mailbox->publish(std::as_bytes(std::span(samples[i])));
     }
     const std::uint64_t final_seq = app.mailbox->published();
@@ -167,13 +167,13 @@ int run(const run_settings& s) {
     done = true;
     actuator.join();
     const auto& c = report.counters;
-    std::printf("%-10s %9lld %9llu %9llu %9llu %9lld %8lld%s%s\n",
-                std::string(resident::to_string(mode)).c_str(),
-                static_cast<long long>(samples.size()), static_cast<unsigned long long>(c.processed),
-                static_cast<unsigned long long>(c.dropped),
-                static_cast<unsigned long long>(c.repeated), static_cast<long long>(checked.load()),
-                static_cast<long long>(wrong.load()), report.error.empty() ? "" : "  ",
-                report.error.c_str());
+    std::printf(
+        "%-10s %9lld %9llu %9llu %9llu %9lld %8lld%s%s\n",
+        std::string(resident::to_string(mode)).c_str(), static_cast<long long>(samples.size()),
+        static_cast<unsigned long long>(c.processed), static_cast<unsigned long long>(c.dropped),
+        static_cast<unsigned long long>(c.repeated), static_cast<long long>(checked.load()),
+        static_cast<long long>(wrong.load()), report.error.empty() ? "" : "  ",
+        report.error.c_str());
     const bool accounted = c.processed + c.dropped == c.last_seq - c.start_seq;
     if (!report.stopped || wrong.load() != 0 || !accounted || checked.load() == 0) ++failures;
   }

@@ -82,7 +82,7 @@ int main() {
                 report.error.empty() ? "" : "; ", report.error.c_str());
     failures += report.stopped ? 0 : 1;
   }
-  std::printf("%s\n", failures == 0 ? "all modes agree with the CPU reference"
-                                    : "FAILED: see above");
+  std::printf("%s\n",
+              failures == 0 ? "all modes agree with the CPU reference" : "FAILED: see above");
   return failures == 0 ? 0 : 1;
 }

@@ -24,7 +24,8 @@ void Application::load_config_text(std::string_view yaml, std::string origin) {
     throw config_error("load_config(" + origin + "): application '" + _name +
                        "' is already composed; load the configuration before plan() or a run");
   }
-  _config = std::make_unique<detail::config_values>(detail::parse_config_text(yaml, std::move(origin)));
+  _config =
+      std::make_unique<detail::config_values>(detail::parse_config_text(yaml, std::move(origin)));
 }
 
 std::vector<arg> Application::config_args_for(const std::string& op_name) {
@@ -41,9 +42,8 @@ void Application::check_config_names() const {
     if (exists) continue;
     std::string names;
     for (const auto& op : _operators) names += (names.empty() ? "" : ", ") + op->name();
-    throw config_error(_config->origin + ": names operator '" + op_name +
-                       "', which application '" + _name + "' does not create; its operators: " +
-                       names);
+    throw config_error(_config->origin + ": names operator '" + op_name + "', which application '" +
+                       _name + "' does not create; its operators: " + names);
   }
 }
 
@@ -114,9 +114,9 @@ void Application::register_data_ready_handler(data_ready_handler handler) {
   for (const auto& op : handler.operators) {
     if (op == nullptr || std::none_of(_operators.begin(), _operators.end(),
                                       [&](const auto& o) { return o == op; })) {
-      throw composition_error(
-          "register_data_ready_handler: operator '" + (op ? op->name() : std::string("null")) +
-          "' was not created by this application's make_operator()");
+      throw composition_error("register_data_ready_handler: operator '" +
+                              (op ? op->name() : std::string("null")) +
+                              "' was not created by this application's make_operator()");
     }
   }
   _handler = std::move(handler);

@@ -39,8 +39,7 @@ void OperatorSpec::device_output(std::string name, std::size_t bytes, void* exte
   add_port(std::move(name), port_direction::output, bytes, external);
 }
 
-void OperatorSpec::add_port(std::string name, port_direction d, std::size_t bytes,
-                            void* external) {
+void OperatorSpec::add_port(std::string name, port_direction d, std::size_t bytes, void* external) {
   const char* kind = d == port_direction::input ? "device_input" : "device_output";
   if (name.empty()) {
     throw composition_error("operator '" + _operator_name + "': " + kind + " needs a name");
@@ -109,11 +108,13 @@ void OperatorSpec::check_all_supplied_used() const {
   }
 }
 
-// ---- Operator ------------------------------------------------------------------------------------
+// ---- Operator
+// ------------------------------------------------------------------------------------
 
 Operator::~Operator() = default;
 
-// ---- CaptureContext ------------------------------------------------------------------------------
+// ---- CaptureContext
+// ------------------------------------------------------------------------------
 
 CaptureContext::CaptureContext(const Operator& op, cudaStream_t stream, loop_state* loop,
                                bool capturing) noexcept

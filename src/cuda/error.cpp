@@ -6,10 +6,9 @@
 namespace resident {
 
 namespace {
-std::string describe(cudaError_t code, const std::string& call, const std::string& file,
-                     int line) {
-  return call + " failed at " + file + ":" + std::to_string(line) + ": " +
-         cudaGetErrorName(code) + " (" + cudaGetErrorString(code) + ")";
+std::string describe(cudaError_t code, const std::string& call, const std::string& file, int line) {
+  return call + " failed at " + file + ":" + std::to_string(line) + ": " + cudaGetErrorName(code) +
+         " (" + cudaGetErrorString(code) + ")";
 }
 }  // namespace
 

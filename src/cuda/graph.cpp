@@ -44,20 +44,34 @@ std::vector<cudaGraphNode_t> graph_nodes(cudaGraph_t g) {
 
 const char* node_type_name(cudaGraphNodeType type) noexcept {
   switch (type) {
-    case cudaGraphNodeTypeKernel: return "kernel";
-    case cudaGraphNodeTypeMemcpy: return "memcpy";
-    case cudaGraphNodeTypeMemset: return "memset";
-    case cudaGraphNodeTypeHost: return "host";
-    case cudaGraphNodeTypeGraph: return "child graph";
-    case cudaGraphNodeTypeEmpty: return "empty";
-    case cudaGraphNodeTypeWaitEvent: return "event wait";
-    case cudaGraphNodeTypeEventRecord: return "event record";
-    case cudaGraphNodeTypeExtSemaphoreSignal: return "external semaphore signal";
-    case cudaGraphNodeTypeExtSemaphoreWait: return "external semaphore wait";
-    case cudaGraphNodeTypeMemAlloc: return "memory allocation";
-    case cudaGraphNodeTypeMemFree: return "memory free";
-    case cudaGraphNodeTypeConditional: return "conditional";
-    default: return "unknown";
+    case cudaGraphNodeTypeKernel:
+      return "kernel";
+    case cudaGraphNodeTypeMemcpy:
+      return "memcpy";
+    case cudaGraphNodeTypeMemset:
+      return "memset";
+    case cudaGraphNodeTypeHost:
+      return "host";
+    case cudaGraphNodeTypeGraph:
+      return "child graph";
+    case cudaGraphNodeTypeEmpty:
+      return "empty";
+    case cudaGraphNodeTypeWaitEvent:
+      return "event wait";
+    case cudaGraphNodeTypeEventRecord:
+      return "event record";
+    case cudaGraphNodeTypeExtSemaphoreSignal:
+      return "external semaphore signal";
+    case cudaGraphNodeTypeExtSemaphoreWait:
+      return "external semaphore wait";
+    case cudaGraphNodeTypeMemAlloc:
+      return "memory allocation";
+    case cudaGraphNodeTypeMemFree:
+      return "memory free";
+    case cudaGraphNodeTypeConditional:
+      return "conditional";
+    default:
+      return "unknown";
   }
 }
 

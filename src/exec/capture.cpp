@@ -16,10 +16,9 @@ namespace {
 // the capture had been invalidated (CUDA then frees the graph it was capturing into).
 bool abandon_capture(cudaStream_t s) noexcept {
   cudaStreamCaptureStatus status{};
-  const bool invalidated =
-      cudaStreamGetCaptureInfo(s, &status, nullptr, nullptr, nullptr, nullptr, nullptr) !=
-          cudaSuccess ||
-      status == cudaStreamCaptureStatusInvalidated;
+  const bool invalidated = cudaStreamGetCaptureInfo(s, &status, nullptr, nullptr, nullptr, nullptr,
+                                                    nullptr) != cudaSuccess ||
+                           status == cudaStreamCaptureStatusInvalidated;
   cudaGraph_t same = nullptr;
   (void)cudaStreamEndCapture(s, &same);
   (void)cudaGetLastError();
@@ -124,8 +123,8 @@ void compute_eager(const std::vector<Operator*>& ops, cudaStream_t s, loop_state
       CaptureContext ctx(*op, s, loop, false);
       op->compute(ctx);
     } catch (const std::exception& e) {
-      throw execution_error("operator '" + op->name() + "' compute() failed in eager mode: " +
-                            e.what());
+      throw execution_error("operator '" + op->name() +
+                            "' compute() failed in eager mode: " + e.what());
     }
   }
 }
@@ -171,15 +170,15 @@ void check_nodes(cudaGraph_t g, cudaGraphNode_t top, const std::vector<node_owne
         it != owners.end() ? "operator '" + it->op->name() + "'" : std::string("the framework");
     throw composition_error(std::string(mode) + " mode cannot hold " + who +
                             ": its captured work in " + std::string(where) + " contains a " +
-                            node_type_name(type) + " node, and " +
-                            std::string(rules.allowed_text) + "; " + std::string(rules.advice));
+                            node_type_name(type) + " node, and " + std::string(rules.allowed_text) +
+                            "; " + std::string(rules.advice));
   }
 }
 
 }  // namespace
 
-void require_node_types(cudaGraph_t g, const std::vector<node_owner>& owners,
-                        std::string_view mode, std::string_view where, const node_rules& rules) {
+void require_node_types(cudaGraph_t g, const std::vector<node_owner>& owners, std::string_view mode,
+                        std::string_view where, const node_rules& rules) {
   check_nodes(g, nullptr, owners, mode, where, rules);
 }
 

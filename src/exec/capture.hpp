@@ -88,7 +88,7 @@ struct node_rules {
 
 /// Throws composition_error naming the operator when `g` (or a child graph in it) holds a
 /// node type the rules do not allow. `where` names the graph in the message.
-void require_node_types(cudaGraph_t g, const std::vector<node_owner>& owners,
-                        std::string_view mode, std::string_view where, const node_rules& rules);
+void require_node_types(cudaGraph_t g, const std::vector<node_owner>& owners, std::string_view mode,
+                        std::string_view where, const node_rules& rules);
 
 }  // namespace resident::detail

@@ -15,7 +15,8 @@ namespace {
 class eager_executor final : public host_driven_executor {
  public:
   eager_executor(Application& app, const run_options& options)
-      : host_driven_executor(app, execution_mode::eager, options), _released(sizeof(std::uint32_t)) {}
+      : host_driven_executor(app, execution_mode::eager, options),
+        _released(sizeof(std::uint32_t)) {}
 
   void write_dot(const std::string& path) const override {
     (void)path;

@@ -12,10 +12,14 @@ namespace resident {
 
 std::string_view to_string(execution_mode m) noexcept {
   switch (m) {
-    case execution_mode::eager: return "eager";
-    case execution_mode::host_graph: return "host-graph";
-    case execution_mode::while_loop: return "while";
-    case execution_mode::tail: return "tail";
+    case execution_mode::eager:
+      return "eager";
+    case execution_mode::host_graph:
+      return "host-graph";
+    case execution_mode::while_loop:
+      return "while";
+    case execution_mode::tail:
+      return "tail";
   }
   return "unknown";
 }
@@ -30,9 +34,12 @@ execution_mode parse_execution_mode(std::string_view name) {
 
 std::string_view to_string(sample_policy p) noexcept {
   switch (p) {
-    case sample_policy::newest: return "newest";
-    case sample_policy::every: return "every";
-    case sample_policy::skip_duplicate: return "skip-duplicate";
+    case sample_policy::newest:
+      return "newest";
+    case sample_policy::every:
+      return "every";
+    case sample_policy::skip_duplicate:
+      return "skip-duplicate";
   }
   return "unknown";
 }
@@ -78,10 +85,14 @@ std::unique_ptr<Executor> make_executor(Application& app, execution_mode mode,
                                         const run_options& options) {
   options.validate();
   switch (mode) {
-    case execution_mode::eager: return detail::make_eager_executor(app, options);
-    case execution_mode::host_graph: return detail::make_host_graph_executor(app, options);
-    case execution_mode::while_loop: return detail::make_while_executor(app, options);
-    case execution_mode::tail: return detail::make_tail_executor(app, options);
+    case execution_mode::eager:
+      return detail::make_eager_executor(app, options);
+    case execution_mode::host_graph:
+      return detail::make_host_graph_executor(app, options);
+    case execution_mode::while_loop:
+      return detail::make_while_executor(app, options);
+    case execution_mode::tail:
+      return detail::make_tail_executor(app, options);
   }
   throw std::invalid_argument("make_executor: unknown execution mode");
 }

@@ -26,8 +26,8 @@ void loop_resources::upload_config(std::uint64_t start) {
   config.last = start;
   // Before launch the host is the only writer of the control block.
   control()->last_seq = start;
-  RESIDENT_CUDA_TRY(
-      cudaMemcpyAsync(state(), &config, sizeof(loop_state), cudaMemcpyHostToDevice, loop_stream.get()));
+  RESIDENT_CUDA_TRY(cudaMemcpyAsync(state(), &config, sizeof(loop_state), cudaMemcpyHostToDevice,
+                                    loop_stream.get()));
   loop_stream.synchronize();
 }
 

@@ -66,8 +66,8 @@ void run_handle::supervise() {
         std::chrono::duration_cast<std::chrono::milliseconds>(now - last_change).count();
     _health.message = "stall: the heartbeat of the " + _name + " has not advanced for " +
                       std::to_string(frozen_ms) + " ms (frozen at " + std::to_string(beat) +
-                      "; last processed sample " +
-                      std::to_string(_executor->counters().last_seq) + ")";
+                      "; last processed sample " + std::to_string(_executor->counters().last_seq) +
+                      ")";
     const std::string message = _health.message;
     lock.unlock();  // never call out with the lock held
     if (_options.on_stall) {

@@ -32,8 +32,10 @@ std::size_t total_bytes(const mailbox::config& c) {
 mailbox::config checked(mailbox::config c) {
   if (c.input_bytes == 0) throw composition_error("mailbox: input_bytes must be at least 1");
   if (c.depth < 2) {
-    throw composition_error("mailbox: depth must be at least 2 (one slot to read while the "
-                            "sensor writes the next), got " + std::to_string(c.depth));
+    throw composition_error(
+        "mailbox: depth must be at least 2 (one slot to read while the "
+        "sensor writes the next), got " +
+        std::to_string(c.depth));
   }
   return c;
 }
@@ -67,8 +69,7 @@ mailbox::mailbox(config c) : _config(checked(c)), _memory(total_bytes(_config)) 
 std::uint64_t mailbox::publish(std::span<const std::byte> payload) {
   if (payload.size() != _config.input_bytes) {
     throw std::invalid_argument("mailbox::publish: payload is " + std::to_string(payload.size()) +
-                                " bytes, the mailbox takes " +
-                                std::to_string(_config.input_bytes));
+                                " bytes, the mailbox takes " + std::to_string(_config.input_bytes));
   }
   const std::uint64_t seq = ++_next;
   std::byte* slot = _slots_host + (seq % _config.depth) * _view.slot_stride;
@@ -120,8 +121,7 @@ std::function<bool(std::uint64_t, sample_policy)> mailbox::host_gate() const {
 
 data_ready_handler mailbox::make_handler(std::shared_ptr<Operator> rx) const {
   const std::uint64_t* head = _head_host;
-  return data_ready_handler{{std::move(rx)}, host_gate(),
-                            [head] { return load_acquire(*head); }};
+  return data_ready_handler{{std::move(rx)}, host_gate(), [head] { return load_acquire(*head); }};
 }
 
 void mailbox_rx::setup(OperatorSpec& spec) {

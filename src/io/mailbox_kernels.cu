@@ -4,6 +4,8 @@
 
 #include <cuda/atomic>
 
+#include <algorithm>
+
 #include "resident/app/loop_device.cuh"
 #include "resident/cuda/error.hpp"
 #include "resident/io/mailbox.hpp"
@@ -12,8 +14,16 @@ namespace resident::io::detail {
 
 namespace {
 
-constexpr int block_threads = 128;
+constexpr int max_threads = 1024;
 constexpr std::size_t header_bytes = 64;
+
+// Enough threads for one 16-byte word each, up to a full block: reads of host-mapped memory
+// are PCIe round trips, so the copy's speed is the number of reads in flight.
+unsigned threads_for(std::size_t bytes) {
+  const std::size_t words = (bytes + 15) / 16;
+  const std::size_t warps = (words + 31) / 32;
+  return static_cast<unsigned>(std::clamp<std::size_t>(warps * 32, 32, max_threads));
+}
 
 using resident::device::load_acquire_system;
 using resident::device::store_relaxed_system;
@@ -24,9 +34,8 @@ __device__ const std::uint64_t& slot_seq(const mailbox_view& mb, std::uint64_t s
 }
 
 // Which sample the policy asks for, given the newest published one (0: none to take).
-__device__ std::uint64_t select_sample(std::uint64_t head, std::uint64_t last,
-                                       bool have_processed, sample_policy policy,
-                                       std::size_t depth) {
+__device__ std::uint64_t select_sample(std::uint64_t head, std::uint64_t last, bool have_processed,
+                                       sample_policy policy, std::size_t depth) {
   if (head == 0) return 0;
   switch (policy) {
     case sample_policy::every: {
@@ -44,28 +53,34 @@ __device__ std::uint64_t select_sample(std::uint64_t head, std::uint64_t last,
   }
 }
 
-// Word-wise copy out of host-mapped memory; volatile so every word is a fresh read.
-__device__ void copy_in(std::byte* dst, const std::byte* src, std::size_t bytes) {
-  const std::size_t words = bytes / 8;
-  auto* d = reinterpret_cast<std::uint64_t*>(dst);
-  const auto* s = reinterpret_cast<const volatile std::uint64_t*>(src);
-  for (std::size_t i = threadIdx.x; i < words; i += blockDim.x) d[i] = s[i];
-  for (std::size_t i = words * 8 + threadIdx.x; i < bytes; i += blockDim.x) {
-    dst[i] = static_cast<std::byte>(reinterpret_cast<const volatile unsigned char*>(src)[i]);
+// Block-wide copy between device and host-mapped memory. Host-mapped reads use ld.global.cv
+// (fetched again every time, never a stale cached line) and writes st.global.wt; 16-byte words
+// when both ends allow it, then the byte tail.
+template <bool FromHost>
+__device__ void block_copy(std::byte* dst, const std::byte* src, std::size_t bytes) {
+  std::size_t done = 0;
+  if (((reinterpret_cast<std::uintptr_t>(dst) | reinterpret_cast<std::uintptr_t>(src)) & 15) == 0) {
+    const std::size_t words = bytes / 16;
+    for (std::size_t i = threadIdx.x; i < words; i += blockDim.x) {
+      if constexpr (FromHost) {
+        reinterpret_cast<ulonglong2*>(dst)[i] =
+            __ldcv(reinterpret_cast<const ulonglong2*>(src) + i);
+      } else {
+        __stwt(reinterpret_cast<ulonglong2*>(dst) + i, reinterpret_cast<const ulonglong2*>(src)[i]);
+      }
+    }
+    done = words * 16;
+  }
+  for (std::size_t i = done + threadIdx.x; i < bytes; i += blockDim.x) {
+    if constexpr (FromHost) {
+      dst[i] = static_cast<std::byte>(reinterpret_cast<const volatile unsigned char*>(src)[i]);
+    } else {
+      reinterpret_cast<volatile unsigned char*>(dst)[i] = static_cast<unsigned char>(src[i]);
+    }
   }
 }
 
-__device__ void copy_out(std::byte* dst, const std::byte* src, std::size_t bytes) {
-  const std::size_t words = bytes / 8;
-  auto* d = reinterpret_cast<volatile std::uint64_t*>(dst);
-  const auto* s = reinterpret_cast<const std::uint64_t*>(src);
-  for (std::size_t i = threadIdx.x; i < words; i += blockDim.x) d[i] = s[i];
-  for (std::size_t i = words * 8 + threadIdx.x; i < bytes; i += blockDim.x) {
-    reinterpret_cast<volatile unsigned char*>(dst)[i] = static_cast<unsigned char>(src[i]);
-  }
-}
-
-__global__ void __launch_bounds__(block_threads)
+__global__ void __launch_bounds__(max_threads)
     mailbox_rx_kernel(mailbox_view mb, loop_state* loop, std::byte* sample) {
   __shared__ std::uint64_t chosen;
   __shared__ bool consistent;
@@ -79,8 +94,7 @@ __global__ void __launch_bounds__(block_threads)
       std::uint64_t pick = 0;
       for (;;) {
         // Acquire pairs with the sensor's release of `head`: the slot stamp is visible too.
-        pick = select_sample(load_acquire_system(*mb.head), last, have_processed, policy,
-                             mb.depth);
+        pick = select_sample(load_acquire_system(*mb.head), last, have_processed, policy, mb.depth);
         if (pick != 0 && (pick == last || load_acquire_system(slot_seq(mb, pick)) == pick)) break;
         if (device::globaltimer_ns() - start >= poll_ns) {
           pick = 0;  // nothing to take within the polling budget: the iteration idles
@@ -96,7 +110,8 @@ __global__ void __launch_bounds__(block_threads)
       if (threadIdx.x == 0) device::publish(loop, pick);
       return;
     }
-    copy_in(sample, mb.slots + (pick % mb.depth) * mb.slot_stride + header_bytes, mb.input_bytes);
+    block_copy<true>(sample, mb.slots + (pick % mb.depth) * mb.slot_stride + header_bytes,
+                     mb.input_bytes);
     __syncthreads();  // every thread's copy is performed before the second stamp read
     if (threadIdx.x == 0) {
       cuda::atomic_thread_fence(cuda::memory_order_acquire, cuda::thread_scope_system);
@@ -109,7 +124,7 @@ __global__ void __launch_bounds__(block_threads)
   }
 }
 
-__global__ void __launch_bounds__(block_threads)
+__global__ void __launch_bounds__(max_threads)
     mailbox_tx_kernel(mailbox_view mb, const loop_state* loop, const std::byte* in) {
   const std::uint64_t seq = device::current_sample(loop);
   if (mb.output_bytes > 0) {
@@ -118,7 +133,7 @@ __global__ void __launch_bounds__(block_threads)
       __threadfence_system();  // the begin stamp lands before any payload word
     }
     __syncthreads();
-    copy_out(mb.out_payload, in, mb.output_bytes);
+    block_copy<false>(mb.out_payload, in, mb.output_bytes);
     __syncthreads();
   }
   if (threadIdx.x == 0) {
@@ -132,13 +147,13 @@ __global__ void __launch_bounds__(block_threads)
 
 void launch_mailbox_rx(const mailbox_view& mb, loop_state* loop, std::byte* sample,
                        cudaStream_t s) {
-  mailbox_rx_kernel<<<1, block_threads, 0, s>>>(mb, loop, sample);
+  mailbox_rx_kernel<<<1, threads_for(mb.input_bytes), 0, s>>>(mb, loop, sample);
   RESIDENT_CUDA_CHECK_LAUNCH("mailbox_rx_kernel");
 }
 
 void launch_mailbox_tx(const mailbox_view& mb, const loop_state* loop, const std::byte* in,
                        cudaStream_t s) {
-  mailbox_tx_kernel<<<1, block_threads, 0, s>>>(mb, loop, in);
+  mailbox_tx_kernel<<<1, threads_for(mb.output_bytes), 0, s>>>(mb, loop, in);
   RESIDENT_CUDA_CHECK_LAUNCH("mailbox_tx_kernel");
 }
 

@@ -15,8 +15,8 @@ int blocks_for(std::int64_t n) {
   return static_cast<int>(b < 65535 ? b : 65535);  // grid-stride loops cover the rest
 }
 
-__global__ void affine_kernel(const float* __restrict__ in, float* __restrict__ out,
-                              std::int64_t n, float scale, float offset) {
+__global__ void affine_kernel(const float* __restrict__ in, float* __restrict__ out, std::int64_t n,
+                              float scale, float offset) {
   for (std::int64_t i = blockIdx.x * std::int64_t{blockDim.x} + threadIdx.x; i < n;
        i += std::int64_t{gridDim.x} * blockDim.x) {
     out[i] = fmaf(scale, in[i], offset);

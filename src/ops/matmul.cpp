@@ -16,8 +16,7 @@ namespace {
 void cublas_try(cublasStatus_t status, const char* call, const std::string& op) {
   if (status != CUBLAS_STATUS_SUCCESS) {
     throw execution_error("operator '" + op + "': " + call + " failed: " +
-                          cublasGetStatusName(status) + " (" + cublasGetStatusString(status) +
-                          ")");
+                          cublasGetStatusName(status) + " (" + cublasGetStatusString(status) + ")");
   }
 }
 
@@ -76,17 +75,17 @@ void matmul::compute(CaptureContext& ctx) {
   cublas_try(cublasSetStream(_handle, ctx.stream()), "cublasSetStream", name());
   // cublasSetStream resets the workspace to cuBLAS's own pool, which allocates inside the
   // capture (an allocation node no conditional body or device graph may hold): re-bind ours.
-  cublas_try(cublasSetWorkspace(_handle, _workspace.data(), _workspace_bytes),
-             "cublasSetWorkspace", name());
+  cublas_try(cublasSetWorkspace(_handle, _workspace.data(), _workspace_bytes), "cublasSetWorkspace",
+             name());
   const float alpha = 1.0F;
   const float beta = 0.0F;
   const int n = static_cast<int>(_n);
   // Row-major out = in x W is column-major out^T = W^T x in^T: pass W first.
-  cublas_try(cublasSgemm(_handle, CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &alpha,
-                         _device_weights.data_as<const float>(), n,
-                         ctx.device_memory<const float>("in"), n, &beta,
-                         ctx.device_memory<float>("out"), n),
-             "cublasSgemm", name());
+  cublas_try(
+      cublasSgemm(_handle, CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &alpha,
+                  _device_weights.data_as<const float>(), n, ctx.device_memory<const float>("in"),
+                  n, &beta, ctx.device_memory<float>("out"), n),
+      "cublasSgemm", name());
 }
 
 }  // namespace resident::ops

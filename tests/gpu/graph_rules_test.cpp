@@ -66,8 +66,8 @@ TEST(graph_modes, refuse_a_host_node_in_a_conditional_body_eager_runs_it) {
   with_extra<host_callback> app;
   for (const auto mode : {execution_mode::while_loop, execution_mode::host_graph}) {
     const std::string error = error_of(app, mode);
-    EXPECT_THAT(error, HasSubstr(std::string(to_string(mode)) +
-                                 " mode cannot hold operator 'extra'"));
+    EXPECT_THAT(error,
+                HasSubstr(std::string(to_string(mode)) + " mode cannot hold operator 'extra'"));
     EXPECT_THAT(error, HasSubstr("host node"));
     EXPECT_THAT(error, HasSubstr("eager mode"));
   }
@@ -80,8 +80,8 @@ TEST(graph_modes, refuse_a_host_node_in_a_conditional_body_eager_runs_it) {
 TEST(capture, cuda_error_in_compute_names_the_operator_in_every_mode) {
   RESIDENT_REQUIRE_GPU();
   with_extra<bad_launch> app;
-  for (const auto mode : {execution_mode::host_graph, execution_mode::while_loop,
-                          execution_mode::tail}) {
+  for (const auto mode :
+       {execution_mode::host_graph, execution_mode::while_loop, execution_mode::tail}) {
     try {
       auto run = run_async(app, mode);
       FAIL() << "expected execution_error in " << to_string(mode);

@@ -79,8 +79,7 @@ TEST_P(resident_modes, frozen_heartbeat_is_reported_then_clears) {
   class stuck_app final : public Application {
    public:
     explicit stuck_app(const std::uint32_t* word)
-        : _word(word),
-          _mailbox(std::make_shared<io::mailbox>(io::mailbox::config{8, 8, 4})) {}
+        : _word(word), _mailbox(std::make_shared<io::mailbox>(io::mailbox::config{8, 8, 4})) {}
     void compose() override {
       auto rx = make_operator<io::mailbox_rx>("rx", _mailbox);
       auto hold = make_operator<hold_while_set>("hold", _word);

@@ -155,8 +155,8 @@ class matmul_app final : public Application {
  public:
   static constexpr std::int64_t n = 512;
   matmul_app()
-      : _mailbox(std::make_shared<io::mailbox>(io::mailbox::config{
-            n * n * sizeof(float), n * n * sizeof(float), 2})) {}
+      : _mailbox(std::make_shared<io::mailbox>(
+            io::mailbox::config{n * n * sizeof(float), n * n * sizeof(float), 2})) {}
   void compose() override {
     auto rx = make_operator<io::mailbox_rx>("rx", _mailbox);
     first = make_operator<ops::matmul>("mm1", arg("n", n), arg("seed", 11));

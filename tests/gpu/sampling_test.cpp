@@ -58,8 +58,8 @@ std::vector<sampling_case> all_cases() {
 }
 
 INSTANTIATE_TEST_SUITE_P(all, over_rate, ::testing::ValuesIn(all_cases()), [](const auto& info) {
-  std::string name = std::string(to_string(info.param.mode)) + "_" +
-                     std::string(to_string(info.param.policy));
+  std::string name =
+      std::string(to_string(info.param.mode)) + "_" + std::string(to_string(info.param.policy));
   std::replace(name.begin(), name.end(), '-', '_');
   return name;
 });
@@ -106,8 +106,8 @@ TEST_P(over_rate, counters_account_for_every_sample_and_outputs_are_consistent) 
   ASSERT_TRUE(report.stopped) << report.error;
   const loop_counters& c = report.counters;
   EXPECT_EQ(c.last_seq, total);
-  EXPECT_EQ(c.processed + c.dropped, total) << "processed " << c.processed << " dropped "
-                                            << c.dropped;
+  EXPECT_EQ(c.processed + c.dropped, total)
+      << "processed " << c.processed << " dropped " << c.dropped;
   EXPECT_GT(c.dropped, 0U) << "the sensor should have outpaced a 50 us body";
   EXPECT_GT(c.processed, 0U);
   EXPECT_EQ(c.repeated, 0U);

@@ -105,8 +105,8 @@ void empty_node::compute(CaptureContext& ctx) {
   cudaGraph_t g = nullptr;
   const cudaGraphNode_t* deps = nullptr;
   size_t count = 0;
-  RESIDENT_CUDA_TRY(cudaStreamGetCaptureInfo(ctx.stream(), &status, nullptr, &g, &deps, nullptr,
-                                             &count));
+  RESIDENT_CUDA_TRY(
+      cudaStreamGetCaptureInfo(ctx.stream(), &status, nullptr, &g, &deps, nullptr, &count));
   cudaGraphNode_t node = nullptr;
   RESIDENT_CUDA_TRY(cudaGraphAddEmptyNode(&node, g, deps, count));
   RESIDENT_CUDA_TRY(cudaStreamUpdateCaptureDependencies(ctx.stream(), &node, nullptr, 1,
@@ -126,12 +126,14 @@ lab_app::lab_app(std::int64_t elements, std::size_t depth)
 
 void lab_app::compose() {
   auto rx = make_operator<io::mailbox_rx>("rx", _mailbox);
+  auto copy = make_operator<ops::copy>("copy", arg("elements", _elements));
   auto aff = make_operator<ops::affine>("affine", arg("elements", _elements));
   auto sq = make_operator<ops::square>("square", arg("elements", _elements));
   auto sum = make_operator<ops::sum_reduce>("sum", arg("elements", _elements));
   auto tx = make_operator<io::mailbox_tx>("tx", _mailbox);
   register_data_ready_handler(_mailbox->make_handler(rx));
-  add_flow(rx, aff, {{"sample", "in"}});
+  add_flow(rx, copy, {{"sample", "in"}});
+  add_flow(copy, aff);
   add_flow(aff, sq);
   add_flow(sq, sum);
   add_flow(sum, tx);
@@ -146,8 +148,7 @@ std::vector<std::vector<std::byte>> drive_lockstep(io::mailbox& mb,
     const std::uint64_t seq = mb.publish(as_bytes(sample));
     std::vector<std::byte> out(mb.settings().output_bytes);
     const std::uint64_t got = mb.wait_output(before, out, timeout);
-    EXPECT_EQ(got, seq) << "no output for sample " << seq << " within " << timeout.count()
-                        << " ms";
+    EXPECT_EQ(got, seq) << "no output for sample " << seq << " within " << timeout.count() << " ms";
     if (got != seq) break;
     outputs.push_back(std::move(out));
   }

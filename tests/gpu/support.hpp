@@ -14,11 +14,11 @@
 #include "resident/resident.hpp"
 
 /// GPU tests skip cleanly where there is no device (CI, the build machine).
-#define RESIDENT_REQUIRE_GPU()                                                         \
-  do {                                                                                 \
-    if (::resident::device_count() == 0) {                                             \
-      GTEST_SKIP() << "no CUDA device: " << ::resident::no_device_reason();            \
-    }                                                                                  \
+#define RESIDENT_REQUIRE_GPU()                                              \
+  do {                                                                      \
+    if (::resident::device_count() == 0) {                                  \
+      GTEST_SKIP() << "no CUDA device: " << ::resident::no_device_reason(); \
+    }                                                                       \
   } while (false)
 
 namespace resident::testing {
@@ -116,7 +116,7 @@ class bad_launch final : public Operator {
   void compute(CaptureContext& ctx) override;
 };
 
-// ---- the lab application: mailbox -> affine -> square -> sum -> mailbox -------------------------
+// ---- the lab application: mailbox -> copy -> affine -> square -> sum -> mailbox -----------------
 
 class lab_app final : public Application {
  public:

@@ -149,9 +149,9 @@ std::shared_ptr<Op> Application::make_operator(std::string name, A&&... args) {
   std::vector<arg> params;
   (detail::collect_parameter(params, std::forward<A>(args)), ...);
   auto ctor_args = std::tuple_cat(detail::constructor_arg(std::forward<A>(args))...);
-  auto op = std::apply(
-      [](auto&&... c) { return std::make_shared<Op>(std::forward<decltype(c)>(c)...); },
-      std::move(ctor_args));
+  auto op =
+      std::apply([](auto&&... c) { return std::make_shared<Op>(std::forward<decltype(c)>(c)...); },
+                 std::move(ctor_args));
   add_operator(op, std::move(name), std::move(params));
   return op;
 }

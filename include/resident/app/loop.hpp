@@ -29,9 +29,9 @@ enum class sample_policy : std::uint32_t {
 
 /// The controller's verdict for one iteration.
 struct release_decision {
-  bool run{false};         // release the operator DAG this iteration
-  bool repeat{false};      // the DAG re-processes the last sample
-  std::uint64_t seq{0};    // the sample the DAG processes
+  bool run{false};           // release the operator DAG this iteration
+  bool repeat{false};        // the DAG re-processes the last sample
+  std::uint64_t seq{0};      // the sample the DAG processes
   std::uint64_t dropped{0};  // samples skipped over by this release
 };
 
@@ -54,12 +54,12 @@ struct alignas(64) loop_control {
   std::uint32_t tear_down;  // host: request the loop to stop
   std::uint32_t pad0[15];
   // --- device-written, one 64-byte line -----------------------------------------------------
-  std::uint64_t heartbeat;  // controller passes so far (idle ones included)
-  std::uint64_t last_seq;   // last processed sample
-  std::uint64_t processed;  // samples the DAG processed (each once)
-  std::uint64_t dropped;    // samples skipped over (overrun) and never processed
-  std::uint64_t repeated;   // DAG runs on a sample already processed
-  std::uint32_t stopped;    // resident modes: the loop has exited
+  std::uint64_t heartbeat;    // controller passes so far (idle ones included)
+  std::uint64_t last_seq;     // last processed sample
+  std::uint64_t processed;    // samples the DAG processed (each once)
+  std::uint64_t dropped;      // samples skipped over (overrun) and never processed
+  std::uint64_t repeated;     // DAG runs on a sample already processed
+  std::uint32_t stopped;      // resident modes: the loop has exited
   std::int32_t device_error;  // a device-side launch failed (cudaError_t), 0 otherwise
   std::uint64_t pad1[2];
 };
@@ -68,12 +68,12 @@ static_assert(sizeof(loop_control) == 128);
 /// Device-memory state of one loop. Written only by the loop's own kernels, one at a time.
 struct loop_state {
   // --- per iteration ------------------------------------------------------------------------
-  std::uint64_t published;  // handler -> controller: sample ready this iteration (0: none)
-  std::uint64_t current;    // controller -> DAG/egress: sample the DAG processes now
-  std::uint64_t last;       // last processed sample
+  std::uint64_t published;        // handler -> controller: sample ready this iteration (0: none)
+  std::uint64_t current;          // controller -> DAG/egress: sample the DAG processes now
+  std::uint64_t last;             // last processed sample
   std::uint64_t pending_dropped;  // controller -> end marker
-  std::uint32_t released;   // the DAG was released this iteration
-  std::uint32_t repeat;     // the release re-processes `last`
+  std::uint32_t released;         // the DAG was released this iteration
+  std::uint32_t repeat;           // the release re-processes `last`
   // --- counters (mirrored to loop_control by the controller and the end marker) -----------
   std::uint64_t iterations;
   std::uint64_t processed;
@@ -81,18 +81,18 @@ struct loop_state {
   std::uint64_t repeated;
   // --- configuration, fixed for the run -----------------------------------------------------
   sample_policy policy;
-  std::uint32_t free_running;   // no handler: every iteration releases sample last + 1
-  std::uint32_t resident;       // the GPU releases iterations: the controller reads tear_down
-  std::uint32_t has_while;      // `while_handle` is valid (WHILE mode)
-  std::uint32_t has_if;         // `if_handle` is valid (WHILE and host-graph modes)
+  std::uint32_t free_running;  // no handler: every iteration releases sample last + 1
+  std::uint32_t resident;      // the GPU releases iterations: the controller reads tear_down
+  std::uint32_t has_while;     // `while_handle` is valid (WHILE mode)
+  std::uint32_t has_if;        // `if_handle` is valid (WHILE and host-graph modes)
   std::uint32_t pad;
   std::uint64_t idle_sleep_ns;  // controller sleep when nothing was released (0 spins)
   std::uint64_t poll_ns;        // how long a handler may poll inside its kernel
   loop_control* control;        // device pointer of the host-mapped control block
   cudaGraphConditionalHandle while_handle;
   cudaGraphConditionalHandle if_handle;
-  cudaGraphExec_t main_exec;    // tail mode: graph M (handler, dispatcher)
-  cudaGraphExec_t work_exec;    // tail mode: graph W (DAG, end marker + relaunch)
+  cudaGraphExec_t main_exec;  // tail mode: graph M (handler, dispatcher)
+  cudaGraphExec_t work_exec;  // tail mode: graph W (DAG, end marker + relaunch)
 };
 
 }  // namespace resident

@@ -13,8 +13,8 @@
 #include <cuda_runtime_api.h>
 
 #include <cstddef>
-#include <string>
 #include <memory>
+#include <string>
 #include <string_view>
 
 #include "resident/app/loop.hpp"

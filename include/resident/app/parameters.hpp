@@ -16,9 +16,9 @@ using parameter_value = std::variant<bool, std::int64_t, double, std::string>;
 /// A parameter value supplied for an operator: `arg("elements", 4096)`.
 struct arg {
   template <class T>
-    requires std::is_arithmetic_v<std::remove_cvref_t<T>> ||
-             std::is_convertible_v<T, std::string_view>
-  arg(std::string param_name, T&& v) : name(std::move(param_name)) {
+  requires std::is_arithmetic_v<std::remove_cvref_t<T>> ||
+      std::is_convertible_v<T, std::string_view>
+      arg(std::string param_name, T&& v) : name(std::move(param_name)) {
     using U = std::remove_cvref_t<T>;
     if constexpr (std::is_same_v<U, bool>) {
       value = v;
@@ -54,10 +54,14 @@ struct parameter_info {
 namespace detail {
 template <class T>
 constexpr const char* parameter_type_name() {
-  if constexpr (std::is_same_v<T, bool>) return "boolean";
-  else if constexpr (std::is_integral_v<T>) return "integer";
-  else if constexpr (std::is_floating_point_v<T>) return "number";
-  else return "string";
+  if constexpr (std::is_same_v<T, bool>)
+    return "boolean";
+  else if constexpr (std::is_integral_v<T>)
+    return "integer";
+  else if constexpr (std::is_floating_point_v<T>)
+    return "number";
+  else
+    return "string";
 }
 /// Converts a supplied value to the declared type; throws composition_error naming both.
 bool to_bool(const arg& a, const std::string& op);

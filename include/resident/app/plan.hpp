@@ -24,8 +24,8 @@ struct flow {
 /// One device buffer: an output port and every input it feeds share it.
 struct planned_buffer {
   std::size_t bytes{};
-  void* external{};      // endpoint-supplied memory (the producer's wins), or nullptr
-  std::string producer;  // "affine.out"
+  void* external{};                    // endpoint-supplied memory (the producer's wins), or nullptr
+  std::string producer;                // "affine.out"
   std::vector<std::string> consumers;  // "square.in", ...
 };
 

@@ -37,10 +37,10 @@ void check_launch(const char* kernel, const char* file, int line);
 }  // namespace resident
 
 /// Throws resident::cuda_error when `call` does not return cudaSuccess.
-#define RESIDENT_CUDA_TRY(call)                                                        \
-  do {                                                                                 \
-    const cudaError_t resident_status_ = (call);                                       \
-    if (resident_status_ != cudaSuccess) [[unlikely]]                                  \
+#define RESIDENT_CUDA_TRY(call)                                                          \
+  do {                                                                                   \
+    const cudaError_t resident_status_ = (call);                                         \
+    if (resident_status_ != cudaSuccess) [[unlikely]]                                    \
       ::resident::detail::throw_cuda_error(resident_status_, #call, __FILE__, __LINE__); \
   } while (false)
 
@@ -49,9 +49,9 @@ void check_launch(const char* kernel, const char* file, int line);
   ::resident::detail::check_launch(kernel, __FILE__, __LINE__)
 
 /// Non-throwing variant for destructors and other noexcept paths: reports, never throws.
-#define RESIDENT_CUDA_ASSERT_OK(call)                                                   \
-  do {                                                                                  \
-    const cudaError_t resident_status_ = (call);                                        \
-    if (resident_status_ != cudaSuccess) [[unlikely]]                                   \
+#define RESIDENT_CUDA_ASSERT_OK(call)                                                     \
+  do {                                                                                    \
+    const cudaError_t resident_status_ = (call);                                          \
+    if (resident_status_ != cudaSuccess) [[unlikely]]                                     \
       ::resident::detail::report_cuda_error(resident_status_, #call, __FILE__, __LINE__); \
   } while (false)

@@ -44,7 +44,8 @@ class graph {
 /// Owning cudaGraphExec_t.
 class graph_exec {
  public:
-  /// Instantiates `g`; flags as for cudaGraphInstantiate (e.g. cudaGraphInstantiateFlagDeviceLaunch).
+  /// Instantiates `g`; flags as for cudaGraphInstantiate (e.g.
+  /// cudaGraphInstantiateFlagDeviceLaunch).
   explicit graph_exec(cudaGraph_t g, unsigned long long flags = 0);
   graph_exec(graph_exec&& other) noexcept;
   graph_exec& operator=(graph_exec&& other) noexcept;

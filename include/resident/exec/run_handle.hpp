@@ -14,10 +14,10 @@
 namespace resident {
 
 struct tear_down_report {
-  bool stopped{false};                  // the loop exited within the timeout
-  std::chrono::nanoseconds elapsed{};   // from the request to the loop's exit (or the timeout)
-  loop_counters counters;               // exact once stopped
-  std::string error;                    // why the loop failed or did not stop; empty when fine
+  bool stopped{false};                 // the loop exited within the timeout
+  std::chrono::nanoseconds elapsed{};  // from the request to the loop's exit (or the timeout)
+  loop_counters counters;              // exact once stopped
+  std::string error;                   // why the loop failed or did not stop; empty when fine
 };
 
 struct loop_health {

@@ -32,7 +32,7 @@ struct mailbox_view {
   std::size_t slot_stride;
   std::size_t depth;
   std::size_t input_bytes;
-  std::uint64_t* out_begin;   // output sequence lock (egress-written)
+  std::uint64_t* out_begin;  // output sequence lock (egress-written)
   std::uint64_t* out_end;
   std::byte* out_payload;
   std::size_t output_bytes;
@@ -113,8 +113,7 @@ class mailbox_tx final : public Operator {
 };
 
 namespace detail {
-void launch_mailbox_rx(const mailbox_view& mb, loop_state* loop, std::byte* sample,
-                       cudaStream_t s);
+void launch_mailbox_rx(const mailbox_view& mb, loop_state* loop, std::byte* sample, cudaStream_t s);
 void launch_mailbox_tx(const mailbox_view& mb, const loop_state* loop, const std::byte* in,
                        cudaStream_t s);
 }  // namespace detail

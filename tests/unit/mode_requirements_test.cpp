@@ -1,0 +1,54 @@
+// Which modes an application can run in, decided before any GPU work: these need no device.
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "resident/exec/run_handle.hpp"
+#include "test_operators.hpp"
+
+namespace resident::test {
+namespace {
+
+using ::testing::HasSubstr;
+
+TEST(run_async, refuses_a_resident_mode_without_a_data_ready_handler) {
+  test_app app([](test_app& a) { a.make_operator<ports_op>("body", std::vector<port_decl>{}); },
+               "no_handler");
+  for (const auto mode : {execution_mode::while_loop, execution_mode::tail}) {
+    try {
+      (void)run_async(app, mode);
+      FAIL() << "expected composition_error for " << to_string(mode);
+    } catch (const composition_error& e) {
+      EXPECT_THAT(e.what(), HasSubstr(std::string(to_string(mode)) +
+                                      " mode needs a data-ready handler: application "
+                                      "'no_handler' registers none"));
+    }
+  }
+}
+
+TEST(run_async, refuses_inconsistent_options_before_composing) {
+  test_app app;
+  run_options options;
+  options.stall_timeout = std::chrono::milliseconds(1);
+  options.idle_sleep_ns = 5'000'000;
+  EXPECT_THROW((void)run_async(app, execution_mode::while_loop, options), std::invalid_argument);
+  EXPECT_EQ(app.compose_calls, 0);
+}
+
+TEST(run_async, reports_a_broken_dag_before_touching_the_gpu) {
+  test_app app([](test_app& a) {
+    auto x = a.make_operator<ports_op>("x", relay_ports(8));
+    auto y = a.make_operator<ports_op>("y", relay_ports(8));
+    a.add_flow(x, y);
+    a.add_flow(y, x);
+  });
+  try {
+    (void)run_async(app, execution_mode::host_graph);
+    FAIL() << "expected composition_error";
+  } catch (const composition_error& e) {
+    EXPECT_THAT(e.what(), HasSubstr("cycle"));
+  }
+}
+
+}  // namespace
+}  // namespace resident::test
