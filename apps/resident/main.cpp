@@ -3,6 +3,8 @@
 //   resident info                      the GPU and build this binary sees
 //   resident run [CONFIG.yaml] ...     the lab pipeline between an emulated sensor and actuator,
 //                                      in one or all execution modes, every output checked
+//   resident bench io|overhead ...     benchmarks: a human table last, JSON receipts, CSV samples
+//   resident report RECEIPT...         receipts -> plain-text table and one HTML page
 
 #include <CLI/CLI.hpp>
 
@@ -10,10 +12,16 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <fstream>
+#include <iostream>
 #include <random>
 #include <thread>
 #include <vector>
 
+#include "bench/io_bench.hpp"
+#include "bench/overhead_bench.hpp"
+#include "resident/measure/receipt.hpp"
+#include "resident/measure/report.hpp"
 #include "resident/resident.hpp"
 
 namespace {
@@ -182,10 +190,97 @@ int run(const run_settings& s) {
 
 }  // namespace
 
+std::vector<std::string> split_list(const std::string& text) {
+  std::vector<std::string> items;
+  std::string item;
+  for (const char c : text + ",") {
+    if (c == ',') {
+      if (!item.empty()) items.push_back(item);
+      item.clear();
+    } else if (c != ' ') {
+      item += c;
+    }
+  }
+  return items;
+}
+
+struct bench_output {
+  std::string json;
+  std::string csv;
+};
+
+int finish_bench(const resident::measure::receipt& receipt, const bench_output& out,
+                 const std::string& table) {
+  if (!out.json.empty()) {
+    receipt.write(out.json);
+    std::printf("receipt: %s\n", out.json.c_str());
+  }
+  std::printf("\n%s", table.c_str());
+  return 0;
+}
+
 int main(int argc, char** argv) {
   CLI::App cli{"resident: timing-predictable GPU pipelines"};
   cli.require_subcommand(1);
   cli.add_subcommand("info", "show the GPU and build this binary sees");
+  const std::string command = resident::measure::command_line(argc, argv);
+
+  // ---- bench ------------------------------------------------------------------------------
+  auto* bench = cli.add_subcommand("bench", "benchmarks (see BENCHMARKS.md)");
+  bench->require_subcommand(1);
+  bench_output out;
+  resident::bench::io_settings io;
+  io.command = command;
+  std::string modes = "while,tail,host-graph,eager";
+  std::string workloads = "empty,matmul6";
+  std::string contention = "none,stress";
+  bool quick = false;
+  bool no_fifo = false;
+  auto* io_cmd = bench->add_subcommand("io", "sensor -> actuator latency through emulated I/O");
+  io_cmd->add_option("--modes", modes, "comma-separated modes")->capture_default_str();
+  io_cmd->add_option("--workloads", workloads, "empty, matmul6")->capture_default_str();
+  io_cmd->add_option("--contention", contention, "none, stress")->capture_default_str();
+  io_cmd->add_option("--samples", io.samples, "measured samples per configuration")
+      ->capture_default_str();
+  io_cmd->add_option("--rate", io.rate_hz, "sensor rate in Hz")->capture_default_str();
+  io_cmd->add_option("--warmup", io.warmup, "samples released before measuring")
+      ->capture_default_str();
+  io_cmd->add_option("--sleep-ns", io.sleep_ns, "controller idle sleep (0 spins)")
+      ->capture_default_str();
+  io_cmd->add_option("--poll-ns", io.poll_ns, "handler in-kernel polling budget")
+      ->capture_default_str();
+  io_cmd->add_option("--sensor-cpu", io.sensor_cpu, "core for the sensor thread (-1: auto)");
+  io_cmd->add_option("--actuator-cpu", io.actuator_cpu, "core for the actuator (-1: auto)");
+  io_cmd->add_option("--loop-cpu", io.loop_cpu, "core for host-driven loops (-1: auto)");
+  io_cmd->add_flag("--no-fifo", no_fifo, "do not ask for SCHED_FIFO");
+  io_cmd->add_flag("--stress-ng", io.stress_ng, "use stress-ng for the stress level");
+  io_cmd->add_flag("--quick", quick, "every configuration in about 20 s");
+  io_cmd->add_option("--json", out.json, "write the JSON receipt here");
+  io_cmd->add_option("--csv", io.csv_path, "write raw latency samples here");
+
+  resident::bench::overhead_settings overhead;
+  overhead.command = command;
+  bool overhead_quick = false;
+  auto* overhead_cmd = bench->add_subcommand("overhead", "fixed framework costs");
+  overhead_cmd->add_option("--iterations", overhead.iterations, "stamped iterations per mode")
+      ->capture_default_str();
+  overhead_cmd->add_option("--idle-seconds", overhead.idle_seconds, "idle loop duration")
+      ->capture_default_str();
+  overhead_cmd->add_option("--launches", overhead.launches, "host graph launches timed")
+      ->capture_default_str();
+  overhead_cmd->add_flag("--quick", overhead_quick, "a few seconds in all");
+  overhead_cmd->add_option("--json", out.json, "write the JSON receipt here");
+
+  // ---- report -------------------------------------------------------------------------------
+  std::vector<std::string> receipts;
+  std::string html;
+  std::string merged;
+  auto* report_cmd = cli.add_subcommand("report", "receipts -> text table and an HTML page");
+  report_cmd->add_option("receipts", receipts, "JSON receipts")->required()->check(
+      CLI::ExistingFile);
+  report_cmd->add_option("--html", html, "write a self-contained HTML report here");
+  report_cmd->add_option("--merge", merged,
+                         "merge the receipts (one benchmark split across runs) into this file");
 
   run_settings s;
   auto* run_cmd = cli.add_subcommand(
@@ -216,6 +311,51 @@ int main(int argc, char** argv) {
   }
   try {
     if (cli.got_subcommand("info")) return info();
+    if (io_cmd->parsed()) {
+      if (quick) io.make_quick();
+      io.modes = split_list(modes);
+      io.workloads = split_list(workloads);
+      io.contention = split_list(contention);
+      io.realtime = !no_fifo;
+      io.validate();
+      if (resident::device_count() == 0) return no_gpu("bench io");
+      const auto receipt = resident::bench::run_io_bench(io, std::cerr);
+      const int rc = finish_bench(receipt, out, resident::bench::io_table(receipt));
+      for (const auto& r : receipt.results) {
+        if (r["wrong_outputs"].get<std::int64_t>() != 0) {
+          std::fprintf(stderr, "resident bench io: WRONG outputs in %s/%s/%s\n",
+                       r["mode"].get<std::string>().c_str(),
+                       r["workload"].get<std::string>().c_str(),
+                       r["contention"].get<std::string>().c_str());
+          return 1;
+        }
+      }
+      return rc;
+    }
+    if (overhead_cmd->parsed()) {
+      if (overhead_quick) overhead.make_quick();
+      overhead.validate();
+      if (resident::device_count() == 0) return no_gpu("bench overhead");
+      const auto receipt = resident::bench::run_overhead_bench(overhead, std::cerr);
+      return finish_bench(receipt, out, resident::bench::overhead_table(receipt));
+    }
+    if (report_cmd->parsed()) {
+      std::vector<resident::measure::receipt> parts;
+      for (const auto& path : receipts) parts.push_back(resident::measure::receipt::read(path));
+      if (!merged.empty()) {
+        resident::measure::merge(parts).write(merged);
+        std::printf("merged %zu receipts into %s\n", parts.size(), merged.c_str());
+        parts = {resident::measure::receipt::read(merged)};
+      }
+      if (!html.empty()) {
+        std::ofstream file(html);
+        file << resident::measure::render_html(parts);
+        if (!file) throw std::runtime_error("cannot write " + html);
+        std::printf("report: %s\n", html.c_str());
+      }
+      std::printf("%s", resident::measure::render_text(parts).c_str());
+      return 0;
+    }
     return run(s);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "resident: %s\n", e.what());

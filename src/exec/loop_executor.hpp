@@ -45,6 +45,12 @@ struct loop_resources {
   stream handler_stream;  // the data-ready handler is captured on its own stream
   loop_state config{};    // host copy of the initial state
   std::uint64_t start_seq{0};
+  // Telemetry (only when run_options::telemetry_samples > 0): the device ring, and what the
+  // supervisor needs to drain it on a stream of its own.
+  device_buffer ring_mem;
+  stream drain_stream;
+  pinned_buffer drain_staging;
+  pinned_buffer drain_word;
 };
 
 /// Common base: owns the resources; counters and failure come from the control block.
@@ -57,6 +63,12 @@ class loop_executor : public Executor {
   [[nodiscard]] std::uint64_t heartbeat() const noexcept override;
   [[nodiscard]] std::string failure() const override;
   void abandon() noexcept override;
+  void drain_telemetry(bool force) override;
+  [[nodiscard]] const std::vector<telemetry_entry>& telemetry() const noexcept override {
+    return _telemetry;
+  }
+  [[nodiscard]] std::uint64_t telemetry_lost() const noexcept override { return _telemetry_lost; }
+  [[nodiscard]] double mean_iteration_ns() override;
 
  protected:
   [[nodiscard]] loop_resources& res() const noexcept { return *_res; }
@@ -73,6 +85,10 @@ class loop_executor : public Executor {
   run_options _options;
   const dag_plan* _plan;
   std::unique_ptr<loop_resources> _res;
+  std::mutex _drain_mutex;
+  std::vector<telemetry_entry> _telemetry;  // reserved before launch: draining never allocates
+  std::uint64_t _drained{0};
+  std::uint64_t _telemetry_lost{0};
 };
 
 /// eager and host-graph: a host thread polls, launches one iteration's work, synchronizes.

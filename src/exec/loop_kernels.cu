@@ -20,6 +20,10 @@ struct pass_result {
 
 // One controller pass, shared by the WHILE controller and the tail dispatcher.
 __device__ pass_result control_pass(loop_state* s) {
+  const std::uint64_t now = device::globaltimer_ns();
+  s->stamp_ns[static_cast<std::size_t>(stage::controller_start)] = now;
+  if (s->iterations == 0) s->first_pass_ns = now;
+  s->last_pass_ns = now;
   loop_control& c = *s->control;
   const std::uint64_t iteration = ++s->iterations;
   // Relaxed: the heartbeat is a liveness signal only; nothing is read through it.
@@ -37,10 +41,27 @@ __device__ pass_result control_pass(loop_state* s) {
   s->repeat = d.repeat ? 1U : 0U;
   s->current = d.seq;
   s->pending_dropped = d.dropped;
+  device::stamp(s, stage::controller_end);
   return {d, false};
 }
 
+// Files this iteration's stamps into the ring (device memory only) and clears them.
+__device__ void record_telemetry(loop_state* s) {
+  if (s->ring != nullptr) {
+    telemetry_entry& e = s->ring[s->ring_written & (s->ring_capacity - 1)];
+    e.seq = s->current;
+    e.repeat = s->repeat;
+    for (std::size_t i = 0; i < stage_count; ++i) e.stamp_ns[i] = s->stamp_ns[i];
+    // The host drains by reading ring_written first: the entry must be complete before it.
+    __threadfence();
+    ++s->ring_written;
+  }
+  for (std::size_t i = 0; i < stage_count; ++i) s->stamp_ns[i] = 0;
+}
+
 __device__ void commit(loop_state* s) {
+  device::stamp(s, stage::end_marker);
+  record_telemetry(s);
   if (s->repeat != 0U) {
     ++s->repeated;
   } else {

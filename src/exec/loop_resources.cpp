@@ -1,5 +1,7 @@
 #include <chrono>
 #include <cstdio>
+#include <algorithm>
+#include <bit>
 #include <filesystem>
 
 #include "exec/loop_executor.hpp"
@@ -19,6 +21,17 @@ loop_resources::loop_resources(const Application& app, execution_mode mode,
   config.idle_sleep_ns = resident ? options.idle_sleep_ns : 0;
   config.poll_ns = resident ? options.poll_ns : 0;
   config.control = control_mem.device_as<loop_control>();
+  if (options.telemetry_samples > 0) {
+    // Sized to hold every entry asked for (up to 2^20): then the supervisor never needs to
+    // drain while the loop runs, and no CUDA call from another thread competes with it.
+    const std::size_t ring_entries =
+        std::bit_ceil(std::clamp<std::size_t>(options.telemetry_samples, 1024, 1 << 20));
+    ring_mem = device_buffer(ring_entries * sizeof(telemetry_entry));
+    drain_staging = pinned_buffer(ring_entries * sizeof(telemetry_entry));
+    drain_word = pinned_buffer(sizeof(loop_state));
+    config.ring = ring_mem.data_as<telemetry_entry>();
+    config.ring_capacity = ring_entries;
+  }
 }
 
 void loop_resources::upload_config(std::uint64_t start) {
@@ -43,6 +56,68 @@ loop_executor::loop_executor(Application& app, execution_mode mode, const run_op
   RESIDENT_CUDA_TRY(cudaSetDevice(options.device));
   app.materialize();
   _res = std::make_unique<loop_resources>(app, mode, options);
+  _telemetry.reserve(options.telemetry_samples);
+}
+
+void loop_executor::drain_telemetry(bool force) {
+  if (_res->config.ring == nullptr) return;
+  std::lock_guard lock(_drain_mutex);
+  if (!force) {
+    // Every DAG run files one entry; the host-mapped counters say how many there were without a
+    // CUDA call. Drain only once the ring is half full.
+    const loop_control& c = *_res->control();
+    const std::uint64_t runs = host_load_acquire(c.processed) + host_load_acquire(c.repeated);
+    if (runs - _drained < _res->config.ring_capacity / 2) return;
+  }
+  const cudaStream_t s = _res->drain_stream.get();
+  auto* word = _res->drain_word.data_as<std::uint64_t>();
+  const auto read_written = [&] {
+    RESIDENT_CUDA_TRY(cudaMemcpyAsync(word, &loop()->ring_written, sizeof(std::uint64_t),
+                                      cudaMemcpyDeviceToHost, s));
+    RESIDENT_CUDA_TRY(cudaStreamSynchronize(s));
+    return *word;
+  };
+  const std::uint64_t written = read_written();
+  if (written == _drained) return;
+  const std::uint64_t capacity = _res->config.ring_capacity;
+  std::uint64_t from = _drained;
+  if (written - from > capacity) {  // the ring wrapped over entries never drained
+    _telemetry_lost += written - from - capacity;
+    from = written - capacity;
+  }
+  const std::uint64_t count = written - from;
+  const std::uint64_t first = from & (capacity - 1);
+  const std::uint64_t head_part = std::min(count, capacity - first);
+  auto* staging = _res->drain_staging.data_as<telemetry_entry>();
+  const telemetry_entry* ring = _res->config.ring;
+  RESIDENT_CUDA_TRY(cudaMemcpyAsync(staging, ring + first, head_part * sizeof(telemetry_entry),
+                                    cudaMemcpyDeviceToHost, s));
+  if (count > head_part) {
+    RESIDENT_CUDA_TRY(cudaMemcpyAsync(staging + head_part, ring,
+                                      (count - head_part) * sizeof(telemetry_entry),
+                                      cudaMemcpyDeviceToHost, s));
+  }
+  RESIDENT_CUDA_TRY(cudaStreamSynchronize(s));
+  // Entries the loop may have overwritten while they were being copied are not trusted.
+  const std::uint64_t after = read_written();
+  const std::uint64_t trusted_from = after > capacity ? std::max(from, after - capacity) : from;
+  _telemetry_lost += trusted_from - from;
+  for (std::uint64_t i = trusted_from; i < written; ++i) {
+    if (_telemetry.size() < _telemetry.capacity()) {
+      _telemetry.push_back(staging[i - from]);
+    } else {
+      ++_telemetry_lost;
+    }
+  }
+  _drained = written;
+}
+
+double loop_executor::mean_iteration_ns() {
+  loop_state now{};
+  RESIDENT_CUDA_TRY(cudaMemcpy(&now, loop(), sizeof(loop_state), cudaMemcpyDeviceToHost));
+  if (now.iterations < 2 || now.last_pass_ns <= now.first_pass_ns) return 0.0;
+  return static_cast<double>(now.last_pass_ns - now.first_pass_ns) /
+         static_cast<double>(now.iterations - 1);
 }
 
 loop_counters loop_executor::counters() const noexcept {
@@ -95,6 +170,7 @@ void host_driven_executor::launch() {
 void host_driven_executor::loop_thread() {
   try {
     RESIDENT_CUDA_TRY(cudaSetDevice(options().device));
+    if (options().on_loop_thread_start) options().on_loop_thread_start();
     const auto& gate = app().handler().host_gate;
     while (!_stop.load(std::memory_order_acquire)) {
       _host_heartbeat.fetch_add(1, std::memory_order_relaxed);

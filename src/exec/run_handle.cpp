@@ -46,6 +46,13 @@ void run_handle::supervise() {
   while (!_supervisor_exit) {
     _wake.wait_for(lock, period);
     if (_supervisor_exit) break;
+    lock.unlock();
+    try {
+      _executor->drain_telemetry(false);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "resident: draining telemetry failed: %s\n", e.what());
+    }
+    lock.lock();
     const auto now = clock::now();
     const std::uint64_t beat = _executor->heartbeat();
     std::string failure = _executor->failure();
@@ -111,6 +118,14 @@ tear_down_report run_handle::tear_down(std::chrono::milliseconds timeout) {
 
   report.counters = _executor->counters();
   if (report.error.empty()) report.error = _executor->failure();
+  if (report.stopped && report.error.empty()) {
+    try {
+      _executor->drain_telemetry(true);
+      report.mean_iteration_ns = _executor->mean_iteration_ns();
+    } catch (const std::exception& e) {
+      report.error = "the " + _name + " stopped, but reading its telemetry failed: " + e.what();
+    }
+  }
   if (!report.stopped && report.error.empty()) {
     report.error = "the " + _name + " did not stop within " + std::to_string(timeout.count()) +
                    " ms of the tear-down request (heartbeat " +

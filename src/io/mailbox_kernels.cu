@@ -89,6 +89,7 @@ __global__ void __launch_bounds__(max_threads)
   const sample_policy policy = loop->policy;
   const std::uint64_t poll_ns = loop->poll_ns;
   const std::uint64_t start = threadIdx.x == 0 ? device::globaltimer_ns() : 0;
+  if (threadIdx.x == 0) loop->stamp_ns[static_cast<std::size_t>(stage::handler_start)] = start;
   for (;;) {
     if (threadIdx.x == 0) {
       std::uint64_t pick = 0;
@@ -105,6 +106,7 @@ __global__ void __launch_bounds__(max_threads)
     }
     __syncthreads();
     const std::uint64_t pick = chosen;
+    if (threadIdx.x == 0 && pick != 0) device::stamp(loop, stage::detect);
     if (pick == 0 || pick == last) {
       // No copy for a repeat: the "sample" port still holds the last sample's payload.
       if (threadIdx.x == 0) device::publish(loop, pick);
@@ -125,7 +127,7 @@ __global__ void __launch_bounds__(max_threads)
 }
 
 __global__ void __launch_bounds__(max_threads)
-    mailbox_tx_kernel(mailbox_view mb, const loop_state* loop, const std::byte* in) {
+    mailbox_tx_kernel(mailbox_view mb, loop_state* loop, const std::byte* in) {
   const std::uint64_t seq = device::current_sample(loop);
   if (mb.output_bytes > 0) {
     if (threadIdx.x == 0) {
@@ -140,6 +142,7 @@ __global__ void __launch_bounds__(max_threads)
     __threadfence_system();
     // Release: an actuator that acquires `out_end` sees the whole payload.
     store_release_system(*mb.out_end, seq);
+    device::stamp(loop, stage::commit);
   }
 }
 
@@ -151,7 +154,7 @@ void launch_mailbox_rx(const mailbox_view& mb, loop_state* loop, std::byte* samp
   RESIDENT_CUDA_CHECK_LAUNCH("mailbox_rx_kernel");
 }
 
-void launch_mailbox_tx(const mailbox_view& mb, const loop_state* loop, const std::byte* in,
+void launch_mailbox_tx(const mailbox_view& mb, loop_state* loop, const std::byte* in,
                        cudaStream_t s) {
   mailbox_tx_kernel<<<1, threads_for(mb.output_bytes), 0, s>>>(mb, loop, in);
   RESIDENT_CUDA_CHECK_LAUNCH("mailbox_tx_kernel");

@@ -1,1 +1,569 @@
-// placeholder: filled in by the measure/ work
+#include "resident/measure/report.hpp"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <sstream>
+
+namespace resident::measure {
+
+namespace detail {
+
+std::string html_escape(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (const char c : text) {
+    switch (c) {
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      case '\'':
+        out += "&#39;";
+        break;
+      default:
+        out += c;
+    }
+  }
+  return out;
+}
+
+std::string format_us(double value) {
+  std::array<char, 64> text{};
+  const int n = std::snprintf(text.data(), text.size(), "%.2f", value);
+  return std::string(text.data(), static_cast<std::size_t>(std::max(n, 0)));
+}
+
+namespace {
+
+std::string format_g(double value) {
+  std::array<char, 64> text{};
+  const int n = std::snprintf(text.data(), text.size(), "%g", value);
+  return std::string(text.data(), static_cast<std::size_t>(std::max(n, 0)));
+}
+
+// 1, 2 or 5 times a power of ten, at least `raw`.
+double nice_step(double raw) {
+  const double magnitude = std::pow(10.0, std::floor(std::log10(raw)));
+  const double f = raw / magnitude;
+  return (f <= 1.0 ? 1.0 : f <= 2.0 ? 2.0 : f <= 5.0 ? 5.0 : 10.0) * magnitude;
+}
+
+}  // namespace
+
+axis choose_axis(double min, double max, axis_scale scale) {
+  if (min > max) std::swap(min, max);
+  axis a;
+  a.log = min > 0.0 &&
+          (scale == axis_scale::log || (scale == axis_scale::automatic && max / min > 100.0));
+  if (a.log) {
+    // Whole decades, so the ticks are 1, 10, 100 ... (with 2 and 5 between when there are
+    // only a couple of decades and the axis would otherwise have too few labels).
+    const int lo_exp = static_cast<int>(std::floor(std::log10(min)));
+    int hi_exp = static_cast<int>(std::ceil(std::log10(max)));
+    if (hi_exp == lo_exp) ++hi_exp;
+    a.lo = std::pow(10.0, lo_exp);
+    a.hi = std::pow(10.0, hi_exp);
+    for (int e = lo_exp; e <= hi_exp; ++e) {
+      const double decade = std::pow(10.0, e);
+      a.ticks.push_back(decade);
+      if (hi_exp - lo_exp <= 2 && e < hi_exp) {
+        a.ticks.push_back(2.0 * decade);
+        a.ticks.push_back(5.0 * decade);
+      }
+    }
+    return a;
+  }
+  if (!(max > min)) {  // one value: widen so it sits mid-axis
+    const double pad = min == 0.0 ? 1.0 : std::abs(min) * 0.05;
+    min -= pad;
+    max += pad;
+  }
+  const double step = nice_step((max - min) / 5.0);
+  a.lo = std::floor(min / step) * step;
+  a.hi = std::ceil(max / step) * step;
+  for (int k = 0;; ++k) {
+    const double t = a.lo + k * step;
+    if (t > a.hi + step * 1e-9) break;
+    // Snap to the step so 0.30000000000000004 does not leak into a label.
+    a.ticks.push_back(std::round(t / step) * step);
+  }
+  return a;
+}
+
+double axis_position(const axis& a, double value, double x0, double x1) {
+  double f = 0.0;
+  if (a.log) {
+    const double v = std::clamp(value, a.lo, a.hi);
+    f = (std::log10(v) - std::log10(a.lo)) / (std::log10(a.hi) - std::log10(a.lo));
+  } else {
+    f = (std::clamp(value, a.lo, a.hi) - a.lo) / (a.hi - a.lo);
+  }
+  return x0 + f * (x1 - x0);
+}
+
+std::optional<box_values> box_from_result(const nlohmann::json& result) {
+  if (!result.is_object()) return std::nullopt;
+  const auto number = [&](const char* key) -> std::optional<double> {
+    const auto it = result.find(key);
+    if (it == result.end() || !it->is_number()) return std::nullopt;
+    return it->get<double>();
+  };
+  const auto min = number("min_us");
+  const auto max = number("max_us");
+  const auto p50 = number("p50_us");
+  const auto mean = number("mean_us");
+  if (!min || !max || !p50 || !mean) return std::nullopt;
+  box_values v;
+  v.min = *min;
+  v.max = *max;
+  v.p50 = *p50;
+  v.mean = *mean;
+  v.p25 = number("p25_us").value_or(v.p50);
+  v.p75 = number("p75_us").value_or(v.p50);
+  v.whisker_low = number("whisker_low_us").value_or(v.min);
+  v.whisker_high = number("whisker_high_us").value_or(v.max);
+  return v;
+}
+
+box_values box_positions(const axis& a, const box_values& v, double x0, double x1) {
+  const auto x = [&](double value) { return axis_position(a, value, x0, x1); };
+  return {x(v.min),  x(v.whisker_low), x(v.p25),          x(v.p50),
+          x(v.mean), x(v.p75),         x(v.whisker_high), x(v.max)};
+}
+
+namespace {
+
+constexpr std::array<const char*, 10> palette = {"#4e79a7", "#f28e2b", "#59a14f", "#e15759",
+                                                 "#76b7b2", "#edc948", "#b07aa1", "#ff9da7",
+                                                 "#9c755f", "#bab0ac"};
+
+// SVG coordinates with one decimal: enough for pixels, short enough to read.
+std::string px(double v) {
+  std::array<char, 32> text{};
+  const int n = std::snprintf(text.data(), text.size(), "%.1f", v);
+  return std::string(text.data(), static_cast<std::size_t>(std::max(n, 0)));
+}
+
+std::string line(const char* cls, double x1, double y1, double x2, double y2) {
+  return std::string("<line class=\"") + cls + "\" x1=\"" + px(x1) + "\" y1=\"" + px(y1) +
+         "\" x2=\"" + px(x2) + "\" y2=\"" + px(y2) + "\"/>";
+}
+
+// A small x: min and max, drawn apart from the whisker caps so outliers stand out.
+std::string cross(double x, double y) {
+  constexpr double r = 4.0;
+  return "<path class=\"extreme\" d=\"M" + px(x - r) + " " + px(y - r) + "L" + px(x + r) + " " +
+         px(y + r) + "M" + px(x - r) + " " + px(y + r) + "L" + px(x + r) + " " + px(y - r) + "\"/>";
+}
+
+}  // namespace
+
+std::string box_plot_svg(const std::vector<plot_box>& boxes, axis_scale scale) {
+  constexpr double width = 760.0;
+  constexpr double x0 = 160.0;  // left of the plot; mode labels end just before it
+  constexpr double x1 = width - 24.0;
+  constexpr double top = 10.0;
+  constexpr double row = 36.0;
+  constexpr double half_box = 10.0;
+  const double axis_y = top + row * static_cast<double>(boxes.size()) + 4.0;
+  const double height = axis_y + 44.0;
+
+  double lo = 0.0;
+  double hi = 0.0;
+  for (std::size_t i = 0; i < boxes.size(); ++i) {
+    lo = i == 0 ? boxes[i].values.min : std::min(lo, boxes[i].values.min);
+    hi = i == 0 ? boxes[i].values.max : std::max(hi, boxes[i].values.max);
+  }
+  const axis a = choose_axis(lo, hi, scale);
+
+  std::ostringstream svg;
+  svg << "<svg width=\"" << px(width) << "\" height=\"" << px(height) << "\" viewBox=\"0 0 "
+      << px(width) << " " << px(height) << "\" role=\"img\" aria-label=\"latency box plot\">\n";
+  for (const double t : a.ticks) {
+    const double x = axis_position(a, t, x0, x1);
+    svg << line("grid", x, top, x, axis_y) << "\n";
+  }
+  for (std::size_t i = 0; i < boxes.size(); ++i) {
+    const plot_box& b = boxes[i];
+    const box_values& v = b.values;
+    const box_values p = box_positions(a, v, x0, x1);
+    const double cy = top + row * (static_cast<double>(i) + 0.5);
+    svg << "<g class=\"mode\"><title>"
+        << html_escape(b.label + ": min " + format_us(v.min) + ", whisker " +
+                       format_us(v.whisker_low) + ", p25 " + format_us(v.p25) + ", median " +
+                       format_us(v.p50) + ", mean " + format_us(v.mean) + ", p75 " +
+                       format_us(v.p75) + ", whisker " + format_us(v.whisker_high) + ", max " +
+                       format_us(v.max) + " \xC2\xB5s")
+        << "</title>\n";
+    svg << "<text class=\"label\" x=\"" << px(x0 - 8.0) << "\" y=\"" << px(cy + 4.0)
+        << "\" text-anchor=\"end\">" << html_escape(b.label) << "</text>\n";
+    svg << line("whisker", p.whisker_low, cy, p.p25, cy)
+        << line("whisker", p.p75, cy, p.whisker_high, cy)
+        << line("cap", p.whisker_low, cy - 6.0, p.whisker_low, cy + 6.0)
+        << line("cap", p.whisker_high, cy - 6.0, p.whisker_high, cy + 6.0) << "\n";
+    svg << "<rect class=\"box\" x=\"" << px(p.p25) << "\" y=\"" << px(cy - half_box)
+        << "\" width=\"" << px(std::max(p.p75 - p.p25, 1.0)) << "\" height=\"" << px(2.0 * half_box)
+        << "\" fill=\"" << palette[b.color % palette.size()] << "\"/>\n";
+    svg << line("median", p.p50, cy - half_box, p.p50, cy + half_box) << "\n";
+    svg << "<polygon class=\"mean\" points=\"" << px(p.mean) << "," << px(cy - 6.0) << " "
+        << px(p.mean + 6.0) << "," << px(cy) << " " << px(p.mean) << "," << px(cy + 6.0) << " "
+        << px(p.mean - 6.0) << "," << px(cy) << "\"/>\n";
+    svg << cross(p.min, cy) << cross(p.max, cy) << "\n</g>\n";
+  }
+  svg << line("axis", x0, axis_y, x1, axis_y) << "\n";
+  for (const double t : a.ticks) {
+    const double x = axis_position(a, t, x0, x1);
+    svg << line("tick", x, axis_y, x, axis_y + 5.0) << "<text x=\"" << px(x) << "\" y=\""
+        << px(axis_y + 18.0) << "\" text-anchor=\"middle\">" << format_g(t) << "</text>\n";
+  }
+  svg << "<text class=\"axis-label\" x=\"" << px((x0 + x1) / 2.0) << "\" y=\"" << px(axis_y + 36.0)
+      << "\" text-anchor=\"middle\">latency (&#181;s" << (a.log ? ", log scale" : "")
+      << ")</text>\n</svg>";
+  return svg.str();
+}
+
+}  // namespace detail
+
+namespace {
+
+using detail::format_us;
+using detail::html_escape;
+using nlohmann::json;
+
+bool is_latency_result(const json& r) { return r.is_object() && r.contains("mean_us"); }
+
+std::string text_field(const json& r, const char* key) {
+  const auto it = r.find(key);
+  if (it == r.end() || it->is_null()) return "-";
+  return it->is_string() ? it->get<std::string>() : it->dump();
+}
+
+std::string us_field(const json& r, const char* key) {
+  const auto it = r.find(key);
+  return it != r.end() && it->is_number() ? format_us(it->get<double>()) : "-";
+}
+
+// A generic value: integers exactly, other numbers with two decimals unless that would hide
+// them (a relative error of 3e-8 is not 0.00), strings bare, the rest as compact JSON.
+std::string value_text(const json& v) {
+  if (v.is_string()) return v.get<std::string>();
+  if (v.is_number_float()) {
+    const double d = v.get<double>();
+    if (!std::isfinite(d) || d == 0.0 || std::abs(d) >= 0.01) return format_us(d);
+    std::array<char, 32> text{};
+    const int n = std::snprintf(text.data(), text.size(), "%.3g", d);
+    return std::string(text.data(), static_cast<std::size_t>(std::max(n, 0)));
+  }
+  return v.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+std::string count_field(const json& r, const char* key) {
+  const auto it = r.find(key);
+  return it != r.end() && it->is_number() ? value_text(*it) : "-";
+}
+
+std::string cuda_version(int v) {
+  if (v <= 0) return "unknown";
+  return std::to_string(v / 1000) + "." + std::to_string(v % 1000 / 10);
+}
+
+std::string describe_device(const device_record& d) {
+  if (d.name.empty()) return "no GPU recorded";
+  std::string text = d.name + ", " + std::to_string(d.sm_count) + " SMs, compute capability " +
+                     d.compute_capability + ", driver " + d.driver + ", CUDA runtime " +
+                     cuda_version(d.cuda_runtime);
+  if (!d.sm_clock_mhz_seen.empty()) {
+    text += ", SM clocks seen ";
+    for (std::size_t i = 0; i < d.sm_clock_mhz_seen.size(); ++i) {
+      text += (i == 0 ? "" : ", ") + std::to_string(d.sm_clock_mhz_seen[i]);
+    }
+    text += " MHz";
+  }
+  return text;
+}
+
+std::string describe_host(const host_record& h) {
+  if (h.cpus == 0 && h.kernel.empty() && h.cpu_model.empty()) return "no host recorded";
+  std::string text = std::to_string(h.cpus) + " CPUs, kernel " + h.kernel;
+  if (!h.cpu_model.empty()) text += ", " + h.cpu_model;
+  return text;
+}
+
+// ---- text --------------------------------------------------------------------------------------
+
+// Terminal columns of UTF-8 text (one per code point; no wide characters expected).
+std::size_t display_width(std::string_view s) {
+  return static_cast<std::size_t>(
+      std::count_if(s.begin(), s.end(), [](char c) { return (c & 0xC0) != 0x80; }));
+}
+
+std::string render_columns(const std::vector<std::string>& header, const std::vector<bool>& right,
+                           const std::vector<std::vector<std::string>>& rows) {
+  std::vector<std::size_t> widths(header.size());
+  for (std::size_t c = 0; c < header.size(); ++c) widths[c] = display_width(header[c]);
+  for (const auto& r : rows) {
+    for (std::size_t c = 0; c < r.size(); ++c) {
+      widths[c] = std::max(widths[c], display_width(r[c]));
+    }
+  }
+  std::string out;
+  const auto emit = [&](const std::vector<std::string>& cells) {
+    std::string text;
+    for (std::size_t c = 0; c < cells.size(); ++c) {
+      const std::string pad(widths[c] - display_width(cells[c]), ' ');
+      if (c > 0) text += "  ";
+      text += right[c] ? pad + cells[c] : cells[c] + pad;
+    }
+    text.erase(text.find_last_not_of(' ') + 1);
+    out += text + "\n";
+  };
+  emit(header);
+  for (const auto& r : rows) emit(r);
+  return out;
+}
+
+// Groups of latency results by (workload, contention), in order of first appearance.
+struct latency_group {
+  std::string workload;
+  std::string contention;
+  std::vector<const json*> results;
+};
+
+std::vector<latency_group> group_latency_results(const json& results) {
+  std::vector<latency_group> groups;
+  for (const auto& r : results) {
+    if (!is_latency_result(r)) continue;
+    const std::string workload = text_field(r, "workload");
+    const std::string contention = text_field(r, "contention");
+    auto it = std::find_if(groups.begin(), groups.end(), [&](const latency_group& g) {
+      return g.workload == workload && g.contention == contention;
+    });
+    if (it == groups.end()) {
+      groups.push_back({workload, contention, {}});
+      it = std::prev(groups.end());
+    }
+    it->results.push_back(&r);
+  }
+  return groups;
+}
+
+}  // namespace
+
+std::string render_text(const std::vector<receipt>& receipts) {
+  if (receipts.empty()) return "no receipts\n";
+  std::string out;
+  std::vector<std::vector<std::string>> rows;
+  std::string others;
+  for (const receipt& rc : receipts) {
+    out += rc.benchmark + ": git " + rc.git_commit + ", started " + rc.started_at + ", " +
+           describe_device(rc.device) + "; " + describe_host(rc.host) +
+           "\n  command: " + rc.command + "\n";
+    for (const auto& r : rc.results) {
+      if (is_latency_result(r)) {
+        rows.push_back({rc.benchmark, text_field(r, "mode"), text_field(r, "workload"),
+                        text_field(r, "contention"), count_field(r, "n"), us_field(r, "mean_us"),
+                        us_field(r, "p50_us"), us_field(r, "p99_us"), us_field(r, "p999_us"),
+                        us_field(r, "max_us"), us_field(r, "jitter_us"),
+                        count_field(r, "processed"), count_field(r, "dropped")});
+        continue;
+      }
+      // Appends piece by piece: "literal" + temporary trips a GCC 12 -Wrestrict false positive.
+      others += rc.benchmark;
+      others += ':';
+      if (r.is_object()) {
+        for (const auto& [key, value] : r.items()) {
+          others.append(" ").append(key).append("=").append(value_text(value));
+        }
+      } else {
+        others.append(" ").append(value_text(r));
+      }
+      others += '\n';
+    }
+  }
+  if (!rows.empty()) {
+    out += "\nlatency in \xC2\xB5s\n";
+    out += render_columns(
+        {"benchmark", "mode", "workload", "contention", "n", "mean", "p50", "p99", "p99.9", "max",
+         "jitter", "processed", "dropped"},
+        {false, false, false, false, true, true, true, true, true, true, true, true, true}, rows);
+  }
+  if (!others.empty()) out += "\n" + others;
+  return out;
+}
+
+// ---- HTML --------------------------------------------------------------------------------------
+
+namespace {
+
+constexpr const char* style = R"(body{font-family:system-ui,sans-serif;color:#222}
+body{margin:2em auto;max-width:1100px;padding:0 1em}
+h1{font-size:1.5em}h3{font-size:1.05em;margin-top:1.5em}
+h2{font-size:1.25em;border-bottom:2px solid #ccc;padding-bottom:.2em;margin-top:2em}
+table{border-collapse:collapse;margin:.4em 0 .8em}
+th,td{padding:.2em .6em;border-bottom:1px solid #ddd;text-align:left;vertical-align:top}
+th{background:#f4f4f4}td.num,th.num{text-align:right;font-variant-numeric:tabular-nums}
+table.meta th{background:none;color:#555;font-weight:normal}
+code{font-family:ui-monospace,monospace;font-size:.9em;word-break:break-all}
+.legend{color:#555;font-size:.9em}
+figure{margin:.4em 0 1.2em}
+svg{display:block;max-width:100%;height:auto}
+svg text{font-size:12px;fill:#222}
+svg .axis,svg .tick{stroke:#444}svg .grid{stroke:#e6e6e6}
+svg .whisker,svg .cap{stroke:#333}
+svg .box{stroke:#333;fill-opacity:.6}
+svg .median{stroke:#000;stroke-width:2}
+svg .mean{fill:#fff;stroke:#000}
+svg .extreme{stroke:#b00;stroke-width:1.5;fill:none}
+)";
+
+void meta_row(std::ostringstream& html, const char* name, const std::string& value,
+              bool code = false) {
+  html << "<tr><th>" << name << "</th><td>" << (code ? "<code>" : "") << html_escape(value)
+       << (code ? "</code>" : "") << "</td></tr>\n";
+}
+
+void latency_table(std::ostringstream& html, const latency_group& g) {
+  static constexpr std::array<std::pair<const char*, const char*>, 8> times = {{
+      {"mean_us", "mean"},
+      {"p50_us", "p50"},
+      {"p99_us", "p99"},
+      {"p999_us", "p99.9"},
+      {"max_us", "max"},
+      {"min_us", "min"},
+      {"stddev_us", "stddev"},
+      {"jitter_us", "jitter"},
+  }};
+  static constexpr std::array<const char*, 3> counters = {"processed", "dropped", "repeated"};
+  html << "<table class=\"results\">\n<thead><tr><th>mode</th><th class=\"num\">n</th>";
+  for (const auto& [key, name] : times) html << "<th class=\"num\">" << name << " (&#181;s)</th>";
+  for (const char* name : counters) html << "<th class=\"num\">" << name << "</th>";
+  html << "</tr></thead>\n<tbody>\n";
+  for (const json* r : g.results) {
+    html << "<tr><td>" << html_escape(text_field(*r, "mode")) << "</td><td class=\"num\">"
+         << html_escape(count_field(*r, "n")) << "</td>";
+    for (const auto& [key, name] : times) {
+      html << "<td class=\"num\">" << us_field(*r, key) << "</td>";
+    }
+    for (const char* key : counters) {
+      html << "<td class=\"num\">" << html_escape(count_field(*r, key)) << "</td>";
+    }
+    html << "</tr>\n";
+  }
+  html << "</tbody>\n</table>\n";
+}
+
+void other_results_table(std::ostringstream& html, const std::vector<const json*>& results) {
+  std::vector<std::string> columns;  // union of the keys, in order of first appearance
+  bool bare_values = false;
+  for (const json* r : results) {
+    if (!r->is_object()) {
+      bare_values = true;
+      continue;
+    }
+    for (const auto& [key, value] : r->items()) {
+      if (std::find(columns.begin(), columns.end(), key) == columns.end()) columns.push_back(key);
+    }
+  }
+  if (bare_values) columns.emplace_back("value");
+  html << "<table class=\"results\">\n<thead><tr>";
+  for (const auto& c : columns) html << "<th>" << html_escape(c) << "</th>";
+  html << "</tr></thead>\n<tbody>\n";
+  for (const json* r : results) {
+    html << "<tr>";
+    for (const auto& c : columns) {
+      std::string cell;
+      bool number = false;
+      if (!r->is_object()) {
+        if (bare_values && c == columns.back()) cell = value_text(*r);
+      } else if (const auto it = r->find(c); it != r->end()) {
+        cell = value_text(*it);
+        number = it->is_number();
+      }
+      html << (number ? "<td class=\"num\">" : "<td>") << html_escape(cell) << "</td>";
+    }
+    html << "</tr>\n";
+  }
+  html << "</tbody>\n</table>\n";
+}
+
+void render_receipt(std::ostringstream& html, const receipt& rc, const report_options& options) {
+  html << "<section class=\"receipt\">\n<h2>" << html_escape(rc.benchmark) << "</h2>\n";
+  html << "<table class=\"meta\">\n";
+  meta_row(html, "command", rc.command, true);
+  meta_row(html, "git commit", rc.git_commit, true);
+  meta_row(html, "started at", rc.started_at);
+  meta_row(html, "device", describe_device(rc.device));
+  meta_row(html, "host", describe_host(rc.host));
+  if (rc.settings.is_object()) {
+    const char* heading = "settings";
+    for (const auto& [key, value] : rc.settings.items()) {
+      meta_row(html, heading, key + " = " + value_text(value), true);
+      heading = "";
+    }
+  }
+  html << "</table>\n";
+
+  // One colour per mode for the whole receipt, so a mode looks the same in every plot.
+  std::map<std::string, std::size_t> colors;
+  for (const auto& g : group_latency_results(rc.results)) {
+    html << "<h3>workload " << html_escape(g.workload) << ", contention "
+         << html_escape(g.contention) << "</h3>\n";
+    latency_table(html, g);
+    std::vector<detail::plot_box> boxes;
+    for (const json* r : g.results) {
+      const auto values = detail::box_from_result(*r);
+      if (!values) continue;
+      const std::string mode = text_field(*r, "mode");
+      const std::size_t color = colors.emplace(mode, colors.size()).first->second;
+      boxes.push_back({mode, *values, color});
+    }
+    if (!boxes.empty()) {
+      html << "<figure>\n" << detail::box_plot_svg(boxes, options.scale) << "\n</figure>\n";
+    }
+  }
+  std::vector<const json*> others;
+  for (const auto& r : rc.results) {
+    if (!is_latency_result(r)) others.push_back(&r);
+  }
+  if (!others.empty()) {
+    html << "<h3>results</h3>\n";
+    other_results_table(html, others);
+  }
+  html << "</section>\n";
+}
+
+}  // namespace
+
+std::string render_html(const std::vector<receipt>& receipts, const report_options& options) {
+  std::string title = "resident benchmark report";
+  for (std::size_t i = 0; i < receipts.size(); ++i) {
+    title += (i == 0 ? ": " : ", ") + receipts[i].benchmark;
+  }
+  std::ostringstream html;
+  html << "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+       << "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<title>"
+       << html_escape(title) << "</title>\n<style>\n"
+       << style << "</style>\n</head>\n<body>\n<h1>" << html_escape(title) << "</h1>\n";
+  html << "<p class=\"legend\">Box plots: the box spans p25 to p75, the bar is the median, the "
+          "diamond the mean; whiskers reach the furthest samples within 1.5 IQR of the box "
+          "(Tukey); red crosses mark min and max. Times in &#181;s; the axis is logarithmic when "
+          "a group's max is more than 100 times its min. Compare modes only within one "
+          "receipt (one process run).</p>\n";
+  if (receipts.empty()) html << "<p>No receipts.</p>\n";
+  for (const receipt& rc : receipts) render_receipt(html, rc, options);
+  html << "</body>\n</html>\n";
+  return html.str();
+}
+
+}  // namespace resident::measure

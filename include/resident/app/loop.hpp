@@ -9,6 +9,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include <cstddef>
 #include <cstdint>
 
 namespace resident {
@@ -47,6 +48,28 @@ __host__ __device__ constexpr release_decision decide_release(sample_policy poli
   if (policy == sample_policy::newest && have_processed) return {true, true, last, 0};
   return {};
 }
+
+/// Per-iteration device timestamps (%globaltimer, ns), one slot per stage of an iteration.
+/// Framework kernels stamp their own slots; handler and egress operators may stamp theirs
+/// (resident::device::stamp). The end marker files them into the telemetry ring.
+enum class stage : std::uint32_t {
+  handler_start = 0,     // the data-ready handler began polling
+  detect = 1,            // the handler picked the sample it publishes
+  controller_start = 2,  // controller (or tail dispatcher) began
+  controller_end = 3,    // ... released the DAG (predicate set / tail launch issued)
+  body_start = 4,        // first DAG work (stamped by operators that choose to)
+  commit = 5,            // egress made the output visible to the actuator
+  end_marker = 6,        // the end marker began
+  count = 7,
+};
+inline constexpr std::size_t stage_count = static_cast<std::size_t>(stage::count);
+
+/// One DAG run as the loop saw it.
+struct telemetry_entry {
+  std::uint64_t seq;                  // the sample processed
+  std::uint64_t repeat;               // 1 when it re-processed the last sample
+  std::uint64_t stamp_ns[stage_count];  // 0 where no kernel stamped that stage
+};
 
 /// Host-mapped words. The host writes only `tear_down`; the device writes everything else.
 /// The host-written word sits on its own cache line so device writes never share its line.
@@ -93,6 +116,13 @@ struct loop_state {
   cudaGraphConditionalHandle if_handle;
   cudaGraphExec_t main_exec;  // tail mode: graph M (handler, dispatcher)
   cudaGraphExec_t work_exec;  // tail mode: graph W (DAG, end marker + relaunch)
+  // --- telemetry (device memory; the host drains the ring off the critical path) -----------
+  std::uint64_t stamp_ns[stage_count];  // this iteration's stamps
+  telemetry_entry* ring;                // nullptr: telemetry off
+  std::uint64_t ring_capacity;          // entries (a power of two)
+  std::uint64_t ring_written;           // entries written so far (next: written % capacity)
+  std::uint64_t first_pass_ns;          // %globaltimer at the first and the latest controller
+  std::uint64_t last_pass_ns;           // pass: (last - first) / (iterations - 1) is the mean
 };
 
 }  // namespace resident

@@ -50,6 +50,11 @@ __device__ inline void store_relaxed_system(T& word, T value) {
 __device__ inline void publish(loop_state* loop, std::uint64_t seq) { loop->published = seq; }
 /// Handler: the last sample the loop processed (what `every` asks for next is this + 1).
 __device__ inline std::uint64_t last_processed(const loop_state* loop) { return loop->last; }
+/// Records the %globaltimer for `at` in this iteration's telemetry (a device-memory store).
+__device__ inline void stamp(loop_state* loop, stage at) {
+  loop->stamp_ns[static_cast<std::size_t>(at)] = globaltimer_ns();
+}
+
 /// Egress: the sample the DAG is processing in this iteration.
 __device__ inline std::uint64_t current_sample(const loop_state* loop) { return loop->current; }
 

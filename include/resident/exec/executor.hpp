@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "resident/exec/mode.hpp"
 #include "resident/exec/run_options.hpp"
@@ -46,6 +47,15 @@ class Executor {
   [[nodiscard]] virtual std::uint64_t heartbeat() const noexcept = 0;
   /// Writes the built graph(s) as Graphviz DOT.
   virtual void write_dot(const std::string& path) const = 0;
+  /// Moves new telemetry entries from the device ring to the host (supervisor thread and
+  /// tear-down only; never on the loop's critical path). Unless `force`, it returns without a
+  /// CUDA call while the ring is less than half full.
+  virtual void drain_telemetry(bool force) = 0;
+  [[nodiscard]] virtual const std::vector<telemetry_entry>& telemetry() const noexcept = 0;
+  /// Entries lost because the ring wrapped before a drain, or the host buffer was full.
+  [[nodiscard]] virtual std::uint64_t telemetry_lost() const noexcept = 0;
+  /// Mean controller-pass period on the device clock (ns), once stopped; 0 if unknown.
+  [[nodiscard]] virtual double mean_iteration_ns() = 0;
 };
 
 /// Builds the executor for `mode` (captures the application's graphs; does not launch).

@@ -18,6 +18,7 @@ struct tear_down_report {
   std::chrono::nanoseconds elapsed{};  // from the request to the loop's exit (or the timeout)
   loop_counters counters;              // exact once stopped
   std::string error;                   // why the loop failed or did not stop; empty when fine
+  double mean_iteration_ns{0};         // mean controller-pass period, device clock (0: unknown)
 };
 
 struct loop_health {
@@ -47,6 +48,13 @@ class run_handle {
   [[nodiscard]] tear_down_report tear_down(
       std::chrono::milliseconds timeout = std::chrono::milliseconds(2000));
   void write_dot(const std::string& path) const { _executor->write_dot(path); }
+  /// Telemetry drained so far (complete after tear-down); see run_options::telemetry_samples.
+  [[nodiscard]] const std::vector<telemetry_entry>& telemetry() const noexcept {
+    return _executor ? _executor->telemetry() : _no_telemetry;
+  }
+  [[nodiscard]] std::uint64_t telemetry_lost() const noexcept {
+    return _executor ? _executor->telemetry_lost() : 0;
+  }
 
  private:
   void supervise();
@@ -64,6 +72,7 @@ class run_handle {
   bool _supervisor_exit{false};
   loop_health _health;
   std::thread _supervisor;
+  static inline const std::vector<telemetry_entry> _no_telemetry{};
 };
 
 /// Builds the executor for `mode`, launches the loop and starts its supervisor.

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -28,6 +29,13 @@ struct run_options {
   std::string dot_path;
   /// CUDA device ordinal.
   int device{0};
+  /// Per-iteration device timestamps to keep (0: telemetry off). The loop files them into a
+  /// device ring that the supervisor drains off the critical path; the host memory for all of
+  /// them is taken before launch.
+  std::size_t telemetry_samples{0};
+  /// Host-driven modes: called first on the loop thread (e.g. to pin it and raise its
+  /// priority). Resident modes have no loop thread and never call it.
+  std::function<void()> on_loop_thread_start;
 
   /// Throws std::invalid_argument for inconsistent values (e.g. a stall timeout shorter than δ).
   void validate() const;

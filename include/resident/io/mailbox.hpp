@@ -114,7 +114,7 @@ class mailbox_tx final : public Operator {
 
 namespace detail {
 void launch_mailbox_rx(const mailbox_view& mb, loop_state* loop, std::byte* sample, cudaStream_t s);
-void launch_mailbox_tx(const mailbox_view& mb, const loop_state* loop, const std::byte* in,
+void launch_mailbox_tx(const mailbox_view& mb, loop_state* loop, const std::byte* in,
                        cudaStream_t s);
 }  // namespace detail
 

@@ -1,0 +1,73 @@
+#include "bench/common.hpp"
+
+#include <cstdio>
+#include <sstream>
+
+#include "resident/cuda/device.hpp"
+
+namespace resident::bench {
+
+void wait_until(std::int64_t target_ns) noexcept {
+  constexpr std::int64_t spin_ns = 100'000;
+  for (;;) {
+    const std::int64_t now = now_ns();
+    if (now >= target_ns) return;
+    if (target_ns - now > 2 * spin_ns) {
+      const std::int64_t wake = target_ns - spin_ns;
+      timespec ts{static_cast<time_t>(wake / 1'000'000'000),
+                  static_cast<long>(wake % 1'000'000'000)};
+      clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nullptr);
+    } else {
+      cpu_relax();
+    }
+  }
+}
+
+smi_reading read_nvidia_smi() {
+  smi_reading r;
+  FILE* pipe = popen(
+      "nvidia-smi --query-gpu=clocks.sm,driver_version --format=csv,noheader,nounits "
+      "2>/dev/null",
+      "r");
+  if (pipe == nullptr) return r;
+  char line[256] = {};
+  if (std::fgets(line, sizeof line, pipe) != nullptr) {
+    std::istringstream in(line);
+    std::string clock;
+    std::string driver;
+    if (std::getline(in, clock, ',') && std::getline(in, driver)) {
+      try {
+        r.sm_clock_mhz = std::stoi(clock);
+      } catch (const std::exception&) {
+      }
+      driver.erase(0, driver.find_first_not_of(' '));
+      driver.erase(driver.find_last_not_of(" \n") + 1);
+      r.driver = driver;
+    }
+  }
+  pclose(pipe);
+  return r;
+}
+
+void describe_machine(measure::receipt& receipt) {
+  receipt.host = measure::current_host();
+  if (device_count() == 0) return;
+  const device_info d = query_device(0);
+  const smi_reading smi = read_nvidia_smi();
+  receipt.device.name = d.name;
+  receipt.device.sm_count = d.sm_count;
+  receipt.device.compute_capability =
+      std::to_string(d.compute_major) + "." + std::to_string(d.compute_minor);
+  receipt.device.driver = smi.driver.empty() ? std::to_string(d.driver_version) : smi.driver;
+  receipt.device.cuda_runtime = d.runtime_version;
+  if (smi.sm_clock_mhz > 0) receipt.device.sm_clock_mhz_seen.push_back(smi.sm_clock_mhz);
+}
+
+nlohmann::json brief(const std::vector<double>& values_us) {
+  if (values_us.empty()) return {{"n", 0}};
+  const measure::summary s = measure::summarize(values_us);
+  return {{"n", s.n}, {"mean_us", s.mean}, {"p50_us", s.p50}, {"p99_us", s.p99},
+          {"max_us", s.max}};
+}
+
+}  // namespace resident::bench

@@ -1,0 +1,45 @@
+#pragma once
+// Pieces every benchmark shares: clocks, waiting, the device and host facts of a receipt.
+
+#include <cstdint>
+#include <ctime>
+#include <string>
+#include <vector>
+
+#include "resident/measure/receipt.hpp"
+#include "resident/measure/statistics.hpp"
+
+namespace resident::bench {
+
+/// CLOCK_MONOTONIC in nanoseconds (the clock DESIGN.md names for sensor and actuator times).
+inline std::int64_t now_ns() noexcept {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<std::int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+}
+
+inline void cpu_relax() noexcept {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
+
+/// Waits until CLOCK_MONOTONIC reaches `target_ns`: sleeps while far away, spins the last
+/// 100 us so the release time does not inherit the scheduler's wake-up latency.
+void wait_until(std::int64_t target_ns) noexcept;
+
+/// The GPU's SM clock (MHz) and driver version as nvidia-smi reports them; empty when
+/// nvidia-smi is not available.
+struct smi_reading {
+  int sm_clock_mhz{-1};
+  std::string driver;
+};
+[[nodiscard]] smi_reading read_nvidia_smi();
+
+/// Fills the device and host records of a receipt (device 0).
+void describe_machine(measure::receipt& receipt);
+
+/// A compact summary for breakdown tables: {n, mean_us, p50_us, p99_us, max_us}.
+[[nodiscard]] nlohmann::json brief(const std::vector<double>& values_us);
+
+}  // namespace resident::bench

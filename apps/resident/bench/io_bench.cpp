@@ -1,0 +1,327 @@
+#include "bench/io_bench.hpp"
+
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstring>
+#include <iomanip>
+#include <map>
+#include <memory>
+#include <optional>
+#include <ostream>
+#include <sstream>
+#include <stdexcept>
+#include <thread>
+
+#include "bench/common.hpp"
+#include "bench/workloads.hpp"
+#include "resident/measure/contention.hpp"
+#include "resident/measure/threads.hpp"
+
+namespace resident::bench {
+
+void io_settings::make_quick() {
+  samples = 1000;
+  warmup = 200;
+  rate_hz = 1000.0;
+}
+
+void io_settings::validate() const {
+  if (modes.empty()) throw std::invalid_argument("--modes: name at least one mode");
+  for (const auto& m : modes) (void)parse_execution_mode(m);
+  if (workloads.empty()) throw std::invalid_argument("--workloads: name at least one workload");
+  for (const auto& w : workloads) {
+    if (w != "empty" && w != "matmul6") {
+      throw std::invalid_argument("unknown workload '" + w + "'; workloads: empty, matmul6");
+    }
+  }
+  if (contention.empty()) throw std::invalid_argument("--contention: name at least one level");
+  for (const auto& c : contention) {
+    if (c != "none" && c != "stress") {
+      throw std::invalid_argument("unknown contention '" + c + "'; levels: none, stress");
+    }
+  }
+  if (!(rate_hz > 0.0) || rate_hz > 1e6) {
+    throw std::invalid_argument("--rate must be in (0, 1000000] Hz, got " +
+                                std::to_string(rate_hz));
+  }
+  if (samples <= 0) throw std::invalid_argument("--samples must be positive");
+  if (warmup < 0) throw std::invalid_argument("--warmup must be >= 0");
+}
+
+namespace {
+
+using namespace std::chrono_literals;
+
+double cpu_seconds() {
+  rusage r{};
+  getrusage(RUSAGE_SELF, &r);
+  return static_cast<double>(r.ru_utime.tv_sec + r.ru_stime.tv_sec) +
+         1e-6 * static_cast<double>(r.ru_utime.tv_usec + r.ru_stime.tv_usec);
+}
+
+// Everything one configuration (workload x contention x mode) records. Sized before the loop
+// starts: the sensor and actuator threads never allocate.
+struct sample_log {
+  explicit sample_log(std::size_t total)
+      : release_ns(total + 1), seen_ns(total + 1, -1), wrong(total + 1, 0) {}
+  std::vector<std::atomic<std::int64_t>> release_ns;  // sensor -> actuator
+  std::vector<std::int64_t> seen_ns;                  // actuator only
+  std::vector<std::uint8_t> wrong;                    // actuator only
+};
+
+nlohmann::json breakdown(const std::vector<telemetry_entry>& entries, std::uint64_t first_seq,
+                         std::uint64_t last_seq) {
+  std::vector<double> release;
+  std::vector<double> body;
+  std::vector<double> end;
+  const auto at = [](const telemetry_entry& e, stage s) {
+    return e.stamp_ns[static_cast<std::size_t>(s)];
+  };
+  for (const auto& e : entries) {
+    if (e.repeat != 0 || e.seq < first_seq || e.seq > last_seq) continue;
+    const std::uint64_t detect = at(e, stage::detect);
+    const std::uint64_t released = at(e, stage::controller_end);
+    const std::uint64_t commit = at(e, stage::commit);
+    const std::uint64_t finished = at(e, stage::end_marker);
+    if (detect == 0 || released < detect || commit < released || finished < commit) continue;
+    release.push_back(static_cast<double>(released - detect) / 1000.0);
+    body.push_back(static_cast<double>(commit - released) / 1000.0);
+    end.push_back(static_cast<double>(finished - commit) / 1000.0);
+  }
+  return {{"method", "device %globaltimer per processed sample"},
+          {"detect_to_release", brief(release)},
+          {"release_to_commit", brief(body)},
+          {"commit_to_end_marker", brief(end)}};
+}
+
+class io_runner {
+ public:
+  io_runner(const io_settings& s, std::map<std::string, int> cpus, std::ostream& log)
+      : _s(s), _cpus(std::move(cpus)), _log(log) {}
+
+  nlohmann::json run(io_app& app, execution_mode mode, const std::string& contention,
+                     measure::csv_writer* csv) {
+    const auto total = static_cast<std::size_t>(_s.warmup + _s.samples);
+    sample_log samples(total);
+
+    run_options options;
+    options.policy = sample_policy::skip_duplicate;
+    options.idle_sleep_ns = _s.sleep_ns;
+    options.poll_ns = _s.poll_ns;
+    options.telemetry_samples = total + 64;
+    options.stall_timeout = std::max<std::chrono::milliseconds>(
+        2000ms, std::chrono::milliseconds(4 * (_s.sleep_ns + _s.poll_ns) / 1'000'000 + 1));
+    measure::thread_grant loop_grant;
+    options.on_loop_thread_start = [&] {
+      loop_grant = measure::configure_current_thread(_cpus.at("loop"), _s.realtime);
+    };
+
+    auto handle = run_async(app, mode, options);
+    io::mailbox& mb = app.mailbox();
+    const std::uint64_t base = mb.published();
+    std::atomic<bool> stop{false};
+    std::atomic<std::int64_t> stray{0};
+    measure::thread_grant sensor_grant;
+    measure::thread_grant actuator_grant;
+    const double cpu0 = cpu_seconds();
+    const std::int64_t wall0 = now_ns();
+
+    std::thread actuator([&] {
+      actuator_grant = measure::configure_current_thread(_cpus.at("actuator"), _s.realtime);
+      std::uint64_t last = mb.output_seq();
+      std::array<std::byte, 8> out{};
+      while (!stop.load(std::memory_order_relaxed)) {
+        const std::uint64_t seq = mb.output_seq();
+        if (seq == last) {
+          cpu_relax();
+          continue;
+        }
+        const std::int64_t t = now_ns();  // first sight of this output
+        const std::uint64_t read = mb.read_output(out);
+        const std::uint64_t i = seq - base;
+        if (seq > base && i <= total && samples.seen_ns[i] < 0) {
+          samples.seen_ns[i] = t;
+          if (read == seq && out != app.expected_output(io_app::token(seq))) samples.wrong[i] = 1;
+        } else {
+          ++stray;
+        }
+        last = seq;
+      }
+    });
+    std::thread sensor([&] {
+      sensor_grant = measure::configure_current_thread(_cpus.at("sensor"), _s.realtime);
+      const auto period = static_cast<std::int64_t>(1e9 / _s.rate_hz);
+      const std::int64_t start = now_ns() + 5'000'000;  // let the actuator settle first
+      for (std::size_t i = 1; i <= total; ++i) {
+        wait_until(start + static_cast<std::int64_t>(i - 1) * period);
+        const std::uint64_t token = io_app::token(base + i);
+        samples.release_ns[i].store(now_ns(), std::memory_order_release);
+        mb.publish(std::as_bytes(std::span(&token, 1)));
+      }
+    });
+    sensor.join();
+    const std::uint64_t final_seq = base + total;
+    const auto deadline = std::chrono::steady_clock::now() + 2s;
+    while (handle->counters().last_seq < final_seq && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(100us);
+    }
+    std::this_thread::sleep_for(2ms);  // the final output reaches the actuator
+    stop = true;
+    actuator.join();
+    const double cpu_used = cpu_seconds() - cpu0;
+    const double wall = static_cast<double>(now_ns() - wall0) * 1e-9;
+    const tear_down_report report = handle->tear_down();
+    if (!report.stopped || !report.error.empty()) {
+      throw std::runtime_error(std::string(to_string(mode)) + " loop: " + report.error);
+    }
+
+    std::vector<double> latencies;
+    latencies.reserve(static_cast<std::size_t>(_s.samples));
+    std::int64_t unobserved = 0;
+    std::int64_t wrong = 0;
+    for (std::size_t i = static_cast<std::size_t>(_s.warmup) + 1; i <= total; ++i) {
+      if (samples.seen_ns[i] < 0) {
+        ++unobserved;
+        continue;
+      }
+      const double us = static_cast<double>(samples.seen_ns[i] -
+                                            samples.release_ns[i].load(std::memory_order_acquire)) /
+                        1000.0;
+      latencies.push_back(us);
+      wrong += samples.wrong[i];
+      if (csv != nullptr) {
+        csv->row({std::string(to_string(mode)), app.workload(), contention,
+                  std::to_string(base + i), std::to_string(us)});
+      }
+    }
+    if (latencies.empty()) {
+      throw std::runtime_error(std::string(to_string(mode)) + ": the actuator saw no output");
+    }
+    const measure::summary summary = measure::summarize(latencies);
+    nlohmann::json result =
+        measure::latency_result(to_string(mode), app.workload(), contention, summary,
+                                report.counters.processed, report.counters.dropped,
+                                report.counters.repeated);
+    result["released"] = total;
+    result["warmup"] = _s.warmup;
+    result["unobserved"] = unobserved;
+    result["wrong_outputs"] = wrong;
+    result["stray_outputs"] = stray.load();
+    result["host_cpu_cores"] = wall > 0 ? cpu_used / wall : 0.0;
+    result["mean_iteration_us"] = report.mean_iteration_ns / 1000.0;
+    result["breakdown"] = breakdown(handle->telemetry(), base + _s.warmup + 1, final_seq);
+    result["telemetry_lost"] = handle->telemetry_lost();
+    nlohmann::json threads = {{"sensor", measure::to_json(sensor_grant)},
+                              {"actuator", measure::to_json(actuator_grant)}};
+    if (!is_resident(mode)) threads["loop"] = measure::to_json(loop_grant);
+    result["threads"] = threads;
+    return result;
+  }
+
+ private:
+  const io_settings& _s;
+  std::map<std::string, int> _cpus;
+  std::ostream& _log;
+};
+
+std::string fixed(double v, int digits = 1) {
+  std::ostringstream os;
+  os << std::fixed << std::setprecision(digits) << v;
+  return os.str();
+}
+
+}  // namespace
+
+measure::receipt run_io_bench(const io_settings& s, std::ostream& log) {
+  s.validate();
+  if (device_count() == 0) {
+    throw std::runtime_error("bench io needs a CUDA GPU; none is usable here (" +
+                             no_device_reason() + ")");
+  }
+  measure::receipt receipt("io", s.command);
+  describe_machine(receipt);
+  const auto cpus = measure::assign_cpus({{"sensor", s.sensor_cpu},
+                                          {"actuator", s.actuator_cpu},
+                                          {"loop", s.loop_cpu}});
+  receipt.settings = {{"samples", s.samples},
+                      {"warmup", s.warmup},
+                      {"rate_hz", s.rate_hz},
+                      {"sleep_ns", s.sleep_ns},
+                      {"poll_ns", s.poll_ns},
+                      {"policy", "skip-duplicate"},
+                      {"modes", s.modes},
+                      {"workloads", s.workloads},
+                      {"contention", s.contention},
+                      {"realtime_requested", s.realtime},
+                      {"cpus", cpus},
+                      {"latency", "actuator CLOCK_MONOTONIC at first sight of the output minus "
+                                  "sensor CLOCK_MONOTONIC just before publishing the sample"}};
+  std::unique_ptr<measure::csv_writer> csv;
+  if (!s.csv_path.empty()) {
+    csv = std::make_unique<measure::csv_writer>(
+        s.csv_path,
+        std::vector<std::string>{"mode", "workload", "contention", "seq", "latency_us"});
+  }
+  std::vector<int> used;
+  for (const auto& [role, cpu] : cpus) used.push_back(cpu);
+  io_runner runner(s, cpus, log);
+
+  for (const auto& workload : s.workloads) {
+    io_app app(workload);
+    app.plan();
+    for (const auto& level : s.contention) {
+      std::unique_ptr<measure::contention_generator> hogs;
+      nlohmann::json contention_detail = {{"kind", "none"}};
+      if (level == "stress") {
+        measure::contention_options options;
+        options.cpus = measure::remaining_cpus(used);
+        options.use_stress_ng = s.stress_ng;
+        if (options.cpus.empty()) {
+          throw std::invalid_argument("--contention stress: no cores left for the hogs after "
+                                      "pinning sensor, actuator and loop threads");
+        }
+        hogs = std::make_unique<measure::contention_generator>(options);
+        hogs->start();
+        std::this_thread::sleep_for(200ms);  // let the hogs reach steady state
+      }
+      for (const auto& mode_name : s.modes) {
+        const execution_mode mode = parse_execution_mode(mode_name);
+        log << "io: " << workload << " / " << level << " / " << mode_name << " ..." << std::flush;
+        nlohmann::json result = runner.run(app, mode, level, csv.get());
+        if (hogs) result["contention_detail"] = hogs->to_json();
+        log << " p50 " << fixed(result["p50_us"]) << " us, max " << fixed(result["max_us"])
+            << " us\n";
+        receipt.results.push_back(std::move(result));
+      }
+      if (hogs) hogs->stop();
+    }
+  }
+  const smi_reading after = read_nvidia_smi();
+  if (after.sm_clock_mhz > 0) receipt.device.sm_clock_mhz_seen.push_back(after.sm_clock_mhz);
+  return receipt;
+}
+
+std::string io_table(const measure::receipt& receipt) {
+  std::ostringstream os;
+  os << std::left << std::setw(11) << "mode" << std::setw(9) << "workload" << std::setw(8)
+     << "contend" << std::right << std::setw(8) << "n" << std::setw(9) << "mean" << std::setw(9)
+     << "p50" << std::setw(9) << "p99" << std::setw(9) << "p99.9" << std::setw(9) << "max"
+     << std::setw(9) << "jitter" << std::setw(8) << "dropped" << std::setw(7) << "wrong"
+     << "   (us)\n";
+  for (const auto& r : receipt.results) {
+    os << std::left << std::setw(11) << r["mode"].get<std::string>() << std::setw(9)
+       << r["workload"].get<std::string>() << std::setw(8) << r["contention"].get<std::string>()
+       << std::right << std::setw(8) << r["n"].get<std::int64_t>() << std::setw(9)
+       << fixed(r["mean_us"]) << std::setw(9) << fixed(r["p50_us"]) << std::setw(9)
+       << fixed(r["p99_us"]) << std::setw(9) << fixed(r["p999_us"]) << std::setw(9)
+       << fixed(r["max_us"]) << std::setw(9) << fixed(r["jitter_us"]) << std::setw(8)
+       << r["dropped"].get<std::int64_t>() << std::setw(7) << r["wrong_outputs"].get<std::int64_t>()
+       << "\n";
+  }
+  return os.str();
+}
+
+}  // namespace resident::bench

@@ -1,0 +1,43 @@
+#pragma once
+// resident bench io: sensor -> actuator latency through the emulated I/O pair, every mode in
+// one process run (so ratios between modes are valid), with and without host contention.
+
+#include <cstdint>
+#include <iosfwd>
+#include <string>
+#include <vector>
+
+#include "resident/measure/receipt.hpp"
+
+namespace resident::bench {
+
+struct io_settings {
+  std::vector<std::string> modes{"while", "tail", "host-graph", "eager"};
+  std::vector<std::string> workloads{"empty", "matmul6"};
+  std::vector<std::string> contention{"none", "stress"};
+  std::int64_t samples{20000};     // measured per configuration
+  std::int64_t warmup{1000};       // released and processed first, not measured
+  double rate_hz{1000.0};          // sensor release rate
+  std::uint64_t sleep_ns{0};       // controller idle sleep δ
+  std::uint64_t poll_ns{20'000'000};  // handler in-kernel polling budget (resident modes)
+  int sensor_cpu{-1};              // -1: chosen automatically (highest free cores)
+  int actuator_cpu{-1};
+  int loop_cpu{-1};
+  bool realtime{true};             // ask for SCHED_FIFO for the three pinned threads
+  bool stress_ng{false};           // use stress-ng for "stress" instead of the built-in hogs
+  std::string csv_path;            // raw samples, when set
+  std::string command;             // the exact argv, for the receipt
+
+  /// --quick: every configuration in about 20 s.
+  void make_quick();
+  /// Throws std::invalid_argument naming the bad value.
+  void validate() const;
+};
+
+/// Runs every configuration and returns the receipt; prints progress to `log`.
+[[nodiscard]] measure::receipt run_io_bench(const io_settings& settings, std::ostream& log);
+
+/// The human table printed last (one row per result).
+[[nodiscard]] std::string io_table(const measure::receipt& receipt);
+
+}  // namespace resident::bench

@@ -1,0 +1,151 @@
+#include <cstring>
+#include <random>
+#include <stdexcept>
+
+#include "bench/workloads.hpp"
+#include "bench/overhead_bench.hpp"
+#include "resident/app/loop_device.cuh"
+
+namespace resident::bench {
+
+namespace {
+
+constexpr std::uint64_t input_seed = 2026;
+
+std::vector<float> matmul_input() {
+  std::mt19937_64 rng(input_seed);
+  std::uniform_real_distribution<float> dist(-1.0F, 1.0F);
+  std::vector<float> a(static_cast<std::size_t>(matmul_n * matmul_n));
+  for (auto& x : a) x = dist(rng);
+  return a;
+}
+
+/// A source whose output holds a fixed matrix, uploaded once in initialize().
+class constant_matrix final : public Operator {
+ public:
+  void setup(OperatorSpec& spec) override {
+    spec.device_output("out", static_cast<std::size_t>(matmul_n * matmul_n) * sizeof(float));
+  }
+  void initialize() override {
+    const auto values = matmul_input();
+    RESIDENT_CUDA_TRY(cudaMemcpy(spec().find_port("out")->bound, values.data(),
+                                 values.size() * sizeof(float), cudaMemcpyHostToDevice));
+  }
+  void compute(CaptureContext&) override {}
+};
+
+/// Sends back the first two values of a matrix (a memcpy node).
+class probe final : public Operator {
+ public:
+  void setup(OperatorSpec& spec) override {
+    spec.device_input("in", static_cast<std::size_t>(matmul_n * matmul_n) * sizeof(float));
+    spec.device_output("out", 8);
+  }
+  void compute(CaptureContext& ctx) override {
+    RESIDENT_CUDA_TRY(cudaMemcpyAsync(ctx.device_memory<std::byte>("out"),
+                                      ctx.device_memory<const std::byte>("in"), 8,
+                                      cudaMemcpyDeviceToDevice, ctx.stream()));
+  }
+};
+
+__global__ void stamp_handler_kernel(loop_state* loop) {
+  device::stamp(loop, stage::handler_start);
+  device::publish(loop, device::last_processed(loop) + 1);
+  device::stamp(loop, stage::detect);
+}
+
+__global__ void stamp_body_kernel(loop_state* loop) { device::stamp(loop, stage::body_start); }
+
+}  // namespace
+
+std::vector<double> chained_row0(const std::vector<float>& in,
+                                 const std::vector<std::vector<float>>& weights, std::size_t n) {
+  std::vector<double> row(in.begin(), in.begin() + static_cast<std::ptrdiff_t>(n));
+  for (const auto& w : weights) {
+    std::vector<double> next(n, 0.0);
+    for (std::size_t k = 0; k < n; ++k) {
+      for (std::size_t j = 0; j < n; ++j) next[j] += row[k] * w[k * n + j];
+    }
+    row = std::move(next);
+  }
+  return row;
+}
+
+io_app::io_app(std::string workload)
+    : Application("io-" + workload),
+      _workload(std::move(workload)),
+      _mailbox(std::make_shared<io::mailbox>(io::mailbox::config{8, 8, 4})) {
+  if (_workload == "matmul6") {
+    std::vector<std::vector<float>> weights;
+    for (int i = 0; i < matmul_chain; ++i) {
+      weights.push_back(ops::matmul::make_weights(matmul_n, static_cast<std::uint64_t>(i + 1)));
+    }
+    const auto row = chained_row0(matmul_input(), weights, static_cast<std::size_t>(matmul_n));
+    _matmul_probe = {static_cast<float>(row[0]), static_cast<float>(row[1])};
+  } else if (_workload != "empty") {
+    throw std::invalid_argument("unknown workload '" + _workload + "'; workloads: empty, matmul6");
+  }
+}
+
+void io_app::compose() {
+  auto rx = make_operator<io::mailbox_rx>("rx", _mailbox);
+  auto tx = make_operator<io::mailbox_tx>("tx", _mailbox);
+  register_data_ready_handler(_mailbox->make_handler(rx));
+  if (_workload == "empty") {
+    add_flow(rx, tx, {{"sample", "in"}});
+    return;
+  }
+  std::shared_ptr<Operator> last = make_operator<constant_matrix>("input");
+  for (int i = 0; i < matmul_chain; ++i) {
+    auto mm = make_operator<ops::matmul>("mm" + std::to_string(i + 1), arg("n", matmul_n),
+                                         arg("seed", i + 1));
+    add_flow(last, mm);
+    last = mm;
+  }
+  auto pick = make_operator<probe>("probe");
+  add_flow(last, pick);
+  add_flow(pick, tx);
+}
+
+std::uint64_t io_app::token(std::uint64_t seq) noexcept {
+  return (seq * 0x9E3779B97F4A7C15ULL) | 1ULL;  // odd, so never 0
+}
+
+std::array<std::byte, 8> io_app::expected_output(std::uint64_t token) const {
+  std::array<std::byte, 8> out{};
+  if (_workload == "empty") {
+    std::memcpy(out.data(), &token, 8);
+  } else {
+    std::memcpy(out.data(), _matmul_probe.data(), 8);
+  }
+  return out;
+}
+
+void stamp_handler::compute(CaptureContext& ctx) {
+  stamp_handler_kernel<<<1, 1, 0, ctx.stream()>>>(ctx.loop());
+  RESIDENT_CUDA_CHECK_LAUNCH("stamp_handler_kernel");
+}
+
+void stamp_body::compute(CaptureContext& ctx) {
+  stamp_body_kernel<<<1, 1, 0, ctx.stream()>>>(ctx.loop());
+  RESIDENT_CUDA_CHECK_LAUNCH("stamp_body_kernel");
+}
+
+void overhead_app::compose() {
+  auto handler = make_operator<stamp_handler>("handler");
+  make_operator<stamp_body>("body");
+  register_data_ready_handler({{handler}, {}, {}});
+}
+
+}  // namespace resident::bench
+
+namespace resident::bench {
+namespace {
+__global__ void empty_kernel() {}
+}  // namespace
+
+void launch_empty_kernel(cudaStream_t s) {
+  empty_kernel<<<1, 1, 0, s>>>();
+  RESIDENT_CUDA_CHECK_LAUNCH("empty_kernel");
+}
+}  // namespace resident::bench

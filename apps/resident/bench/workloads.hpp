@@ -1,0 +1,65 @@
+#pragma once
+// The applications the benchmarks run: an emulated I/O pair (8-byte token in, 8 bytes out)
+// around a workload, and the stamping operators of the overhead benchmark.
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "resident/resident.hpp"
+
+namespace resident::bench {
+
+inline constexpr std::int64_t matmul_n = 512;
+inline constexpr int matmul_chain = 6;
+
+/// rx -> [workload] -> tx between a mailbox's sensor and actuator ends.
+///   empty:   rx -> tx (the token comes straight back)
+///   matmul6: a fixed 512 x 512 input -> six dependent cuBLAS fp32 matmuls -> probe -> tx,
+///            released by rx (the probe sends back out[0][0..1])
+class io_app final : public Application {
+ public:
+  explicit io_app(std::string workload);  // throws std::invalid_argument for other names
+  void compose() override;
+
+  [[nodiscard]] const std::string& workload() const noexcept { return _workload; }
+  [[nodiscard]] io::mailbox& mailbox() const noexcept { return *_mailbox; }
+  /// The token the sensor sends for sample `seq` (never 0, differs per sample).
+  [[nodiscard]] static std::uint64_t token(std::uint64_t seq) noexcept;
+  /// The 8 bytes the actuator must receive for a sample carrying `token`.
+  [[nodiscard]] std::array<std::byte, 8> expected_output(std::uint64_t token) const;
+
+ private:
+  std::string _workload;
+  std::shared_ptr<io::mailbox> _mailbox;
+  std::array<float, 2> _matmul_probe{};  // fp64 CPU reference, rounded to fp32
+};
+
+/// Overhead benchmark: a handler that releases sample last + 1 every iteration and stamps its
+/// own start and its decision, and a body that stamps its start; nothing else runs.
+class stamp_handler final : public Operator {
+ public:
+  void setup(OperatorSpec&) override {}
+  void compute(CaptureContext& ctx) override;
+};
+
+class stamp_body final : public Operator {
+ public:
+  void setup(OperatorSpec&) override {}
+  void compute(CaptureContext& ctx) override;
+};
+
+class overhead_app final : public Application {
+ public:
+  overhead_app() : Application("overhead") {}
+  void compose() override;
+};
+
+/// Row 0 of in x W1 x ... x Wk in fp64 (what matmul6's probe reports, first two values).
+[[nodiscard]] std::vector<double> chained_row0(const std::vector<float>& in,
+                                               const std::vector<std::vector<float>>& weights,
+                                               std::size_t n);
+
+}  // namespace resident::bench

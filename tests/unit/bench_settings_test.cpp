@@ -1,0 +1,74 @@
+// Benchmark flags are checked before anything runs: a bad flag is a clear error, no GPU needed.
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "bench/io_bench.hpp"
+#include "bench/overhead_bench.hpp"
+
+namespace resident::bench {
+namespace {
+
+using ::testing::HasSubstr;
+
+std::string error_of(const io_settings& s) {
+  try {
+    s.validate();
+  } catch (const std::invalid_argument& e) {
+    return e.what();
+  }
+  return {};
+}
+
+TEST(io_settings, defaults_are_valid_and_quick_shrinks_every_configuration) {
+  io_settings s;
+  EXPECT_EQ(error_of(s), "");
+  s.make_quick();
+  EXPECT_EQ(error_of(s), "");
+  EXPECT_LE(s.samples + s.warmup, 2000);
+}
+
+TEST(io_settings, unknown_mode_lists_the_modes) {
+  io_settings s;
+  s.modes = {"while", "warp"};
+  EXPECT_THAT(error_of(s), HasSubstr("unknown execution mode 'warp'; modes: eager, host-graph"));
+}
+
+TEST(io_settings, unknown_workload_and_contention_are_named) {
+  io_settings s;
+  s.workloads = {"resnet"};
+  EXPECT_THAT(error_of(s), HasSubstr("unknown workload 'resnet'; workloads: empty, matmul6"));
+  s = {};
+  s.contention = {"heavy"};
+  EXPECT_THAT(error_of(s), HasSubstr("unknown contention 'heavy'; levels: none, stress"));
+}
+
+TEST(io_settings, rate_must_be_positive) {
+  io_settings s;
+  s.rate_hz = 0;
+  EXPECT_THAT(error_of(s), HasSubstr("--rate must be in (0, 1000000] Hz"));
+  s.rate_hz = -5;
+  EXPECT_THAT(error_of(s), HasSubstr("--rate"));
+}
+
+TEST(io_settings, empty_lists_and_bad_counts_are_refused) {
+  io_settings s;
+  s.modes.clear();
+  EXPECT_THAT(error_of(s), HasSubstr("--modes"));
+  s = {};
+  s.samples = 0;
+  EXPECT_THAT(error_of(s), HasSubstr("--samples"));
+  s = {};
+  s.warmup = -1;
+  EXPECT_THAT(error_of(s), HasSubstr("--warmup"));
+}
+
+TEST(overhead_settings, refuses_too_few_iterations) {
+  overhead_settings s;
+  EXPECT_NO_THROW(s.validate());
+  s.iterations = 1;
+  EXPECT_THROW(s.validate(), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace resident::bench

@@ -1,0 +1,292 @@
+// Text and HTML reports from receipts, checked on the io fixture (2 workloads x 2 contention x
+// 2 modes) and on a receipt with non-latency results.
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <regex>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "resident/measure/report.hpp"
+
+namespace resident::measure {
+namespace {
+
+using nlohmann::json;
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+const std::filesystem::path fixture =
+    std::filesystem::path(__FILE__).parent_path() / "fixtures/io_receipt.json";
+
+std::size_t count(const std::string& text, const std::string& what) {
+  std::size_t n = 0;
+  for (auto pos = text.find(what); pos != std::string::npos; pos = text.find(what, pos + 1)) ++n;
+  return n;
+}
+
+receipt overhead_receipt() {
+  receipt r("overhead", "resident bench overhead");
+  r.git_commit = "abc1234";
+  r.started_at = "2026-11-30T11:00:00Z";
+  r.results.push_back({{"cost", "handler"}, {"median_ns", 850}, {"p99_ns", 1210.5}});
+  r.results.push_back({{"cost", "host sync"}, {"median_ns", 4300}, {"relative_error", 3.2e-8}});
+  return r;
+}
+
+// ---- text --------------------------------------------------------------------------------------
+
+TEST(report, text_lists_every_latency_result_with_its_numbers) {
+  const std::string text = render_text({receipt::read(fixture)});
+  EXPECT_THAT(text, HasSubstr("io: git abc1234def56, started 2026-11-30T10:00:00Z, NVIDIA H200"));
+  EXPECT_THAT(text, HasSubstr("command: resident bench io --modes while,host-graph"));
+  for (const char* word : {"while", "host-graph", "empty", "matmul6", "none", "stress"}) {
+    EXPECT_THAT(text, HasSubstr(word));
+  }
+  // empty/none/while: mean 4.27, p50 4.21, p99 5.31, p99.9 7.44, max 9.87, jitter 6.25
+  for (const char* number : {"4.27", "4.21", "5.31", "7.44", "9.87", "6.25", "10000", "10500"}) {
+    EXPECT_THAT(text, HasSubstr(number));
+  }
+  // empty/stress/host-graph: max 1450.3 printed with two decimals, 37 dropped, 10463 processed
+  EXPECT_THAT(text, HasSubstr("1450.30"));
+  EXPECT_THAT(text, HasSubstr("10463"));
+}
+
+TEST(report, text_table_columns_are_aligned) {
+  const std::string text = render_text({receipt::read(fixture)});
+  std::istringstream lines(text.substr(text.find("benchmark  ")));
+  std::vector<std::string> table;
+  for (std::string line; std::getline(lines, line) && !line.empty();) table.push_back(line);
+  ASSERT_EQ(table.size(), 9U);  // header + 8 results
+  // Numbers are right-aligned up to the last column, so every line has the header's length and
+  // each column starts where the header's does.
+  const std::size_t mode_col = table[0].find("mode");
+  const std::size_t p99_end = table[0].find("p99 ") + 3;
+  for (const auto& line : table) {
+    EXPECT_EQ(line.size(), table[0].size()) << line;
+    EXPECT_EQ(line.substr(0, 3), table[0] == line ? "ben" : "io ");
+    EXPECT_NE(line[mode_col], ' ') << line;
+    EXPECT_EQ(line[p99_end], ' ') << line;
+    EXPECT_NE(line[p99_end - 1], ' ') << line;
+  }
+}
+
+TEST(report, text_lists_other_results_as_key_value) {
+  const std::string text = render_text({overhead_receipt()});
+  EXPECT_THAT(text, HasSubstr("overhead: cost=handler median_ns=850 p99_ns=1210.50\n"));
+  EXPECT_THAT(text, HasSubstr("overhead: cost=host sync median_ns=4300 relative_error=3.2e-08\n"));
+  EXPECT_THAT(text, Not(HasSubstr("p99.9")));  // no latency table
+}
+
+TEST(report, text_of_nothing) { EXPECT_EQ(render_text({}), "no receipts\n"); }
+
+// ---- HTML --------------------------------------------------------------------------------------
+
+TEST(report, html_is_one_self_contained_page) {
+  const std::string html = render_html({receipt::read(fixture), overhead_receipt()});
+  EXPECT_EQ(html.rfind("<!DOCTYPE html>", 0), 0U);
+  EXPECT_EQ(html.substr(html.size() - 8), "</html>\n");
+  EXPECT_EQ(count(html, "<svg"), 4U);  // one per (workload, contention) group
+  EXPECT_EQ(count(html, "</svg>"), 4U);
+  EXPECT_EQ(count(html, "class=\"box\""), 8U);  // one per mode and group
+  EXPECT_EQ(count(html, "<table"), count(html, "</table>"));
+  EXPECT_EQ(count(html, "<tr>"), count(html, "</tr>"));
+  EXPECT_EQ(count(html, "<section"), count(html, "</section>"));
+  EXPECT_EQ(count(html, "<g "), count(html, "</g>"));
+  // Nothing to fetch and nothing to run.
+  EXPECT_THAT(html, Not(HasSubstr("http")));
+  EXPECT_THAT(html, Not(HasSubstr("src=")));
+  EXPECT_THAT(html, Not(HasSubstr("href=")));
+  EXPECT_THAT(html, Not(HasSubstr("<script")));
+  EXPECT_THAT(html, Not(HasSubstr("url(")));
+}
+
+TEST(report, html_header_shows_each_receipt) {
+  const std::string html = render_html({receipt::read(fixture), overhead_receipt()});
+  EXPECT_THAT(html, HasSubstr("<h2>io</h2>"));
+  EXPECT_THAT(html, HasSubstr("<h2>overhead</h2>"));
+  EXPECT_THAT(html, HasSubstr("resident bench io --modes while,host-graph"));
+  EXPECT_THAT(html, HasSubstr("abc1234def56"));
+  EXPECT_THAT(html, HasSubstr("2026-11-30T10:00:00Z"));
+  EXPECT_THAT(html, HasSubstr("NVIDIA H200, 132 SMs, compute capability 9.0, driver 580.159.04, "
+                              "CUDA runtime 13.0, SM clocks seen 1980, 1755 MHz"));
+  EXPECT_THAT(html, HasSubstr("16 CPUs, kernel 6.18.0-resident-test, AMD EPYC 9654"));
+  EXPECT_THAT(html, HasSubstr("rate_hz = 1000"));
+  EXPECT_THAT(html, HasSubstr("workload matmul6, contention stress"));
+  // The other receipt's fields become a table.
+  EXPECT_THAT(html, HasSubstr("<th>median_ns</th>"));
+  EXPECT_THAT(html, HasSubstr("<th>relative_error</th>"));
+  EXPECT_THAT(html, HasSubstr("host sync"));
+}
+
+TEST(report, html_uses_a_log_axis_only_where_max_over_min_exceeds_100) {
+  const std::string html = render_html({receipt::read(fixture)});
+  // empty/stress spans 3.71 .. 1450.3 (391x); the others 13x, 2.4x and 43x.
+  EXPECT_EQ(count(html, "log scale"), 1U);
+  EXPECT_EQ(count(html, "latency (&#181;s)"), 3U);
+  report_options linear;
+  linear.scale = axis_scale::linear;
+  EXPECT_EQ(count(render_html({receipt::read(fixture)}, linear), "log scale"), 0U);
+  report_options log;
+  log.scale = axis_scale::log;
+  EXPECT_EQ(count(render_html({receipt::read(fixture)}, log), "log scale"), 4U);
+}
+
+TEST(report, html_escapes_all_text) {
+  receipt r = receipt::read(fixture);
+  r.results[0]["mode"] = "<script>alert('x')</script>";
+  r.command = "resident bench io --tag \"a&b\"";
+  const std::string html = render_html({r});
+  EXPECT_THAT(html, Not(HasSubstr("<script")));
+  EXPECT_THAT(html, HasSubstr("&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt;"));
+  EXPECT_THAT(html, HasSubstr("--tag &quot;a&amp;b&quot;"));
+  EXPECT_EQ(detail::html_escape("<a href=\"x\">&'"), "&lt;a href=&quot;x&quot;&gt;&amp;&#39;");
+}
+
+TEST(report, html_of_nothing_is_still_a_page) {
+  const std::string html = render_html({});
+  EXPECT_EQ(html.rfind("<!DOCTYPE html>", 0), 0U);
+  EXPECT_THAT(html, HasSubstr("No receipts."));
+  EXPECT_EQ(count(html, "<svg"), 0U);
+}
+
+// ---- geometry ----------------------------------------------------------------------------------
+
+TEST(report, linear_axis_has_round_ticks_covering_the_range) {
+  const detail::axis a = detail::choose_axis(3.62, 48.2);
+  EXPECT_FALSE(a.log);
+  EXPECT_LE(a.lo, 3.62);
+  EXPECT_GE(a.hi, 48.2);
+  // range 44.58 / 5 = 8.9 -> step 10: 0, 10, ..., 50
+  EXPECT_EQ(a.ticks, (std::vector<double>{0, 10, 20, 30, 40, 50}));
+  EXPECT_DOUBLE_EQ(a.lo, 0.0);
+  EXPECT_DOUBLE_EQ(a.hi, 50.0);
+  // 0.3 .. 0.9: step 0.2 (0.12 rounded up) -> 0.2, 0.4, 0.6, 0.8, 1.0 without rounding noise
+  const detail::axis small = detail::choose_axis(0.3, 0.9);
+  ASSERT_FALSE(small.ticks.empty());
+  EXPECT_DOUBLE_EQ(small.ticks.front(), 0.2);
+  EXPECT_DOUBLE_EQ(small.ticks.back(), 1.0);
+}
+
+TEST(report, log_axis_rule_and_decades) {
+  const detail::axis a = detail::choose_axis(3.71, 1450.3);  // 391x > 100
+  EXPECT_TRUE(a.log);
+  EXPECT_EQ(a.ticks, (std::vector<double>{1, 10, 100, 1000, 10000}));
+  EXPECT_FALSE(detail::choose_axis(41.9, 1822.5).log);  // 43x
+  EXPECT_FALSE(detail::choose_axis(1.0, 100.0).log);    // exactly 100x: linear
+  EXPECT_FALSE(detail::choose_axis(3.71, 1450.3, axis_scale::linear).log);
+  const detail::axis forced = detail::choose_axis(20.0, 50.0, axis_scale::log);
+  EXPECT_TRUE(forced.log);
+  EXPECT_EQ(forced.ticks, (std::vector<double>{10, 20, 50, 100}));
+  EXPECT_FALSE(detail::choose_axis(0.0, 50.0, axis_scale::log).log);  // no log of 0
+}
+
+TEST(report, a_single_value_gets_a_usable_axis) {
+  const detail::axis a = detail::choose_axis(5.0, 5.0);
+  EXPECT_LT(a.lo, 5.0);
+  EXPECT_GT(a.hi, 5.0);
+  EXPECT_GE(a.ticks.size(), 2U);
+}
+
+TEST(report, axis_position_maps_the_ends_and_the_middle) {
+  const detail::axis lin = detail::choose_axis(0.0, 100.0, axis_scale::linear);
+  EXPECT_DOUBLE_EQ(detail::axis_position(lin, lin.lo, 10, 110), 10.0);
+  EXPECT_DOUBLE_EQ(detail::axis_position(lin, lin.hi, 10, 110), 110.0);
+  EXPECT_DOUBLE_EQ(detail::axis_position(lin, 50.0, 10, 110), 60.0);
+  const detail::axis log = detail::choose_axis(1.0, 100.0, axis_scale::log);
+  EXPECT_NEAR(detail::axis_position(log, 10.0, 0, 200), 100.0, 1e-9);  // one of two decades
+}
+
+TEST(report, box_geometry_of_every_fixture_result_is_monotone) {
+  const receipt r = receipt::read(fixture);
+  for (const auto scale : {axis_scale::automatic, axis_scale::linear, axis_scale::log}) {
+    for (const auto& result : r.results) {
+      const auto v = detail::box_from_result(result);
+      ASSERT_TRUE(v.has_value());
+      const detail::axis a = detail::choose_axis(v->min, v->max, scale);
+      const detail::box_values p = detail::box_positions(a, *v, 100.0, 700.0);
+      const std::vector<double> xs{p.min, p.whisker_low,  p.p25, p.p50,
+                                   p.p75, p.whisker_high, p.max};
+      EXPECT_TRUE(std::is_sorted(xs.begin(), xs.end())) << result.dump();
+      EXPECT_GE(p.min, 100.0);
+      EXPECT_LE(p.max, 700.0);
+      EXPECT_GE(p.mean, p.min);
+      EXPECT_LE(p.mean, p.max);
+    }
+  }
+}
+
+TEST(report, box_from_result_needs_the_core_fields) {
+  EXPECT_FALSE(detail::box_from_result(json{{"mean_us", 1.0}}).has_value());
+  const auto flat = detail::box_from_result(
+      json{{"mean_us", 2.0}, {"p50_us", 2.0}, {"min_us", 1.0}, {"max_us", 3.0}});
+  ASSERT_TRUE(flat.has_value());
+  EXPECT_DOUBLE_EQ(flat->p25, 2.0);  // no quartiles: a flat box at the median
+  EXPECT_DOUBLE_EQ(flat->whisker_low, 1.0);
+  EXPECT_DOUBLE_EQ(flat->whisker_high, 3.0);
+}
+
+// Parses the emitted SVG: in every mode group the whiskers, box, median and markers sit in order.
+TEST(report, emitted_svg_coordinates_are_in_box_plot_order) {
+  const std::string html = render_html({receipt::read(fixture)});
+  const std::regex group(R"(<g class="mode">([\s\S]*?)</g>)");
+  const std::regex whisker(
+      R"re(<line class="whisker" x1="([-\d.]+)" y1="[-\d.]+" x2="([-\d.]+)")re");
+  const std::regex box(
+      R"re(<rect class="box" x="([-\d.]+)" y="([-\d.]+)" width="([-\d.]+)" height="([-\d.]+)")re");
+  const std::regex median(
+      R"re(<line class="median" x1="([-\d.]+)" y1="([-\d.]+)" x2="[-\d.]+" y2="([-\d.]+)")re");
+  const std::regex mean(R"re(<polygon class="mean" points="([-\d.]+),([-\d.]+))re");
+  const std::regex extreme(R"re(<path class="extreme" d="M([-\d.]+) )re");
+  std::size_t groups = 0;
+  for (auto g = std::sregex_iterator(html.begin(), html.end(), group); g != std::sregex_iterator();
+       ++g, ++groups) {
+    const std::string body = (*g)[1];
+    std::vector<std::pair<double, double>> whiskers;
+    for (auto w = std::sregex_iterator(body.begin(), body.end(), whisker);
+         w != std::sregex_iterator(); ++w) {
+      whiskers.emplace_back(std::stod((*w)[1]), std::stod((*w)[2]));
+    }
+    std::vector<double> extremes;
+    for (auto e = std::sregex_iterator(body.begin(), body.end(), extreme);
+         e != std::sregex_iterator(); ++e) {
+      extremes.push_back(std::stod((*e)[1]) + 4.0);  // the cross is drawn from x - 4
+    }
+    std::smatch b;
+    std::smatch m;
+    std::smatch d;
+    ASSERT_TRUE(std::regex_search(body, b, box));
+    ASSERT_TRUE(std::regex_search(body, m, median));
+    ASSERT_TRUE(std::regex_search(body, d, mean));
+    ASSERT_EQ(whiskers.size(), 2U);
+    ASSERT_EQ(extremes.size(), 2U);
+    const double box_left = std::stod(b[1]);
+    const double box_right = box_left + std::stod(b[3]);
+    const double box_top = std::stod(b[2]);
+    const double box_bottom = box_top + std::stod(b[4]);
+    const double median_x = std::stod(m[1]);
+    // min <= lower whisker end <= box left <= median <= box right <= upper whisker end <= max
+    const std::vector<double> xs{extremes[0],       whiskers[0].first,  whiskers[0].second,
+                                 box_left,          median_x,           box_right,
+                                 whiskers[1].first, whiskers[1].second, extremes[1]};
+    for (std::size_t i = 1; i < xs.size(); ++i) {
+      EXPECT_LE(xs[i - 1], xs[i] + 0.11) << "group " << groups << " point " << i;  // 1-decimal
+    }
+    EXPECT_NEAR(whiskers[0].second, box_left, 0.11);
+    EXPECT_NEAR(whiskers[1].first, std::stod(b[1]) + std::stod(b[3]), 1.1);  // >= 1 px box
+    // The median spans the box vertically; the mean diamond's top is inside it.
+    EXPECT_DOUBLE_EQ(std::stod(m[2]), box_top);
+    EXPECT_DOUBLE_EQ(std::stod(m[3]), box_bottom);
+    EXPECT_GT(std::stod(d[2]), box_top);
+    EXPECT_LT(std::stod(d[2]), box_bottom);
+  }
+  EXPECT_EQ(groups, 8U);
+}
+
+}  // namespace
+}  // namespace resident::measure
