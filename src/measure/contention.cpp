@@ -72,6 +72,18 @@ std::string find_on_path(const std::string& program) {
   return "";
 }
 
+// Whether `child` has exited, leaving it a zombie (WNOWAIT) so its pid and process group stay
+// reserved until waitpid(). A child something else already reaped counts as exited.
+bool exited_unreaped(pid_t child, siginfo_t& info) {
+  for (;;) {
+    info = {};
+    if (::waitid(P_PID, static_cast<id_t>(child), &info, WEXITED | WNOHANG | WNOWAIT) == 0) {
+      return info.si_pid == child;
+    }
+    if (errno != EINTR) return true;  // ECHILD: reaped elsewhere (SIGCHLD ignored)
+  }
+}
+
 void write_all(int fd, const std::byte* data, std::size_t size) {
   while (size > 0) {
     const ssize_t n = ::write(fd, data, size);
@@ -303,8 +315,8 @@ void contention_generator::run_cpu() {
   sink.fetch_xor(x, std::memory_order_relaxed);
 }
 
-std::vector<std::string> contention_generator::stress_ng_arguments() const {
-  const std::string program = _command.empty() ? "stress-ng" : _command.front();
+std::vector<std::string> contention_generator::stress_ng_arguments(
+    const std::string& program) const {
   return {program,
           "--vm",
           std::to_string(_memory_hogs),
@@ -337,8 +349,7 @@ void contention_generator::start_stress_ng() {
         "contention: use_stress_ng is set but stress-ng is not installed (not found on PATH=" +
         std::string(path != nullptr ? path : "") + "); install stress-ng or use the built-in hogs");
   }
-  _command = {program};
-  _command = stress_ng_arguments();
+  _command = stress_ng_arguments(program);
 
   // Everything the child touches is prepared before fork(): after it only async-signal-safe
   // calls are allowed (this process has other threads).
@@ -390,15 +401,14 @@ void contention_generator::start_stress_ng() {
   }
   // A stress-ng that rejects an option exits at once: report that instead of a silent no-load.
   for (int i = 0; i < 20; ++i) {
-    int status = 0;
-    if (::waitpid(child, &status, WNOHANG) == child) {
-      _child = -1;
-      ::kill(-child, SIGKILL);  // any workers it left behind
-      throw std::runtime_error(
-          "contention: stress-ng exited at once (" +
-          std::string(WIFEXITED(status) ? "status " : "signal ") +
-          std::to_string(WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status)) + "); run `" +
-          command_text(_command) + "` to see why");
+    siginfo_t info{};
+    if (exited_unreaped(child, info)) {
+      stop_stress_ng();
+      const bool exited_normally = info.si_code == CLD_EXITED;
+      throw std::runtime_error("contention: stress-ng exited at once (" +
+                               std::string(exited_normally ? "status " : "signal ") +
+                               std::to_string(info.si_status) + "); run `" +
+                               command_text(_command) + "` to see why");
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
@@ -409,19 +419,23 @@ void contention_generator::stop_stress_ng() noexcept {
   ::kill(-_child, SIGTERM);
   const auto deadline = std::chrono::steady_clock::now() + stress_ng_grace;
   bool exited = false;
-  while (!exited && std::chrono::steady_clock::now() < deadline) {
-    int status = 0;
-    const pid_t r = ::waitpid(_child, &status, WNOHANG);
-    exited = r == _child || (r < 0 && errno != EINTR);
-    if (!exited) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  siginfo_t info{};
+  while (!(exited = exited_unreaped(_child, info)) && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
-  ::kill(-_child, SIGKILL);  // after the grace period, and any worker that outlived its parent
+  // The leader is still unreaped, so its pid cannot name another group yet: kill any worker that
+  // outlived it (or, after the grace period, everything), then reap.
+  ::kill(-_child, SIGKILL);
+  int status = 0;
+  while (::waitpid(_child, &status, 0) < 0 && errno == EINTR) {
+  }
   if (!exited) {
-    int status = 0;
-    while (::waitpid(_child, &status, 0) < 0 && errno == EINTR) {
+    try {
+      add_note("stress-ng ignored SIGTERM for " + std::to_string(stress_ng_grace.count()) +
+               " s and was killed; it may have left files under " + _options.scratch_dir.string());
+    } catch (...) {
+      // Out of memory for a note: the kill itself succeeded.
     }
-    add_note("stress-ng ignored SIGTERM for " + std::to_string(stress_ng_grace.count()) +
-             " s and was killed; it may have left files under " + _options.scratch_dir.string());
   }
   _child = -1;
 }
@@ -438,10 +452,7 @@ void contention_generator::stop() noexcept {
   }
   _threads.clear();
   _hogs.clear();  // closes and removes the scratch files, frees the buffers
-  try {
-    stop_stress_ng();
-  } catch (...) {
-  }
+  stop_stress_ng();
   _running = false;
 }
 
@@ -462,7 +473,9 @@ std::vector<std::string> contention_generator::notes() const {
 }
 
 std::string contention_generator::description() const {
-  if (_options.use_stress_ng) return command_text(stress_ng_arguments());
+  if (_options.use_stress_ng) {
+    return command_text(_command.empty() ? stress_ng_arguments("stress-ng") : _command);
+  }
   const std::size_t hogs = _memory_hogs + _file_hogs + _cpu_hogs;
   std::string out = "built-in: " + std::to_string(_memory_hogs) + " memory (2 x " +
                     bytes_text(_options.memory_bytes) + " each), " + std::to_string(_file_hogs) +

@@ -221,8 +221,9 @@ thread_grant configure_current_thread(int cpu, bool realtime, int priority) {
     sched_param want{};
     want.sched_priority = priority;
     const int rc = ::pthread_setschedparam(self, SCHED_FIFO, &want);
-    if (rc != 0)
+    if (rc != 0) {
       append_note(grant.note, "SCHED_FIFO refused: " + errno_text(rc) + fifo_refusal_hint(rc));
+    }
   } else if (policy != SCHED_OTHER) {
     // Inherited from the creating thread: drop it, a hog must never outrank the measured threads.
     sched_param other{};

@@ -1,3 +1,4 @@
+#include <cmath>
 #include <cstring>
 #include <random>
 #include <stdexcept>
@@ -111,14 +112,16 @@ std::uint64_t io_app::token(std::uint64_t seq) noexcept {
   return (seq * 0x9E3779B97F4A7C15ULL) | 1ULL;  // odd, so never 0
 }
 
-std::array<std::byte, 8> io_app::expected_output(std::uint64_t token) const {
-  std::array<std::byte, 8> out{};
-  if (_workload == "empty") {
-    std::memcpy(out.data(), &token, 8);
-  } else {
-    std::memcpy(out.data(), _matmul_probe.data(), 8);
+bool io_app::output_matches(std::uint64_t token, std::span<const std::byte> out) const {
+  if (out.size() != 8) return false;
+  if (_workload == "empty") return std::memcmp(out.data(), &token, 8) == 0;
+  float got[2];
+  std::memcpy(got, out.data(), 8);
+  for (int i = 0; i < 2; ++i) {
+    const double want = _matmul_probe[static_cast<std::size_t>(i)];
+    if (!(std::abs(got[i] - want) <= 1e-4 * std::max(std::abs(want), 1e-3))) return false;
   }
-  return out;
+  return true;
 }
 
 void stamp_handler::compute(CaptureContext& ctx) {

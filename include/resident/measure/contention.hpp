@@ -4,7 +4,7 @@
 // execution loses under load and GPU-resident execution does not.
 //
 //   auto cpus = assign_cpus({{"sensor", -1}, {"actuator", -1}, {"host", -1}});
-//   contention_generator stress({.cpus = remaining_cpus({cpus["sensor"], ...})});
+//   contention_generator stress({.cpus = remaining_cpus({cpus.at("sensor"), ...})});
 //   stress.start();
 //   ... measure ...
 //   stress.stop();
@@ -46,7 +46,10 @@ struct contention_options {
 
 /// Work the built-in hogs did so far (stress-ng reports none: all zero).
 struct contention_activity {
-  std::uint64_t bytes_copied{}, bytes_written{}, fsyncs{}, spin_loops{};
+  std::uint64_t bytes_copied{};   // memory hogs: bytes memcpy'd
+  std::uint64_t bytes_written{};  // file hogs: bytes write() accepted
+  std::uint64_t fsyncs{};         // file hogs: fsync() calls completed
+  std::uint64_t spin_loops{};     // cpu hogs: arithmetic iterations
 };
 
 /// {"bytes_copied", "bytes_written", "fsyncs", "spin_loops"}
@@ -61,13 +64,15 @@ struct contention_activity {
 ///
 /// With use_stress_ng: runs `stress-ng --vm N --hdd N --cpu N --taskset LIST --timeout 0 ...` as
 /// a child in its own process group, stopped with SIGTERM to the group, then SIGKILL after a
-/// grace period. It loads the same set of cores but does not pin each worker to one of them.
+/// grace period (its stdout goes to /dev/null, its stderr is inherited). It loads the same set of
+/// cores but does not pin each worker to one of them.
 /// The child gets SIGTERM when the thread that called start() exits (PR_SET_PDEATHSIG), so a
 /// crashed benchmark leaves no stress-ng behind: call start() from a thread that outlives the
 /// measurement.
 class contention_generator {
  public:
-  /// Validates: at least one cpu, each online and listed once, memory_bytes > 0. Throws
+  /// Validates: at least one cpu, each online, in this process's affinity mask (a hog that cannot
+  /// pin itself would float onto the measured cores) and listed once; memory_bytes > 0. Throws
   /// std::invalid_argument otherwise.
   explicit contention_generator(contention_options options);
   ~contention_generator();  // stops if running; never throws
@@ -79,7 +84,8 @@ class contention_generator {
   /// use_stress_ng and stress-ng is not on PATH. A failed start leaves nothing running. A stopped
   /// generator may be started again; the activity counters restart from zero.
   void start();
-  /// Stops and joins every hog, removes the scratch files. Safe to call when not running.
+  /// Stops and joins every hog (milliseconds, unless an fsync is in flight), then removes the
+  /// scratch files and frees the buffers. Safe to call when not running.
   void stop() noexcept;
   [[nodiscard]] bool running() const noexcept { return _running; }
 
@@ -112,7 +118,7 @@ class contention_generator {
   void run_file(hog& h);
   void run_cpu();
   void add_note(std::string note);
-  [[nodiscard]] std::vector<std::string> stress_ng_arguments() const;
+  [[nodiscard]] std::vector<std::string> stress_ng_arguments(const std::string& program) const;
 
   contention_options _options;
   std::size_t _memory_hogs{0}, _file_hogs{0}, _cpu_hogs{0};

@@ -1,0 +1,116 @@
+#pragma once
+// The controller and end-marker steps of an iteration, as device functions. The framework's
+// controller / end-marker kernels call them; a handler that wants to save the controller's
+// kernel node (one graph transition per iteration) calls finish_handler() from one thread
+// instead of resident::device::publish() and registers with data_ready_handler::runs_controller.
+// Include only from .cu files.
+
+#include "resident/app/loop_device.cuh"
+
+namespace resident::device {
+
+namespace detail {
+
+__device__ inline bool tear_down_requested(const loop_state* s) {
+  // Acquire pairs with the host's release store of the request. One PCIe round trip: taken only
+  // where nothing is on its way to the actuator (an idle pass, or after the commit).
+  return s->resident != 0U && load_acquire_system(s->control->tear_down) != 0U;
+}
+
+__device__ inline void stop_loop(loop_state* s) {
+  if (s->has_while != 0U) cudaGraphSetConditional(s->while_handle, 0U);
+  store_release_system(s->control->stopped, 1U);
+}
+
+__device__ inline void fail(loop_state* s, cudaError_t error) {
+  store_relaxed_system(s->control->device_error, static_cast<std::int32_t>(error));
+  store_release_system(s->control->stopped, 1U);
+}
+
+// Files this iteration's stamps into the telemetry ring (device memory only), clears them.
+__device__ inline void record_telemetry(loop_state* s) {
+  if (s->ring != nullptr) {
+    telemetry_entry& e = s->ring[s->ring_written & (s->ring_capacity - 1)];
+    e.seq = s->current;
+    e.repeat = s->repeat;
+    for (std::size_t i = 0; i < stage_count; ++i) e.stamp_ns[i] = s->stamp_ns[i];
+    __threadfence();  // the host reads ring_written first: the entry must be complete before it
+    ++s->ring_written;
+  }
+  for (std::size_t i = 0; i < stage_count; ++i) s->stamp_ns[i] = 0;
+}
+
+}  // namespace detail
+
+/// One controller pass: applies the sample policy to what the handler published and releases
+/// the DAG (IF predicate, or tail launch of graph W) or idles (δ sleep; tail: relaunch M).
+/// Single thread.
+__device__ inline void controller_step(loop_state* s) {
+  const std::uint64_t now = globaltimer_ns();
+  s->stamp_ns[static_cast<std::size_t>(stage::controller_start)] = now;
+  if (s->iterations == 0) s->first_pass_ns = now;
+  s->last_pass_ns = now;
+  const std::uint64_t iteration = ++s->iterations;
+  // Relaxed: the heartbeat is a liveness signal; nothing is read through it.
+  store_relaxed_system(s->control->heartbeat, iteration);
+
+  const std::uint64_t published = s->free_running != 0U ? s->last + 1 : s->published;
+  s->published = 0;  // consumed: a handler publishes afresh every iteration
+  const release_decision d = decide_release(s->policy, published, s->last, s->processed > 0);
+  s->released = d.run ? 1U : 0U;
+  s->repeat = d.repeat ? 1U : 0U;
+  s->current = d.seq;
+  s->pending_dropped = d.dropped;
+  // An idle pass checks for tear-down; a releasing pass leaves it to the end marker, so the
+  // PCIe read stays off the path from sensor to actuator. Either way: within one iteration.
+  const bool stop = !d.run && detail::tear_down_requested(s);
+  if (s->has_if != 0U) cudaGraphSetConditional(s->if_handle, d.run ? 1U : 0U);
+  stamp(s, stage::controller_end);
+  if (stop) {
+    detail::stop_loop(s);  // tail: no launch, the chain of graphs ends here
+    return;
+  }
+  if (!d.run && s->idle_sleep_ns > 0) sleep_ns(s->idle_sleep_ns);
+  if (s->work_exec != nullptr) {  // tail mode
+    const cudaError_t e =
+        cudaGraphLaunch(d.run ? s->work_exec : s->main_exec, cudaStreamGraphTailLaunch);
+    if (e != cudaSuccess) detail::fail(s, e);
+  }
+}
+
+/// Commits the iteration (counters, last processed sample, host-visible mirror, telemetry),
+/// then ends the loop if tear-down was requested, or (tail) relaunches graph M. Single thread.
+__device__ inline void end_marker_step(loop_state* s) {
+  stamp(s, stage::end_marker);
+  detail::record_telemetry(s);
+  if (s->repeat != 0U) {
+    ++s->repeated;
+  } else {
+    ++s->processed;
+    s->dropped += s->pending_dropped;
+    s->last = s->current;
+  }
+  loop_control& c = *s->control;
+  store_relaxed_system(c.processed, s->processed);
+  store_relaxed_system(c.dropped, s->dropped);
+  store_relaxed_system(c.repeated, s->repeated);
+  // Release: a host that acquires last_seq also sees the counters written above.
+  store_release_system(c.last_seq, s->last);
+  if (detail::tear_down_requested(s)) {
+    detail::stop_loop(s);
+    return;
+  }
+  if (s->work_exec != nullptr) {
+    const cudaError_t e = cudaGraphLaunch(s->main_exec, cudaStreamGraphTailLaunch);
+    if (e != cudaSuccess) detail::fail(s, e);
+  }
+}
+
+/// For handlers registered with runs_controller: publish the sample and run the controller
+/// step in the same kernel. Call from exactly one thread, after the sample is in place.
+__device__ inline void finish_handler(loop_state* loop, std::uint64_t seq) {
+  publish(loop, seq);
+  controller_step(loop);
+}
+
+}  // namespace resident::device
