@@ -29,7 +29,7 @@ class eager_executor final : public host_driven_executor {
   bool run_iteration() override {
     const cudaStream_t s = res().loop_stream.get();
     compute_eager(plan().handler_order, s, loop());
-    if (!app().handler().runs_controller) launch_controller(loop(), s);
+    launch_controller(loop(), s);
     RESIDENT_CUDA_TRY(cudaMemcpyAsync(_released.data(), &loop()->released, sizeof(std::uint32_t),
                                       cudaMemcpyDeviceToHost, s));
     res().loop_stream.synchronize();

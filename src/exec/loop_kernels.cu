@@ -10,11 +10,11 @@ namespace resident::detail {
 
 namespace {
 
-__global__ void controller_kernel(loop_state* s) { device::controller_step(s); }
-__global__ void end_marker_kernel(loop_state* s) { device::end_marker_step(s); }
-// Tail mode runs the same steps; the names tell the two graphs' kernels apart in DOT dumps.
-__global__ void tail_dispatcher_kernel(loop_state* s) { device::controller_step(s); }
-__global__ void tail_end_marker_kernel(loop_state* s) { device::end_marker_step(s); }
+__global__ void controller_kernel(loop_state* s) { device::controller_step<false>(s); }
+__global__ void end_marker_kernel(loop_state* s) { device::end_marker_step<false>(s); }
+// Only these two reference the device-side cudaGraphLaunch (see loop_control.cuh).
+__global__ void tail_dispatcher_kernel(loop_state* s) { device::controller_step<true>(s); }
+__global__ void tail_end_marker_kernel(loop_state* s) { device::end_marker_step<true>(s); }
 
 }  // namespace
 

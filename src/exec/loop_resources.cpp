@@ -16,7 +16,6 @@ loop_resources::loop_resources(const Application& app, execution_mode mode,
   const bool resident = is_resident(mode);
   config.policy = options.policy;
   config.free_running = app.has_data_ready_handler() ? 0U : 1U;
-  config.handler_runs_controller = app.handler().runs_controller ? 1U : 0U;
   config.resident = resident ? 1U : 0U;
   // Host-driven modes sleep and poll on the host; the device part of their iteration never
   // waits, so it is the same work a resident iteration does.
@@ -154,7 +153,6 @@ void loop_executor::abandon() noexcept {
 std::vector<cudaGraphNode_t> loop_executor::capture_controller(
     cudaGraph_t g, const std::vector<cudaGraphNode_t>& after,
     void (*launch)(loop_state*, cudaStream_t)) {
-  if (_app.handler().runs_controller) return after;
   return capture_kernel(g, after, _res->loop_stream.get(), launch, loop());
 }
 

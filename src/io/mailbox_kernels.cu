@@ -6,7 +6,7 @@
 
 #include <algorithm>
 
-#include "resident/app/loop_control.cuh"
+#include "resident/app/loop_device.cuh"
 #include "resident/cuda/error.hpp"
 #include "resident/io/mailbox.hpp"
 
@@ -56,16 +56,6 @@ __device__ std::uint64_t select_sample(std::uint64_t head, std::uint64_t last, b
 // Block-wide copy between device and host-mapped memory. Host-mapped reads use ld.global.cv
 // (fetched again every time, never a stale cached line) and writes st.global.wt; 16-byte words
 // when both ends allow it, then the byte tail.
-// Publishes the sample; when registered with runs_controller the controller step runs here too,
-// saving the controller kernel's graph transition.
-__device__ void report(loop_state* loop, std::uint64_t seq) {
-  if (loop->handler_runs_controller != 0U) {
-    device::finish_handler(loop, seq);
-  } else {
-    device::publish(loop, seq);
-  }
-}
-
 template <bool FromHost>
 __device__ void block_copy(std::byte* dst, const std::byte* src, std::size_t bytes) {
   std::size_t done = 0;
@@ -120,7 +110,7 @@ __global__ void __launch_bounds__(max_threads)
     if (threadIdx.x == 0 && pick != 0) device::stamp(loop, stage::detect);
     if (pick == 0 || pick == last) {
       // No copy for a repeat: the "sample" port still holds the last sample's payload.
-      if (threadIdx.x == 0) report(loop, pick);
+      if (threadIdx.x == 0) device::publish(loop, pick);
       return;
     }
     block_copy<true>(sample, mb.slots + (pick % mb.depth) * mb.slot_stride + header_bytes,
@@ -129,7 +119,7 @@ __global__ void __launch_bounds__(max_threads)
     if (threadIdx.x == 0) {
       cuda::atomic_thread_fence(cuda::memory_order_acquire, cuda::thread_scope_system);
       consistent = load_acquire_system(slot_seq(mb, pick)) == pick;
-      if (consistent) report(loop, pick);
+      if (consistent) device::publish(loop, pick);
     }
     __syncthreads();
     if (consistent) return;

@@ -46,10 +46,6 @@ struct data_ready_handler {
   /// before launch): the loop begins after it, so older samples are neither processed nor
   /// counted as dropped. Empty: sequence numbers start at 1.
   std::function<std::uint64_t()> start_after;
-  /// The handler's last kernel calls resident::device::finish_handler() (publish + controller
-  /// step) itself, so no separate controller kernel is captured: one graph transition less per
-  /// iteration. See resident/app/loop_control.cuh.
-  bool runs_controller{false};
 };
 
 class Application {

@@ -108,7 +108,7 @@ struct loop_state {
   std::uint32_t resident;      // the GPU releases iterations: the controller reads tear_down
   std::uint32_t has_while;     // `while_handle` is valid (WHILE mode)
   std::uint32_t has_if;        // `if_handle` is valid (WHILE and host-graph modes)
-  std::uint32_t handler_runs_controller;  // the handler calls device::finish_handler()
+  std::uint32_t pad;
   std::uint64_t idle_sleep_ns;  // controller sleep when nothing was released (0 spins)
   std::uint64_t poll_ns;        // how long a handler may poll inside its kernel
   loop_control* control;        // device pointer of the host-mapped control block

@@ -1,9 +1,10 @@
 #pragma once
-// The controller and end-marker steps of an iteration, as device functions. The framework's
-// controller / end-marker kernels call them; a handler that wants to save the controller's
-// kernel node (one graph transition per iteration) calls finish_handler() from one thread
-// instead of resident::device::publish() and registers with data_ready_handler::runs_controller.
-// Include only from .cu files.
+// The controller and end-marker steps of an iteration, as device functions for the framework's
+// kernels. `Tail` selects the tail-mode mechanism (device graph launches). It is a template
+// parameter on purpose: a kernel that so much as references the device-side cudaGraphLaunch
+// can no longer be launched from the host (cudaErrorNotSupported) nor run in a host-launched
+// graph, so only the tail-mode kernels may contain it. For the same reason a handler cannot run
+// these steps itself. Include only from .cu files.
 
 #include "resident/app/loop_device.cuh"
 
@@ -45,6 +46,7 @@ __device__ inline void record_telemetry(loop_state* s) {
 /// One controller pass: applies the sample policy to what the handler published and releases
 /// the DAG (IF predicate, or tail launch of graph W) or idles (δ sleep; tail: relaunch M).
 /// Single thread.
+template <bool Tail>
 __device__ inline void controller_step(loop_state* s) {
   const std::uint64_t now = globaltimer_ns();
   s->stamp_ns[static_cast<std::size_t>(stage::controller_start)] = now;
@@ -71,7 +73,7 @@ __device__ inline void controller_step(loop_state* s) {
     return;
   }
   if (!d.run && s->idle_sleep_ns > 0) sleep_ns(s->idle_sleep_ns);
-  if (s->work_exec != nullptr) {  // tail mode
+  if constexpr (Tail) {
     const cudaError_t e =
         cudaGraphLaunch(d.run ? s->work_exec : s->main_exec, cudaStreamGraphTailLaunch);
     if (e != cudaSuccess) detail::fail(s, e);
@@ -80,6 +82,7 @@ __device__ inline void controller_step(loop_state* s) {
 
 /// Commits the iteration (counters, last processed sample, host-visible mirror, telemetry),
 /// then ends the loop if tear-down was requested, or (tail) relaunches graph M. Single thread.
+template <bool Tail>
 __device__ inline void end_marker_step(loop_state* s) {
   stamp(s, stage::end_marker);
   detail::record_telemetry(s);
@@ -100,17 +103,10 @@ __device__ inline void end_marker_step(loop_state* s) {
     detail::stop_loop(s);
     return;
   }
-  if (s->work_exec != nullptr) {
+  if constexpr (Tail) {
     const cudaError_t e = cudaGraphLaunch(s->main_exec, cudaStreamGraphTailLaunch);
     if (e != cudaSuccess) detail::fail(s, e);
   }
-}
-
-/// For handlers registered with runs_controller: publish the sample and run the controller
-/// step in the same kernel. Call from exactly one thread, after the sample is in place.
-__device__ inline void finish_handler(loop_state* loop, std::uint64_t seq) {
-  publish(loop, seq);
-  controller_step(loop);
 }
 
 }  // namespace resident::device

@@ -71,8 +71,8 @@ class mailbox {
   [[nodiscard]] mailbox_view device_view() const noexcept { return _view; }
   /// The host-side gate for host-driven modes: is there a sample the policy would take?
   [[nodiscard]] std::function<bool(std::uint64_t, sample_policy)> host_gate() const;
-  /// A data-ready handler around `rx`: the host gate above, a loop that starts after the
-  /// newest sample published before its launch, and rx running the controller step itself.
+  /// A data-ready handler around `rx`: the host gate above, and a loop that starts after the
+  /// newest sample published before its launch.
   [[nodiscard]] data_ready_handler make_handler(std::shared_ptr<Operator> rx) const;
   [[nodiscard]] const config& settings() const noexcept { return _config; }
 
