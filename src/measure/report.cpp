@@ -241,7 +241,10 @@ using detail::format_us;
 using detail::html_escape;
 using nlohmann::json;
 
-bool is_latency_result(const json& r) { return r.is_object() && r.contains("mean_us"); }
+// A latency result names its configuration; fixed-cost results (bench overhead) name a cost.
+bool is_latency_result(const json& r) {
+  return r.is_object() && r.contains("mean_us") && r.contains("workload");
+}
 
 std::string text_field(const json& r, const char* key) {
   const auto it = r.find(key);
