@@ -271,13 +271,8 @@ receipt merge(const std::vector<receipt>& parts) {
   return merged;
 }
 
-json latency_result(std::string_view mode, std::string_view workload, std::string_view contention,
-                    const summary& s, std::uint64_t processed, std::uint64_t dropped,
-                    std::uint64_t repeated) {
-  return json{{"mode", mode},
-              {"workload", workload},
-              {"contention", contention},
-              {"n", static_cast<std::uint64_t>(s.n)},
+json summary_fields(const summary& s) {
+  return json{{"n", static_cast<std::uint64_t>(s.n)},
               {"mean_us", s.mean},
               {"p50_us", s.p50},
               {"p99_us", s.p99},
@@ -289,10 +284,16 @@ json latency_result(std::string_view mode, std::string_view workload, std::strin
               {"p25_us", s.p25},
               {"p75_us", s.p75},
               {"whisker_low_us", s.whisker_low},
-              {"whisker_high_us", s.whisker_high},
-              {"processed", processed},
-              {"dropped", dropped},
-              {"repeated", repeated}};
+              {"whisker_high_us", s.whisker_high}};
+}
+
+json latency_result(std::string_view mode, std::string_view workload, std::string_view contention,
+                    const summary& s, std::uint64_t processed, std::uint64_t dropped,
+                    std::uint64_t repeated) {
+  json result{{"mode", mode}, {"workload", workload}, {"contention", contention}};
+  result.update(summary_fields(s));
+  result.update(json{{"processed", processed}, {"dropped", dropped}, {"repeated", repeated}});
+  return result;
 }
 
 host_record current_host() {

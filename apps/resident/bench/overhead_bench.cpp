@@ -35,16 +35,7 @@ nlohmann::json cost(const std::string& name, const std::string& mode, const std:
     j["n"] = 0;
     return j;
   }
-  const measure::summary s = measure::summarize(us);
-  j.update({{"n", s.n},
-            {"mean_us", s.mean},
-            {"p50_us", s.p50},
-            {"p99_us", s.p99},
-            {"p999_us", s.p999},
-            {"max_us", s.max},
-            {"min_us", s.min},
-            {"stddev_us", s.stddev},
-            {"jitter_us", s.jitter}});
+  j.update(measure::summary_fields(measure::summarize(us)));
   return j;
 }
 
