@@ -276,8 +276,9 @@ int main(int argc, char** argv) {
   std::string html;
   std::string merged;
   auto* report_cmd = cli.add_subcommand("report", "receipts -> text table and an HTML page");
-  report_cmd->add_option("receipts", receipts, "JSON receipts")->required()->check(
-      CLI::ExistingFile);
+  report_cmd->add_option("receipts", receipts, "JSON receipts")
+      ->required()
+      ->check(CLI::ExistingFile);
   report_cmd->add_option("--html", html, "write a self-contained HTML report here");
   report_cmd->add_option("--merge", merged,
                          "merge the receipts (one benchmark split across runs) into this file");

@@ -81,7 +81,8 @@ class loop_executor : public Executor {
   /// Captures the controller kernel after the handler's nodes; returns what the next node
   /// depends on.
   [[nodiscard]] std::vector<cudaGraphNode_t> capture_controller(
-      cudaGraph_t g, const std::vector<cudaGraphNode_t>& after, void (*launch)(loop_state*, cudaStream_t));
+      cudaGraph_t g, const std::vector<cudaGraphNode_t>& after,
+      void (*launch)(loop_state*, cudaStream_t));
 
  private:
   Application& _app;

@@ -31,9 +31,9 @@ TEST(bench_io, quick_run_covers_every_configuration_with_checked_outputs) {
   ASSERT_EQ(receipt.results.size(), 4U * 2U * 2U);  // modes x workloads x contention
   for (const auto& r : receipt.results) {
     SCOPED_TRACE(r.dump());
-    for (const char* field : {"mode", "workload", "contention", "n", "mean_us", "p50_us", "p99_us",
-                              "p999_us", "max_us", "min_us", "stddev_us", "jitter_us",
-                              "processed", "dropped", "repeated"}) {
+    for (const char* field :
+         {"mode", "workload", "contention", "n", "mean_us", "p50_us", "p99_us", "p999_us", "max_us",
+          "min_us", "stddev_us", "jitter_us", "processed", "dropped", "repeated"}) {
       EXPECT_TRUE(r.contains(field)) << field;
     }
     EXPECT_EQ(r["wrong_outputs"].get<int>(), 0);
@@ -60,10 +60,10 @@ TEST(bench_overhead, quick_run_reports_every_fixed_cost) {
       EXPECT_GT(r["mean_us"].get<double>(), 0.0) << r.dump();
     }
   }
-  for (const char* want : {"controller/while", "if_transition/while", "dispatcher/tail",
-                           "idle_iteration/while", "idle_iteration/tail",
-                           "host_graph_launch/host-graph", "host_synchronize/host-graph",
-                           "handler/while", "end_marker_and_loop_back/while"}) {
+  for (const char* want :
+       {"controller/while", "if_transition/while", "dispatcher/tail", "idle_iteration/while",
+        "idle_iteration/tail", "host_graph_launch/host-graph", "host_synchronize/host-graph",
+        "handler/while", "end_marker_and_loop_back/while"}) {
     EXPECT_THAT(names, ::testing::Contains(std::string(want)));
   }
 }

@@ -66,8 +66,7 @@ void describe_machine(measure::receipt& receipt) {
 nlohmann::json brief(const std::vector<double>& values_us) {
   if (values_us.empty()) return {{"n", 0}};
   const measure::summary s = measure::summarize(values_us);
-  return {{"n", s.n}, {"mean_us", s.mean}, {"p50_us", s.p50}, {"p99_us", s.p99},
-          {"max_us", s.max}};
+  return {{"n", s.n}, {"mean_us", s.mean}, {"p50_us", s.p50}, {"p99_us", s.p99}, {"max_us", s.max}};
 }
 
 }  // namespace resident::bench

@@ -202,10 +202,9 @@ class io_runner {
       throw std::runtime_error(std::string(to_string(mode)) + ": the actuator saw no output");
     }
     const measure::summary summary = measure::summarize(latencies);
-    nlohmann::json result =
-        measure::latency_result(to_string(mode), app.workload(), contention, summary,
-                                report.counters.processed, report.counters.dropped,
-                                report.counters.repeated);
+    nlohmann::json result = measure::latency_result(
+        to_string(mode), app.workload(), contention, summary, report.counters.processed,
+        report.counters.dropped, report.counters.repeated);
     result["released"] = total;
     result["warmup"] = _s.warmup;
     result["unobserved"] = unobserved;
@@ -242,9 +241,8 @@ measure::receipt run_io_bench(const io_settings& s, std::ostream& log) {
     throw std::runtime_error("bench io needs a CUDA GPU; none is usable here (" +
                              no_device_reason() + ")");
   }
-  const auto cpus = measure::assign_cpus({{"sensor", s.sensor_cpu},
-                                          {"actuator", s.actuator_cpu},
-                                          {"loop", s.loop_cpu}});
+  const auto cpus = measure::assign_cpus(
+      {{"sensor", s.sensor_cpu}, {"actuator", s.actuator_cpu}, {"loop", s.loop_cpu}});
   std::vector<int> used;
   for (const auto& [role, cpu] : cpus) used.push_back(cpu);
   // Every other thread this process starts from here on (run supervisors, CUDA's helpers)
@@ -271,8 +269,9 @@ measure::receipt run_io_bench(const io_settings& s, std::ostream& log) {
                       {"contention", s.contention},
                       {"realtime_requested", s.realtime},
                       {"cpus", cpus},
-                      {"latency", "actuator CLOCK_MONOTONIC at first sight of the output minus "
-                                  "sensor CLOCK_MONOTONIC just before publishing the sample"}};
+                      {"latency",
+                       "actuator CLOCK_MONOTONIC at first sight of the output minus "
+                       "sensor CLOCK_MONOTONIC just before publishing the sample"}};
   std::unique_ptr<measure::csv_writer> csv;
   if (!s.csv_path.empty()) {
     csv = std::make_unique<measure::csv_writer>(
@@ -293,8 +292,9 @@ measure::receipt run_io_bench(const io_settings& s, std::ostream& log) {
         options.cpus = measure::remaining_cpus(used);
         options.use_stress_ng = s.stress_ng;
         if (options.cpus.empty()) {
-          throw std::invalid_argument("--contention stress: no cores left for the hogs after "
-                                      "pinning sensor, actuator and loop threads");
+          throw std::invalid_argument(
+              "--contention stress: no cores left for the hogs after "
+              "pinning sensor, actuator and loop threads");
         }
         hogs = std::make_unique<measure::contention_generator>(options);
         hogs->start();

@@ -15,18 +15,18 @@ struct io_settings {
   std::vector<std::string> modes{"while", "tail", "host-graph", "eager"};
   std::vector<std::string> workloads{"empty", "matmul6"};
   std::vector<std::string> contention{"none", "stress"};
-  std::int64_t samples{20000};     // measured per configuration
-  std::int64_t warmup{1000};       // released and processed first, not measured
-  double rate_hz{1000.0};          // sensor release rate
-  std::uint64_t sleep_ns{0};       // controller idle sleep δ
+  std::int64_t samples{20000};        // measured per configuration
+  std::int64_t warmup{1000};          // released and processed first, not measured
+  double rate_hz{1000.0};             // sensor release rate
+  std::uint64_t sleep_ns{0};          // controller idle sleep δ
   std::uint64_t poll_ns{20'000'000};  // handler in-kernel polling budget (resident modes)
-  int sensor_cpu{-1};              // -1: chosen automatically (highest free cores)
+  int sensor_cpu{-1};                 // -1: chosen automatically (highest free cores)
   int actuator_cpu{-1};
   int loop_cpu{-1};
-  bool realtime{true};             // ask for SCHED_FIFO for the three pinned threads
-  bool stress_ng{false};           // use stress-ng for "stress" instead of the built-in hogs
-  std::string csv_path;            // raw samples, when set
-  std::string command;             // the exact argv, for the receipt
+  bool realtime{true};    // ask for SCHED_FIFO for the three pinned threads
+  bool stress_ng{false};  // use stress-ng for "stress" instead of the built-in hogs
+  std::string csv_path;   // raw samples, when set
+  std::string command;    // the exact argv, for the receipt
 
   /// --quick: every configuration in about 20 s.
   void make_quick();

@@ -79,10 +79,10 @@ void staged_costs(execution_mode mode, const overhead_settings& s, measure::rece
   const std::string m(to_string(mode));
   const std::string dev = "device %globaltimer stamps (32 ns steps): ";
   const bool tail = mode == execution_mode::tail;
-  receipt.results.push_back(cost("handler", m, dev + "handler kernel start -> its publish",
-                                 handler));
-  receipt.results.push_back(cost("handler_to_controller", m,
-                                 dev + "handler publish -> controller start", to_controller));
+  receipt.results.push_back(
+      cost("handler", m, dev + "handler kernel start -> its publish", handler));
+  receipt.results.push_back(
+      cost("handler_to_controller", m, dev + "handler publish -> controller start", to_controller));
   receipt.results.push_back(cost(tail ? "dispatcher" : "controller", m,
                                  dev + "controller start -> predicate set / launch issued",
                                  controller));
@@ -177,12 +177,11 @@ measure::receipt run_overhead_bench(const overhead_settings& s, std::ostream& lo
   }
   measure::receipt receipt("overhead", s.command);
   describe_machine(receipt);
-  receipt.settings = {{"iterations", s.iterations},
-                      {"idle_seconds", s.idle_seconds},
-                      {"launches", s.launches}};
+  receipt.settings = {
+      {"iterations", s.iterations}, {"idle_seconds", s.idle_seconds}, {"launches", s.launches}};
   host_costs(s, receipt, log);
-  for (const auto mode : {execution_mode::while_loop, execution_mode::tail,
-                          execution_mode::host_graph}) {
+  for (const auto mode :
+       {execution_mode::while_loop, execution_mode::tail, execution_mode::host_graph}) {
     staged_costs(mode, s, receipt, log);
   }
   idle_iteration(execution_mode::while_loop, s, receipt, log);
@@ -196,7 +195,8 @@ std::string overhead_table(const measure::receipt& receipt) {
   std::ostringstream os;
   os << std::left << std::setw(30) << "cost" << std::setw(12) << "mode" << std::right
      << std::setw(8) << "n" << std::setw(9) << "mean" << std::setw(9) << "p50" << std::setw(9)
-     << "p99" << std::setw(9) << "max" << "   (us)\n";
+     << "p99" << std::setw(9) << "max"
+     << "   (us)\n";
   const auto num = [](const nlohmann::json& r, const char* key) {
     std::ostringstream v;
     if (r.contains(key)) v << std::fixed << std::setprecision(2) << r[key].get<double>();

@@ -3,8 +3,8 @@
 #include <random>
 #include <stdexcept>
 
-#include "bench/workloads.hpp"
 #include "bench/overhead_bench.hpp"
+#include "bench/workloads.hpp"
 #include "resident/app/loop_device.cuh"
 
 namespace resident::bench {

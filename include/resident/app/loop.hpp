@@ -66,8 +66,8 @@ inline constexpr std::size_t stage_count = static_cast<std::size_t>(stage::count
 
 /// One DAG run as the loop saw it.
 struct telemetry_entry {
-  std::uint64_t seq;                  // the sample processed
-  std::uint64_t repeat;               // 1 when it re-processed the last sample
+  std::uint64_t seq;                    // the sample processed
+  std::uint64_t repeat;                 // 1 when it re-processed the last sample
   std::uint64_t stamp_ns[stage_count];  // 0 where no kernel stamped that stage
 };
 
