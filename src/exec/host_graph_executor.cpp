@@ -34,7 +34,8 @@ class host_graph_executor final : public host_driven_executor {
 
     const auto handler = capture_operators(_graph.get(), {}, plan().handler_order,
                                            res().handler_stream.get(), loop(), "host-graph");
-    const auto ctrl = capture_controller(_graph.get(), handler.frontier, launch_controller);
+    const auto ctrl = capture_kernel(_graph.get(), handler.frontier, res().loop_stream.get(),
+                                     launch_controller, loop());
     cudaGraph_t body = add_conditional(_graph.get(), ctrl, if_handle, cudaGraphCondTypeIf);
     const auto dag = capture_operators(body, {}, plan().body_order, res().loop_stream.get(), loop(),
                                        "host-graph");

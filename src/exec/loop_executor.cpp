@@ -146,14 +146,8 @@ std::string loop_executor::failure() const {
 }
 
 void loop_executor::abandon() noexcept {
-  // The GPU may still read and write this memory: leaking it is the only safe choice.
-  (void)_res.release();
-}
-
-std::vector<cudaGraphNode_t> loop_executor::capture_controller(
-    cudaGraph_t g, const std::vector<cudaGraphNode_t>& after,
-    void (*launch)(loop_state*, cudaStream_t)) {
-  return capture_kernel(g, after, _res->loop_stream.get(), launch, loop());
+  // Nothing to do: run_handle leaks the whole executor, so memory the GPU may still touch is
+  // never freed.
 }
 
 void loop_executor::prepare_launch() {

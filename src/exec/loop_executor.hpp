@@ -78,11 +78,6 @@ class loop_executor : public Executor {
   [[nodiscard]] loop_state* loop() const noexcept { return _res->state(); }
   /// What every launch() does first: initial state to the device, DOT dump if asked for.
   void prepare_launch();
-  /// Captures the controller kernel after the handler's nodes; returns what the next node
-  /// depends on.
-  [[nodiscard]] std::vector<cudaGraphNode_t> capture_controller(
-      cudaGraph_t g, const std::vector<cudaGraphNode_t>& after,
-      void (*launch)(loop_state*, cudaStream_t));
 
  private:
   Application& _app;

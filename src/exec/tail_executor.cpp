@@ -36,7 +36,8 @@ class tail_executor final : public loop_executor {
     build_or_release(_main, [&] {
       const auto handler = capture_operators(_main.get(), {}, plan().handler_order,
                                              res().handler_stream.get(), loop(), "tail");
-      (void)capture_controller(_main.get(), handler.frontier, launch_tail_dispatcher);
+      (void)capture_kernel(_main.get(), handler.frontier, res().loop_stream.get(),
+                           launch_tail_dispatcher, loop());
       require_node_types(_main.get(), handler.owners, "tail", "graph M (data-ready handler)",
                          device_launch_rules());
     });

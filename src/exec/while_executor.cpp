@@ -61,7 +61,8 @@ class while_executor final : public loop_executor {
 
     const auto handler = capture_operators(body, {}, plan().handler_order,
                                            res().handler_stream.get(), loop(), "while");
-    const auto ctrl = capture_controller(body, handler.frontier, launch_controller);
+    const auto ctrl =
+        capture_kernel(body, handler.frontier, res().loop_stream.get(), launch_controller, loop());
     cudaGraph_t dag_body = add_conditional(body, ctrl, if_handle, cudaGraphCondTypeIf);
     const auto dag = capture_operators(dag_body, {}, plan().body_order, res().loop_stream.get(),
                                        loop(), "while");
