@@ -4,6 +4,8 @@
 //   resident run [CONFIG.yaml] ...     the lab pipeline between an emulated sensor and actuator,
 //                                      in one or all execution modes, every output checked
 //   resident bench io|overhead ...     benchmarks: a human table last, JSON receipts, CSV samples
+//   resident bench lab ...             submission modes, graph pools and graph updates
+//   resident sim [OPS.yaml]            the logical issue-order model of streams (no GPU)
 //   resident report RECEIPT...         receipts -> plain-text table and one HTML page
 
 #include <CLI/CLI.hpp>
@@ -19,7 +21,9 @@
 #include <vector>
 
 #include "bench/io_bench.hpp"
+#include "bench/lab_bench.hpp"
 #include "bench/overhead_bench.hpp"
+#include "bench/sim_command.hpp"
 #include "resident/measure/receipt.hpp"
 #include "resident/measure/report.hpp"
 #include "resident/resident.hpp"
@@ -271,6 +275,34 @@ int main(int argc, char** argv) {
   overhead_cmd->add_flag("--quick", overhead_quick, "a few seconds in all");
   overhead_cmd->add_option("--json", out.json, "write the JSON receipt here");
 
+  resident::bench::lab_settings lab;
+  lab.command = command;
+  std::string lab_order = "eager,stream,graph";
+  bool lab_quick = false;
+  auto* lab_cmd = bench->add_subcommand(
+      "lab", "the four-operation pipeline in eager, stream and graph submission modes");
+  lab_cmd->add_option("--mode", lab.mode, "eager, stream, graph or all")->capture_default_str();
+  lab_cmd->add_option("--order", lab_order, "the order the modes run in")->capture_default_str();
+  lab_cmd->add_option("--elements", lab.elements, "fp32 values")->capture_default_str();
+  lab_cmd->add_option("--warmup", lab.warmup, "untimed iterations per mode")->capture_default_str();
+  lab_cmd->add_option("--iterations", lab.iterations, "timed iterations per repeat")
+      ->capture_default_str();
+  lab_cmd->add_option("--repeats", lab.repeats, "timed runs per mode (the receipt gives medians)")
+      ->capture_default_str();
+  lab_cmd->add_option("--buckets", lab.buckets, "graph pool bucket sizes (requests)")
+      ->capture_default_str();
+  lab_cmd
+      ->add_option("--bucket-counts", lab.bucket_counts, "check every request count from 1 to this")
+      ->capture_default_str();
+  lab_cmd->add_option("--bucket-replays", lab.bucket_replays, "timed replays per bucket")
+      ->capture_default_str();
+  lab_cmd->add_option("--update-trials", lab.update_trials, "timed graph updates per path")
+      ->capture_default_str();
+  lab_cmd->add_option("--peer", lab.peer, "a scripts/peer/torch_lab.py receipt to set beside")
+      ->check(CLI::ExistingFile);
+  lab_cmd->add_flag("--quick", lab_quick, "fewer iterations: a few seconds");
+  lab_cmd->add_option("--json", out.json, "write the JSON receipt here");
+
   // ---- report -------------------------------------------------------------------------------
   std::vector<std::string> receipts;
   std::string html;
@@ -282,6 +314,14 @@ int main(int argc, char** argv) {
   report_cmd->add_option("--html", html, "write a self-contained HTML report here");
   report_cmd->add_option("--merge", merged,
                          "merge the receipts (one benchmark split across runs) into this file");
+
+  resident::bench::sim_settings sim;
+  auto* sim_cmd = cli.add_subcommand(
+      "sim", "the logical issue-order model of streams: ticks, the event arithmetic, hazards");
+  sim_cmd->add_option("file", sim.file, "operations (YAML); none: the lab's example")
+      ->check(CLI::ExistingFile);
+  sim_cmd->add_option("--drop", sim.drop, "also simulate without dependency FROM->TO");
+  sim_cmd->add_option("--json", sim.json, "write the schedules as JSON here");
 
   run_settings s;
   auto* run_cmd = cli.add_subcommand(
@@ -339,6 +379,21 @@ int main(int argc, char** argv) {
       if (resident::device_count() == 0) return no_gpu("bench overhead");
       const auto receipt = resident::bench::run_overhead_bench(overhead, std::cerr);
       return finish_bench(receipt, out, resident::bench::overhead_table(receipt));
+    }
+    if (sim_cmd->parsed()) return resident::bench::run_sim(sim, std::cout);
+    if (lab_cmd->parsed()) {
+      if (lab_quick) lab.make_quick();
+      lab.order = split_list(lab_order);
+      lab.validate();
+      if (resident::device_count() == 0) return no_gpu("bench lab");
+      const auto receipt = resident::bench::run_lab_bench(lab, std::cerr);
+      const int rc = finish_bench(receipt, out, resident::bench::lab_table(receipt));
+      const std::string wrong = resident::bench::lab_failures(receipt);
+      if (!wrong.empty()) {
+        std::fprintf(stderr, "resident bench lab: WRONG results: %s\n", wrong.c_str());
+        return 1;
+      }
+      return rc;
     }
     if (report_cmd->parsed()) {
       std::vector<resident::measure::receipt> parts;

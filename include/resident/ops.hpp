@@ -1,3 +1,4 @@
 #pragma once
 #include "resident/ops/matmul.hpp"
 #include "resident/ops/vector_ops.hpp"
+#include "resident/ops/lab_batch.hpp"

@@ -1,5 +1,6 @@
 #include "resident/cuda/graph.hpp"
 
+#include <stdexcept>
 #include <utility>
 
 #include "resident/cuda/error.hpp"
@@ -31,6 +32,30 @@ void graph::write_dot(const std::string& path) const {
       _graph, path.c_str(),
       cudaGraphDebugDotFlagsKernelNodeParams | cudaGraphDebugDotFlagsConditionalNodeParams |
           cudaGraphDebugDotFlagsMemcpyNodeParams | cudaGraphDebugDotFlagsMemsetNodeParams));
+}
+
+graph capture_graph(stream_view s, const std::function<void(stream_view)>& record) {
+  if (s.get() == nullptr || s.get() == cudaStreamLegacy) {
+    throw std::invalid_argument(
+        "capture_graph: the legacy default stream cannot be captured; capture on an explicit "
+        "stream");
+  }
+  RESIDENT_CUDA_TRY(cudaStreamBeginCapture(s.get(), cudaStreamCaptureModeThreadLocal));
+  try {
+    record(s);
+  } catch (...) {
+    cudaGraph_t partial = nullptr;
+    // Ending the capture is what takes the stream out of capture mode; the partial graph (if
+    // CUDA still returns one) is discarded.
+    if (cudaStreamEndCapture(s.get(), &partial) == cudaSuccess && partial != nullptr) {
+      RESIDENT_CUDA_ASSERT_OK(cudaGraphDestroy(partial));
+    }
+    (void)cudaGetLastError();
+    throw;
+  }
+  cudaGraph_t g = nullptr;
+  RESIDENT_CUDA_TRY(cudaStreamEndCapture(s.get(), &g));
+  return graph::adopt(g);
 }
 
 std::vector<cudaGraphNode_t> graph_nodes(cudaGraph_t g) {
@@ -96,5 +121,62 @@ graph_exec::~graph_exec() {
 void graph_exec::upload(stream_view s) const { RESIDENT_CUDA_TRY(cudaGraphUpload(_exec, s.get())); }
 
 void graph_exec::launch(stream_view s) const { RESIDENT_CUDA_TRY(cudaGraphLaunch(_exec, s.get())); }
+
+const char* graph_update_result::reason() const noexcept {
+  switch (result) {
+    case cudaGraphExecUpdateSuccess:
+      return "success";
+    case cudaGraphExecUpdateError:
+      return "invalid value";
+    case cudaGraphExecUpdateErrorTopologyChanged:
+      return "topology changed";
+    case cudaGraphExecUpdateErrorNodeTypeChanged:
+      return "node type changed";
+    case cudaGraphExecUpdateErrorFunctionChanged:
+      return "kernel function changed";
+    case cudaGraphExecUpdateErrorParametersChanged:
+      return "parameters changed in an unsupported way";
+    case cudaGraphExecUpdateErrorNotSupported:
+      return "not supported for this node";
+    case cudaGraphExecUpdateErrorUnsupportedFunctionChange:
+      return "unsupported kernel function change";
+    case cudaGraphExecUpdateErrorAttributesChanged:
+      return "node attributes changed";
+    default:
+      return "unknown update result";
+  }
+}
+
+graph_update_result graph_exec::try_update(cudaGraph_t g) {
+  cudaGraphExecUpdateResultInfo info{};
+  const cudaError_t status = cudaGraphExecUpdate(_exec, g, &info);
+  graph_update_result out;
+  out.result = info.result;
+  out.error_node = info.errorNode;
+  if (status == cudaSuccess) {
+    out.updated = true;
+    return out;
+  }
+  if (status == cudaErrorGraphExecUpdateFailure) {
+    (void)cudaGetLastError();  // a refused update is not sticky; keep it out of later checks
+    return out;
+  }
+  detail::throw_cuda_error(status, "cudaGraphExecUpdate(exec, graph, &info)", __FILE__, __LINE__);
+}
+
+graph_update_result graph_exec::update_or_reinstantiate(cudaGraph_t g, unsigned long long flags) {
+  graph_update_result r = try_update(g);
+  if (!r.updated) *this = graph_exec(g, flags);
+  return r;
+}
+
+void graph_exec::set_kernel_node_params(cudaGraphNode_t node, const cudaKernelNodeParams& params) {
+  RESIDENT_CUDA_TRY(cudaGraphExecKernelNodeSetParams(_exec, node, &params));
+}
+
+void graph_exec::set_memcpy_node_params_1d(cudaGraphNode_t node, void* dst, const void* src,
+                                           std::size_t bytes, cudaMemcpyKind kind) {
+  RESIDENT_CUDA_TRY(cudaGraphExecMemcpyNodeSetParams1D(_exec, node, dst, src, bytes, kind));
+}
 
 }  // namespace resident

@@ -139,6 +139,11 @@ void mailbox_tx::setup(OperatorSpec& spec) {
 }
 
 void mailbox_tx::compute(CaptureContext& ctx) {
+  if (ctx.loop() == nullptr) {
+    throw composition_error("operator '" + ctx.operator_name() +
+                            "' (mailbox_tx) commits the sample a loop is processing, so it "
+                            "needs an execution mode with a loop; direct submission has none");
+  }
   detail::launch_mailbox_tx(_mailbox->device_view(), ctx.loop(),
                             ctx.device_memory<const std::byte>("in"), ctx.stream());
 }

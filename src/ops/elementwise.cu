@@ -59,6 +59,17 @@ void launch_square(const float* in, float* out, std::int64_t n, cudaStream_t s) 
   RESIDENT_CUDA_CHECK_LAUNCH("square_kernel");
 }
 
+// Same grid as the launches above, so a retargeted node matches what a fresh capture would hold.
+affine_node make_affine_node(const float* in, float* out, std::int64_t n, float scale,
+                             float offset) {
+  return affine_node(affine_kernel, dim3(blocks_for(n)), dim3(threads), 0, in, out, n, scale,
+                     offset);
+}
+
+square_node make_square_node(const float* in, float* out, std::int64_t n) {
+  return square_node(square_kernel, dim3(blocks_for(n)), dim3(threads), 0, in, out, n);
+}
+
 }  // namespace detail
 
 void copy::setup(OperatorSpec& spec) {

@@ -3,6 +3,8 @@
 
 #include <cuda_runtime_api.h>
 
+#include <cstddef>
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -41,6 +43,20 @@ class graph {
 /// Human-readable node type ("kernel", "host", "conditional", ...).
 [[nodiscard]] const char* node_type_name(cudaGraphNodeType type) noexcept;
 
+/// Records what `record` enqueues on `s` into a new graph (stream capture, thread-local mode)
+/// instead of running it. `s` must not be the legacy default stream, which cannot be captured.
+/// When `record` throws, the capture is ended and its graph destroyed before rethrowing.
+[[nodiscard]] graph capture_graph(stream_view s, const std::function<void(stream_view)>& record);
+
+/// What cudaGraphExecUpdate made of an attempt to update an executable graph in place.
+struct graph_update_result {
+  bool updated{false};
+  cudaGraphExecUpdateResult result{cudaGraphExecUpdateSuccess};
+  cudaGraphNode_t error_node{};  // the node CUDA blamed, when it named one
+  /// "success", "topology changed", "node type changed", ... (for messages and receipts).
+  [[nodiscard]] const char* reason() const noexcept;
+};
+
 /// Owning cudaGraphExec_t.
 class graph_exec {
  public:
@@ -56,6 +72,20 @@ class graph_exec {
   void upload(stream_view s) const;
   void launch(stream_view s) const;
   [[nodiscard]] cudaGraphExec_t get() const noexcept { return _exec; }
+
+  /// Whole-graph update: makes this executable run `g` (same topology, new parameters) without
+  /// re-instantiating. A refused update (topology or node kind changed, ...) is an answer, not
+  /// an error: the result says why and this executable is unchanged. Other failures throw.
+  [[nodiscard]] graph_update_result try_update(cudaGraph_t g);
+  /// try_update, and on refusal a fresh instantiation of `g` (flags as in the constructor).
+  /// Returns what try_update said, so callers can count re-instantiations.
+  graph_update_result update_or_reinstantiate(cudaGraph_t g, unsigned long long flags = 0);
+
+  /// Node-level updates of one node of this executable (`node` is the node of the graph it was
+  /// instantiated from). Later launches see the new parameters; running work does not.
+  void set_kernel_node_params(cudaGraphNode_t node, const cudaKernelNodeParams& params);
+  void set_memcpy_node_params_1d(cudaGraphNode_t node, void* dst, const void* src,
+                                 std::size_t bytes, cudaMemcpyKind kind);
 
  private:
   cudaGraphExec_t _exec{};

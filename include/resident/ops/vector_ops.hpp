@@ -6,6 +6,7 @@
 #include <cstdint>
 
 #include "resident/app/operator.hpp"
+#include "resident/cuda/kernel_node.hpp"
 
 namespace resident::ops {
 
@@ -51,11 +52,50 @@ class sum_reduce final : public Operator {
   std::int64_t _elements{};
 };
 
+/// A source with no inputs whose output "out" is memory the caller owns (e.g. a retained input
+/// buffer that new data is copied into before each launch). Enqueues nothing.
+class external_source final : public Operator {
+ public:
+  external_source(void* memory, std::size_t bytes) : _memory(memory), _bytes(bytes) {}
+  void setup(OperatorSpec& spec) override { spec.device_output("out", _bytes, _memory); }
+  void compute(CaptureContext&) override {}
+
+ private:
+  void* _memory;
+  std::size_t _bytes;
+};
+
+/// A sink whose input "in" is memory the caller owns, so its producer writes straight there.
+class external_sink final : public Operator {
+ public:
+  external_sink(void* memory, std::size_t bytes) : _memory(memory), _bytes(bytes) {}
+  void setup(OperatorSpec& spec) override { spec.device_input("in", _bytes, _memory); }
+  void compute(CaptureContext&) override {}
+
+ private:
+  void* _memory;
+  std::size_t _bytes;
+};
+
 namespace detail {
 void launch_affine(const float* in, float* out, std::int64_t n, float scale, float offset,
                    cudaStream_t s);
 void launch_square(const float* in, float* out, std::int64_t n, cudaStream_t s);
 void launch_sum_reduce(const float* in, float* out, std::int64_t n, cudaStream_t s);
+/// Sums in[0, min(*valid, n)): the count is read on the device when the kernel runs, so one
+/// captured launch serves every count up to n (padded slots beyond it never reach the sum).
+void launch_masked_sum_reduce(const float* in, float* out, std::int64_t n,
+                              const std::int64_t* valid, cudaStream_t s);
+
+// The same kernels as graph kernel-node parameters, for retargeting a captured graph in place
+// (graph_exec::set_kernel_node_params) without capturing again.
+using affine_node = kernel_node_params<const float*, float*, std::int64_t, float, float>;
+using square_node = kernel_node_params<const float*, float*, std::int64_t>;
+using sum_reduce_node = kernel_node_params<const float*, float*, std::int64_t>;
+[[nodiscard]] affine_node make_affine_node(const float* in, float* out, std::int64_t n, float scale,
+                                           float offset);
+[[nodiscard]] square_node make_square_node(const float* in, float* out, std::int64_t n);
+[[nodiscard]] sum_reduce_node make_sum_reduce_node(const float* in, float* out, std::int64_t n);
 }  // namespace detail
 
 }  // namespace resident::ops

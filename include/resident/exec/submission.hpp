@@ -1,0 +1,39 @@
+#pragma once
+// Direct submission: an application's operator DAG enqueued on a stream by the caller, outside
+// any loop (no handler, controller or end marker). This is the lab's submission-mode view of a
+// pipeline: the caller picks the stream (the legacy default stream, an explicit one) or records
+// the same work into a CUDA graph and replays it.
+
+#include <vector>
+
+#include "resident/app/application.hpp"
+#include "resident/cuda/graph.hpp"
+#include "resident/cuda/stream.hpp"
+
+namespace resident {
+
+class direct_submission {
+ public:
+  /// Plans and materializes `app` and holds it (no loop may run it meanwhile). An application
+  /// with a data-ready handler is refused: its handler needs a loop to publish samples.
+  explicit direct_submission(Application& app);
+
+  /// Enqueues every operator's compute() in topological order on `s`; operators see
+  /// capturing() == false and loop() == nullptr. `s` may be cudaStreamLegacy.
+  void submit(stream_view s);
+
+  /// Records the same work into one graph by stream capture on `s` (capturing() == true).
+  /// Replays read and write the port buffers as they were bound at capture time.
+  [[nodiscard]] graph capture(stream_view s);
+
+  [[nodiscard]] const std::vector<Operator*>& order() const noexcept { return _order; }
+
+ private:
+  void compute_all(stream_view s, bool capturing);
+
+  Application& _app;
+  Application::run_guard _guard;
+  std::vector<Operator*> _order;
+};
+
+}  // namespace resident

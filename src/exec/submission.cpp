@@ -1,0 +1,41 @@
+#include "resident/exec/submission.hpp"
+
+#include <string>
+
+#include "resident/app/error.hpp"
+#include "resident/app/operator.hpp"
+#include "resident/app/plan.hpp"
+
+namespace resident {
+
+direct_submission::direct_submission(Application& app)
+    : _app(app), _guard(app, "direct submission") {
+  if (app.has_data_ready_handler()) {
+    throw composition_error("application '" + app.name() +
+                            "' registers a data-ready handler, which publishes samples to a "
+                            "loop; direct submission runs no loop (use run_async)");
+  }
+  const dag_plan& p = app.plan();
+  app.materialize();
+  _order = p.body_order;
+}
+
+void direct_submission::compute_all(stream_view s, bool capturing) {
+  for (Operator* op : _order) {
+    try {
+      CaptureContext ctx(*op, s.get(), nullptr, capturing);
+      op->compute(ctx);
+    } catch (const std::exception& e) {
+      throw execution_error("operator '" + op->name() + "' compute() failed in direct " +
+                            (capturing ? "graph capture: " : "submission: ") + e.what());
+    }
+  }
+}
+
+void direct_submission::submit(stream_view s) { compute_all(s, false); }
+
+graph direct_submission::capture(stream_view s) {
+  return capture_graph(s, [this](stream_view cs) { compute_all(cs, true); });
+}
+
+}  // namespace resident
