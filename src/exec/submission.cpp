@@ -34,6 +34,17 @@ void direct_submission::compute_all(stream_view s, bool capturing) {
 
 void direct_submission::submit(stream_view s) { compute_all(s, false); }
 
+void direct_submission::submit_operator(std::size_t index, stream_view s) {
+  Operator* op = _order.at(index);
+  try {
+    CaptureContext ctx(*op, s.get(), nullptr, false);
+    op->compute(ctx);
+  } catch (const std::exception& e) {
+    throw execution_error("operator '" + op->name() +
+                          "' compute() failed in direct submission: " + e.what());
+  }
+}
+
 graph direct_submission::capture(stream_view s) {
   return capture_graph(s, [this](stream_view cs) { compute_all(cs, true); });
 }

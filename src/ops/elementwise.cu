@@ -32,6 +32,13 @@ __global__ void square_kernel(const float* __restrict__ in, float* __restrict__ 
   }
 }
 
+__global__ void copy_kernel(const float* __restrict__ in, float* __restrict__ out, std::int64_t n) {
+  for (std::int64_t i = blockIdx.x * std::int64_t{blockDim.x} + threadIdx.x; i < n;
+       i += std::int64_t{gridDim.x} * blockDim.x) {
+    out[i] = in[i];
+  }
+}
+
 std::int64_t elements_param(OperatorSpec& spec) {
   return spec.param<std::int64_t>("elements", 4096, "number of fp32 values per sample");
 }
@@ -59,6 +66,11 @@ void launch_square(const float* in, float* out, std::int64_t n, cudaStream_t s) 
   RESIDENT_CUDA_CHECK_LAUNCH("square_kernel");
 }
 
+void launch_copy(const float* in, float* out, std::int64_t n, cudaStream_t s) {
+  copy_kernel<<<blocks_for(n), threads, 0, s>>>(in, out, n);
+  RESIDENT_CUDA_CHECK_LAUNCH("copy_kernel");
+}
+
 // Same grid as the launches above, so a retargeted node matches what a fresh capture would hold.
 affine_node make_affine_node(const float* in, float* out, std::int64_t n, float scale,
                              float offset) {
@@ -75,12 +87,24 @@ square_node make_square_node(const float* in, float* out, std::int64_t n) {
 void copy::setup(OperatorSpec& spec) {
   _elements = elements_param(spec);
   check_positive(spec, _elements);
+  const std::string method =
+      spec.param<std::string>("method", "memcpy", "memcpy (a memcpy node) or kernel");
+  if (method != "memcpy" && method != "kernel") {
+    throw composition_error("operator '" + spec.operator_name() +
+                            "': parameter 'method' must be memcpy or kernel, got '" + method + "'");
+  }
+  _kernel = method == "kernel";
   const auto bytes = static_cast<std::size_t>(_elements) * sizeof(float);
   spec.device_input("in", bytes);
   spec.device_output("out", bytes);
 }
 
 void copy::compute(CaptureContext& ctx) {
+  if (_kernel) {
+    detail::launch_copy(ctx.device_memory<const float>("in"), ctx.device_memory<float>("out"),
+                        _elements, ctx.stream());
+    return;
+  }
   RESIDENT_CUDA_TRY(cudaMemcpyAsync(ctx.device_memory<float>("out"),
                                     ctx.device_memory<const float>("in"), ctx.port_bytes("out"),
                                     cudaMemcpyDeviceToDevice, ctx.stream()));

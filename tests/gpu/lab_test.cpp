@@ -97,7 +97,7 @@ TEST(direct_submission, refuses_an_application_with_a_data_ready_handler) {
   class with_handler final : public Application {
    public:
     void compose() override {
-      mailbox = std::make_shared<io::mailbox>(io::mailbox::config{64, 4, 4});
+      mailbox = std::make_shared<io::mailbox>(io::mailbox::config{4, 4, 4});
       auto rx = make_operator<io::mailbox_rx>("rx", mailbox);
       auto tx = make_operator<io::mailbox_tx>("tx", mailbox);
       register_data_ready_handler(mailbox->make_handler(rx));

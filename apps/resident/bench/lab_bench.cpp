@@ -11,6 +11,7 @@
 #include <stdexcept>
 
 #include "bench/common.hpp"
+#include "bench/overhead_bench.hpp"
 #include "resident/measure/break_even.hpp"
 
 namespace resident::bench {
@@ -43,6 +44,7 @@ nlohmann::json null_if_nan(double v) {
 // ---- settings ---------------------------------------------------------------------------------
 
 void lab_settings::make_quick() {
+  settle_ms = 50;
   iterations = 200;
   repeats = 3;
   bucket_replays = 200;
@@ -64,6 +66,10 @@ void lab_settings::validate() const {
   if (mode != "all" && seen.count(mode) == 0) {
     throw std::invalid_argument("--mode " + mode + " is not in --order");
   }
+  if (copy != "memcpy" && copy != "kernel") {
+    throw std::invalid_argument("--copy must be memcpy or kernel, got '" + copy + "'");
+  }
+  if (!(settle_ms >= 0)) throw std::invalid_argument("--settle-ms must not be negative");
   if (elements <= 0) throw std::invalid_argument("--elements must be positive");
   if (elements > (std::int64_t{1} << 28)) {
     throw std::invalid_argument("--elements must be at most 2^28 (1 GiB of fp32 per buffer)");
@@ -87,13 +93,17 @@ std::vector<std::string> lab_settings::modes_in_order() const {
 
 // ---- the pipeline -----------------------------------------------------------------------------
 
-lab_app::lab_app(std::int64_t elements, float* input, float* result)
-    : Application("lab"), _elements(elements), _input(input), _result(result) {}
+lab_app::lab_app(std::int64_t elements, float* input, float* result, std::string copy)
+    : Application("lab"),
+      _elements(elements),
+      _copy(std::move(copy)),
+      _input(input),
+      _result(result) {}
 
 void lab_app::compose() {
   const auto bytes = static_cast<std::size_t>(_elements) * sizeof(float);
   auto source = make_operator<ops::external_source>("input", _input, bytes);
-  auto copy = make_operator<ops::copy>("copy", arg("elements", _elements));
+  auto copy = make_operator<ops::copy>("copy", arg("elements", _elements), arg("method", _copy));
   auto affine = make_operator<ops::affine>("affine", arg("elements", _elements));
   auto square = make_operator<ops::square>("square", arg("elements", _elements));
   auto sum = make_operator<ops::sum_reduce>("sum", arg("elements", _elements));
@@ -155,29 +165,32 @@ double lab_buffers::reference() const { return lab_reference(values); }
 nlohmann::json run_lab_mode(const std::string& mode, const lab_settings& s, int order_index,
                             std::ostream& log) {
   lab_buffers buf(s.elements);
-  lab_app app(s.elements, buf.input.data_as<float>(), buf.result.data_as<float>());
+  lab_app app(s.elements, buf.input.data_as<float>(), buf.result.data_as<float>(), s.copy);
   direct_submission sub(app);
   resident::stream explicit_stream;
   // eager uses the legacy default stream on purpose: it is what unadorned CUDA code gets.
   const cudaStream_t st = mode == "eager" ? cudaStreamLegacy : explicit_stream.get();
 
-  nlohmann::json r = {{"implementation", "resident"},
-                      {"mode", mode},
-                      {"order_index", order_index},
-                      {"elements", s.elements},
-                      {"iterations", s.iterations},
-                      {"repeats", s.repeats},
-                      {"warmup", s.warmup},
-                      {"stream", mode == "eager" ? "legacy default" : "explicit non-blocking"},
-                      {"kernels_per_iteration", 3},
-                      {"operations_per_iteration", 4},
-                      {"capture_us", nullptr},
-                      {"instantiate_us", nullptr},
-                      {"setup_us", nullptr},
-                      {"first_launch_us", nullptr},
-                      {"notes", nlohmann::json::array({"the copy step is a device-to-device "
-                                                       "cudaMemcpyAsync, the other three are "
-                                                       "kernels"})}};
+  nlohmann::json r = {
+      {"implementation", "resident"},
+      {"mode", mode},
+      {"order_index", order_index},
+      {"elements", s.elements},
+      {"iterations", s.iterations},
+      {"repeats", s.repeats},
+      {"warmup", s.warmup},
+      {"stream", mode == "eager" ? "legacy default" : "explicit non-blocking"},
+      {"copy", s.copy},
+      {"kernels_per_iteration", s.copy == "kernel" ? 4 : 3},
+      {"operations_per_iteration", 4},
+      {"capture_us", nullptr},
+      {"instantiate_us", nullptr},
+      {"setup_us", nullptr},
+      {"first_launch_us", nullptr},
+      {"notes", nlohmann::json::array({s.copy == "kernel" ? "the copy step is a copy kernel"
+                                                          : "the copy step is a device-to-device "
+                                                            "cudaMemcpyAsync (a memcpy node in "
+                                                            "graph mode)"})}};
 
   std::unique_ptr<graph_exec> exec;
   if (mode == "graph") {
@@ -241,6 +254,79 @@ nlohmann::json run_lab_mode(const std::string& mode, const lab_settings& s, int 
   r["device_us_runs"] = device_us;
   r["end_to_end_us_runs"] = e2e_us;
 
+  // Where host submission goes: each operator submitted alone, and an empty kernel, the floor
+  // of any launch on this machine. Measured after the timed runs, so they cannot disturb them.
+  if (!exec) {
+    nlohmann::json per_op = nlohmann::json::array();
+    const std::int64_t k = std::min<std::int64_t>(s.iterations, 200);
+    for (std::size_t i = 0; i < sub.order().size(); ++i) {
+      sync(st);
+      const std::int64_t t0 = now_ns();
+      for (std::int64_t j = 0; j < k; ++j) sub.submit_operator(i, st);
+      const double host = static_cast<double>(now_ns() - t0) / 1e3 / static_cast<double>(k);
+      sync(st);
+      per_op.push_back({{"operator", sub.order()[i]->name()}, {"host_submit_us", host}});
+    }
+    sync(st);
+    const std::int64_t t0 = now_ns();
+    for (std::int64_t j = 0; j < k; ++j) launch_empty_kernel(st);
+    const double empty = static_cast<double>(now_ns() - t0) / 1e3 / static_cast<double>(k);
+    sync(st);
+    per_op.push_back({{"operator", "(empty kernel, for reference)"}, {"host_submit_us", empty}});
+    // The same four calls made directly, without operators, ports or CaptureContext: what the
+    // framework adds to eager submission.
+    const std::size_t bytes = static_cast<std::size_t>(s.elements) * sizeof(float);
+    device_buffer work(bytes), affine(bytes), squared(bytes);
+    sync(st);
+    const std::int64_t t1 = now_ns();
+    for (std::int64_t j = 0; j < k; ++j) {
+      if (s.copy == "kernel") {
+        ops::detail::launch_copy(buf.input.data_as<const float>(), work.data_as<float>(),
+                                 s.elements, st);
+      } else {
+        RESIDENT_CUDA_TRY(
+            cudaMemcpyAsync(work.data(), buf.input.data(), bytes, cudaMemcpyDeviceToDevice, st));
+      }
+      ops::detail::launch_affine(work.data_as<const float>(), affine.data_as<float>(), s.elements,
+                                 2.0F, 1.0F, st);
+      ops::detail::launch_square(affine.data_as<const float>(), squared.data_as<float>(),
+                                 s.elements, st);
+      ops::detail::launch_sum_reduce(squared.data_as<const float>(), buf.result.data_as<float>(),
+                                     s.elements, st);
+    }
+    const double raw = static_cast<double>(now_ns() - t1) / 1e3 / static_cast<double>(k);
+    sync(st);
+    per_op.push_back({{"operator", "(the four calls without operators)"}, {"host_submit_us", raw}});
+    r["host_submit_by_operator"] = per_op;
+  }
+  // Where device time goes in graph mode: each operator captured alone and replayed back to
+  // back, next to a graph holding one empty kernel (the floor of a replay).
+  if (exec) {
+    nlohmann::json per_op = nlohmann::json::array();
+    const std::int64_t k = std::min<std::int64_t>(s.iterations, 500);
+    auto device_per_replay = [&](const std::function<void(stream_view)>& record) {
+      graph g = capture_graph(st, record);
+      graph_exec e(g.get());
+      e.launch(st);
+      start.record(st);
+      for (std::int64_t j = 0; j < k; ++j) e.launch(st);
+      stop.record(st);
+      sync(st);
+      return static_cast<double>(event::elapsed_ms(start, stop)) * 1e3 / static_cast<double>(k);
+    };
+    for (std::size_t i = 0; i < sub.order().size(); ++i) {
+      if (sub.order()[i]->name() == "input" || sub.order()[i]->name() == "result") continue;
+      per_op.push_back({{"operator", sub.order()[i]->name()},
+                        {"device_us_per_replay",
+                         device_per_replay([&](stream_view cs) { sub.submit_operator(i, cs); })}});
+    }
+    per_op.push_back({{"operator", "(one empty kernel, for reference)"},
+                      {"device_us_per_replay",
+                       device_per_replay([&](stream_view cs) { launch_empty_kernel(cs.get()); })}});
+    r["device_by_operator"] = per_op;
+  }
+  buf.restore(st);
+  submit();
   const double got = buf.read_result(st);
   const double ref = buf.reference();
   r["result"] = got;
@@ -673,6 +759,25 @@ nlohmann::json lab_targets(const nlohmann::json& results) {
   return out;
 }
 
+namespace {
+
+// The first mode of a run otherwise meets an idle GPU (its SM clock idles far below its maximum)
+// and cold host caches; settling first makes the mode order a question of drift only.
+void settle(const lab_settings& s) {
+  if (s.settle_ms <= 0) return;
+  lab_buffers buf(s.elements);
+  lab_app app(s.elements, buf.input.data_as<float>(), buf.result.data_as<float>(), s.copy);
+  direct_submission sub(app);
+  resident::stream st;
+  const std::int64_t end = now_ns() + static_cast<std::int64_t>(s.settle_ms * 1e6);
+  while (now_ns() < end) {
+    for (int i = 0; i < 64; ++i) sub.submit(st);
+    sync(st);
+  }
+}
+
+}  // namespace
+
 measure::receipt run_lab_bench(const lab_settings& s, std::ostream& log) {
   measure::receipt receipt("lab", s.command);
   describe_machine(receipt);
@@ -687,6 +792,8 @@ measure::receipt run_lab_bench(const lab_settings& s, std::ostream& log) {
                       {"bucket_replays", s.bucket_replays},
                       {"update_trials", s.update_trials},
                       {"statistic", "median over repeats of per-iteration means"}};
+  receipt.settings["settle_ms"] = s.settle_ms;
+  settle(s);
   int index = 0;
   for (const auto& mode : s.modes_in_order()) {
     receipt.results.push_back(run_lab_mode(mode, s, index++, log));
@@ -762,6 +869,23 @@ std::string lab_table(const measure::receipt& receipt) {
         << r.value("relative_error", std::nan("")) << std::fixed << std::setprecision(2) << "\n";
   }
   out << "(us per iteration, median of repeats; setup = capture + instantiate, us)\n";
+  auto breakdown = [&](const nlohmann::json& r, const char* list, const char* value,
+                       const char* title) {
+    if (!r.contains(list)) return;
+    out << "  " << r["implementation"].get<std::string>() << " " << r["mode"].get<std::string>()
+        << " " << title << ":";
+    for (const auto& o : r[list]) {
+      const std::string name = o["operator"].get<std::string>();
+      if (name == "input" || name == "result") continue;
+      out << " " << name << " " << o[value].get<double>() << ";";
+    }
+    out << "\n";
+  };
+  for (const auto& r : receipt.results) {
+    if (r.contains("kind") || !r.contains("mode")) continue;
+    breakdown(r, "host_submit_by_operator", "host_submit_us", "host us per submission");
+    breakdown(r, "device_by_operator", "device_us_per_replay", "device us per one-node replay");
+  }
   for (const auto& r : receipt.results) {
     const std::string kind = r.value("kind", "");
     if (kind == "break_even") {

@@ -30,7 +30,9 @@ struct lab_settings {
   std::int64_t elements{4096};
   std::int64_t warmup{20};
   std::int64_t iterations{1000};
-  std::int64_t repeats{5};  // timed runs per mode; the receipt gives their median
+  std::int64_t repeats{5};     // timed runs per mode; the receipt gives their median
+  double settle_ms{200};       // the pipeline runs untimed this long before the first mode
+  std::string copy{"memcpy"};  // how the copy step copies: memcpy (node) or kernel
   std::string buckets{"1,2,4,8,16"};
   std::int64_t bucket_counts{17};     // correctness for every request count 1..bucket_counts
   std::int64_t bucket_replays{1000};  // timed replays per bucket
@@ -48,11 +50,12 @@ struct lab_settings {
 /// by the caller) -> copy -> affine (2x+1) -> square -> sum -> the caller's result float.
 class lab_app final : public Application {
  public:
-  lab_app(std::int64_t elements, float* input, float* result);
+  lab_app(std::int64_t elements, float* input, float* result, std::string copy = "memcpy");
   void compose() override;
 
  private:
   std::int64_t _elements;
+  std::string _copy;
   float* _input;
   float* _result;
 };

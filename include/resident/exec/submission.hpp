@@ -22,6 +22,9 @@ class direct_submission {
   /// capturing() == false and loop() == nullptr. `s` may be cudaStreamLegacy.
   void submit(stream_view s);
 
+  /// Enqueues one operator's compute() (index into order()), e.g. to see what each costs.
+  void submit_operator(std::size_t index, stream_view s);
+
   /// Records the same work into one graph by stream capture on `s` (capturing() == true).
   /// Replays read and write the port buffers as they were bound at capture time.
   [[nodiscard]] graph capture(stream_view s);

@@ -10,7 +10,9 @@
 
 namespace resident::ops {
 
-/// Device-to-device copy of `elements` floats (captured as a memcpy node).
+/// Device-to-device copy of `elements` floats. Parameter `method`: "memcpy" (default; a
+/// cudaMemcpyAsync, captured as a memcpy node) or "kernel" (a copy kernel, captured as a kernel
+/// node; on some GPUs a small copy starts sooner on the SMs than on a copy engine).
 class copy final : public Operator {
  public:
   void setup(OperatorSpec& spec) override;
@@ -18,6 +20,7 @@ class copy final : public Operator {
 
  private:
   std::int64_t _elements{};
+  bool _kernel{false};
 };
 
 class affine final : public Operator {
@@ -81,6 +84,7 @@ namespace detail {
 void launch_affine(const float* in, float* out, std::int64_t n, float scale, float offset,
                    cudaStream_t s);
 void launch_square(const float* in, float* out, std::int64_t n, cudaStream_t s);
+void launch_copy(const float* in, float* out, std::int64_t n, cudaStream_t s);
 void launch_sum_reduce(const float* in, float* out, std::int64_t n, cudaStream_t s);
 /// Sums in[0, min(*valid, n)): the count is read on the device when the kernel runs, so one
 /// captured launch serves every count up to n (padded slots beyond it never reach the sum).
