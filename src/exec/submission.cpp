@@ -10,12 +10,12 @@ namespace resident {
 
 direct_submission::direct_submission(Application& app)
     : _app(app), _guard(app, "direct submission") {
+  const dag_plan& p = app.plan();  // composes: only then is a handler registered
   if (app.has_data_ready_handler()) {
     throw composition_error("application '" + app.name() +
                             "' registers a data-ready handler, which publishes samples to a "
                             "loop; direct submission runs no loop (use run_async)");
   }
-  const dag_plan& p = app.plan();
   app.materialize();
   _order = p.body_order;
 }

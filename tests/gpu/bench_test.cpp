@@ -40,8 +40,12 @@ TEST(bench_io, quick_run_covers_every_configuration_with_checked_outputs) {
     EXPECT_EQ(r["repeated"].get<int>(), 0);
     const auto released = r["released"].get<std::uint64_t>();
     EXPECT_EQ(r["processed"].get<std::uint64_t>() + r["dropped"].get<std::uint64_t>(), released);
-    // At 1 kHz every mode keeps up: almost every measured sample reaches the actuator.
-    EXPECT_GE(r["n"].get<std::int64_t>(), settings.samples * 95 / 100);
+    // At 1 kHz every mode keeps up: on a quiet machine almost every measured sample reaches the
+    // actuator. Under stress the unprivileged sensor thread is sometimes late and then releases
+    // samples in a burst, which the loop's policy drops (and counts, checked above), so only
+    // most samples are required there.
+    const bool quiet = r["contention"].get<std::string>() == "none";
+    EXPECT_GE(r["n"].get<std::int64_t>(), settings.samples * (quiet ? 95 : 50) / 100);
     EXPECT_GT(r["min_us"].get<double>(), 0.0);
     EXPECT_LE(r["p50_us"].get<double>(), r["max_us"].get<double>());
   }
