@@ -6,6 +6,7 @@
 //   resident bench io|overhead ...     benchmarks: a human table last, JSON receipts, CSV samples
 //   resident bench lab ...             submission modes, graph pools and graph updates
 //   resident sim [OPS.yaml]            the logical issue-order model of streams (no GPU)
+//   resident plan TASKSET.yaml         SM partition sizes for a set of resident loops (no GPU)
 //   resident report RECEIPT...         receipts -> plain-text table and one HTML page
 
 #include <CLI/CLI.hpp>
@@ -23,6 +24,7 @@
 #include "bench/io_bench.hpp"
 #include "bench/lab_bench.hpp"
 #include "bench/overhead_bench.hpp"
+#include "bench/plan_command.hpp"
 #include "bench/sim_command.hpp"
 #include "resident/measure/receipt.hpp"
 #include "resident/measure/report.hpp"
@@ -327,6 +329,15 @@ int main(int argc, char** argv) {
   sim_cmd->add_option("--drop", sim.drop, "also simulate without dependency FROM->TO");
   sim_cmd->add_option("--json", sim.json, "write the schedules as JSON here");
 
+  resident::bench::plan_settings plan;
+  auto* plan_cmd = cli.add_subcommand(
+      "plan", "SM partitions for resident loops: response bounds, deadlines, fit (no GPU)");
+  plan_cmd->add_option("file", plan.file, "taskset (YAML, see docs/plan.md)")
+      ->required()
+      ->check(CLI::ExistingFile);
+  plan_cmd->add_option("--sm-count", plan.sm_count, "plan for N SMs instead of device.sm_count");
+  plan_cmd->add_option("--json", plan.json, "write the plan as JSON here");
+
   run_settings s;
   auto* run_cmd = cli.add_subcommand(
       "run", "run the lab pipeline (affine, square, sum) between an emulated sensor and actuator");
@@ -385,6 +396,7 @@ int main(int argc, char** argv) {
       return finish_bench(receipt, out, resident::bench::overhead_table(receipt));
     }
     if (sim_cmd->parsed()) return resident::bench::run_sim(sim, std::cout);
+    if (plan_cmd->parsed()) return resident::bench::run_plan(plan, std::cout);
     if (lab_cmd->parsed()) {
       if (lab_quick) lab.make_quick();
       lab.order = split_list(lab_order);

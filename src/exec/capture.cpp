@@ -1,5 +1,7 @@
 #include "exec/capture.hpp"
 
+#include "resident/partition/green_context.hpp"
+
 #include <algorithm>
 #include <string>
 
@@ -106,7 +108,10 @@ std::vector<cudaGraphNode_t> capture_kernel(cudaGraph_t g, const std::vector<cud
 }
 
 cudaGraph_t add_conditional(cudaGraph_t g, const std::vector<cudaGraphNode_t>& deps,
-                            cudaGraphConditionalHandle handle, cudaGraphConditionalNodeType type) {
+                            cudaGraphConditionalHandle handle, cudaGraphConditionalNodeType type,
+                            const partition::green_context* partition) {
+  if (partition != nullptr)
+    return partition::add_conditional_node(g, deps, handle, type, *partition);
   cudaGraphNodeParams params{};
   params.type = cudaGraphNodeTypeConditional;
   params.conditional.handle = handle;

@@ -15,7 +15,10 @@
 
 namespace resident {
 class Operator;
+namespace partition {
+class green_context;
 }
+}  // namespace resident
 
 namespace resident::detail {
 
@@ -69,7 +72,8 @@ using kernel_launcher = void (*)(loop_state*, cudaStream_t);
 /// Adds a conditional node (IF or WHILE) controlled by `handle` after `deps`; returns its body.
 [[nodiscard]] cudaGraph_t add_conditional(cudaGraph_t g, const std::vector<cudaGraphNode_t>& deps,
                                           cudaGraphConditionalHandle handle,
-                                          cudaGraphConditionalNodeType type);
+                                          cudaGraphConditionalNodeType type,
+                                          const partition::green_context* partition = nullptr);
 
 /// Eager mode: runs each operator's compute() directly on `s` (no capture).
 void compute_eager(const std::vector<Operator*>& ops, cudaStream_t s, loop_state* loop);

@@ -7,6 +7,7 @@
 #include "resident/exec/executor.hpp"
 #include "resident/exec/mode.hpp"
 #include "resident/exec/run_options.hpp"
+#include "resident/partition/green_context.hpp"
 
 namespace resident {
 
@@ -61,6 +62,11 @@ void run_options::validate() const {
                                 to_string(static_cast<unsigned>(policy)));
   }
   if (device < 0) throw std::invalid_argument("run_options: device must be >= 0");
+  if (partition && partition->device() != device) {
+    throw std::invalid_argument("run_options: the partition belongs to device " +
+                                to_string(partition->device()) + ", the run is on device " +
+                                to_string(device));
+  }
   if (stall_timeout.count() <= 0) {
     throw std::invalid_argument("run_options: stall_timeout must be positive");
   }

@@ -6,6 +6,7 @@
 
 #include "exec/loop_executor.hpp"
 #include "resident/cuda/error.hpp"
+#include "resident/partition/green_context.hpp"
 
 namespace resident::detail {
 
@@ -22,6 +23,8 @@ void host_driven_executor::launch() {
 void host_driven_executor::loop_thread() {
   try {
     RESIDENT_CUDA_TRY(cudaSetDevice(options().device));
+    // The loop thread launches every iteration: it does so inside the partition, if any.
+    const partition::green_context::current_scope in_partition(options().partition.get());
     if (options().on_loop_thread_start) options().on_loop_thread_start();
     const auto& gate = app().handler().host_gate;
     while (!_stop.load(std::memory_order_acquire)) {

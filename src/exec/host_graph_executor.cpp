@@ -8,6 +8,7 @@
 #include "exec/modes.hpp"
 #include "resident/cuda/error.hpp"
 #include "resident/cuda/graph.hpp"
+#include "resident/partition/green_context.hpp"
 
 namespace resident::detail {
 
@@ -26,9 +27,8 @@ class host_graph_executor final : public host_driven_executor {
 
  private:
   void build() {
-    cudaGraphConditionalHandle if_handle{};
-    RESIDENT_CUDA_TRY(
-        cudaGraphConditionalHandleCreate(&if_handle, _graph.get(), 0, cudaGraphCondAssignDefault));
+    const cudaGraphConditionalHandle if_handle = partition::make_conditional_handle(
+        _graph.get(), options().partition.get(), 0, cudaGraphCondAssignDefault);
     res().config.has_if = 1;
     res().config.if_handle = if_handle;
 
@@ -36,7 +36,8 @@ class host_graph_executor final : public host_driven_executor {
                                            res().handler_stream.get(), loop(), "host-graph");
     const auto ctrl = capture_kernel(_graph.get(), handler.frontier, res().loop_stream.get(),
                                      launch_controller, loop());
-    cudaGraph_t body = add_conditional(_graph.get(), ctrl, if_handle, cudaGraphCondTypeIf);
+    cudaGraph_t body = add_conditional(_graph.get(), ctrl, if_handle, cudaGraphCondTypeIf,
+                                       options().partition.get());
     const auto dag = capture_operators(body, {}, plan().body_order, res().loop_stream.get(), loop(),
                                        "host-graph");
     (void)capture_kernel(body, dag.frontier, res().loop_stream.get(), launch_end_marker, loop());

@@ -7,6 +7,7 @@
 #include "exec/capture.hpp"
 #include "exec/loop_executor.hpp"
 #include "resident/cuda/error.hpp"
+#include "resident/partition/green_context.hpp"
 
 namespace resident::detail {
 
@@ -22,6 +23,12 @@ loop_resources::loop_resources(const Application& app, execution_mode mode,
   config.idle_sleep_ns = resident ? options.idle_sleep_ns : 0;
   config.poll_ns = resident ? options.poll_ns : 0;
   config.control = control_mem.device_as<loop_control>();
+  config.record_sms = options.record_sms ? 1U : 0U;
+  if (options.partition) {
+    // Work captured or launched on these streams belongs to the partition (its green context).
+    loop_stream = options.partition->make_stream();
+    handler_stream = options.partition->make_stream();
+  }
   if (options.telemetry_samples > 0) {
     // Sized to hold every entry asked for (up to 2^20): then the supervisor never needs to
     // drain while the loop runs, and no CUDA call from another thread competes with it.
@@ -154,6 +161,18 @@ void loop_executor::prepare_launch() {
   const auto& start_after = _app.handler().start_after;
   _res->upload_config(start_after ? start_after() : 0);
   if (!_options.dot_path.empty()) write_dot(_options.dot_path);
+}
+
+std::vector<int> loop_executor::sms_seen() {
+  std::uint32_t mask[8] = {};
+  RESIDENT_CUDA_TRY(cudaMemcpy(mask, loop()->sm_seen, sizeof mask, cudaMemcpyDeviceToHost));
+  std::vector<int> sms;
+  for (int word = 0; word < 8; ++word) {
+    for (int bit = 0; bit < 32; ++bit) {
+      if ((mask[word] >> bit) & 1U) sms.push_back(word * 32 + bit);
+    }
+  }
+  return sms;
 }
 
 }  // namespace resident::detail

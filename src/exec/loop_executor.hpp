@@ -69,6 +69,7 @@ class loop_executor : public Executor {
   }
   [[nodiscard]] std::uint64_t telemetry_lost() const noexcept override { return _telemetry_lost; }
   [[nodiscard]] double mean_iteration_ns() override;
+  [[nodiscard]] std::vector<int> sms_seen() override;
 
  protected:
   [[nodiscard]] loop_resources& res() const noexcept { return *_res; }

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "resident/partition/green_context.hpp"
+
 namespace resident {
 
 namespace {
@@ -15,8 +17,13 @@ std::string loop_name(const Application& app, execution_mode mode) {
 
 run_handle::run_handle(Application& app, execution_mode mode, run_options options)
     : _guard(app, std::string(to_string(mode))), _mode(mode), _options(std::move(options)) {
-  _executor = make_executor(app, mode, _options);
-  _executor->launch();
+  {
+    // Capture, conditional handles and launch happen with the partition current, so every node
+    // and launch belongs to it (null: nothing changes).
+    partition::green_context::current_scope in_partition(_options.partition.get());
+    _executor = make_executor(app, mode, _options);
+    _executor->launch();
+  }
   _launched.store(true);
   _health.launched = true;
   _name = loop_name(app, mode);

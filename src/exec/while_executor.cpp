@@ -12,6 +12,7 @@
 #include "exec/modes.hpp"
 #include "resident/cuda/error.hpp"
 #include "resident/cuda/graph.hpp"
+#include "resident/partition/green_context.hpp"
 
 namespace resident::detail {
 
@@ -46,14 +47,14 @@ class while_executor final : public loop_executor {
 
  private:
   void build() {
-    cudaGraphConditionalHandle while_handle{};
-    RESIDENT_CUDA_TRY(cudaGraphConditionalHandleCreate(&while_handle, _root.get(), 1,
-                                                       cudaGraphCondAssignDefault));
-    cudaGraph_t body = add_conditional(_root.get(), {}, while_handle, cudaGraphCondTypeWhile);
+    // With a partition, the handles (and the kernels of the bodies) belong to its context.
+    const partition::green_context* part = options().partition.get();
+    const cudaGraphConditionalHandle while_handle =
+        partition::make_conditional_handle(_root.get(), part, 1, cudaGraphCondAssignDefault);
+    cudaGraph_t body = add_conditional(_root.get(), {}, while_handle, cudaGraphCondTypeWhile, part);
     // The IF handle belongs to the graph that holds the IF node: the WHILE body.
-    cudaGraphConditionalHandle if_handle{};
-    RESIDENT_CUDA_TRY(
-        cudaGraphConditionalHandleCreate(&if_handle, body, 0, cudaGraphCondAssignDefault));
+    const cudaGraphConditionalHandle if_handle =
+        partition::make_conditional_handle(body, part, 0, cudaGraphCondAssignDefault);
     res().config.has_while = 1;
     res().config.has_if = 1;
     res().config.while_handle = while_handle;
@@ -63,7 +64,7 @@ class while_executor final : public loop_executor {
                                            res().handler_stream.get(), loop(), "while");
     const auto ctrl =
         capture_kernel(body, handler.frontier, res().loop_stream.get(), launch_controller, loop());
-    cudaGraph_t dag_body = add_conditional(body, ctrl, if_handle, cudaGraphCondTypeIf);
+    cudaGraph_t dag_body = add_conditional(body, ctrl, if_handle, cudaGraphCondTypeIf, part);
     const auto dag = capture_operators(dag_body, {}, plan().body_order, res().loop_stream.get(),
                                        loop(), "while");
     (void)capture_kernel(dag_body, dag.frontier, res().loop_stream.get(), launch_end_marker,

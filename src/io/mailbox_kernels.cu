@@ -89,7 +89,10 @@ __global__ void __launch_bounds__(max_threads)
   const sample_policy policy = loop->policy;
   const std::uint64_t poll_ns = loop->poll_ns;
   const std::uint64_t start = threadIdx.x == 0 ? device::globaltimer_ns() : 0;
-  if (threadIdx.x == 0) loop->stamp_ns[static_cast<std::size_t>(stage::handler_start)] = start;
+  if (threadIdx.x == 0) {
+    loop->stamp_ns[static_cast<std::size_t>(stage::handler_start)] = start;
+    device::note_sm(loop);
+  }
   for (;;) {
     if (threadIdx.x == 0) {
       std::uint64_t pick = 0;

@@ -13,10 +13,10 @@ namespace {
 
 constexpr std::uint64_t input_seed = 2026;
 
-std::vector<float> matmul_input() {
+std::vector<float> matmul_input(std::int64_t n) {
   std::mt19937_64 rng(input_seed);
   std::uniform_real_distribution<float> dist(-1.0F, 1.0F);
-  std::vector<float> a(static_cast<std::size_t>(matmul_n * matmul_n));
+  std::vector<float> a(static_cast<std::size_t>(n * n));
   for (auto& x : a) x = dist(rng);
   return a;
 }
@@ -24,22 +24,27 @@ std::vector<float> matmul_input() {
 /// A source whose output holds a fixed matrix, uploaded once in initialize().
 class constant_matrix final : public Operator {
  public:
+  explicit constant_matrix(std::int64_t n) : _n(n) {}
   void setup(OperatorSpec& spec) override {
-    spec.device_output("out", static_cast<std::size_t>(matmul_n * matmul_n) * sizeof(float));
+    spec.device_output("out", static_cast<std::size_t>(_n * _n) * sizeof(float));
   }
   void initialize() override {
-    const auto values = matmul_input();
+    const auto values = matmul_input(_n);
     RESIDENT_CUDA_TRY(cudaMemcpy(spec().find_port("out")->bound, values.data(),
                                  values.size() * sizeof(float), cudaMemcpyHostToDevice));
   }
   void compute(CaptureContext&) override {}
+
+ private:
+  std::int64_t _n;
 };
 
 /// Sends back the first two values of a matrix (a memcpy node).
 class probe final : public Operator {
  public:
+  explicit probe(std::int64_t n) : _n(n) {}
   void setup(OperatorSpec& spec) override {
-    spec.device_input("in", static_cast<std::size_t>(matmul_n * matmul_n) * sizeof(float));
+    spec.device_input("in", static_cast<std::size_t>(_n * _n) * sizeof(float));
     spec.device_output("out", 8);
   }
   void compute(CaptureContext& ctx) override {
@@ -47,6 +52,9 @@ class probe final : public Operator {
                                       ctx.device_memory<const std::byte>("in"), 8,
                                       cudaMemcpyDeviceToDevice, ctx.stream()));
   }
+
+ private:
+  std::int64_t _n;
 };
 
 __global__ void stamp_handler_kernel(loop_state* loop) {
@@ -72,19 +80,41 @@ std::vector<double> chained_row0(const std::vector<float>& in,
   return row;
 }
 
+workload_shape parse_workload(const std::string& name) {
+  if (name == "empty") return {};
+  if (name == "matmul6") return {512, 6};
+  const auto bad = [&] {
+    return std::invalid_argument("unknown workload '" + name +
+                                 "'; workloads: empty, matmul6, matmulNxK (K dependent N x N "
+                                 "matmuls, 16 <= N <= 4096, 1 <= K <= 64, e.g. matmul256x2)");
+  };
+  const std::string prefix = "matmul";
+  const auto x = name.find('x');
+  if (name.rfind(prefix, 0) != 0 || x == std::string::npos || x <= prefix.size()) throw bad();
+  const std::string n_text = name.substr(prefix.size(), x - prefix.size());
+  const std::string k_text = name.substr(x + 1);
+  const auto digits = [](const std::string& t) {
+    return !t.empty() && t.size() <= 5 && t.find_first_not_of("0123456789") == std::string::npos;
+  };
+  if (!digits(n_text) || !digits(k_text)) throw bad();
+  const workload_shape shape{std::stoll(n_text), std::stoi(k_text)};
+  if (shape.n < 16 || shape.n > 4096 || shape.chain < 1 || shape.chain > 64) throw bad();
+  return shape;
+}
+
 io_app::io_app(std::string workload)
     : Application("io-" + workload),
       _workload(std::move(workload)),
+      _shape(parse_workload(_workload)),
       _mailbox(std::make_shared<io::mailbox>(io::mailbox::config{8, 8, 4})) {
-  if (_workload == "matmul6") {
+  if (_shape.n > 0) {
     std::vector<std::vector<float>> weights;
-    for (int i = 0; i < matmul_chain; ++i) {
-      weights.push_back(ops::matmul::make_weights(matmul_n, static_cast<std::uint64_t>(i + 1)));
+    for (int i = 0; i < _shape.chain; ++i) {
+      weights.push_back(ops::matmul::make_weights(_shape.n, static_cast<std::uint64_t>(i + 1)));
     }
-    const auto row = chained_row0(matmul_input(), weights, static_cast<std::size_t>(matmul_n));
+    const auto row =
+        chained_row0(matmul_input(_shape.n), weights, static_cast<std::size_t>(_shape.n));
     _matmul_probe = {static_cast<float>(row[0]), static_cast<float>(row[1])};
-  } else if (_workload != "empty") {
-    throw std::invalid_argument("unknown workload '" + _workload + "'; workloads: empty, matmul6");
   }
 }
 
@@ -92,18 +122,18 @@ void io_app::compose() {
   auto rx = make_operator<io::mailbox_rx>("rx", _mailbox);
   auto tx = make_operator<io::mailbox_tx>("tx", _mailbox);
   register_data_ready_handler(_mailbox->make_handler(rx));
-  if (_workload == "empty") {
+  if (_shape.n == 0) {
     add_flow(rx, tx, {{"sample", "in"}});
     return;
   }
-  std::shared_ptr<Operator> last = make_operator<constant_matrix>("input");
-  for (int i = 0; i < matmul_chain; ++i) {
-    auto mm = make_operator<ops::matmul>("mm" + std::to_string(i + 1), arg("n", matmul_n),
+  std::shared_ptr<Operator> last = make_operator<constant_matrix>("input", _shape.n);
+  for (int i = 0; i < _shape.chain; ++i) {
+    auto mm = make_operator<ops::matmul>("mm" + std::to_string(i + 1), arg("n", _shape.n),
                                          arg("seed", i + 1));
     add_flow(last, mm);
     last = mm;
   }
-  auto pick = make_operator<probe>("probe");
+  auto pick = make_operator<probe>("probe", _shape.n);
   add_flow(last, pick);
   add_flow(pick, tx);
 }
@@ -114,7 +144,7 @@ std::uint64_t io_app::token(std::uint64_t seq) noexcept {
 
 bool io_app::output_matches(std::uint64_t token, std::span<const std::byte> out) const {
   if (out.size() != 8) return false;
-  if (_workload == "empty") return std::memcmp(out.data(), &token, 8) == 0;
+  if (_shape.n == 0) return std::memcmp(out.data(), &token, 8) == 0;
   float got[2];
   std::memcpy(got, out.data(), 8);
   for (int i = 0; i < 2; ++i) {

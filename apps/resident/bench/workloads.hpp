@@ -13,13 +13,19 @@
 
 namespace resident::bench {
 
-inline constexpr std::int64_t matmul_n = 512;
-inline constexpr int matmul_chain = 6;
+/// A workload name: "empty", "matmul6" (six dependent 512 x 512 matmuls) or "matmulNxK" (K
+/// dependent N x N matmuls, e.g. matmul256x2, for loops sized to small partitions).
+struct workload_shape {
+  std::int64_t n{0};  // 0: empty
+  int chain{0};
+};
+/// Throws std::invalid_argument naming the accepted forms.
+[[nodiscard]] workload_shape parse_workload(const std::string& name);
 
 /// rx -> [workload] -> tx between a mailbox's sensor and actuator ends.
 ///   empty:   rx -> tx (the token comes straight back)
 ///   matmul6: a fixed 512 x 512 input -> six dependent cuBLAS fp32 matmuls -> probe -> tx,
-///            released by rx (the probe sends back out[0][0..1])
+///            released by rx (the probe sends back out[0][0..1]); matmulNxK likewise
 class io_app final : public Application {
  public:
   explicit io_app(std::string workload);  // throws std::invalid_argument for other names
@@ -35,6 +41,7 @@ class io_app final : public Application {
 
  private:
   std::string _workload;
+  workload_shape _shape;
   std::shared_ptr<io::mailbox> _mailbox;
   std::array<float, 2> _matmul_probe{};  // fp64 CPU reference, rounded to fp32
 };

@@ -104,11 +104,11 @@ struct loop_state {
   std::uint64_t repeated;
   // --- configuration, fixed for the run -----------------------------------------------------
   sample_policy policy;
-  std::uint32_t free_running;  // no handler: every iteration releases sample last + 1
-  std::uint32_t resident;      // the GPU releases iterations: the controller reads tear_down
-  std::uint32_t has_while;     // `while_handle` is valid (WHILE mode)
-  std::uint32_t has_if;        // `if_handle` is valid (WHILE and host-graph modes)
-  std::uint32_t pad;
+  std::uint32_t free_running;   // no handler: every iteration releases sample last + 1
+  std::uint32_t resident;       // the GPU releases iterations: the controller reads tear_down
+  std::uint32_t has_while;      // `while_handle` is valid (WHILE mode)
+  std::uint32_t has_if;         // `if_handle` is valid (WHILE and host-graph modes)
+  std::uint32_t record_sms;     // the loop's own kernels note their SM in sm_seen
   std::uint64_t idle_sleep_ns;  // controller sleep when nothing was released (0 spins)
   std::uint64_t poll_ns;        // how long a handler may poll inside its kernel
   loop_control* control;        // device pointer of the host-mapped control block
@@ -123,6 +123,7 @@ struct loop_state {
   std::uint64_t ring_written;           // entries written so far (next: written % capacity)
   std::uint64_t first_pass_ns;          // %globaltimer at the first and the latest controller
   std::uint64_t last_pass_ns;           // pass: (last - first) / (iterations - 1) is the mean
+  std::uint32_t sm_seen[8];             // bit s: a loop kernel ran on SM s (record_sms only)
 };
 
 }  // namespace resident

@@ -50,6 +50,7 @@ template <bool Tail>
 __device__ inline void controller_step(loop_state* s) {
   const std::uint64_t now = globaltimer_ns();
   s->stamp_ns[static_cast<std::size_t>(stage::controller_start)] = now;
+  note_sm(s);
   if (s->iterations == 0) s->first_pass_ns = now;
   s->last_pass_ns = now;
   const std::uint64_t iteration = ++s->iterations;
@@ -85,6 +86,7 @@ __device__ inline void controller_step(loop_state* s) {
 template <bool Tail>
 __device__ inline void end_marker_step(loop_state* s) {
   stamp(s, stage::end_marker);
+  note_sm(s);
   detail::record_telemetry(s);
   if (s->repeat != 0U) {
     ++s->repeated;

@@ -50,6 +50,14 @@ __device__ inline void store_relaxed_system(T& word, T value) {
 __device__ inline void publish(loop_state* loop, std::uint64_t seq) { loop->published = seq; }
 /// Handler: the last sample the loop processed (what `every` asks for next is this + 1).
 __device__ inline std::uint64_t last_processed(const loop_state* loop) { return loop->last; }
+/// When the run asked for it (run_options::record_sms), marks the SM this thread runs on as
+/// used by the loop: how a partitioned loop is shown to stay on its partition's SMs.
+__device__ inline void note_sm(loop_state* loop) {
+  if (loop->record_sms == 0U) return;
+  unsigned sm = 0;
+  asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));
+  atomicOr(&loop->sm_seen[(sm >> 5) & 7U], 1U << (sm & 31U));
+}
 /// Records the %globaltimer for `at` in this iteration's telemetry (a device-memory store).
 __device__ inline void stamp(loop_state* loop, stage at) {
   loop->stamp_ns[static_cast<std::size_t>(at)] = globaltimer_ns();

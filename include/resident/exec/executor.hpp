@@ -56,6 +56,8 @@ class Executor {
   [[nodiscard]] virtual std::uint64_t telemetry_lost() const noexcept = 0;
   /// Mean controller-pass period on the device clock (ns), once stopped; 0 if unknown.
   [[nodiscard]] virtual double mean_iteration_ns() = 0;
+  /// SM ids the loop's own kernels ran on (run_options::record_sms), read from the device.
+  [[nodiscard]] virtual std::vector<int> sms_seen() = 0;
 };
 
 /// Builds the executor for `mode` (captures the application's graphs; does not launch).

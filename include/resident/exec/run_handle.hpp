@@ -52,6 +52,11 @@ class run_handle {
   [[nodiscard]] const std::vector<telemetry_entry>& telemetry() const noexcept {
     return _executor ? _executor->telemetry() : _no_telemetry;
   }
+  /// SM ids the loop's handler, controller and end-marker kernels ran on (needs
+  /// run_options::record_sms; read from the device: call after tear_down()).
+  [[nodiscard]] std::vector<int> sms_seen() const {
+    return _executor ? _executor->sms_seen() : std::vector<int>{};
+  }
   [[nodiscard]] std::uint64_t telemetry_lost() const noexcept {
     return _executor ? _executor->telemetry_lost() : 0;
   }

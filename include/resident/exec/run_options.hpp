@@ -4,12 +4,17 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <string_view>
 
 #include "resident/app/loop.hpp"
 
 namespace resident {
+
+namespace partition {
+class green_context;
+}
 
 struct run_options {
   /// δ: how long the controller sleeps in an iteration that released nothing (0 spins).
@@ -36,6 +41,13 @@ struct run_options {
   /// Host-driven modes: called first on the loop thread (e.g. to pin it and raise its
   /// priority). Resident modes have no loop thread and never call it.
   std::function<void()> on_loop_thread_start;
+  /// An SM partition (resident/partition/green_context.hpp) to confine the loop to: every
+  /// kernel of the loop (handler, controller, operators, end marker) runs on its SMs only.
+  /// Null: the whole GPU. Modes that cannot honour a partition refuse it at run_async.
+  std::shared_ptr<const partition::green_context> partition;
+  /// Record which SMs the loop's own kernels (handler, controller, end marker) ran on, for
+  /// run_handle::sms_seen(): one atomic OR per kernel, so off unless asked for.
+  bool record_sms{false};
 
   /// Throws std::invalid_argument for inconsistent values (e.g. a stall timeout shorter than δ).
   void validate() const;

@@ -1,0 +1,61 @@
+#include "partition/driver.hpp"
+
+#include <cuda_runtime_api.h>
+
+#include <stdexcept>
+#include <string>
+
+#include "resident/cuda/error.hpp"
+#include "resident/partition/green_context.hpp"
+
+namespace resident::partition::detail {
+
+namespace {
+
+template <class F>
+void resolve(F*& out, const char* symbol) {
+  void* fn = nullptr;
+  cudaDriverEntryPointQueryResult found{};
+  RESIDENT_CUDA_TRY(
+      cudaGetDriverEntryPointByVersion(symbol, &fn, CUDA_VERSION, cudaEnableDefault, &found));
+  if (found != cudaDriverEntryPointSuccess || fn == nullptr) {
+    throw partition_error(std::string("the CUDA driver has no ") + symbol +
+                          " (green contexts need a driver for CUDA 12.4 or newer)");
+  }
+  out = reinterpret_cast<F*>(fn);
+}
+
+driver_api load() {
+  driver_api d{};
+  resolve(d.device_get, "cuDeviceGet");
+  resolve(d.device_get_dev_resource, "cuDeviceGetDevResource");
+  resolve(d.dev_sm_resource_split_by_count, "cuDevSmResourceSplitByCount");
+  resolve(d.dev_resource_generate_desc, "cuDevResourceGenerateDesc");
+  resolve(d.green_ctx_create, "cuGreenCtxCreate");
+  resolve(d.green_ctx_destroy, "cuGreenCtxDestroy");
+  resolve(d.ctx_from_green_ctx, "cuCtxFromGreenCtx");
+  resolve(d.green_ctx_stream_create, "cuGreenCtxStreamCreate");
+  resolve(d.ctx_get_current, "cuCtxGetCurrent");
+  resolve(d.ctx_set_current, "cuCtxSetCurrent");
+  resolve(d.graph_conditional_handle_create, "cuGraphConditionalHandleCreate");
+  resolve(d.get_error_string, "cuGetErrorString");
+  resolve(d.graph_add_node, "cuGraphAddNode");
+  return d;
+}
+
+}  // namespace
+
+const driver_api& driver() {
+  static const driver_api d = load();
+  return d;
+}
+
+void check(CUresult r, const char* call) {
+  if (r == CUDA_SUCCESS) return;
+  const char* text = nullptr;
+  if (driver().get_error_string(r, &text) != CUDA_SUCCESS || text == nullptr) text = "unknown";
+  throw partition_error(std::string(call) + " failed: " + text + " (CUresult " +
+                        std::to_string(static_cast<int>(r)) + ")");
+}
+
+}  // namespace resident::partition::detail

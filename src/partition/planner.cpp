@@ -1,0 +1,937 @@
+#include "resident/partition/planner.hpp"
+
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <iomanip>
+#include <sstream>
+
+namespace resident::partition {
+
+namespace {
+
+// The bound adds decimal inputs (us from YAML or a receipt) in binary floating point; a response
+// exactly equal to its deadline must not fail on the last bit of rounding. 1 ps is far below any
+// measured quantity here (%globaltimer counts in 32 ns steps).
+constexpr double tolerance_us = 1e-6;
+
+constexpr std::size_t no_loop = static_cast<std::size_t>(-1);
+
+/// The first mistake in a taskset and where it belongs, so the YAML reader can point at the
+/// offending value (or the offending loop, when it has no value for the key).
+struct problem {
+  enum class part { device, overheads, loops, loop };
+  part in{};
+  std::size_t index{no_loop};  // the loop, for part::loop
+  std::string key;             // the key at fault; for part::overheads the mode's name
+  std::string message;
+};
+
+bool finite_positive(double x) { return std::isfinite(x) && x > 0; }
+
+/// "180", "10.635", "0.5": three decimals at most, no trailing zeros. Enough for %globaltimer's
+/// 32 ns steps, short enough to read.
+std::string us(double value) {
+  std::ostringstream out;
+  out << std::fixed << std::setprecision(3) << value;
+  std::string text = out.str();
+  if (text.find('.') != std::string::npos) {
+    text.erase(text.find_last_not_of('0') + 1);
+    if (text.back() == '.') text.pop_back();
+  }
+  if (text == "-0") text = "0";
+  return text;
+}
+
+std::string mode_name(execution_mode mode) { return std::string(to_string(mode)); }
+
+std::string covered_modes(const std::map<execution_mode, overhead_model>& overheads) {
+  if (overheads.empty()) return "none";
+  std::string names;
+  for (const auto& [mode, model] : overheads) {
+    names += (names.empty() ? "" : ", ") + mode_name(mode);
+  }
+  return names;
+}
+
+std::optional<problem> find_problem(const taskset& tasks) {
+  using part = problem::part;
+  const auto& d = tasks.device;
+  for (const auto& [key, value] : {std::pair<const char*, int>{"sm_count", d.sm_count},
+                                   {"granularity", d.granularity},
+                                   {"min_partition", d.min_partition}}) {
+    if (value <= 0) {
+      return problem{part::device, no_loop, key,
+                     std::string("device ") + key + " is " + std::to_string(value) +
+                         "; it must be a positive number of SMs"};
+    }
+  }
+  for (const auto& [mode, model] : tasks.overheads) {
+    if (!is_resident(mode)) {
+      return problem{part::overheads, no_loop, mode_name(mode),
+                     "overheads for mode " + mode_name(mode) +
+                         ": only the resident modes while and tail are planned"};
+    }
+    for (const auto& [key, value] :
+         {std::pair<const char*, double>{"idle_pass_us", model.idle_pass_us},
+          {"busy_fixed_us", model.busy_fixed_us}}) {
+      if (!std::isfinite(value) || value < 0) {
+        return problem{part::overheads, no_loop, mode_name(mode),
+                       "overhead " + mode_name(mode) + "." + key + " is " + us(value) +
+                           "; it must be a finite number of us, >= 0"};
+      }
+    }
+  }
+  if (tasks.loops.empty()) return problem{part::loops, no_loop, {}, "no loops to plan"};
+  std::map<std::string_view, std::size_t> position;
+  for (std::size_t i = 0; i < tasks.loops.size(); ++i) {
+    const auto& loop = tasks.loops[i];
+    if (loop.name.empty()) {
+      return problem{part::loop, i, "name", "loop #" + std::to_string(i + 1) + " has no name"};
+    }
+    const auto [it, inserted] = position.emplace(loop.name, i);
+    if (!inserted) {
+      return problem{part::loop, i, "name",
+                     "duplicate loop name '" + loop.name + "': loops #" +
+                         std::to_string(it->second + 1) + " and #" + std::to_string(i + 1) +
+                         "; names must be unique"};
+    }
+    const std::string who = "loop '" + loop.name + "'";
+    if (!finite_positive(loop.rate_hz)) {
+      return problem{part::loop, i, "rate_hz",
+                     who + " has rate_hz " + us(loop.rate_hz) + "; it must be positive"};
+    }
+    if (!finite_positive(loop.deadline_us)) {
+      return problem{part::loop, i, "deadline_us",
+                     who + " has deadline_us " + us(loop.deadline_us) + "; it must be positive"};
+    }
+    if (!is_resident(loop.mode)) {
+      return problem{part::loop, i, "mode",
+                     who + " has mode " + mode_name(loop.mode) +
+                         "; the planner models the GPU-resident modes while and tail only"};
+    }
+    if (!tasks.overheads.contains(loop.mode)) {
+      return problem{part::loop, i, "mode",
+                     who + " runs in mode " + mode_name(loop.mode) +
+                         ", but the overheads give none for " + mode_name(loop.mode) +
+                         " (they cover: " + covered_modes(tasks.overheads) + ")"};
+    }
+    if (loop.wcet_us.empty()) {
+      return problem{part::loop, i, "wcet_us",
+                     who + " has an empty wcet_us table; give at least one size: us entry"};
+    }
+    for (const auto& [sm, wcet] : loop.wcet_us) {
+      if (sm <= 0) {
+        return problem{
+            part::loop, i, "wcet_us",
+            who + " has a WCET for " + std::to_string(sm) + " SMs; sizes must be positive"};
+      }
+      if (!finite_positive(wcet)) {
+        return problem{part::loop, i, "wcet_us",
+                       who + " has WCET " + us(wcet) + " us at " + std::to_string(sm) +
+                           " SMs; it must be positive"};
+      }
+    }
+  }
+  return std::nullopt;
+}
+
+/// R for a given body WCET: the worse of the two waits, then the sample's own iteration.
+size_evaluation evaluate(const loop_spec& loop, const overhead_model& o, int sm, double wcet) {
+  size_evaluation e;
+  e.sm = sm;
+  e.wcet_us = wcet;
+  e.busy_us = o.busy_fixed_us + wcet;
+  const double idle_wait = o.idle_pass_us + loop.sleep_us();
+  e.wait = idle_wait > e.busy_us ? wait_kind::idle_pass : wait_kind::busy_iteration;
+  e.response_us = std::max(idle_wait, e.busy_us) + e.busy_us;
+  e.keeps_up = e.busy_us <= loop.period_us() + tolerance_us;
+  e.meets_deadline = e.response_us <= loop.deadline_us + tolerance_us;
+  return e;
+}
+
+std::string percent(double fraction) {
+  std::ostringstream out;
+  out << std::fixed << std::setprecision(1) << fraction * 100 << '%';
+  return out.str();
+}
+
+std::string hz(double value) {
+  std::ostringstream out;
+  out << std::setprecision(6) << value;
+  return out.str();
+}
+
+/// Plans one loop over the device's candidate sizes, and says why when nothing is feasible.
+loop_plan plan_loop(const loop_spec& loop, const overhead_model& o, const std::vector<int>& sizes) {
+  loop_plan p;
+  p.name = loop.name;
+  p.mode = loop.mode;
+  p.period_us = loop.period_us();
+  p.deadline_us = loop.deadline_us;
+  p.sleep_us = loop.sleep_us();
+  for (const int sm : sizes) {
+    if (const auto wcet = wcet_at(loop, sm)) p.sizes.push_back(evaluate(loop, o, sm, *wcet));
+  }
+  const std::string who = "loop '" + loop.name + "'";
+  if (sizes.empty()) {
+    p.verdict = loop_verdict::no_partition;
+    p.reason = who + " has no partition size to run on";
+    return p;
+  }
+  if (const auto it = std::find_if(p.sizes.begin(), p.sizes.end(),
+                                   [](const size_evaluation& e) { return e.feasible(); });
+      it != p.sizes.end()) {
+    p.verdict = loop_verdict::fits;
+    p.sm = it->sm;
+    p.wcet_us = it->wcet_us;
+    p.busy_us = it->busy_us;
+    p.response_us = it->response_us;
+    p.slack_us = loop.deadline_us - it->response_us;
+    p.utilization = it->busy_us / p.period_us;
+    p.wait = it->wait;
+    return p;
+  }
+  const int largest = sizes.back();
+  if (p.sizes.empty()) {
+    p.verdict = loop_verdict::no_wcet;
+    p.reason = who + " has no WCET at or below any partition size: its wcet_us table starts at " +
+               std::to_string(loop.wcet_us.begin()->first) + " SMs, and the largest partition is " +
+               std::to_string(largest) + " SMs";
+    return p;
+  }
+  const auto by_busy = [](const size_evaluation& a, const size_evaluation& b) {
+    return a.busy_us < b.busy_us;
+  };
+  if (std::none_of(p.sizes.begin(), p.sizes.end(),
+                   [](const size_evaluation& e) { return e.keeps_up; })) {
+    const auto& best = *std::min_element(p.sizes.begin(), p.sizes.end(), by_busy);
+    p.verdict = loop_verdict::overloaded;
+    p.reason = who + " cannot keep up with " + hz(loop.rate_hz) + " Hz (period " + us(p.period_us) +
+               " us) at any size up to " + std::to_string(largest) +
+               " SMs: its fastest busy iteration, at " + std::to_string(best.sm) +
+               " SMs, takes O_busy + B = " + us(o.busy_fixed_us) + " + " + us(best.wcet_us) +
+               " = " + us(best.busy_us) + " us (utilization " +
+               percent(best.busy_us / p.period_us) + "); " +
+               (p.period_us > o.busy_fixed_us
+                    ? "it needs B <= " + us(p.period_us - o.busy_fixed_us) + " us"
+                    : std::string("no body can keep up: O_busy alone exceeds the period")) +
+               ", or a rate of at most " + hz(1e6 / best.busy_us) + " Hz";
+    return p;
+  }
+  // It keeps up somewhere, so the deadline is what fails: report the best response among the
+  // sizes where the bound holds at all.
+  const size_evaluation* best = nullptr;
+  for (const auto& e : p.sizes) {
+    if (e.keeps_up && (best == nullptr || e.response_us < best->response_us)) best = &e;
+  }
+  p.verdict = loop_verdict::misses_deadline;
+  const double idle_wait = o.idle_pass_us + loop.sleep_us();
+  // R <= D needs both waits to fit: O_pass + δ + O_busy + B <= D and 2 (O_busy + B) <= D.
+  const double wcet_needed = std::min(loop.deadline_us - idle_wait - o.busy_fixed_us,
+                                      loop.deadline_us / 2 - o.busy_fixed_us);
+  std::string need;
+  if (wcet_needed > 0) {
+    need = "it needs B <= " + us(wcet_needed) + " us (has " + us(best->wcet_us) + ")";
+  } else {
+    need = "no body can meet it: the fixed overheads alone give R = " +
+           us(std::max(idle_wait, o.busy_fixed_us) + o.busy_fixed_us) + " us";
+  }
+  // A table that stops improving makes every larger size tie with the best: say so, so that
+  // nobody reads "on 32 SMs" as "more SMs would help".
+  const auto& last = p.sizes.back();
+  const bool from_up =
+      last.sm != best->sm && last.keeps_up && last.response_us == best->response_us;
+  p.reason = who + " misses its " + us(loop.deadline_us) + " us deadline at every size up to " +
+             std::to_string(largest) + " SMs: at best, " + (from_up ? "from " : "on ") +
+             std::to_string(best->sm) + (from_up ? " SMs up" : " SMs") +
+             ", R = " + us(best->response_us) + " us, " + us(best->response_us - loop.deadline_us) +
+             " us over; " + need + ", or a deadline of at least " + us(best->response_us) + " us";
+  return p;
+}
+
+// ---- receipt --------------------------------------------------------------------------------
+
+/// The one result named `name` for `mode`; nullptr when there is none.
+const nlohmann::json* find_result(const nlohmann::json& results, std::string_view name,
+                                  std::string_view mode, const std::string& origin) {
+  const nlohmann::json* found = nullptr;
+  for (const auto& r : results) {
+    if (!r.is_object()) continue;
+    const auto n = r.find("name");
+    const auto m = r.find("mode");
+    if (n == r.end() || m == r.end() || *n != name || *m != mode) continue;
+    if (found != nullptr) {
+      // A merged receipt could pair one run's busy iteration with another's body; refuse to
+      // guess which run is meant.
+      throw plan_error(origin + ": " + std::string(name) + " for " + std::string(mode) +
+                       " appears more than once; give the receipt of a single run");
+    }
+    found = &r;
+  }
+  return found;
+}
+
+/// max_us when the result has it, else mean_us; `statistic` says which.
+double worst_or_mean(const nlohmann::json& result, std::string_view name, std::string_view mode,
+                     const std::string& origin, std::string& statistic) {
+  for (const char* key : {"max_us", "mean_us"}) {
+    const auto it = result.find(key);
+    if (it != result.end() && it->is_number()) {
+      statistic = key;
+      return it->get<double>();
+    }
+  }
+  throw plan_error(origin + ": " + std::string(name) + " for " + std::string(mode) +
+                   " has neither max_us nor mean_us");
+}
+
+// ---- YAML -----------------------------------------------------------------------------------
+
+using marks = std::map<std::string, YAML::Mark>;
+
+std::string where(const std::string& origin, const YAML::Mark& mark) {
+  if (mark.is_null()) return origin;
+  return origin + ":" + std::to_string(mark.line + 1) + ":" + std::to_string(mark.column + 1);
+}
+
+[[noreturn]] void fail(const std::string& origin, const YAML::Mark& mark,
+                       const std::string& message) {
+  throw plan_error(where(origin, mark) + ": " + message);
+}
+
+/// The entries of a map, keys checked to be plain, known and given once; records each value's
+/// mark under its key.
+class map_reader {
+ public:
+  map_reader(const YAML::Node& node, std::string who, std::string known, std::string origin)
+      : _node(node), _who(std::move(who)), _known(std::move(known)), _origin(std::move(origin)) {}
+
+  template <class F>
+  void each(F&& on_entry) {
+    for (const auto& entry : _node) {
+      if (!entry.first.IsScalar()) {
+        fail(_origin, entry.first.Mark(), _who + ": a key must be a plain name, not a list or map");
+      }
+      const std::string key = entry.first.Scalar();
+      if (_seen.contains(key)) {
+        fail(_origin, entry.first.Mark(), _who + " gives '" + key + "' twice");
+      }
+      _seen.emplace(key, entry.second.Mark());
+      if (!on_entry(key, entry.second)) {
+        fail(_origin, entry.first.Mark(),
+             "unknown key '" + key + "' in " + _who + "; keys: " + _known);
+      }
+    }
+  }
+
+  void require(std::initializer_list<const char*> keys) const {
+    for (const char* key : keys) {
+      if (!_seen.contains(key)) fail(_origin, _node.Mark(), _who + " has no '" + key + "'");
+    }
+  }
+
+  [[nodiscard]] const marks& seen() const noexcept { return _seen; }
+
+ private:
+  const YAML::Node& _node;
+  std::string _who;
+  std::string _known;
+  std::string _origin;
+  marks _seen;
+};
+
+std::string scalar(const YAML::Node& value, const std::string& key, const std::string& who,
+                   const std::string& origin) {
+  if (value.IsNull()) fail(origin, value.Mark(), "'" + key + "' of " + who + " has no value");
+  if (!value.IsScalar()) {
+    fail(origin, value.Mark(),
+         "'" + key + "' of " + who + " must be a single value, not a list or map");
+  }
+  return value.Scalar();
+}
+
+double number(const YAML::Node& value, const std::string& key, const std::string& who,
+              const std::string& origin) {
+  const std::string text = scalar(value, key, who, origin);
+  double x = 0;
+  try {
+    x = value.as<double>();
+  } catch (const YAML::Exception&) {
+    fail(origin, value.Mark(), "'" + key + "' of " + who + " must be a number, got '" + text + "'");
+  }
+  if (!std::isfinite(x)) {
+    fail(origin, value.Mark(), "'" + key + "' of " + who + " must be finite, got '" + text + "'");
+  }
+  return x;
+}
+
+std::int64_t whole(const YAML::Node& value, const std::string& key, const std::string& who,
+                   const std::string& origin) {
+  const std::string text = scalar(value, key, who, origin);
+  try {
+    return value.as<std::int64_t>();
+  } catch (const YAML::Exception&) {
+    fail(origin, value.Mark(),
+         "'" + key + "' of " + who + " must be a whole number, got '" + text + "'");
+  }
+}
+
+int sm_value(const YAML::Node& value, const std::string& key, const std::string& who,
+             const std::string& origin) {
+  const std::int64_t n = whole(value, key, who, origin);
+  if (n <= 0 || n > 1'000'000) {
+    fail(origin, value.Mark(),
+         "'" + key + "' of " + who + " must be a positive number of SMs, got " + value.Scalar());
+  }
+  return static_cast<int>(n);
+}
+
+void expect_map(const YAML::Node& value, const std::string& what, const std::string& example,
+                const std::string& origin) {
+  if (!value.IsMap()) fail(origin, value.Mark(), what + " must be a map, e.g. " + example);
+}
+
+device_spec parse_device(const YAML::Node& node, const std::string& origin, marks& seen) {
+  expect_map(node, "'device'", "{sm_count: 132, granularity: 8, min_partition: 8}", origin);
+  device_spec d;
+  map_reader reader(node, "device", "sm_count, granularity, min_partition", origin);
+  reader.each([&](const std::string& key, const YAML::Node& value) {
+    int* field = key == "sm_count"        ? &d.sm_count
+                 : key == "granularity"   ? &d.granularity
+                 : key == "min_partition" ? &d.min_partition
+                                          : nullptr;
+    if (field == nullptr) return false;
+    *field = sm_value(value, key, "device", origin);
+    return true;
+  });
+  seen = reader.seen();
+  return d;
+}
+
+overhead_model parse_mode_overheads(const YAML::Node& node, const std::string& mode,
+                                    const std::string& origin) {
+  const std::string who = "overheads." + mode;
+  expect_map(node, "'" + who + "'", "{idle_pass_us: 10.6, busy_fixed_us: 15.5}", origin);
+  overhead_model o;
+  o.source = "explicit";
+  map_reader reader(node, who, "idle_pass_us, busy_fixed_us", origin);
+  reader.each([&](const std::string& key, const YAML::Node& value) {
+    double* field = key == "idle_pass_us"    ? &o.idle_pass_us
+                    : key == "busy_fixed_us" ? &o.busy_fixed_us
+                                             : nullptr;
+    if (field == nullptr) return false;
+    *field = number(value, key, who, origin);
+    if (*field < 0) fail(origin, value.Mark(), "'" + key + "' of " + who + " must be >= 0 us");
+    return true;
+  });
+  reader.require({"idle_pass_us", "busy_fixed_us"});
+  return o;
+}
+
+nlohmann::json read_receipt(const std::filesystem::path& path, const std::string& at) {
+  std::ifstream in(path);
+  if (!in) throw plan_error(at + ": cannot open overhead receipt " + path.string());
+  try {
+    return nlohmann::json::parse(in);
+  } catch (const nlohmann::json::exception& e) {
+    throw plan_error(at + ": overhead receipt " + path.string() + " is not JSON: " + e.what());
+  }
+}
+
+std::map<execution_mode, overhead_model> parse_overheads(const YAML::Node& node,
+                                                         const std::string& origin,
+                                                         const std::filesystem::path& base_dir,
+                                                         marks& seen) {
+  expect_map(node, "'overheads'",
+             "{receipt: overhead.json} or {while: {idle_pass_us: 10.6, busy_fixed_us: 15.5}}",
+             origin);
+  std::map<execution_mode, overhead_model> explicit_modes;
+  std::string receipt;
+  double margin = 1.0;
+  map_reader reader(node, "overheads", "while, tail, receipt, margin", origin);
+  reader.each([&](const std::string& key, const YAML::Node& value) {
+    if (key == "while") {
+      explicit_modes[execution_mode::while_loop] = parse_mode_overheads(value, key, origin);
+    } else if (key == "tail") {
+      explicit_modes[execution_mode::tail] = parse_mode_overheads(value, key, origin);
+    } else if (key == "receipt") {
+      receipt = scalar(value, key, "overheads", origin);
+    } else if (key == "margin") {
+      margin = number(value, key, "overheads", origin);
+      if (margin < 1) {
+        fail(origin, value.Mark(),
+             "'margin' of overheads is " + value.Scalar() +
+                 "; it must be >= 1 (a margin below 1 shrinks measured overheads, and R would "
+                 "no longer bound anything)");
+      }
+    } else {
+      return false;
+    }
+    return true;
+  });
+  seen = reader.seen();
+  std::map<execution_mode, overhead_model> out;
+  if (!receipt.empty()) {
+    const std::string at = where(origin, seen.at("receipt"));
+    try {
+      out = overheads_from_receipt(read_receipt(base_dir / receipt, at), margin, receipt);
+    } catch (const plan_error& e) {
+      const std::string message = e.what();
+      // read_receipt already located its errors; the receipt's own ones get the YAML location.
+      throw plan_error(message.starts_with(at) ? message : at + ": " + message);
+    }
+  }
+  // Values written out override the receipt's for their mode: a receipt without tail, or a
+  // mode measured elsewhere.
+  for (auto& [mode, model] : explicit_modes) {
+    model.idle_pass_us *= margin;
+    model.busy_fixed_us *= margin;
+    if (margin != 1.0) model.source += ", x" + us(margin) + " margin";
+    out[mode] = model;
+  }
+  if (out.empty()) {
+    fail(origin, node.Mark(), "'overheads' give no mode: add a receipt, while or tail");
+  }
+  return out;
+}
+
+std::map<int, double> parse_wcet(const YAML::Node& node, const std::string& who,
+                                 const std::string& origin) {
+  if (!node.IsMap() || node.size() == 0) {
+    fail(origin, node.Mark(),
+         "'wcet_us' of " + who + " must be a map of SMs to us, e.g. {8: 180, 16: 100, 32: 60}");
+  }
+  std::map<int, double> table;
+  for (const auto& entry : node) {
+    const std::string what = "wcet_us of " + who;
+    if (!entry.first.IsScalar()) {
+      fail(origin, entry.first.Mark(), what + ": a size must be a number");
+    }
+    std::int64_t sm = 0;
+    try {
+      sm = entry.first.as<std::int64_t>();
+    } catch (const YAML::Exception&) {
+      sm = 0;
+    }
+    if (sm <= 0 || sm > 1'000'000) {
+      fail(origin, entry.first.Mark(),
+           what + ": sizes must be positive whole numbers of SMs, got '" + entry.first.Scalar() +
+               "'");
+    }
+    if (table.contains(static_cast<int>(sm))) {
+      fail(origin, entry.first.Mark(), what + " gives " + std::to_string(sm) + " SMs twice");
+    }
+    const double wcet = number(entry.second, std::to_string(sm), what, origin);
+    if (wcet <= 0) {
+      fail(origin, entry.second.Mark(),
+           what + " at " + std::to_string(sm) + " SMs must be positive, got " +
+               entry.second.Scalar());
+    }
+    table.emplace(static_cast<int>(sm), wcet);
+  }
+  return table;
+}
+
+loop_spec parse_loop(const YAML::Node& node, std::size_t index, const std::string& origin,
+                     marks& seen) {
+  std::string who = "loop #" + std::to_string(index + 1);
+  constexpr const char* known = "name, rate_hz, deadline_us, sleep_ns, mode, wcet_us";
+  if (!node.IsMap()) fail(origin, node.Mark(), who + " must be a map with keys " + known);
+  // Name the loop in later messages when it has a usable name, wherever the key sits.
+  if (const auto name = node["name"]; name && name.IsScalar() && !name.Scalar().empty()) {
+    who = "loop '" + name.Scalar() + "'";
+  }
+  loop_spec loop;
+  map_reader reader(node, who, known, origin);
+  reader.each([&](const std::string& key, const YAML::Node& value) {
+    if (key == "name") {
+      loop.name = scalar(value, key, who, origin);
+    } else if (key == "rate_hz") {
+      loop.rate_hz = number(value, key, who, origin);
+    } else if (key == "deadline_us") {
+      loop.deadline_us = number(value, key, who, origin);
+    } else if (key == "sleep_ns") {
+      const std::int64_t ns = whole(value, key, who, origin);
+      if (ns < 0) {
+        fail(origin, value.Mark(),
+             "'sleep_ns' of " + who + " must be >= 0 (0 spins), got " + value.Scalar());
+      }
+      loop.sleep_ns = static_cast<std::uint64_t>(ns);
+    } else if (key == "mode") {
+      const std::string text = scalar(value, key, who, origin);
+      if (text != "while" && text != "tail") {
+        fail(origin, value.Mark(),
+             "'mode' of " + who + " is '" + text +
+                 "'; the planner models the GPU-resident modes: while, tail");
+      }
+      loop.mode = text == "while" ? execution_mode::while_loop : execution_mode::tail;
+    } else if (key == "wcet_us") {
+      loop.wcet_us = parse_wcet(value, who, origin);
+    } else {
+      return false;
+    }
+    return true;
+  });
+  reader.require({"name", "rate_hz", "deadline_us", "wcet_us"});
+  seen = reader.seen();
+  return loop;
+}
+
+taskset parse_document(const std::string& yaml, const std::string& origin,
+                       const std::filesystem::path& base_dir) {
+  constexpr const char* top_keys = "device, overheads, loops";
+  const YAML::Node root = YAML::Load(yaml);
+  if (root.IsNull()) {
+    fail(origin, root.Mark(), std::string("empty file; expected keys ") + top_keys);
+  }
+  if (!root.IsMap()) fail(origin, root.Mark(), std::string("expected a map with keys ") + top_keys);
+  taskset tasks;
+  marks device_marks;
+  marks overhead_marks;
+  std::vector<marks> loop_marks;
+  std::vector<YAML::Mark> loop_nodes;
+  YAML::Mark loops_mark;
+  map_reader reader(root, "the taskset", top_keys, origin);
+  reader.each([&](const std::string& key, const YAML::Node& value) {
+    if (key == "device") {
+      tasks.device = parse_device(value, origin, device_marks);
+    } else if (key == "overheads") {
+      tasks.overheads = parse_overheads(value, origin, base_dir, overhead_marks);
+    } else if (key == "loops") {
+      loops_mark = value.Mark();
+      if (!value.IsSequence()) fail(origin, value.Mark(), "'loops' must be a list of loops");
+      for (const auto& node : value) {
+        loop_marks.emplace_back();
+        loop_nodes.push_back(node.Mark());
+        tasks.loops.push_back(parse_loop(node, tasks.loops.size(), origin, loop_marks.back()));
+      }
+    } else {
+      return false;
+    }
+    return true;
+  });
+  reader.require({"overheads", "loops"});
+  if (const auto p = find_problem(tasks)) {
+    const auto at = [](const marks& m, const std::string& key, const YAML::Mark& otherwise) {
+      const auto it = m.find(key);
+      return it == m.end() ? otherwise : it->second;
+    };
+    YAML::Mark mark = root.Mark();
+    switch (p->in) {
+      case problem::part::device:
+        mark = at(device_marks, p->key, root.Mark());
+        break;
+      case problem::part::overheads:
+        mark = at(overhead_marks, p->key, root.Mark());
+        break;
+      case problem::part::loops:
+        mark = loops_mark;
+        break;
+      case problem::part::loop:
+        mark = at(loop_marks[p->index], p->key, loop_nodes[p->index]);
+        break;
+    }
+    fail(origin, mark, p->message);
+  }
+  return tasks;
+}
+
+}  // namespace
+
+void validate(const taskset& tasks) {
+  if (const auto p = find_problem(tasks)) throw plan_error(p->message);
+}
+
+std::vector<int> candidate_sizes(const device_spec& device) {
+  std::vector<int> sizes;
+  if (device.granularity <= 0) return sizes;
+  for (int sm = device.granularity; sm <= device.sm_count; sm += device.granularity) {
+    if (sm >= device.min_partition) sizes.push_back(sm);
+  }
+  return sizes;
+}
+
+std::optional<double> wcet_at(const loop_spec& loop, int sm) {
+  // upper_bound finds the first profiled size above sm; the one before it is the largest <= sm.
+  auto it = loop.wcet_us.upper_bound(sm);
+  if (it == loop.wcet_us.begin()) return std::nullopt;
+  return std::prev(it)->second;
+}
+
+double response_bound(const loop_spec& loop, const overhead_model& overhead, int sm) {
+  const auto wcet = wcet_at(loop, sm);
+  if (!wcet) {
+    throw plan_error(
+        "loop '" + loop.name + "' has no WCET at or below " + std::to_string(sm) + " SMs" +
+        (loop.wcet_us.empty()
+             ? std::string(": its wcet_us table is empty")
+             : ": its table starts at " + std::to_string(loop.wcet_us.begin()->first)));
+  }
+  return evaluate(loop, overhead, sm, *wcet).response_us;
+}
+
+std::string_view to_string(wait_kind kind) noexcept {
+  switch (kind) {
+    case wait_kind::idle_pass:
+      return "idle pass";
+    case wait_kind::busy_iteration:
+      return "busy iteration";
+  }
+  return "unknown";
+}
+
+std::string_view to_string(loop_verdict verdict) noexcept {
+  switch (verdict) {
+    case loop_verdict::fits:
+      return "fits";
+    case loop_verdict::no_partition:
+      return "no_partition";
+    case loop_verdict::no_wcet:
+      return "no_wcet";
+    case loop_verdict::overloaded:
+      return "overloaded";
+    case loop_verdict::misses_deadline:
+      return "misses_deadline";
+  }
+  return "unknown";
+}
+
+plan_result plan(const taskset& tasks) {
+  validate(tasks);
+  plan_result result;
+  result.device = tasks.device;
+  result.overheads = tasks.overheads;
+  const auto sizes = candidate_sizes(tasks.device);
+  if (sizes.empty()) {
+    const auto& d = tasks.device;
+    result.reasons.push_back("no partition size fits the device: partitions are multiples of " +
+                             std::to_string(d.granularity) + " SMs, at least " +
+                             std::to_string(d.min_partition) + ", and the device has " +
+                             std::to_string(d.sm_count) + " SMs");
+  }
+  bool every_loop_fits = true;
+  for (const auto& loop : tasks.loops) {
+    auto p = plan_loop(loop, tasks.overheads.at(loop.mode), sizes);
+    if (p.feasible()) {
+      result.sm_needed += p.sm;
+    } else {
+      every_loop_fits = false;
+      // One device-wide reason covers every loop when there is no size at all.
+      if (!sizes.empty()) result.reasons.push_back(p.reason);
+    }
+    result.loops.push_back(std::move(p));
+  }
+  result.sm_left = tasks.device.sm_count - result.sm_needed;
+  if (every_loop_fits && result.sm_left < 0) {
+    std::string parts;
+    for (const auto& p : result.loops) {
+      parts += (parts.empty() ? "" : " + ") + p.name + " " + std::to_string(p.sm);
+    }
+    result.reasons.push_back("the loops' smallest partitions need " +
+                             std::to_string(result.sm_needed) + " SMs (" + parts +
+                             "), the device has " + std::to_string(tasks.device.sm_count) +
+                             ": short by " + std::to_string(-result.sm_left) + " SMs");
+  }
+  result.feasible = result.reasons.empty();
+  return result;
+}
+
+std::map<execution_mode, overhead_model> overheads_from_receipt(const nlohmann::json& receipt,
+                                                                double margin,
+                                                                const std::string& origin) {
+  if (!std::isfinite(margin) || margin < 1) {
+    throw plan_error(origin + ": margin " + us(margin) +
+                     " must be >= 1; a margin below 1 shrinks measured overheads");
+  }
+  if (!receipt.is_object()) throw plan_error(origin + ": not a receipt (expected a JSON object)");
+  const auto benchmark = receipt.find("benchmark");
+  if (benchmark == receipt.end() || !benchmark->is_string()) {
+    throw plan_error(origin + ": not a receipt (no \"benchmark\")");
+  }
+  if (*benchmark != "overhead") {
+    throw plan_error(origin + ": a '" + benchmark->get<std::string>() +
+                     "' receipt, not an 'overhead' one (resident bench overhead writes those)");
+  }
+  const auto results = receipt.find("results");
+  if (results == receipt.end() || !results->is_array()) {
+    throw plan_error(origin + ": the receipt has no \"results\" list");
+  }
+  std::map<execution_mode, overhead_model> out;
+  for (const auto mode : {execution_mode::while_loop, execution_mode::tail}) {
+    const std::string m = mode_name(mode);
+    const auto* idle = find_result(*results, "idle_iteration", m, origin);
+    const auto* busy = find_result(*results, "busy_iteration", m, origin);
+    const auto* body = find_result(*results, "body_to_end_marker", m, origin);
+    if (idle == nullptr && busy == nullptr && body == nullptr) continue;
+    for (const auto& [name, r] :
+         {std::pair<const char*, const nlohmann::json*>{"idle_iteration", idle},
+          {"busy_iteration", busy},
+          {"body_to_end_marker", body}}) {
+      if (r == nullptr) {
+        throw plan_error(origin + ": the receipt has " + m + " results but no " + name + " for " +
+                         m + "; rerun resident bench overhead");
+      }
+    }
+    // The idle pass is measured only as a mean over all passes (the controller cannot stamp
+    // each pass without slowing it); mean_us is all there is, and the margin covers its spread.
+    const auto idle_mean = idle->find("mean_us");
+    if (idle_mean == idle->end() || !idle_mean->is_number()) {
+      throw plan_error(origin + ": idle_iteration for " + m + " has no mean_us");
+    }
+    std::string busy_stat;
+    std::string body_stat;
+    const double busy_us = worst_or_mean(*busy, "busy_iteration", m, origin, busy_stat);
+    // The fixed part of a busy iteration is bounded by its longest iteration less its shortest
+    // body: the two extremes may come from different iterations, so max - max would not bound.
+    double body_us = 0;
+    if (const auto min = body->find("min_us"); min != body->end() && min->is_number()) {
+      body_us = min->get<double>();
+      body_stat = "min_us";
+    } else {
+      body_us = worst_or_mean(*body, "body_to_end_marker", m, origin, body_stat);
+    }
+    if (busy_us < body_us) {
+      throw plan_error(origin + ": busy_iteration " + busy_stat + " for " + m + " (" + us(busy_us) +
+                       " us) is below body_to_end_marker " + body_stat + " (" + us(body_us) +
+                       " us), which it contains");
+    }
+    overhead_model o;
+    o.idle_pass_us = idle_mean->get<double>() * margin;
+    o.busy_fixed_us = (busy_us - body_us) * margin;
+    o.source = origin + ": idle pass = idle_iteration mean_us; busy fixed = busy_iteration " +
+               busy_stat + " - body_to_end_marker " + body_stat;
+    if (margin != 1.0) o.source += ", x" + us(margin) + " margin";
+    out.emplace(mode, std::move(o));
+  }
+  if (out.empty()) {
+    throw plan_error(origin +
+                     ": the receipt has no while or tail loop overheads (idle_iteration, "
+                     "busy_iteration, body_to_end_marker)");
+  }
+  return out;
+}
+
+taskset parse_taskset(std::string_view yaml, const std::string& origin,
+                      const std::filesystem::path& base_dir) {
+  try {
+    return parse_document(std::string(yaml), origin, base_dir);
+  } catch (const YAML::Exception& e) {
+    // Syntax errors and anything yaml-cpp rejects later still get the repo's origin:line:col.
+    throw plan_error(where(origin, e.mark) + ": not valid YAML: " + e.msg);
+  }
+}
+
+taskset load_taskset(const std::filesystem::path& file) {
+  std::ifstream in(file);
+  if (!in) throw plan_error("cannot open taskset file " + file.string());
+  std::stringstream text;
+  text << in.rdbuf();
+  return parse_taskset(text.str(), file.string(), file.parent_path());
+}
+
+nlohmann::json to_json(const plan_result& result) {
+  auto overheads = nlohmann::json::object();
+  for (const auto& [mode, o] : result.overheads) {
+    overheads[mode_name(mode)] = {
+        {"idle_pass_us", o.idle_pass_us}, {"busy_fixed_us", o.busy_fixed_us}, {"source", o.source}};
+  }
+  auto loops = nlohmann::json::array();
+  for (const auto& p : result.loops) {
+    auto sizes = nlohmann::json::array();
+    for (const auto& e : p.sizes) {
+      sizes.push_back({{"sm", e.sm},
+                       {"wcet_us", e.wcet_us},
+                       {"busy_us", e.busy_us},
+                       {"response_us", e.response_us},
+                       {"wait", std::string(to_string(e.wait))},
+                       {"keeps_up", e.keeps_up},
+                       {"meets_deadline", e.meets_deadline}});
+    }
+    const bool fits = p.feasible();
+    const auto when_fits = [&](auto value) {
+      return fits ? nlohmann::json(value) : nlohmann::json();
+    };
+    loops.push_back({{"name", p.name},
+                     {"mode", mode_name(p.mode)},
+                     {"verdict", std::string(to_string(p.verdict))},
+                     {"period_us", p.period_us},
+                     {"deadline_us", p.deadline_us},
+                     {"sleep_us", p.sleep_us},
+                     {"sm", when_fits(p.sm)},
+                     {"wcet_us", when_fits(p.wcet_us)},
+                     {"busy_us", when_fits(p.busy_us)},
+                     {"response_us", when_fits(p.response_us)},
+                     {"slack_us", when_fits(p.slack_us)},
+                     {"utilization", when_fits(p.utilization)},
+                     {"wait", when_fits(std::string(to_string(p.wait)))},
+                     {"reason", p.reason},
+                     {"sizes", sizes}});
+  }
+  return {{"feasible", result.feasible},
+          {"device",
+           {{"sm_count", result.device.sm_count},
+            {"granularity", result.device.granularity},
+            {"min_partition", result.device.min_partition}}},
+          {"overheads", overheads},
+          {"loops", loops},
+          {"sm_needed", result.sm_needed},
+          {"sm_left", result.sm_left},
+          {"reasons", result.reasons}};
+}
+
+std::string render_text(const plan_result& result) {
+  std::ostringstream out;
+  const auto& d = result.device;
+  const auto sizes = candidate_sizes(d);
+  out << "device: " << d.sm_count << " SMs, partitions of ";
+  if (sizes.empty()) {
+    out << "none (multiples of " << d.granularity << ", at least " << d.min_partition << ")\n";
+  } else {
+    out << sizes.front() << " to " << sizes.back() << " SMs in steps of " << d.granularity << '\n';
+  }
+  for (const auto& [mode, o] : result.overheads) {
+    out << "overheads " << mode_name(mode) << ": idle pass " << us(o.idle_pass_us)
+        << " us, busy fixed " << us(o.busy_fixed_us) << " us (" << o.source << ")\n";
+  }
+  std::vector<std::vector<std::string>> rows{
+      {"loop", "mode", "SMs", "B us", "R us", "D us", "slack us", "util", "wait"}};
+  for (const auto& p : result.loops) {
+    if (p.feasible()) {
+      rows.push_back({p.name, mode_name(p.mode), std::to_string(p.sm), us(p.wcet_us),
+                      us(p.response_us), us(p.deadline_us), us(p.slack_us), percent(p.utilization),
+                      std::string(to_string(p.wait))});
+    } else {
+      rows.push_back({p.name, mode_name(p.mode), "-", "-", "-", us(p.deadline_us), "-", "-",
+                      std::string(to_string(p.verdict))});
+    }
+  }
+  std::vector<std::size_t> width(rows.front().size(), 0);
+  for (const auto& row : rows) {
+    for (std::size_t c = 0; c < row.size(); ++c) width[c] = std::max(width[c], row[c].size());
+  }
+  for (const auto& row : rows) {
+    std::string line;
+    for (std::size_t c = 0; c < row.size(); ++c) {
+      // Names and words left-aligned, numbers right-aligned so their digits line up.
+      const bool left = c == 0 || c == 1 || c + 1 == row.size();
+      const std::string pad(width[c] - row[c].size(), ' ');
+      line += (c == 0 ? "" : "  ") + (left ? row[c] + pad : pad + row[c]);
+    }
+    line.erase(line.find_last_not_of(' ') + 1);
+    out << line << '\n';
+  }
+  if (result.feasible) {
+    out << "fits: " << result.loops.size() << (result.loops.size() == 1 ? " loop" : " loops")
+        << " on " << result.sm_needed << " of " << d.sm_count << " SMs, " << result.sm_left
+        << " left over\n";
+  } else {
+    out << "does not fit:\n";
+    for (const auto& reason : result.reasons) out << "  - " << reason << '\n';
+  }
+  return out.str();
+}
+
+}  // namespace resident::partition
