@@ -23,6 +23,7 @@
 
 #include "bench/io_bench.hpp"
 #include "bench/lab_bench.hpp"
+#include "bench/loops_bench.hpp"
 #include "bench/overhead_bench.hpp"
 #include "bench/plan_command.hpp"
 #include "bench/sim_command.hpp"
@@ -309,6 +310,38 @@ int main(int argc, char** argv) {
   lab_cmd->add_flag("--quick", lab_quick, "fewer iterations: a few seconds");
   lab_cmd->add_option("--json", out.json, "write the JSON receipt here");
 
+  resident::bench::loops_settings loops;
+  loops.command = command;
+  std::string loop_counts = "1,5,10,15,20";
+  std::string loop_modes = "while,host-graph";
+  std::string loop_contention = "none";
+  bool loops_quick = false;
+  bool loops_no_fifo = false;
+  auto* loops_cmd =
+      bench->add_subcommand("loops", "N concurrent loops, each on its own SM partition");
+  loops_cmd->add_option("--counts", loop_counts, "loop counts to run")->capture_default_str();
+  loops_cmd->add_option("--modes", loop_modes, "modes to compare")->capture_default_str();
+  loops_cmd->add_option("--contention", loop_contention, "none, stress")->capture_default_str();
+  loops_cmd->add_option("--workload", loops.workload, "per loop: empty, matmul6 or matmulNxK")
+      ->capture_default_str();
+  loops_cmd
+      ->add_option("--partition-sms", loops.partition_sms,
+                   "SMs per loop (0: the largest equal share for the largest count)")
+      ->capture_default_str();
+  loops_cmd->add_option("--samples", loops.samples, "measured samples per loop")
+      ->capture_default_str();
+  loops_cmd->add_option("--warmup", loops.warmup, "samples per loop before measuring")
+      ->capture_default_str();
+  loops_cmd->add_option("--rate", loops.rate_hz, "each sensor's rate in Hz")->capture_default_str();
+  loops_cmd->add_option("--sleep-ns", loops.sleep_ns, "controller idle sleep (0 spins)")
+      ->capture_default_str();
+  loops_cmd->add_option("--poll-ns", loops.poll_ns, "handler in-kernel polling budget")
+      ->capture_default_str();
+  loops_cmd->add_flag("--no-fifo", loops_no_fifo, "do not ask for SCHED_FIFO");
+  loops_cmd->add_flag("--stress-ng", loops.stress_ng, "use stress-ng for the stress level");
+  loops_cmd->add_flag("--quick", loops_quick, "counts 1,5,10 and few samples");
+  loops_cmd->add_option("--json", out.json, "write the JSON receipt here");
+
   // ---- report -------------------------------------------------------------------------------
   std::vector<std::string> receipts;
   std::string html;
@@ -397,6 +430,36 @@ int main(int argc, char** argv) {
     }
     if (sim_cmd->parsed()) return resident::bench::run_sim(sim, std::cout);
     if (plan_cmd->parsed()) return resident::bench::run_plan(plan, std::cout);
+    if (loops_cmd->parsed()) {
+      if (loops_quick) loops.make_quick();
+      if (!loops_quick || loop_counts != "1,5,10,15,20") {
+        loops.counts.clear();
+        for (const auto& c : split_list(loop_counts)) {
+          try {
+            std::size_t used = 0;
+            loops.counts.push_back(std::stoi(c, &used));
+            if (used != c.size()) throw std::invalid_argument(c);
+          } catch (const std::exception&) {
+            throw std::invalid_argument("--counts: '" + c + "' is not a whole number");
+          }
+        }
+      }
+      loops.modes = split_list(loop_modes);
+      loops.contention = split_list(loop_contention);
+      loops.realtime = !loops_no_fifo;
+      loops.validate();
+      if (resident::device_count() == 0) return no_gpu("bench loops");
+      const auto receipt = resident::bench::run_loops_bench(loops, std::cerr);
+      const int rc = finish_bench(receipt, out, resident::bench::loops_table(receipt));
+      for (const auto& r : receipt.results) {
+        if (r["wrong_outputs"].get<std::int64_t>() != 0) {
+          std::fprintf(stderr, "resident bench loops: WRONG outputs in %s x%d\n",
+                       r["mode"].get<std::string>().c_str(), r["loops"].get<int>());
+          return 1;
+        }
+      }
+      return rc;
+    }
     if (lab_cmd->parsed()) {
       if (lab_quick) lab.make_quick();
       lab.order = split_list(lab_order);

@@ -6,3 +6,5 @@
 #include "resident/io/mailbox.hpp"
 #include "resident/ops.hpp"
 #include "resident/version.hpp"
+#include "resident/partition/green_context.hpp"
+#include "resident/partition/planner.hpp"

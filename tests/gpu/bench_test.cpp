@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "bench/io_bench.hpp"
+#include "bench/loops_bench.hpp"
 #include "bench/overhead_bench.hpp"
 #include "gpu/support.hpp"
 #include "resident/measure/threads.hpp"
@@ -69,6 +70,35 @@ TEST(bench_overhead, quick_run_reports_every_fixed_cost) {
         "idle_iteration/tail", "host_graph_launch/host-graph", "host_synchronize/host-graph",
         "handler/while", "end_marker_and_loop_back/while"}) {
     EXPECT_THAT(names, ::testing::Contains(std::string(want)));
+  }
+}
+
+TEST(bench_loops, partitioned_loops_in_both_modes_account_for_every_sample) {
+  RESIDENT_REQUIRE_GPU();
+  if (measure::allowed_cpus().size() < 4) GTEST_SKIP() << "bench loops needs 4 cores";
+  bench::loops_settings settings;
+  settings.counts = {1, 3};
+  settings.samples = 200;
+  settings.warmup = 50;
+  settings.command = "resident bench loops (gpu test)";
+  std::ostringstream log;
+  const measure::receipt receipt = bench::run_loops_bench(settings, log);
+  ASSERT_EQ(receipt.results.size(), 4U);  // counts x modes
+  for (const auto& r : receipt.results) {
+    SCOPED_TRACE(r.dump().substr(0, 400));
+    const int loops = r["loops"].get<int>();
+    ASSERT_EQ(r["per_loop"].size(), static_cast<std::size_t>(loops));
+    EXPECT_EQ(r["wrong_outputs"].get<std::int64_t>(), 0);
+    EXPECT_EQ(r["repeated"].get<std::uint64_t>(), 0U);
+    for (const auto& l : r["per_loop"]) {
+      // Exact accounting per loop: every released sample was processed or dropped.
+      EXPECT_EQ(l["processed"].get<std::uint64_t>() + l["dropped"].get<std::uint64_t>(),
+                r["released_per_loop"].get<std::uint64_t>());
+      EXPECT_EQ(l["sms"].get<int>(), r["partition_sms"].get<int>());
+    }
+    EXPECT_GE(r["n"].get<std::int64_t>(), loops * settings.samples * 9 / 10);
+    const bool resident = r["mode"] == "while";
+    EXPECT_EQ(r["host_cores_for_loops"].get<int>(), resident ? 0 : std::min(loops, 13));
   }
 }
 

@@ -170,8 +170,9 @@ struct plan_result {
 
 /// The while and tail overheads of a `resident bench overhead` receipt, each multiplied by
 /// margin: O_pass = the idle_iteration result's mean_us (it has no other statistic), O_busy =
-/// busy_iteration minus body_to_end_marker (the one-kernel body's own span), each taken as max_us
-/// when the result has one, else mean_us. A mode with none of the three results is left out; one
+/// busy_iteration's max_us minus body_to_end_marker's min_us (the one-kernel body's own span;
+/// max - min because the extremes may come from different iterations), mean_us where those are
+/// missing. A mode with none of the three results is left out; one
 /// with some but not all of them, a duplicated result, a receipt of another benchmark or a
 /// margin below 1 throw plan_error. `origin` names the receipt in sources and messages.
 [[nodiscard]] std::map<execution_mode, overhead_model> overheads_from_receipt(

@@ -1,0 +1,458 @@
+#include "bench/loops_bench.hpp"
+
+#include <sched.h>
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <iomanip>
+#include <memory>
+#include <ostream>
+#include <set>
+#include <sstream>
+#include <stdexcept>
+#include <thread>
+
+#include "bench/common.hpp"
+#include "bench/workloads.hpp"
+#include "resident/measure/contention.hpp"
+#include "resident/measure/threads.hpp"
+#include "resident/partition/green_context.hpp"
+
+namespace resident::bench {
+
+using namespace std::chrono_literals;
+
+void loops_settings::make_quick() {
+  counts = {1, 5, 10};
+  samples = 500;
+  warmup = 100;
+}
+
+void loops_settings::validate() const {
+  if (counts.empty()) throw std::invalid_argument("--counts: name at least one loop count");
+  for (const int n : counts) {
+    if (n <= 0 || n > 64) {
+      throw std::invalid_argument("--counts: each count must be in 1..64, got " +
+                                  std::to_string(n));
+    }
+  }
+  if (modes.empty()) throw std::invalid_argument("--modes: name at least one mode");
+  for (const auto& m : modes) (void)parse_execution_mode(m);
+  if (contention.empty()) throw std::invalid_argument("--contention: name at least one level");
+  for (const auto& c : contention) {
+    if (c != "none" && c != "stress") {
+      throw std::invalid_argument("unknown contention '" + c + "'; levels: none, stress");
+    }
+  }
+  (void)parse_workload(workload);
+  if (partition_sms < 0) throw std::invalid_argument("--partition-sms must be >= 0 (0: auto)");
+  if (!(rate_hz > 0.0) || rate_hz > 100000.0) {
+    throw std::invalid_argument("--rate must be in (0, 100000] Hz");
+  }
+  if (samples <= 0) throw std::invalid_argument("--samples must be positive");
+  if (warmup < 0) throw std::invalid_argument("--warmup must be >= 0");
+}
+
+partition_choice choose_partition(int sm_count, int max_count, int min_partition, int alignment,
+                                  int fine_min, int fine_alignment) {
+  const auto share = [&](int align, int min) {
+    const int each = sm_count / max_count / std::max(1, align) * std::max(1, align);
+    return each >= min ? each : 0;
+  };
+  if (const int each = share(alignment, min_partition); each > 0) return {each, false};
+  if (const int each = share(fine_alignment, fine_min); each > 0) return {each, true};
+  throw std::invalid_argument(std::to_string(max_count) + " loops do not fit on " +
+                              std::to_string(sm_count) + " SMs: the smallest partition is " +
+                              std::to_string(fine_min) + " SMs");
+}
+
+namespace {
+
+double cpu_seconds() {
+  rusage r{};
+  getrusage(RUSAGE_SELF, &r);
+  return static_cast<double>(r.ru_utime.tv_sec + r.ru_stime.tv_sec) +
+         1e-6 * static_cast<double>(r.ru_utime.tv_usec + r.ru_stime.tv_usec);
+}
+
+// One loop's samples, sized before anything runs: the sensor and actuator never allocate.
+struct loop_log {
+  explicit loop_log(std::size_t total)
+      : release_ns(total + 1), seen_ns(total + 1, -1), wrong(total + 1, 0) {}
+  std::vector<std::atomic<std::int64_t>> release_ns;
+  std::vector<std::int64_t> seen_ns;
+  std::vector<std::uint8_t> wrong;
+  std::uint64_t base{0};
+};
+
+struct cpu_plan {
+  int sensor{-1};
+  int actuator{-1};
+  std::vector<int> others;  // everything else the process may use
+};
+
+nlohmann::json run_config(const loops_settings& s, execution_mode mode, int count,
+                          const partition_choice& pc, const std::string& contention,
+                          const cpu_plan& cpus, std::ostream& log) {
+  const auto total = static_cast<std::size_t>(s.warmup + s.samples);
+  const bool host_driven = !is_resident(mode);
+
+  std::vector<std::unique_ptr<io_app>> apps;
+  for (int i = 0; i < count; ++i) {
+    apps.push_back(std::make_unique<io_app>(s.workload));
+    apps.back()->plan();
+  }
+  const auto parts =
+      partition::partition_set::split(std::vector<int>(count, pc.sms), {0, pc.ignore_coscheduling});
+  // Host-driven loops get a core each while cores last, then share round-robin.
+  std::vector<int> loop_cpus;
+  if (host_driven) {
+    for (int i = 0; i < count; ++i) {
+      loop_cpus.push_back(cpus.others[static_cast<std::size_t>(i) % cpus.others.size()]);
+    }
+  }
+  std::vector<int> hog_cpus;
+  for (const int c : cpus.others) {
+    if (std::find(loop_cpus.begin(), loop_cpus.end(), c) == loop_cpus.end()) hog_cpus.push_back(c);
+  }
+  std::unique_ptr<measure::contention_generator> hogs;
+  if (contention == "stress") {
+    if (hog_cpus.empty()) {
+      throw std::invalid_argument("--contention stress: " + std::to_string(count) + " " +
+                                  std::string(to_string(mode)) +
+                                  " loop threads leave no core for the hogs");
+    }
+    measure::contention_options o;
+    o.cpus = hog_cpus;
+    o.use_stress_ng = s.stress_ng;
+    hogs = std::make_unique<measure::contention_generator>(o);
+    hogs->start();
+    std::this_thread::sleep_for(200ms);
+  }
+
+  std::vector<std::unique_ptr<loop_log>> logs;
+  for (int i = 0; i < count; ++i) logs.push_back(std::make_unique<loop_log>(total));
+  std::vector<measure::thread_grant> loop_grants(static_cast<std::size_t>(count));
+  std::vector<std::unique_ptr<run_handle>> handles;
+  for (int i = 0; i < count; ++i) {
+    run_options o;
+    o.partition = parts->share(static_cast<std::size_t>(i));
+    o.policy = sample_policy::skip_duplicate;
+    o.idle_sleep_ns = s.sleep_ns;
+    o.poll_ns = s.poll_ns;
+    o.stall_timeout = std::max<std::chrono::milliseconds>(
+        2000ms, std::chrono::milliseconds(4 * (s.sleep_ns + s.poll_ns) / 1'000'000 + 1));
+    if (host_driven) {
+      const int cpu = loop_cpus[static_cast<std::size_t>(i)];
+      auto* grant = &loop_grants[static_cast<std::size_t>(i)];
+      const bool rt = s.realtime;
+      o.on_loop_thread_start = [grant, cpu, rt] {
+        *grant = measure::configure_current_thread(cpu, rt);
+      };
+    }
+    handles.push_back(run_async(*apps[static_cast<std::size_t>(i)], mode, o));
+    logs.back()->base = 0;
+  }
+  for (int i = 0; i < count; ++i) {
+    logs[static_cast<std::size_t>(i)]->base =
+        apps[static_cast<std::size_t>(i)]->mailbox().published();
+  }
+
+  std::atomic<bool> stop{false};
+  measure::thread_grant sensor_grant;
+  measure::thread_grant actuator_grant;
+  std::atomic<std::int64_t> stray{0};
+  const double cpu0 = cpu_seconds();
+  const std::int64_t wall0 = now_ns();
+  std::thread actuator([&] {
+    actuator_grant = measure::configure_current_thread(cpus.actuator, s.realtime);
+    std::vector<std::uint64_t> last(static_cast<std::size_t>(count));
+    for (int i = 0; i < count; ++i)
+      last[static_cast<std::size_t>(i)] = apps[static_cast<std::size_t>(i)]->mailbox().output_seq();
+    std::array<std::byte, 8> out{};
+    while (!stop.load(std::memory_order_relaxed)) {
+      bool any = false;
+      for (int i = 0; i < count; ++i) {
+        const auto li = static_cast<std::size_t>(i);
+        io::mailbox& mb = apps[li]->mailbox();
+        const std::uint64_t seq = mb.output_seq();
+        if (seq == last[li]) continue;
+        any = true;
+        const std::int64_t t = now_ns();
+        const std::uint64_t read = mb.read_output(out);
+        loop_log& lg = *logs[li];
+        const std::uint64_t k = seq - lg.base;
+        if (seq > lg.base && k <= total && lg.seen_ns[k] < 0) {
+          lg.seen_ns[k] = t;
+          if (read == seq && !apps[li]->output_matches(io_app::token(seq), out)) lg.wrong[k] = 1;
+        } else {
+          ++stray;
+        }
+        last[li] = seq;
+      }
+      if (!any) cpu_relax();
+    }
+  });
+  std::thread sensor([&] {
+    sensor_grant = measure::configure_current_thread(cpus.sensor, s.realtime);
+    const auto period = static_cast<std::int64_t>(1e9 / s.rate_hz);
+    const std::int64_t start = now_ns() + 5'000'000;
+    for (std::size_t k = 1; k <= total; ++k) {
+      for (int i = 0; i < count; ++i) {
+        // Independent sensors: phases spread evenly over the period.
+        wait_until(start + static_cast<std::int64_t>(k - 1) * period + period * i / count);
+        const auto li = static_cast<std::size_t>(i);
+        const std::uint64_t token = io_app::token(logs[li]->base + k);
+        logs[li]->release_ns[k].store(now_ns(), std::memory_order_release);
+        apps[li]->mailbox().publish(std::as_bytes(std::span(&token, 1)));
+      }
+    }
+  });
+  sensor.join();
+  const auto deadline = std::chrono::steady_clock::now() + 3s;
+  for (int i = 0; i < count; ++i) {
+    const auto li = static_cast<std::size_t>(i);
+    while (handles[li]->counters().last_seq < logs[li]->base + total &&
+           std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(100us);
+    }
+  }
+  std::this_thread::sleep_for(2ms);
+  stop = true;
+  actuator.join();
+  const double cpu_used = cpu_seconds() - cpu0;
+  const double wall = static_cast<double>(now_ns() - wall0) * 1e-9;
+  std::string errors;
+  std::vector<loop_counters> counters;
+  for (int i = 0; i < count; ++i) {
+    const auto li = static_cast<std::size_t>(i);
+    const tear_down_report r = handles[li]->tear_down();
+    if (!r.stopped || !r.error.empty())
+      errors += "loop " + std::to_string(i) + ": " + r.error + "; ";
+    counters.push_back(handles[li]->counters());
+  }
+  if (hogs) hogs->stop();
+  if (!errors.empty()) {
+    throw std::runtime_error(std::string(to_string(mode)) + " x" + std::to_string(count) + ": " +
+                             errors);
+  }
+
+  std::vector<double> pooled;
+  nlohmann::json per_loop = nlohmann::json::array();
+  std::uint64_t processed = 0, dropped = 0, repeated = 0;
+  std::int64_t wrong_total = 0, unobserved_total = 0;
+  for (int i = 0; i < count; ++i) {
+    const auto li = static_cast<std::size_t>(i);
+    const loop_log& lg = *logs[li];
+    std::vector<double> lat;
+    std::int64_t unobserved = 0, wrong = 0;
+    for (std::size_t k = static_cast<std::size_t>(s.warmup) + 1; k <= total; ++k) {
+      if (lg.seen_ns[k] < 0) {
+        ++unobserved;
+        continue;
+      }
+      lat.push_back(
+          static_cast<double>(lg.seen_ns[k] - lg.release_ns[k].load(std::memory_order_acquire)) /
+          1000.0);
+      wrong += lg.wrong[k];
+    }
+    pooled.insert(pooled.end(), lat.begin(), lat.end());
+    nlohmann::json one = {{"loop", i}};
+    if (!lat.empty()) one.update(measure::summary_fields(measure::summarize(lat)));
+    one["unobserved"] = unobserved;
+    one["wrong_outputs"] = wrong;
+    one["processed"] = counters[li].processed;
+    one["dropped"] = counters[li].dropped;
+    one["repeated"] = counters[li].repeated;
+    one["sms"] = (*parts)[li].sm_count();
+    if (host_driven) one["loop_thread"] = measure::to_json(loop_grants[li]);
+    per_loop.push_back(one);
+    processed += counters[li].processed;
+    dropped += counters[li].dropped;
+    repeated += counters[li].repeated;
+    wrong_total += wrong;
+    unobserved_total += unobserved;
+  }
+  if (pooled.empty()) {
+    throw std::runtime_error(std::string(to_string(mode)) + " x" + std::to_string(count) +
+                             ": the actuator saw no output");
+  }
+  const std::string label =
+      s.workload + ", " + std::to_string(count) + " loop" + (count == 1 ? "" : "s");
+  nlohmann::json r = measure::latency_result(
+      to_string(mode), label, contention, measure::summarize(pooled), processed, dropped, repeated);
+  r["loops"] = count;
+  r["workload_per_loop"] = s.workload;
+  r["partition_sms"] = pc.sms;
+  r["ignore_coscheduling"] = pc.ignore_coscheduling;
+  r["sms_in_use"] = pc.sms * count;
+  r["per_loop"] = per_loop;
+  r["wrong_outputs"] = wrong_total;
+  r["unobserved"] = unobserved_total;
+  r["stray_outputs"] = stray.load();
+  r["released_per_loop"] = total;
+  r["host_cpu_cores"] = wall > 0 ? cpu_used / wall : 0.0;
+  std::set<int> distinct(loop_cpus.begin(), loop_cpus.end());
+  r["host_cores_for_loops"] = distinct.size();
+  r["loop_threads"] = host_driven ? count : 0;
+  r["threads"] = {{"sensor", measure::to_json(sensor_grant)},
+                  {"actuator", measure::to_json(actuator_grant)}};
+  if (hogs) r["contention_detail"] = hogs->to_json();
+  double worst_loop_p999 = 0;
+  for (const auto& l : per_loop) {
+    if (l.contains("p999_us"))
+      worst_loop_p999 = std::max(worst_loop_p999, l["p999_us"].get<double>());
+  }
+  r["worst_loop_p999_us"] = worst_loop_p999;
+  log << "loops: " << to_string(mode) << " x" << count << " (" << pc.sms << " SMs each): p50 "
+      << r["p50_us"].get<double>() << " us, p99.9 " << r["p999_us"].get<double>() << " us, max "
+      << r["max_us"].get<double>() << " us\n";
+  return r;
+}
+
+const nlohmann::json* find(const nlohmann::json& results, const std::string& mode, int count,
+                           const std::string& contention) {
+  for (const auto& r : results) {
+    if (r.value("mode", "") == mode && r.value("loops", 0) == count &&
+        r.value("contention", "") == contention) {
+      return &r;
+    }
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+nlohmann::json loops_targets(const nlohmann::json& results) {
+  nlohmann::json out = nlohmann::json::array();
+  auto add = [&](const std::string& name, double value, double target, bool at_most) {
+    out.push_back({{"name", name},
+                   {"value", value},
+                   {"target", target},
+                   {"met", at_most ? value <= target : value >= target}});
+  };
+  const std::string level = "none";
+  if (const auto* base = find(results, "while", 5, level)) {
+    for (const int n : {10, 15, 20}) {
+      const auto* r = find(results, "while", n, level);
+      if (r == nullptr) continue;
+      const std::string at = " at " + std::to_string(n) + " loops vs 5";
+      add("while p99.9" + at + " <= 1.5x",
+          (*r)["p999_us"].get<double>() / (*base)["p999_us"].get<double>(), 1.5, true);
+      add("while max" + at + " <= 1.5x",
+          (*r)["max_us"].get<double>() / (*base)["max_us"].get<double>(), 1.5, true);
+      add("while stddev" + at + " <= 2x",
+          (*r)["stddev_us"].get<double>() / (*base)["stddev_us"].get<double>(), 2.0, true);
+    }
+  }
+  const auto* w10 = find(results, "while", 10, level);
+  const auto* h10 = find(results, "host-graph", 10, level);
+  if (w10 != nullptr && h10 != nullptr) {
+    add("host-graph p99.9 / while p99.9 at 10 loops >= 10",
+        (*h10)["p999_us"].get<double>() / (*w10)["p999_us"].get<double>(), 10.0, false);
+  }
+  if (w10 != nullptr) {
+    add("host cores reserved for 10 while loops == 0",
+        static_cast<double>((*w10)["host_cores_for_loops"].get<int>()), 0.0, true);
+  }
+  return out;
+}
+
+measure::receipt run_loops_bench(const loops_settings& s, std::ostream& log) {
+  s.validate();
+  if (device_count() == 0) {
+    throw std::runtime_error("bench loops needs a CUDA GPU; none is usable here (" +
+                             no_device_reason() + ")");
+  }
+  const auto roles = measure::assign_cpus({{"sensor", -1}, {"actuator", -1}});
+  cpu_plan cpus;
+  cpus.sensor = roles.at("sensor");
+  cpus.actuator = roles.at("actuator");
+  cpus.others = measure::remaining_cpus({cpus.sensor, cpus.actuator});
+  if (cpus.others.empty()) throw std::runtime_error("bench loops needs at least 3 cores");
+  // Every other thread (supervisors, CUDA's helpers, host loop threads before they pin) stays
+  // off the sensor's and actuator's cores.
+  cpu_set_t mask;
+  CPU_ZERO(&mask);
+  for (const int cpu : cpus.others) CPU_SET(cpu, &mask);
+  if (sched_setaffinity(0, sizeof(mask), &mask) != 0) {
+    log << "loops: could not keep other threads off the sensor and actuator cores\n";
+  }
+
+  const auto co = partition::query_sm_resource(0, false);
+  const auto fine = partition::query_sm_resource(0, true);
+  const int max_count = *std::max_element(s.counts.begin(), s.counts.end());
+  partition_choice pc;
+  if (s.partition_sms > 0) {
+    pc.sms = s.partition_sms;
+    pc.ignore_coscheduling =
+        s.partition_sms % std::max(1, co.alignment) != 0 || s.partition_sms < co.min_partition;
+  } else {
+    pc = choose_partition(co.sm_count, max_count, co.min_partition, co.alignment,
+                          fine.min_partition, fine.alignment);
+  }
+
+  measure::receipt receipt("loops", s.command);
+  describe_machine(receipt);
+  receipt.settings = {
+      {"counts", s.counts},
+      {"modes", s.modes},
+      {"contention", s.contention},
+      {"workload_per_loop", s.workload},
+      {"partition_sms", pc.sms},
+      {"ignore_coscheduling", pc.ignore_coscheduling},
+      {"sm_resource",
+       {{"sm_count", co.sm_count},
+        {"min_partition", co.min_partition},
+        {"alignment", co.alignment},
+        {"fine_min_partition", fine.min_partition},
+        {"fine_alignment", fine.alignment}}},
+      {"samples_per_loop", s.samples},
+      {"warmup", s.warmup},
+      {"rate_hz", s.rate_hz},
+      {"sensor_phases", "staggered by period / N"},
+      {"sleep_ns", s.sleep_ns},
+      {"poll_ns", s.poll_ns},
+      {"policy", "skip-duplicate"},
+      {"cpus", {{"sensor", cpus.sensor}, {"actuator", cpus.actuator}, {"others", cpus.others}}},
+      {"realtime_requested", s.realtime}};
+  for (const auto& level : s.contention) {
+    for (const int count : s.counts) {
+      for (const auto& m : s.modes) {
+        receipt.results.push_back(
+            run_config(s, parse_execution_mode(m), count, pc, level, cpus, log));
+      }
+    }
+  }
+  receipt.settings["targets"] = loops_targets(receipt.results);
+  return receipt;
+}
+
+std::string loops_table(const measure::receipt& receipt) {
+  std::ostringstream os;
+  os << std::fixed << std::setprecision(1);
+  os << "mode        loops  SMs  contend       n     mean      p50     p99   p99.9      max  "
+        "stddev  worst-loop-p99.9  dropped wrong  (us)\n";
+  for (const auto& r : receipt.results) {
+    os << std::left << std::setw(12) << r["mode"].get<std::string>() << std::right << std::setw(5)
+       << r["loops"].get<int>() << std::setw(5) << r["partition_sms"].get<int>() << "  "
+       << std::left << std::setw(8) << r["contention"].get<std::string>() << std::right
+       << std::setw(8) << r["n"].get<std::int64_t>() << std::setw(9) << r["mean_us"].get<double>()
+       << std::setw(9) << r["p50_us"].get<double>() << std::setw(8) << r["p99_us"].get<double>()
+       << std::setw(8) << r["p999_us"].get<double>() << std::setw(9) << r["max_us"].get<double>()
+       << std::setw(8) << r["stddev_us"].get<double>() << std::setw(18)
+       << r["worst_loop_p999_us"].get<double>() << std::setw(9) << r["dropped"].get<std::uint64_t>()
+       << std::setw(6) << r["wrong_outputs"].get<std::int64_t>() << "\n";
+  }
+  if (receipt.settings.contains("targets")) {
+    for (const auto& t : receipt.settings["targets"]) {
+      os << (t["met"].get<bool>() ? "[met]    " : "[missed] ") << t["name"].get<std::string>()
+         << ": " << std::setprecision(2) << t["value"].get<double>() << "\n";
+    }
+  }
+  return os.str();
+}
+
+}  // namespace resident::bench

@@ -1,0 +1,50 @@
+#pragma once
+// resident bench loops: N concurrent loops, each its own application with its own emulated I/O
+// pair and matmul workload, each confined to its own SM partition; `while` against
+// `host-graph` (one host thread per host-driven loop). Per-loop and pooled latency.
+
+#include <cstdint>
+#include <iosfwd>
+#include <string>
+#include <vector>
+
+#include "resident/measure/receipt.hpp"
+
+namespace resident::bench {
+
+struct loops_settings {
+  std::vector<int> counts{1, 5, 10, 15, 20};
+  std::vector<std::string> modes{"while", "host-graph"};
+  std::vector<std::string> contention{"none"};
+  std::string workload{"matmul256x2"};  // per loop; see parse_workload
+  int partition_sms{0};        // SMs per loop; 0: the largest equal share for the largest count
+  std::int64_t samples{5000};  // measured per loop and configuration
+  std::int64_t warmup{500};
+  double rate_hz{1000.0};  // every sensor; the N sensors are phase-staggered by period / N
+  std::uint64_t sleep_ns{0};
+  std::uint64_t poll_ns{20'000'000};
+  bool realtime{true};
+  bool stress_ng{false};
+  std::string command;
+
+  void make_quick();
+  /// Throws std::invalid_argument naming the bad value.
+  void validate() const;
+};
+
+/// The partition size and split mode for `max_count` loops on `sm_count` SMs: the largest equal
+/// share in whole co-scheduled groups (`alignment`), or, when that is below `min_partition`, in
+/// the finer groups that ignore co-scheduling (`fine_alignment`, `fine_min`).
+struct partition_choice {
+  int sms{0};
+  bool ignore_coscheduling{false};
+};
+[[nodiscard]] partition_choice choose_partition(int sm_count, int max_count, int min_partition,
+                                                int alignment, int fine_min, int fine_alignment);
+
+[[nodiscard]] measure::receipt run_loops_bench(const loops_settings& settings, std::ostream& log);
+[[nodiscard]] std::string loops_table(const measure::receipt& receipt);
+/// The targets evaluated on a receipt's results, each {name, value, target, met}.
+[[nodiscard]] nlohmann::json loops_targets(const nlohmann::json& results);
+
+}  // namespace resident::bench
