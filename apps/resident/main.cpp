@@ -370,6 +370,13 @@ int main(int argc, char** argv) {
       ->check(CLI::ExistingFile);
   plan_cmd->add_option("--sm-count", plan.sm_count, "plan for N SMs instead of device.sm_count");
   plan_cmd->add_option("--json", plan.json, "write the plan as JSON here");
+  std::string profile_sizes = "8,16,32,64,128";
+  plan_cmd->add_flag("--profile", plan.profile,
+                     "measure each loop's workload on partitions of --profile-sizes (GPU)");
+  plan_cmd->add_option("--profile-sizes", profile_sizes, "partition sizes to profile")
+      ->capture_default_str();
+  plan_cmd->add_option("--profile-samples", plan.profile_samples, "samples per size")
+      ->capture_default_str();
 
   run_settings s;
   auto* run_cmd = cli.add_subcommand(
@@ -429,7 +436,23 @@ int main(int argc, char** argv) {
       return finish_bench(receipt, out, resident::bench::overhead_table(receipt));
     }
     if (sim_cmd->parsed()) return resident::bench::run_sim(sim, std::cout);
-    if (plan_cmd->parsed()) return resident::bench::run_plan(plan, std::cout);
+    if (plan_cmd->parsed()) {
+      plan.profile_sizes.clear();
+      for (const auto& item : split_list(profile_sizes)) {
+        std::size_t used = 0;
+        int value = 0;
+        try {
+          value = std::stoi(item, &used);
+        } catch (const std::exception&) {
+          used = 0;
+        }
+        if (used == 0 || used != item.size() || value <= 0) {
+          throw std::invalid_argument("--profile-sizes: '" + item + "' is not a positive number");
+        }
+        plan.profile_sizes.push_back(value);
+      }
+      return resident::bench::run_plan(plan, std::cout);
+    }
     if (loops_cmd->parsed()) {
       if (loops_quick) loops.make_quick();
       if (!loops_quick || loop_counts != "1,5,10,15,20") {

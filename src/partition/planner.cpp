@@ -118,7 +118,9 @@ std::optional<problem> find_problem(const taskset& tasks) {
                          ", but the overheads give none for " + mode_name(loop.mode) +
                          " (they cover: " + covered_modes(tasks.overheads) + ")"};
     }
-    if (loop.wcet_us.empty()) {
+    // A table left to --profile (a workload and no table) is checked by plan(), not here, so
+    // such a taskset still parses.
+    if (loop.wcet_us.empty() && loop.workload.empty()) {
       return problem{part::loop, i, "wcet_us",
                      who + " has an empty wcet_us table; give at least one size: us entry"};
     }
@@ -538,7 +540,7 @@ std::map<int, double> parse_wcet(const YAML::Node& node, const std::string& who,
 loop_spec parse_loop(const YAML::Node& node, std::size_t index, const std::string& origin,
                      marks& seen) {
   std::string who = "loop #" + std::to_string(index + 1);
-  constexpr const char* known = "name, rate_hz, deadline_us, sleep_ns, mode, wcet_us";
+  constexpr const char* known = "name, rate_hz, deadline_us, sleep_ns, mode, wcet_us, workload";
   if (!node.IsMap()) fail(origin, node.Mark(), who + " must be a map with keys " + known);
   // Name the loop in later messages when it has a usable name, wherever the key sits.
   if (const auto name = node["name"]; name && name.IsScalar() && !name.Scalar().empty()) {
@@ -570,12 +572,18 @@ loop_spec parse_loop(const YAML::Node& node, std::size_t index, const std::strin
       loop.mode = text == "while" ? execution_mode::while_loop : execution_mode::tail;
     } else if (key == "wcet_us") {
       loop.wcet_us = parse_wcet(value, who, origin);
+    } else if (key == "workload") {
+      loop.workload = scalar(value, key, who, origin);
     } else {
       return false;
     }
     return true;
   });
-  reader.require({"name", "rate_hz", "deadline_us", "wcet_us"});
+  reader.require({"name", "rate_hz", "deadline_us"});
+  if (loop.wcet_us.empty() && loop.workload.empty()) {
+    fail(origin, node.Mark(),
+         who + " needs wcet_us (SMs: us) or a workload for resident plan --profile to measure");
+  }
   seen = reader.seen();
   return loop;
 }
@@ -701,6 +709,12 @@ std::string_view to_string(loop_verdict verdict) noexcept {
 
 plan_result plan(const taskset& tasks) {
   validate(tasks);
+  for (const auto& loop : tasks.loops) {
+    if (loop.wcet_us.empty()) {
+      throw plan_error("loop '" + loop.name + "' has no wcet_us table yet: run resident plan " +
+                       "--profile to measure its workload '" + loop.workload + "'");
+    }
+  }
   plan_result result;
   result.device = tasks.device;
   result.overheads = tasks.overheads;

@@ -5,11 +5,14 @@
 
 #include <gmock/gmock.h>
 
+#include <filesystem>
+#include <fstream>
 #include <sstream>
 
 #include "bench/io_bench.hpp"
 #include "bench/loops_bench.hpp"
 #include "bench/overhead_bench.hpp"
+#include "bench/plan_command.hpp"
 #include "gpu/support.hpp"
 #include "resident/measure/threads.hpp"
 
@@ -100,6 +103,32 @@ TEST(bench_loops, partitioned_loops_in_both_modes_account_for_every_sample) {
     const bool resident = r["mode"] == "while";
     EXPECT_EQ(r["host_cores_for_loops"].get<int>(), resident ? 0 : std::min(loops, 13));
   }
+}
+
+TEST(plan_profile, measures_a_workload_per_partition_size_and_plans_with_it) {
+  RESIDENT_REQUIRE_GPU();
+  const auto dir = std::filesystem::temp_directory_path() / "resident-plan-profile-test";
+  std::filesystem::create_directories(dir);
+  const auto file = dir / "taskset.yaml";
+  std::ofstream(file) << "overheads: {while: {idle_pass_us: 11, busy_fixed_us: 20}}\n"
+                         "loops:\n"
+                         "  - {name: cam, rate_hz: 500, deadline_us: 1500, "
+                         "workload: matmul128x2}\n";
+  bench::plan_settings settings;
+  settings.file = file.string();
+  settings.profile = true;
+  settings.profile_sizes = {8, 16};
+  settings.profile_samples = 50;
+  std::ostringstream out;
+  const int rc = bench::run_plan(settings, out);
+  SCOPED_TRACE(out.str());
+  EXPECT_EQ(rc, 0);
+  EXPECT_THAT(out.str(), ::testing::HasSubstr("profiled cam (matmul128x2, while) on 8 SMs: B = "));
+  EXPECT_THAT(out.str(), ::testing::HasSubstr("profiled cam (matmul128x2, while) on 16 SMs: B = "));
+  const double b8 = bench::profile_body_us("matmul128x2", execution_mode::while_loop, 8, 30);
+  EXPECT_GT(b8, 1.0);     // two matmuls and the IF transition take microseconds
+  EXPECT_LT(b8, 1000.0);  // and not milliseconds
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

@@ -381,7 +381,7 @@ TEST(partition_planner, yaml_unknown_key_is_named_with_line_and_column) {
                                       "    rate_hz: 1000\n"
                                       "    dedline_us: 300\n")),
             "test.yaml:6:5: unknown key 'dedline_us' in loop 'camera'; keys: name, rate_hz, "
-            "deadline_us, sleep_ns, mode, wcet_us");
+            "deadline_us, sleep_ns, mode, wcet_us, workload");
   EXPECT_THAT(parse_error("overheads:\n  whlie: {idle_pass_us: 1, busy_fixed_us: 1}\n"),
               StartsWith("test.yaml:2:3: unknown key 'whlie' in overheads; keys: while, tail, "
                          "receipt, margin"));
@@ -449,6 +449,16 @@ TEST(partition_planner, yaml_a_mode_without_overheads_names_the_loop) {
 TEST(partition_planner, yaml_missing_keys_and_files_are_named) {
   EXPECT_EQ(parse_error(one_loop_yaml("  - {name: camera, rate_hz: 1000, wcet_us: {8: 1}}\n")),
             "test.yaml:4:5: loop 'camera' has no 'deadline_us'");
+  EXPECT_EQ(parse_error(one_loop_yaml("  - {name: camera, rate_hz: 1000, deadline_us: 300}\n")),
+            "test.yaml:4:5: loop 'camera' needs wcet_us (SMs: us) or a workload for resident plan "
+            "--profile to measure");
+  // A workload instead of a table parses, and planning without --profile says what to do.
+  const auto profiled = parse_taskset(
+      one_loop_yaml("  - {name: camera, rate_hz: 1000, deadline_us: 300, workload: matmul256x2}\n"),
+      "test.yaml", fixtures);
+  EXPECT_EQ(profiled.loops[0].workload, "matmul256x2");
+  EXPECT_THAT(plan_error_of([&] { (void)plan(profiled); }),
+              HasSubstr("run resident plan --profile to measure its workload 'matmul256x2'"));
   EXPECT_EQ(parse_error("loops: []\n"), "test.yaml:1:1: the taskset has no 'overheads'");
   EXPECT_EQ(parse_error("overheads: {while: {idle_pass_us: 1, busy_fixed_us: 1}}\nloops: []\n"),
             "test.yaml:2:8: no loops to plan");

@@ -10,6 +10,9 @@
 
 #include <iosfwd>
 #include <string>
+#include <vector>
+
+#include "resident/exec/mode.hpp"
 
 namespace resident::bench {
 
@@ -17,7 +20,19 @@ struct plan_settings {
   std::string file;  // the taskset (YAML)
   int sm_count{-1};  // > 0: plan for this many SMs instead of the taskset's device.sm_count
   std::string json;  // write {"benchmark": "plan", "source", ...the plan} here when not empty
+  /// Measure the WCET table of every loop that names a workload (needs a GPU): the workload
+  /// runs in the loop's mode on a partition of each size in profile_sizes.
+  bool profile{false};
+  std::vector<int> profile_sizes{8, 16, 32, 64, 128};
+  int profile_samples{300};  // samples per size; B(m) is the largest body span seen
 };
+
+/// B(m) of one workload: runs it in `mode` on an `sms`-SM partition for `samples` samples (one
+/// at a time) and returns the largest device span from the controller's release to the end
+/// marker's start. That span also holds the IF transition (or the tail launch), which
+/// O_busy counts as well, so the bound errs on the safe side by that much.
+[[nodiscard]] double profile_body_us(const std::string& workload, execution_mode mode, int sms,
+                                     int samples);
 
 /// Exit status when the taskset does not fit.
 inline constexpr int plan_does_not_fit = 3;

@@ -76,6 +76,9 @@ struct loop_spec {
   /// start to the end marker's start (the span the overhead benchmark subtracts from a busy
   /// iteration), so that O_busy + B(m) is one whole busy iteration.
   std::map<int, double> wcet_us;
+  /// A `resident bench` workload name (e.g. matmul256x2) that `resident plan --profile` runs on
+  /// each partition size to measure wcet_us; empty: the table is given.
+  std::string workload;
 
   [[nodiscard]] double period_us() const noexcept { return 1e6 / rate_hz; }
   [[nodiscard]] double sleep_us() const noexcept { return static_cast<double>(sleep_ns) / 1e3; }
