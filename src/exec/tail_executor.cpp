@@ -20,12 +20,19 @@ namespace resident::detail {
 
 namespace {
 
-graph_exec instantiate_for_device(const graph& g, const char* name) {
+graph_exec instantiate_for_device(const graph& g, const char* name, bool partitioned) {
   try {
     return graph_exec(g.get(), cudaGraphInstantiateFlagDeviceLaunch);
   } catch (const cuda_error& e) {
-    throw execution_error(std::string("tail mode: graph ") + name +
-                          " cannot be instantiated for device launch: " + e.what());
+    // Seen on the H200 (driver 580): an app whose DAG holds cuBLAS kernels runs in tail mode
+    // on the whole GPU, but its graph W is refused for device launch inside a green context,
+    // even one spanning every SM; while mode runs the same app in the partition.
+    throw execution_error(
+        std::string("tail mode: graph ") + name +
+        " cannot be instantiated for device launch: " + e.what() +
+        (partitioned ? " (inside an SM partition this was seen with library kernels such as "
+                       "cuBLAS'; run this application in while mode)"
+                     : ""));
   }
 }
 
@@ -50,8 +57,10 @@ class tail_executor final : public loop_executor {
                          device_launch_rules());
     });
 
-    _main_exec = std::make_unique<graph_exec>(instantiate_for_device(_main, "M"));
-    _work_exec = std::make_unique<graph_exec>(instantiate_for_device(_work, "W"));
+    _main_exec = std::make_unique<graph_exec>(
+        instantiate_for_device(_main, "M", options.partition != nullptr));
+    _work_exec = std::make_unique<graph_exec>(
+        instantiate_for_device(_work, "W", options.partition != nullptr));
     _main_exec->upload(res().loop_stream);
     _work_exec->upload(res().loop_stream);
     res().config.main_exec = _main_exec->get();
