@@ -50,29 +50,9 @@ class add2 final : public Operator {
   std::int64_t _elements{};
 };
 
-/// A source with no inputs whose output lives in memory the test owns (external memory).
-class external_source final : public Operator {
- public:
-  external_source(void* memory, std::size_t bytes) : _memory(memory), _bytes(bytes) {}
-  void setup(OperatorSpec& spec) override { spec.device_output("out", _bytes, _memory); }
-  void compute(CaptureContext&) override {}
-
- private:
-  void* _memory;
-  std::size_t _bytes;
-};
-
-/// A sink whose input lives in memory the test owns, so the producer writes straight there.
-class external_sink final : public Operator {
- public:
-  external_sink(void* memory, std::size_t bytes) : _memory(memory), _bytes(bytes) {}
-  void setup(OperatorSpec& spec) override { spec.device_input("in", _bytes, _memory); }
-  void compute(CaptureContext&) override {}
-
- private:
-  void* _memory;
-  std::size_t _bytes;
-};
+// Sources and sinks in memory the test owns (external memory): the library's own.
+using ops::external_sink;
+using ops::external_source;
 
 /// Spins on the GPU for `busy_ns` nanoseconds (param), to make the body slower than a sensor.
 class busy_wait final : public Operator {

@@ -1,5 +1,7 @@
 #include "bench/common.hpp"
 
+#include <sys/resource.h>
+
 #include <cstdio>
 #include <sstream>
 
@@ -21,6 +23,13 @@ void wait_until(std::int64_t target_ns) noexcept {
       cpu_relax();
     }
   }
+}
+
+double cpu_seconds() {
+  rusage r{};
+  getrusage(RUSAGE_SELF, &r);
+  return static_cast<double>(r.ru_utime.tv_sec + r.ru_stime.tv_sec) +
+         1e-6 * static_cast<double>(r.ru_utime.tv_usec + r.ru_stime.tv_usec);
 }
 
 smi_reading read_nvidia_smi() {

@@ -1,6 +1,7 @@
 #pragma once
 // Pieces every benchmark shares: clocks, waiting, the device and host facts of a receipt.
 
+#include <atomic>
 #include <cstdint>
 #include <ctime>
 #include <string>
@@ -38,6 +39,19 @@ struct smi_reading {
 
 /// Fills the device and host records of a receipt (device 0).
 void describe_machine(measure::receipt& receipt);
+
+/// User + system CPU time of the whole process, in seconds (getrusage).
+[[nodiscard]] double cpu_seconds();
+
+/// What the emulated endpoints record for one loop: release and first-sight times and wrong
+/// outputs per sample (1-based), sized before the threads start so they never allocate.
+struct sample_log {
+  explicit sample_log(std::size_t total)
+      : release_ns(total + 1), seen_ns(total + 1, -1), wrong(total + 1, 0) {}
+  std::vector<std::atomic<std::int64_t>> release_ns;  // sensor -> actuator
+  std::vector<std::int64_t> seen_ns;                  // actuator only
+  std::vector<std::uint8_t> wrong;                    // actuator only
+};
 
 /// A compact summary for breakdown tables: {n, mean_us, p50_us, p99_us, max_us}.
 [[nodiscard]] nlohmann::json brief(const std::vector<double>& values_us);

@@ -1,7 +1,6 @@
 #include "bench/io_bench.hpp"
 
 #include <sched.h>
-#include <sys/resource.h>
 
 #include <algorithm>
 #include <atomic>
@@ -55,23 +54,6 @@ void io_settings::validate() const {
 namespace {
 
 using namespace std::chrono_literals;
-
-double cpu_seconds() {
-  rusage r{};
-  getrusage(RUSAGE_SELF, &r);
-  return static_cast<double>(r.ru_utime.tv_sec + r.ru_stime.tv_sec) +
-         1e-6 * static_cast<double>(r.ru_utime.tv_usec + r.ru_stime.tv_usec);
-}
-
-// Everything one configuration (workload x contention x mode) records. Sized before the loop
-// starts: the sensor and actuator threads never allocate.
-struct sample_log {
-  explicit sample_log(std::size_t total)
-      : release_ns(total + 1), seen_ns(total + 1, -1), wrong(total + 1, 0) {}
-  std::vector<std::atomic<std::int64_t>> release_ns;  // sensor -> actuator
-  std::vector<std::int64_t> seen_ns;                  // actuator only
-  std::vector<std::uint8_t> wrong;                    // actuator only
-};
 
 nlohmann::json breakdown(const std::vector<telemetry_entry>& entries, std::uint64_t first_seq,
                          std::uint64_t last_seq) {

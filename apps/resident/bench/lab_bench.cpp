@@ -20,11 +20,8 @@ namespace {
 
 const std::vector<std::string> lab_modes{"eager", "stream", "graph"};
 
-double median(std::vector<double> v) {
-  if (v.empty()) return std::nan("");
-  std::sort(v.begin(), v.end());
-  const std::size_t m = v.size() / 2;
-  return v.size() % 2 == 1 ? v[m] : (v[m - 1] + v[m]) / 2;
+double median(const std::vector<double>& v) {
+  return v.empty() ? std::nan("") : measure::summarize(v).p50;
 }
 
 double us_since(std::int64_t start_ns) { return static_cast<double>(now_ns() - start_ns) / 1e3; }

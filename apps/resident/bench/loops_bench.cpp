@@ -1,7 +1,6 @@
 #include "bench/loops_bench.hpp"
 
 #include <sched.h>
-#include <sys/resource.h>
 
 #include <algorithm>
 #include <atomic>
@@ -70,20 +69,9 @@ partition_choice choose_partition(int sm_count, int max_count, int min_partition
 
 namespace {
 
-double cpu_seconds() {
-  rusage r{};
-  getrusage(RUSAGE_SELF, &r);
-  return static_cast<double>(r.ru_utime.tv_sec + r.ru_stime.tv_sec) +
-         1e-6 * static_cast<double>(r.ru_utime.tv_usec + r.ru_stime.tv_usec);
-}
-
-// One loop's samples, sized before anything runs: the sensor and actuator never allocate.
-struct loop_log {
-  explicit loop_log(std::size_t total)
-      : release_ns(total + 1), seen_ns(total + 1, -1), wrong(total + 1, 0) {}
-  std::vector<std::atomic<std::int64_t>> release_ns;
-  std::vector<std::int64_t> seen_ns;
-  std::vector<std::uint8_t> wrong;
+// One loop's samples and the sequence number its mailbox stood at before the run.
+struct loop_log : sample_log {
+  using sample_log::sample_log;
   std::uint64_t base{0};
 };
 
@@ -153,7 +141,6 @@ nlohmann::json run_config(const loops_settings& s, execution_mode mode, int coun
       };
     }
     handles.push_back(run_async(*apps[static_cast<std::size_t>(i)], mode, o));
-    logs.back()->base = 0;
   }
   for (int i = 0; i < count; ++i) {
     logs[static_cast<std::size_t>(i)]->base =
