@@ -59,8 +59,12 @@ TEST(loops_partition, picks_the_largest_equal_share_in_whole_groups) {
 
 nlohmann::json result(const std::string& mode, int loops, double p999, double max, double sd,
                       int host_cores = 0) {
-  return {{"mode", mode},       {"loops", loops},    {"contention", "none"},
-          {"p999_us", p999},    {"max_us", max},     {"stddev_us", sd},
+  return {{"mode", mode},
+          {"loops", loops},
+          {"contention", "none"},
+          {"p999_us", p999},
+          {"max_us", max},
+          {"stddev_us", sd},
           {"host_cores_for_loops", host_cores}};
 }
 
@@ -70,10 +74,10 @@ TEST(loops_targets, compare_each_count_with_five_loops_and_host_graph_at_ten) {
        result("while", 20, 160, 200, 2), result("host-graph", 10, 1500, 3000, 40, 10)});
   std::map<std::string, bool> met;
   for (const auto& t : loops_targets(results)) met[t["name"].get<std::string>()] = t["met"];
-  EXPECT_TRUE(met.at("while p99.9 at 10 loops vs 5 <= 1.5x"));   // 1.4
-  EXPECT_TRUE(met.at("while max at 10 loops vs 5 <= 1.5x"));     // 1.45
-  EXPECT_TRUE(met.at("while stddev at 10 loops vs 5 <= 2x"));    // 1.95
-  EXPECT_FALSE(met.at("while p99.9 at 20 loops vs 5 <= 1.5x"));  // 1.6
+  EXPECT_TRUE(met.at("while p99.9 at 10 loops vs 5 <= 1.5x"));              // 1.4
+  EXPECT_TRUE(met.at("while max at 10 loops vs 5 <= 1.5x"));                // 1.45
+  EXPECT_TRUE(met.at("while stddev at 10 loops vs 5 <= 2x"));               // 1.95
+  EXPECT_FALSE(met.at("while p99.9 at 20 loops vs 5 <= 1.5x"));             // 1.6
   EXPECT_TRUE(met.at("host-graph p99.9 / while p99.9 at 10 loops >= 10"));  // 10.7
   EXPECT_TRUE(met.at("host cores reserved for 10 while loops == 0"));
   EXPECT_EQ(met.count("while p99.9 at 15 loops vs 5 <= 1.5x"), 0U);  // not measured: absent

@@ -47,6 +47,7 @@ void loops_settings::validate() const {
   }
   (void)parse_workload(workload);
   if (partition_sms < 0) throw std::invalid_argument("--partition-sms must be >= 0 (0: auto)");
+  if (host_cores < 0) throw std::invalid_argument("--host-cores must be >= 0 (0: every free core)");
   if (!(rate_hz > 0.0) || rate_hz > 100000.0) {
     throw std::invalid_argument("--rate must be in (0, 100000] Hz");
   }
@@ -97,8 +98,12 @@ nlohmann::json run_config(const loops_settings& s, execution_mode mode, int coun
   // Host-driven loops get a core each while cores last, then share round-robin.
   std::vector<int> loop_cpus;
   if (host_driven) {
+    const std::size_t cores =
+        s.host_cores > 0
+            ? std::min<std::size_t>(static_cast<std::size_t>(s.host_cores), cpus.others.size())
+            : cpus.others.size();
     for (int i = 0; i < count; ++i) {
-      loop_cpus.push_back(cpus.others[static_cast<std::size_t>(i) % cpus.others.size()]);
+      loop_cpus.push_back(cpus.others[static_cast<std::size_t>(i) % cores]);
     }
   }
   std::vector<int> hog_cpus;

@@ -23,6 +23,9 @@ struct loops_settings {
   double rate_hz{1000.0};  // every sensor; the N sensors are phase-staggered by period / N
   std::uint64_t sleep_ns{0};
   std::uint64_t poll_ns{20'000'000};
+  /// Cores the host-driven loop threads may use (0: all free cores, one thread per core while
+  /// they last). The paper varies this (2, 6, 10 isolated cores for 10 loops).
+  int host_cores{0};
   bool realtime{true};
   bool stress_ng{false};
   std::string command;
