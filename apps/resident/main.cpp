@@ -337,6 +337,10 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   loops_cmd->add_option("--poll-ns", loops.poll_ns, "handler in-kernel polling budget")
       ->capture_default_str();
+  loops_cmd
+      ->add_option("--host-cores", loops.host_cores,
+                   "cores for host-driven loop threads (0: one each while cores last)")
+      ->capture_default_str();
   loops_cmd->add_flag("--no-fifo", loops_no_fifo, "do not ask for SCHED_FIFO");
   loops_cmd->add_flag("--stress-ng", loops.stress_ng, "use stress-ng for the stress level");
   loops_cmd->add_flag("--quick", loops_quick, "counts 1,5,10 and few samples");

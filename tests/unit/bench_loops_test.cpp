@@ -41,6 +41,7 @@ TEST(loops_settings, defaults_follow_the_issue_and_bad_flags_are_clear) {
   EXPECT_EQ(with([](loops_settings& x) { x.workload = "matmul256x2"; }), "");
   EXPECT_THAT(with([](loops_settings& x) { x.rate_hz = 0; }), HasSubstr("--rate"));
   EXPECT_THAT(with([](loops_settings& x) { x.samples = 0; }), HasSubstr("--samples"));
+  EXPECT_THAT(with([](loops_settings& x) { x.host_cores = -1; }), HasSubstr("--host-cores"));
 }
 
 TEST(loops_partition, picks_the_largest_equal_share_in_whole_groups) {

@@ -409,6 +409,7 @@ measure::receipt run_loops_bench(const loops_settings& s, std::ostream& log) {
       {"poll_ns", s.poll_ns},
       {"policy", "skip-duplicate"},
       {"cpus", {{"sensor", cpus.sensor}, {"actuator", cpus.actuator}, {"others", cpus.others}}},
+      {"host_cores", s.host_cores},
       {"realtime_requested", s.realtime}};
   for (const auto& level : s.contention) {
     for (const int count : s.counts) {
