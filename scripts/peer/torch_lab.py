@@ -37,8 +37,8 @@ def parse_args():
     p.add_argument("--iterations", type=int, default=1000)
     p.add_argument("--repeats", type=int, default=5)
     p.add_argument("--settle-ms", type=float, default=200.0,
-                   help="run the pipeline untimed this long before the first mode, and each "
-                        "mode's own path this long before timing it (0: off)")
+                   help="run each mode's own path untimed this long before timing it, so GPU "
+                        "clocks and host caches are warm whatever the order (0: off)")
     p.add_argument("--json", metavar="PATH", help="write the receipt here, not stdout")
     a = p.parse_args()
     if a.settle_ms < 0:
@@ -216,25 +216,6 @@ def run_mode(torch, mode, index, args):
     }
 
 
-def settle(torch, args):
-    # Before the first mode: modules load and the SM clock leaves its idle value, so neither
-    # lands in the first mode's setup or timings.
-    if args.settle_ms <= 0:
-        return
-    x = torch.linspace(0, 1, args.elements, dtype=torch.float32, device="cuda")
-    ones = torch.ones_like(x)
-    work, affine, squared = (torch.empty_like(x) for _ in range(3))
-    result = torch.empty((), dtype=torch.float32, device="cuda")
-    end = time.perf_counter() + args.settle_ms / 1000.0
-    while time.perf_counter() < end:
-        for _ in range(64):
-            work.copy_(x)
-            torch.add(ones, work, alpha=2, out=affine)
-            torch.mul(affine, affine, out=squared)
-            torch.sum(squared, dim=0, out=result)
-        torch.cuda.synchronize()
-
-
 def fmt(v):
     return f"{v:10.3f}" if v is not None else f"{'-':>10}"
 
@@ -252,7 +233,6 @@ def main():
         return 2
     torch.cuda.init()  # context creation stays out of every measurement
     props = torch.cuda.get_device_properties(torch.cuda.current_device())
-    settle(torch, args)
     results = [run_mode(torch, m, i, args) for i, m in enumerate(args.order)]
     receipt = {
         "implementation": "torch", "torch_version": torch.__version__,

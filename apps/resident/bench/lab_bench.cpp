@@ -764,25 +764,6 @@ nlohmann::json lab_targets(const nlohmann::json& results) {
   return out;
 }
 
-namespace {
-
-// Before the first mode, the pipeline runs through the direct path: the kernels' modules load
-// and the GPU leaves its idle clock, so neither lands in the first mode's setup or timings.
-void settle(const lab_settings& s) {
-  if (s.settle_ms <= 0) return;
-  lab_buffers buf(s.elements);
-  lab_app app(s.elements, buf.input.data_as<float>(), buf.result.data_as<float>(), s.copy);
-  direct_submission sub(app);
-  resident::stream st;
-  const std::int64_t end = now_ns() + static_cast<std::int64_t>(s.settle_ms * 1e6);
-  while (now_ns() < end) {
-    for (int i = 0; i < 64; ++i) sub.submit(st);
-    sync(st);
-  }
-}
-
-}  // namespace
-
 measure::receipt run_lab_bench(const lab_settings& s, std::ostream& log) {
   measure::receipt receipt("lab", s.command);
   describe_machine(receipt);
@@ -798,7 +779,6 @@ measure::receipt run_lab_bench(const lab_settings& s, std::ostream& log) {
                       {"update_trials", s.update_trials},
                       {"statistic", "median over repeats of per-iteration means"}};
   receipt.settings["settle_ms"] = s.settle_ms;
-  settle(s);
   int index = 0;
   for (const auto& mode : s.modes_in_order()) {
     receipt.results.push_back(run_lab_mode(mode, s, index++, log));

@@ -30,8 +30,8 @@ struct lab_settings {
   std::int64_t elements{4096};
   std::int64_t warmup{20};
   std::int64_t iterations{1000};
-  std::int64_t repeats{5};  // timed runs per mode; the receipt gives their median
-  double settle_ms{200};    // untimed: the pipeline before the first mode, each mode before timing
+  std::int64_t repeats{5};     // timed runs per mode; the receipt gives their median
+  double settle_ms{200};       // each mode runs untimed this long before it is timed
   std::string copy{"memcpy"};  // how the copy step copies: memcpy (node) or kernel
   std::string buckets{"1,2,4,8,16"};
   std::int64_t bucket_counts{17};     // correctness for every request count 1..bucket_counts
