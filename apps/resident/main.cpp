@@ -287,7 +287,7 @@ int main(int argc, char** argv) {
   lab_cmd->add_option("--mode", lab.mode, "eager, stream, graph or all")->capture_default_str();
   lab_cmd->add_option("--order", lab_order, "the order the modes run in")->capture_default_str();
   lab_cmd->add_option("--elements", lab.elements, "fp32 values")->capture_default_str();
-  lab_cmd->add_option("--settle-ms", lab.settle_ms, "each mode runs untimed this long before it is timed")
+  lab_cmd->add_option("--settle-ms", lab.settle_ms, "untimed pipeline runs before the first mode")
       ->capture_default_str();
   lab_cmd->add_option("--copy", lab.copy, "the copy step: memcpy (node) or kernel")
       ->capture_default_str();

@@ -31,7 +31,7 @@ struct lab_settings {
   std::int64_t warmup{20};
   std::int64_t iterations{1000};
   std::int64_t repeats{5};     // timed runs per mode; the receipt gives their median
-  double settle_ms{200};       // each mode runs untimed this long before it is timed
+  double settle_ms{200};       // the pipeline runs untimed this long before the first mode
   std::string copy{"memcpy"};  // how the copy step copies: memcpy (node) or kernel
   std::string buckets{"1,2,4,8,16"};
   std::int64_t bucket_counts{17};     // correctness for every request count 1..bucket_counts
