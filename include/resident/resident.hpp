@@ -8,3 +8,5 @@
 #include "resident/version.hpp"
 #include "resident/partition/green_context.hpp"
 #include "resident/partition/planner.hpp"
+#include "resident/sched/be_queue.hpp"
+#include "resident/sched/padding.hpp"
