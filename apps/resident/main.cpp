@@ -26,6 +26,7 @@
 #include "bench/loops_bench.hpp"
 #include "bench/overhead_bench.hpp"
 #include "bench/plan_command.hpp"
+#include "bench/reef_bench.hpp"
 #include "bench/sim_command.hpp"
 #include "resident/measure/receipt.hpp"
 #include "resident/measure/report.hpp"
@@ -346,6 +347,39 @@ int main(int argc, char** argv) {
   loops_cmd->add_flag("--quick", loops_quick, "counts 1,5,10 and few samples");
   loops_cmd->add_option("--json", out.json, "write the JSON receipt here");
 
+  resident::bench::reef_settings reef;
+  reef.command = command;
+  std::string reef_policies;
+  for (const auto& p : reef.policies) reef_policies += (reef_policies.empty() ? "" : ",") + p;
+  bool reef_quick = false;
+  bool reef_no_fifo = false;
+  auto* reef_cmd = bench->add_subcommand(
+      "reef", "real-time loops beside best-effort inference under co-scheduling policies");
+  reef_cmd->add_option("--policies", reef_policies, "policies to compare, in order")
+      ->capture_default_str();
+  reef_cmd->add_option("--arrival", reef.arrival, "RT requests: periodic or poisson")
+      ->capture_default_str();
+  reef_cmd->add_option("--rate", reef.rate_hz, "RT requests per second")->capture_default_str();
+  reef_cmd->add_option("--samples", reef.samples, "measured RT requests per policy")
+      ->capture_default_str();
+  reef_cmd->add_option("--warmup", reef.warmup, "RT requests before measuring")
+      ->capture_default_str();
+  reef_cmd->add_option("--be-model", reef.be_model, "best-effort model: mlp or cnn")
+      ->capture_default_str();
+  reef_cmd->add_option("--be-clients", reef.be_clients, "closed-loop best-effort clients")
+      ->capture_default_str();
+  reef_cmd->add_option("--rt-batch", reef.rt_batch, "rows of the RT MLP's input")
+      ->capture_default_str();
+  reef_cmd->add_option("--split-sms", reef.split_sms, "green-split: SMs of the RT partition")
+      ->capture_default_str();
+  reef_cmd
+      ->add_option("--pad-tolerance", reef.pad_tolerance,
+                   "padded RT kernel may take this much longer than alone")
+      ->capture_default_str();
+  reef_cmd->add_flag("--no-fifo", reef_no_fifo, "do not ask for SCHED_FIFO");
+  reef_cmd->add_flag("--quick", reef_quick, "1000 samples per policy");
+  reef_cmd->add_option("--json", out.json, "write the JSON receipt here");
+
   // ---- report -------------------------------------------------------------------------------
   std::vector<std::string> receipts;
   std::string html;
@@ -482,6 +516,23 @@ int main(int argc, char** argv) {
         if (r["wrong_outputs"].get<std::int64_t>() != 0) {
           std::fprintf(stderr, "resident bench loops: WRONG outputs in %s x%d\n",
                        r["mode"].get<std::string>().c_str(), r["loops"].get<int>());
+          return 1;
+        }
+      }
+      return rc;
+    }
+    if (reef_cmd->parsed()) {
+      if (reef_quick) reef.make_quick();
+      reef.policies = split_list(reef_policies);
+      reef.realtime = !reef_no_fifo;
+      reef.validate();
+      if (resident::device_count() == 0) return no_gpu("bench reef");
+      const auto receipt = resident::bench::run_reef_bench(reef, std::cerr);
+      const int rc = finish_bench(receipt, out, resident::bench::reef_table(receipt));
+      for (const auto& r : receipt.results) {
+        if (r["wrong_outputs"].get<std::int64_t>() != 0) {
+          std::fprintf(stderr, "resident bench reef: WRONG RT outputs under %s\n",
+                       r["policy"].get<std::string>().c_str());
           return 1;
         }
       }

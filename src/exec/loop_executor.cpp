@@ -24,10 +24,14 @@ loop_resources::loop_resources(const Application& app, execution_mode mode,
   config.poll_ns = resident ? options.poll_ns : 0;
   config.control = control_mem.device_as<loop_control>();
   config.record_sms = options.record_sms ? 1U : 0U;
+  config.preempt = options.preempt;
   if (options.partition) {
     // Work captured or launched on these streams belongs to the partition (its green context).
-    loop_stream = options.partition->make_stream();
-    handler_stream = options.partition->make_stream();
+    loop_stream = options.partition->make_stream(options.stream_priority);
+    handler_stream = options.partition->make_stream(options.stream_priority);
+  } else if (options.stream_priority != 0) {
+    loop_stream = stream(options.stream_priority);
+    handler_stream = stream(options.stream_priority);
   }
   if (options.telemetry_samples > 0) {
     // Sized to hold every entry asked for (up to 2^20): then the supervisor never needs to

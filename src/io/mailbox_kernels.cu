@@ -110,7 +110,12 @@ __global__ void __launch_bounds__(max_threads)
     }
     __syncthreads();
     const std::uint64_t pick = chosen;
-    if (threadIdx.x == 0 && pick != 0) device::stamp(loop, stage::detect);
+    if (threadIdx.x == 0 && pick != 0) {
+      device::stamp(loop, stage::detect);
+      // A new sample: real-time work is coming, best-effort blocks should leave now (before
+      // the copy, so the drain overlaps it).
+      if (pick != last) device::raise_preempt(loop);
+    }
     if (pick == 0 || pick == last) {
       // No copy for a repeat: the "sample" port still holds the last sample's payload.
       if (threadIdx.x == 0) device::publish(loop, pick);

@@ -71,6 +71,22 @@ struct telemetry_entry {
   std::uint64_t stamp_ns[stage_count];  // 0 where no kernel stamped that stage
 };
 
+/// Where a loop that acts as a real-time task raises preemption (resident/sched): a word in
+/// device memory that cooperating best-effort kernels poll, and a host-mapped mirror of what
+/// the loop did with it, so a host scheduler learns of it without a CUDA call. The loop is the
+/// only writer of both while it runs.
+struct preempt_mirror {
+  std::uint64_t raises;         // times the loop raised the word
+  std::uint64_t clears;         // times it cleared it (raises - clears: raised now)
+  std::uint64_t last_raise_ns;  // %globaltimer of the latest raise
+  std::uint64_t last_clear_ns;  // %globaltimer of the latest clear
+};
+struct preempt_hook {
+  std::uint32_t* word{nullptr};     // device memory; null: the loop preempts nothing
+  preempt_mirror* mirror{nullptr};  // device pointer of host-mapped memory, or null
+  [[nodiscard]] bool active() const noexcept { return word != nullptr; }
+};
+
 /// Host-mapped words. The host writes only `tear_down`; the device writes everything else.
 /// The host-written word sits on its own cache line so device writes never share its line.
 struct alignas(64) loop_control {
@@ -124,6 +140,9 @@ struct loop_state {
   std::uint64_t first_pass_ns;          // %globaltimer at the first and the latest controller
   std::uint64_t last_pass_ns;           // pass: (last - first) / (iterations - 1) is the mean
   std::uint32_t sm_seen[8];             // bit s: a loop kernel ran on SM s (record_sms only)
+  // --- preemption (real-time loops sharing the GPU with best-effort work) ------------------
+  preempt_hook preempt;          // raised when a sample is ready, cleared after the end marker
+  std::uint32_t preempt_raised;  // this iteration raised the word (the end marker clears it)
 };
 
 }  // namespace resident

@@ -67,6 +67,14 @@ __device__ inline void controller_step(loop_state* s) {
   // An idle pass checks for tear-down; a releasing pass leaves it to the end marker, so the
   // PCIe read stays off the path from sensor to actuator. Either way: within one iteration.
   const bool stop = !d.run && detail::tear_down_requested(s);
+  // Raised for a repeat (newest policy) or by a handler that does not raise; cleared when a
+  // handler raised for a sample it then could not deliver (the ring lapped it), so an idle
+  // loop never holds best-effort work off.
+  if (d.run) {
+    raise_preempt(s);
+  } else {
+    clear_preempt(s);
+  }
   if (s->has_if != 0U) cudaGraphSetConditional(s->if_handle, d.run ? 1U : 0U);
   stamp(s, stage::controller_end);
   if (stop) {
@@ -101,6 +109,7 @@ __device__ inline void end_marker_step(loop_state* s) {
   store_relaxed_system(c.repeated, s->repeated);
   // Release: a host that acquires last_seq also sees the counters written above.
   store_release_system(c.last_seq, s->last);
+  clear_preempt(s);  // the iteration's real-time work is done: best-effort work may resume
   if (detail::tear_down_requested(s)) {
     detail::stop_loop(s);
     return;

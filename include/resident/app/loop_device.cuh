@@ -63,6 +63,37 @@ __device__ inline void stamp(loop_state* loop, stage at) {
   loop->stamp_ns[static_cast<std::size_t>(at)] = globaltimer_ns();
 }
 
+/// Real-time loops (run_options::preempt): raise the preempt word for this iteration, once.
+/// Single thread. The word is device memory, so best-effort blocks see it within an L2 round
+/// trip; the host-mapped mirror is written after it, for a host scheduler.
+__device__ inline void raise_preempt(loop_state* loop) {
+  if (loop->preempt.word == nullptr || loop->preempt_raised != 0U) return;
+  loop->preempt_raised = 1U;
+  cuda::atomic_ref<std::uint32_t, cuda::thread_scope_device>(*loop->preempt.word)
+      .store(1U, cuda::memory_order_relaxed);
+  if (preempt_mirror* m = loop->preempt.mirror; m != nullptr) {
+    store_relaxed_system(m->last_raise_ns, globaltimer_ns());
+    store_release_system(m->raises, m->raises + 1);
+  }
+}
+/// Clears what raise_preempt raised (end marker, after the iteration's last DAG node).
+__device__ inline void clear_preempt(loop_state* loop) {
+  if (loop->preempt.word == nullptr || loop->preempt_raised == 0U) return;
+  loop->preempt_raised = 0U;
+  cuda::atomic_ref<std::uint32_t, cuda::thread_scope_device>(*loop->preempt.word)
+      .store(0U, cuda::memory_order_release);
+  if (preempt_mirror* m = loop->preempt.mirror; m != nullptr) {
+    store_relaxed_system(m->last_clear_ns, globaltimer_ns());
+    store_release_system(m->clears, m->clears + 1);
+  }
+}
+/// Stamps `at` once per iteration from whichever block gets there first (e.g. the first block
+/// of a multi-block body kernel marking body_start). Any thread may call it.
+__device__ inline void stamp_first(loop_state* loop, stage at) {
+  atomicCAS(reinterpret_cast<unsigned long long*>(&loop->stamp_ns[static_cast<std::size_t>(at)]),
+            0ULL, static_cast<unsigned long long>(globaltimer_ns()));
+}
+
 /// Egress: the sample the DAG is processing in this iteration.
 __device__ inline std::uint64_t current_sample(const loop_state* loop) { return loop->current; }
 

@@ -48,6 +48,15 @@ struct run_options {
   /// Record which SMs the loop's own kernels (handler, controller, end marker) ran on, for
   /// run_handle::sms_seen(): one atomic OR per kernel, so off unless asked for.
   bool record_sms{false};
+  /// Real-time loop sharing the GPU with cooperative best-effort kernels (resident/sched): the
+  /// handler raises `preempt.word` as soon as a new sample is ready (the controller raises it
+  /// when it releases a repeat) and the end marker clears it, so best-effort blocks leave the
+  /// SMs with no host on the path. Resident and host-driven modes alike; null: off.
+  preempt_hook preempt;
+  /// Priority of the stream the loop is launched on (cudaDeviceGetStreamPriorityRange: lower
+  /// is higher priority; 0 the default). Resident modes launch their graph once on it, so every
+  /// kernel of the loop inherits it.
+  int stream_priority{0};
 
   /// Throws std::invalid_argument for inconsistent values (e.g. a stall timeout shorter than δ).
   void validate() const;

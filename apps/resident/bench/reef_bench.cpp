@@ -1,0 +1,746 @@
+// resident bench reef (see reef_bench.hpp and docs/sched.md).
+
+#include "bench/reef_bench.hpp"
+
+#include <sched.h>
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <cmath>
+#include <cstddef>
+#include <cstring>
+#include <memory>
+#include <ostream>
+#include <random>
+#include <sstream>
+#include <stdexcept>
+#include <thread>
+
+#include "bench/common.hpp"
+#include "resident/cuda/error.hpp"
+#include "resident/measure/threads.hpp"
+#include "resident/partition/green_context.hpp"
+#include "resident/resident.hpp"
+#include "resident/sched/be_models.hpp"
+#include "resident/sched/padded.hpp"
+#include "resident/sched/padding.hpp"
+#include "resident/sched/preemption.hpp"
+
+namespace resident::bench {
+
+using namespace std::chrono_literals;
+
+namespace {
+
+const std::vector<std::string> k_policies = {
+    "exclusive", "sequential", "multi-stream", "priority", "green-split", "preempt", "preempt-pad"};
+
+/// What each policy changes.
+struct policy_config {
+  bool be{true};            // BE clients run at all
+  bool preemptible{false};  // BE kernels poll the preempt word; the runner preempts/resumes
+  bool sequential{false};   // BE waits while an RT iteration is active
+  bool rt_high{false};      // the RT loop's stream has the highest priority
+  bool be_low{false};       // the BE streams have the lowest priority
+  bool split{false};        // RT and BE on disjoint green contexts
+  bool pad{false};          // RT gemms padded with BE blocks
+};
+
+policy_config config_of(const std::string& p) {
+  policy_config c;
+  if (p == "exclusive") {
+    c.be = false;
+  } else if (p == "sequential") {
+    c.sequential = true;
+  } else if (p == "multi-stream") {
+  } else if (p == "priority") {
+    c.rt_high = c.be_low = true;
+  } else if (p == "green-split") {
+    c.split = true;
+  } else if (p == "preempt") {
+    c.preemptible = c.rt_high = c.be_low = true;
+  } else if (p == "preempt-pad") {
+    c.preemptible = c.rt_high = c.be_low = c.pad = true;
+  } else {
+    std::string list;
+    for (const auto& k : k_policies) list += (list.empty() ? "" : ", ") + k;
+    throw std::invalid_argument("unknown policy '" + p + "'; policies: " + list);
+  }
+  return c;
+}
+
+// ---- the real-time model --------------------------------------------------------------------
+
+constexpr std::uint64_t rt_seed = 4242;
+
+/// An MLP on a fixed input, resident in device memory: gemm -> bias relu per layer (no relu
+/// after the last), then the scores of the first two samples go to the actuator.
+class rt_model {
+ public:
+  rt_model(std::int32_t batch, std::vector<std::int32_t> widths)
+      : _batch(batch), _widths(std::move(widths)) {
+    std::mt19937_64 rng(rt_seed);
+    std::uniform_real_distribution<float> in_dist(-1.0F, 1.0F);
+    std::vector<float> x(static_cast<std::size_t>(batch) * _widths[0]);
+    for (auto& v : x) v = in_dist(rng);
+    _input = upload(x);
+    std::vector<double> act = sched::to_double(x);
+    for (std::size_t l = 0; l + 1 < _widths.size(); ++l) {
+      const std::int32_t k = _widths[l];
+      const std::int32_t n = _widths[l + 1];
+      const float bound = 1.0F / std::sqrt(static_cast<float>(k));
+      std::uniform_real_distribution<float> w_dist(-bound, bound);
+      std::vector<float> w(static_cast<std::size_t>(k) * n);
+      std::vector<float> b(static_cast<std::size_t>(n));
+      for (auto& v : w) v = w_dist(rng);
+      for (auto& v : b) v = w_dist(rng);
+      _weights.push_back(upload(w));
+      _biases.push_back(upload(b));
+      _acts.push_back(allocate(static_cast<std::size_t>(batch) * n));
+      act = sched::gemm_reference(act, sched::to_double(w), batch, n, k);
+      sched::bias_act_reference(
+          act, sched::to_double(b), 1,
+          l + 2 < _widths.size() ? sched::activation::relu : sched::activation::none);
+    }
+    const auto scores = sched::row_sum_reference(act, batch, _widths.back());
+    _probe = {static_cast<float>(scores[0]), static_cast<float>(scores[1])};
+    _scores = allocate(static_cast<std::size_t>(batch));
+    std::int32_t most = 0;
+    for (std::size_t l = 0; l < layers(); ++l) {
+      most = std::max({most, sched::gemm_blocks(gemm(l)), sched::bias_act_blocks(bias(l))});
+    }
+    most = std::max({most, sched::fill_blocks(fill()), sched::row_sum_blocks(sum())});
+    _scratch_words = most;
+    _scratch = device_buffer(static_cast<std::size_t>(most) * sizeof(std::uint32_t));
+  }
+
+  [[nodiscard]] std::size_t layers() const noexcept { return _widths.size() - 1; }
+  [[nodiscard]] sched::gemm_args gemm(std::size_t l) const {
+    const float* in = l == 0 ? _input : _acts[l - 1];
+    return {in, _weights[l], _acts[l], _batch, _widths[l + 1], _widths[l]};
+  }
+  [[nodiscard]] sched::bias_act_args bias(std::size_t l) const {
+    sched::bias_act_args a;
+    a.x = _acts[l];
+    a.bias = _biases[l];
+    a.elements = static_cast<std::int64_t>(_batch) * _widths[l + 1];
+    a.inner = 1;
+    a.channels = _widths[l + 1];
+    a.act = l + 1 < layers() ? sched::activation::relu : sched::activation::none;
+    return a;
+  }
+  [[nodiscard]] sched::fill_args fill() const { return {_scores, _batch, 0.0F}; }
+  [[nodiscard]] sched::row_sum_args sum() const {
+    return {_acts.back(), _scores, _batch, _widths.back()};
+  }
+  /// A never-preempted view: the RT kernels' done words go to scratch.
+  [[nodiscard]] sched::be_launch_view view(std::int32_t blocks) const {
+    sched::be_launch_view v;
+    v.done = _scratch.data_as<std::uint32_t>();
+    v.blocks = blocks;
+    return v;
+  }
+  [[nodiscard]] const float* scores() const noexcept { return _scores; }
+  [[nodiscard]] const std::array<float, 2>& probe() const noexcept { return _probe; }
+  [[nodiscard]] double gflop() const {
+    double f = 0;
+    for (std::size_t l = 0; l < layers(); ++l) {
+      f += 2.0 * _batch * static_cast<double>(_widths[l]) * _widths[l + 1];
+    }
+    return f * 1e-9;
+  }
+
+ private:
+  float* allocate(std::size_t elements) {
+    _buffers.emplace_back(elements * sizeof(float));
+    return _buffers.back().data_as<float>();
+  }
+  float* upload(const std::vector<float>& host) {
+    float* d = allocate(host.size());
+    RESIDENT_CUDA_TRY(
+        cudaMemcpy(d, host.data(), host.size() * sizeof(float), cudaMemcpyHostToDevice));
+    return d;
+  }
+
+  std::int32_t _batch;
+  std::vector<std::int32_t> _widths;
+  std::vector<device_buffer> _buffers;
+  const float* _input{};
+  std::vector<const float*> _weights, _biases;
+  std::vector<float*> _acts;
+  float* _scores{};
+  std::array<float, 2> _probe{};
+  device_buffer _scratch;
+  std::int32_t _scratch_words{};
+};
+
+/// Padding of one RT gemm layer: pad_slots extra blocks that may take `budget` BE blocks.
+struct layer_padding {
+  std::int32_t pad_slots{0};
+  std::uint32_t budget{0};
+};
+
+/// The BE work that pads RT gemms: an idempotent gemm whose blocks are handed out round after
+/// round (sched::pad_job).
+struct pad_source {
+  explicit pad_source(std::int32_t rt_capacity)
+      : a(static_cast<std::size_t>(m) * k * sizeof(float)),
+        b(static_cast<std::size_t>(k) * n * sizeof(float)),
+        c(static_cast<std::size_t>(m) * n * sizeof(float)),
+        job(sched::gemm_blocks(args()), rt_capacity) {
+    RESIDENT_CUDA_TRY(cudaMemset(a.data(), 0, a.size()));
+    RESIDENT_CUDA_TRY(cudaMemset(b.data(), 0, b.size()));
+  }
+  [[nodiscard]] sched::gemm_args args() const {
+    return {a.data_as<float>(), b.data_as<float>(), c.data_as<float>(), m, n, k};
+  }
+  [[nodiscard]] double gflop_per_block() const {
+    return 2.0 * sched::be_tile * sched::be_tile * static_cast<double>(k) * 1e-9;
+  }
+  static constexpr std::int32_t m = 1024, n = 1024, k = 512;
+  device_buffer a, b, c;
+  sched::pad_job job;
+};
+
+/// rx's token releases one RT inference; out: the first two scores.
+class rt_mlp_op final : public Operator {
+ public:
+  rt_mlp_op(std::shared_ptr<const rt_model> model, std::shared_ptr<pad_source> pad,
+            std::vector<layer_padding> pads)
+      : _model(std::move(model)), _pad(std::move(pad)), _pads(std::move(pads)) {}
+  void setup(OperatorSpec& spec) override {
+    spec.device_input("in", 8);
+    spec.device_output("out", 8);
+  }
+  void compute(CaptureContext& ctx) override {
+    const rt_model& m = *_model;
+    // The first RT gemm block to start stamps body_start: detect -> body_start is the
+    // preemption latency (BE blocks leaving the SMs included).
+    auto* stamp = reinterpret_cast<unsigned long long*>(
+        reinterpret_cast<std::byte*>(ctx.loop()) + offsetof(loop_state, stamp_ns) +
+        sizeof(std::uint64_t) * static_cast<std::size_t>(stage::body_start));
+    for (std::size_t l = 0; l < m.layers(); ++l) {
+      const layer_padding p = l < _pads.size() ? _pads[l] : layer_padding{};
+      sched::launch_padded_gemm(ctx.stream(), m.gemm(l), _pad->args(), _pad->job, p.pad_slots,
+                                p.budget, l == 0 ? stamp : nullptr);
+      const auto b = m.bias(l);
+      sched::launch_bias_act(ctx.stream(), m.view(sched::bias_act_blocks(b)), b);
+    }
+    sched::launch_fill(ctx.stream(), m.view(sched::fill_blocks(m.fill())), m.fill());
+    sched::launch_row_sum(ctx.stream(), m.view(sched::row_sum_blocks(m.sum())), m.sum());
+    RESIDENT_CUDA_TRY(cudaMemcpyAsync(ctx.device_memory<std::byte>("out"), m.scores(), 8,
+                                      cudaMemcpyDeviceToDevice, ctx.stream()));
+  }
+
+ private:
+  std::shared_ptr<const rt_model> _model;
+  std::shared_ptr<pad_source> _pad;
+  std::vector<layer_padding> _pads;
+};
+
+class reef_rt_app final : public Application {
+ public:
+  reef_rt_app(std::shared_ptr<const rt_model> model, std::shared_ptr<pad_source> pad,
+              std::vector<layer_padding> pads)
+      : Application("reef-rt"),
+        _model(std::move(model)),
+        _pad(std::move(pad)),
+        _pads(std::move(pads)),
+        _mailbox(std::make_shared<io::mailbox>(io::mailbox::config{8, 8, 4})) {}
+  void compose() override {
+    auto rx = make_operator<io::mailbox_rx>("rx", _mailbox);
+    auto rt = make_operator<rt_mlp_op>("rt_mlp", _model, _pad, _pads);
+    auto tx = make_operator<io::mailbox_tx>("tx", _mailbox);
+    register_data_ready_handler(_mailbox->make_handler(rx));
+    add_flow(rx, rt, {{"sample", "in"}});
+    add_flow(rt, tx);
+  }
+  [[nodiscard]] io::mailbox& mailbox() const noexcept { return *_mailbox; }
+  [[nodiscard]] bool output_matches(std::span<const std::byte> out) const {
+    float got[2];
+    std::memcpy(got, out.data(), 8);
+    for (int i = 0; i < 2; ++i) {
+      const double want = _model->probe()[static_cast<std::size_t>(i)];
+      if (!(std::abs(got[i] - want) <= 1e-3 * std::max(std::abs(want), 1.0))) return false;
+    }
+    return true;
+  }
+
+ private:
+  std::shared_ptr<const rt_model> _model;
+  std::shared_ptr<pad_source> _pad;
+  std::vector<layer_padding> _pads;
+  std::shared_ptr<io::mailbox> _mailbox;
+};
+
+// ---- best-effort clients ----------------------------------------------------------------------
+
+std::unique_ptr<sched::be_model> make_be_model(const std::string& name, std::uint64_t seed) {
+  if (name == "mlp") {
+    return std::make_unique<sched::mlp_model>(
+        256, std::vector<std::int32_t>{1024, 2048, 2048, 1024}, seed);
+  }
+  if (name == "cnn") return std::make_unique<sched::cnn_model>(64, seed);
+  throw std::invalid_argument("unknown BE model '" + name + "'; models: mlp, cnn");
+}
+
+/// Floating-point work of one inference (multiply-adds count 2).
+double be_gflop(const std::string& name) {
+  if (name == "mlp") {
+    const std::vector<double> w{1024, 2048, 2048, 1024};
+    double f = 0;
+    for (std::size_t i = 0; i + 1 < w.size(); ++i) f += 2.0 * 256 * w[i] * w[i + 1];
+    return f * 1e-9;
+  }
+  // cnn, batch 64: conv1 3->16 on 32x32 (3x3), conv2 16->32 on 16x16 (3x3), fc 2048 -> 10.
+  const double conv1 = 2.0 * 64 * 16 * 32 * 32 * 3 * 9;
+  const double conv2 = 2.0 * 64 * 32 * 16 * 16 * 16 * 9;
+  const double fc = 2.0 * 64 * 2048 * 10;
+  return (conv1 + conv2 + fc) * 1e-9;
+}
+
+// ---- padding profiles -------------------------------------------------------------------------
+
+/// Mean µs of `launch` over `reps` back-to-back launches on `s` (events), after a warm-up.
+template <class F>
+double time_launches(cudaStream_t s, int reps, F&& launch) {
+  for (int i = 0; i < 10; ++i) launch();
+  event start(true);
+  event stop(true);
+  start.record(s);
+  for (int i = 0; i < reps; ++i) launch();
+  stop.record(s);
+  RESIDENT_CUDA_TRY(cudaEventSynchronize(stop.get()));
+  float ms = 0;
+  RESIDENT_CUDA_TRY(cudaEventElapsedTime(&ms, start.get(), stop.get()));
+  return static_cast<double>(ms) * 1000.0 / reps;
+}
+
+/// Chooses each RT gemm layer's padding from measured profiles (sched::select_padding) and
+/// checks the padded launch against the kernel alone.
+std::vector<layer_padding> plan_padding(const rt_model& m, pad_source& pad, double tolerance,
+                                        nlohmann::json& report) {
+  stream s(0);
+  int sm_count = 0;
+  RESIDENT_CUDA_TRY(cudaDeviceGetAttribute(&sm_count, cudaDevAttrMultiProcessorCount, 0));
+  const int per_sm = sched::padded_gemm_blocks_per_sm();
+  // One full wave of pad blocks alone: what one BE block costs when the SMs are full of them.
+  const sched::gemm_args be = pad.args();
+  const std::int32_t be_blocks = sched::gemm_blocks(be);
+  const std::int32_t wave = std::min<std::int32_t>(be_blocks, sm_count * per_sm);
+  device_buffer done(static_cast<std::size_t>(be_blocks) * sizeof(std::uint32_t));
+  sched::be_launch_view v;
+  v.done = done.data_as<std::uint32_t>();
+  v.blocks = be_blocks;
+  v.first_block = be_blocks - wave;
+  const double block_us = time_launches(s.get(), 50, [&] { sched::launch_gemm(s.get(), v, be); });
+  report = {
+      {"sm_count", sm_count},    {"blocks_per_sm", per_sm}, {"be_kernel", "gemm 1024x1024x512"},
+      {"be_block_us", block_us}, {"tolerance", tolerance},  {"layers", nlohmann::json::array()}};
+  std::vector<layer_padding> out;
+  for (std::size_t l = 0; l < m.layers(); ++l) {
+    const sched::gemm_args g = m.gemm(l);
+    const double alone_us = time_launches(
+        s.get(), 200, [&] { sched::launch_padded_gemm(s.get(), g, be, pad.job, 0, 0); });
+    const sched::rt_profile rt{"rt.fc" + std::to_string(l + 1), sched::gemm_blocks(g), per_sm,
+                               alone_us};
+    const auto choice = sched::select_padding(
+        rt, sm_count, {sched::be_profile{"pad.gemm", block_us, per_sm, 1 << 30}}, tolerance);
+    layer_padding p;
+    nlohmann::json layer = {{"layer", rt.name}, {"rt_blocks", rt.blocks}, {"alone_us", alone_us}};
+    if (choice) {
+      p.budget = static_cast<std::uint32_t>(choice->be_blocks);
+      p.pad_slots = static_cast<std::int32_t>(std::min(choice->slots, choice->be_blocks));
+      const double padded_us = time_launches(s.get(), 200, [&] {
+        sched::launch_padded_gemm(s.get(), g, be, pad.job, p.pad_slots, p.budget);
+      });
+      layer["pad_slots"] = p.pad_slots;
+      layer["be_blocks"] = p.budget;
+      layer["predicted_us"] = choice->predicted_us;
+      layer["padded_us"] = padded_us;
+      layer["padded_over_alone"] = padded_us / alone_us;
+    } else {
+      layer["pad_slots"] = 0;
+      layer["be_blocks"] = 0;
+      layer["note"] = "no idle slot or no BE block fits the budget";
+    }
+    report["layers"].push_back(layer);
+    out.push_back(p);
+  }
+  s.synchronize();
+  return out;
+}
+
+// ---- one policy -------------------------------------------------------------------------------
+
+struct cpu_roles {
+  int sensor{-1};
+  int actuator{-1};
+};
+
+nlohmann::json run_policy(const reef_settings& s, const std::string& policy,
+                          const std::shared_ptr<const rt_model>& model,
+                          const std::shared_ptr<pad_source>& pad,
+                          const std::vector<layer_padding>& pads, const cpu_roles& cpus,
+                          std::ostream& log) {
+  const policy_config pc = config_of(policy);
+  int least = 0;
+  int greatest = 0;
+  RESIDENT_CUDA_TRY(cudaDeviceGetStreamPriorityRange(&least, &greatest));
+
+  std::shared_ptr<partition::partition_set> parts;
+  if (pc.split) {
+    const auto info = partition::query_sm_resource(0, false);
+    const int align = std::max(1, info.alignment);
+    const int rest = (info.sm_count - s.split_sms) / align * align;
+    parts = partition::partition_set::split({s.split_sms, rest});
+  }
+
+  reef_rt_app app(model, pad, pc.pad ? pads : std::vector<layer_padding>{});
+  sched::preempt_signal signal;
+  run_options o;
+  o.poll_ns = s.poll_ns;
+  o.telemetry_samples = static_cast<std::size_t>(s.samples + s.warmup) + 64;
+  o.preempt = signal.hook();  // every policy: the mirror tells the BE runner about RT work
+  o.stream_priority = pc.rt_high ? greatest : 0;
+  if (parts) o.partition = parts->share(0);
+  auto handle = run_async(app, execution_mode::while_loop, o);
+
+  // BE clients: each its own model, stream and runner, started after the RT loop is resident.
+  std::vector<std::unique_ptr<sched::be_model>> models;
+  std::vector<stream> streams;
+  std::vector<std::unique_ptr<sched::be_runner>> runners;
+  if (pc.be) {
+    for (int i = 0; i < s.be_clients; ++i) {
+      models.push_back(make_be_model(s.be_model, s.seed + static_cast<std::uint64_t>(i)));
+      const int prio = pc.be_low ? least : 0;
+      streams.push_back(parts ? (*parts)[1].make_stream(prio) : stream(prio));
+      sched::be_runner_options ro;
+      ro.name = s.be_model + std::to_string(i);
+      ro.preemptible = pc.preemptible;
+      ro.sequential = pc.sequential;
+      if (parts) {
+        // Events and launches from the context that owns the BE streams.
+        ro.thread_scope = [parts]() -> std::shared_ptr<void> {
+          return std::make_shared<partition::green_context::current_scope>(&(*parts)[1]);
+        };
+      }
+      runners.push_back(std::make_unique<sched::be_runner>(models.back()->calls(),
+                                                           streams.back().get(), &signal, ro));
+    }
+  }
+  const std::uint64_t pad_before = pc.pad ? pad->job.taken() : 0;
+  const std::int64_t be0 = now_ns();
+  for (auto& r : runners) r->start();
+
+  io::mailbox& mb = app.mailbox();
+  const std::uint64_t base = mb.published();
+  const auto total = static_cast<std::size_t>(s.samples + s.warmup);
+  sample_log samples(total);
+  // Release times, drawn before the threads start (nothing allocates while measuring).
+  std::vector<std::int64_t> offsets(total + 1, 0);
+  {
+    std::mt19937_64 rng(s.seed);
+    std::exponential_distribution<double> gap(s.rate_hz);
+    double t = 0;
+    for (std::size_t i = 1; i <= total; ++i) {
+      offsets[i] = static_cast<std::int64_t>(t * 1e9);
+      t += s.arrival == "poisson" ? gap(rng) : 1.0 / s.rate_hz;
+    }
+  }
+  std::atomic<bool> stop{false};
+  std::atomic<std::int64_t> stray{0};
+  std::thread actuator([&] {
+    (void)measure::configure_current_thread(cpus.actuator, s.realtime);
+    std::uint64_t last = mb.output_seq();
+    std::array<std::byte, 8> out{};
+    while (!stop.load(std::memory_order_relaxed)) {
+      const std::uint64_t seq = mb.output_seq();
+      if (seq == last) {
+        cpu_relax();
+        continue;
+      }
+      const std::int64_t t = now_ns();
+      const std::uint64_t read = mb.read_output(out);
+      const std::uint64_t i = seq - base;
+      if (seq > base && i <= total && samples.seen_ns[i] < 0) {
+        samples.seen_ns[i] = t;
+        if (read == seq && !app.output_matches(out)) samples.wrong[i] = 1;
+      } else {
+        ++stray;
+      }
+      last = seq;
+    }
+  });
+  std::thread sensor([&] {
+    (void)measure::configure_current_thread(cpus.sensor, s.realtime);
+    const std::int64_t start = now_ns() + 20'000'000;  // BE clients reach steady state first
+    for (std::size_t i = 1; i <= total; ++i) {
+      wait_until(start + offsets[i]);
+      const std::uint64_t token = base + i;
+      samples.release_ns[i].store(now_ns(), std::memory_order_release);
+      mb.publish(std::as_bytes(std::span(&token, 1)));
+    }
+  });
+  sensor.join();
+  const std::uint64_t final_seq = base + total;
+  const auto deadline = std::chrono::steady_clock::now() + 5s;
+  while (handle->counters().last_seq < final_seq && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(100us);
+  }
+  std::this_thread::sleep_for(2ms);
+  stop = true;
+  actuator.join();
+
+  std::vector<sched::be_runner_stats> be_stats;
+  for (auto& r : runners) be_stats.push_back(r->stop());
+  const double be_seconds = static_cast<double>(now_ns() - be0) * 1e-9;
+  for (auto& st : streams) st.synchronize();
+  const tear_down_report report = handle->tear_down();
+  if (!report.stopped || !report.error.empty()) {
+    throw std::runtime_error("reef " + policy +
+                             ": the RT loop did not stop cleanly: " + report.error);
+  }
+  const std::uint64_t pad_blocks = pc.pad ? pad->job.taken() - pad_before : 0;
+
+  std::vector<double> latencies;
+  std::int64_t unobserved = 0;
+  std::int64_t wrong = 0;
+  for (std::size_t i = static_cast<std::size_t>(s.warmup) + 1; i <= total; ++i) {
+    if (samples.seen_ns[i] < 0) {
+      ++unobserved;
+      continue;
+    }
+    latencies.push_back(static_cast<double>(samples.seen_ns[i] -
+                                            samples.release_ns[i].load(std::memory_order_acquire)) /
+                        1000.0);
+    wrong += samples.wrong[i];
+  }
+  if (latencies.empty()) throw std::runtime_error("reef " + policy + ": no RT output seen");
+  std::vector<double> preempt_us;
+  std::vector<double> body_us;
+  const std::uint64_t first = base + static_cast<std::uint64_t>(s.warmup) + 1;
+  for (const telemetry_entry& e : handle->telemetry()) {
+    if (e.seq < first || e.seq > final_seq || e.repeat != 0) continue;
+    const auto at = [&](stage st) { return e.stamp_ns[static_cast<std::size_t>(st)]; };
+    if (at(stage::detect) != 0 && at(stage::body_start) > at(stage::detect)) {
+      preempt_us.push_back(static_cast<double>(at(stage::body_start) - at(stage::detect)) / 1e3);
+    }
+    if (at(stage::body_start) != 0 && at(stage::commit) > at(stage::body_start)) {
+      body_us.push_back(static_cast<double>(at(stage::commit) - at(stage::body_start)) / 1e3);
+    }
+  }
+
+  const measure::summary sum = measure::summarize(latencies);
+  nlohmann::json r =
+      measure::latency_result(policy, "rt-mlp", "be-" + s.be_model, sum, report.counters.processed,
+                              report.counters.dropped, report.counters.repeated);
+  r["policy"] = policy;
+  r["released"] = total;
+  r["unobserved"] = unobserved;
+  r["wrong_outputs"] = wrong;
+  r["stray_outputs"] = stray.load();
+  r["preemption_latency"] = measure::summary_fields(
+      preempt_us.empty() ? measure::summary{} : measure::summarize(preempt_us));
+  r["rt_body"] = brief(body_us);
+  nlohmann::json be = {{"clients", runners.size()}, {"seconds", be_seconds}};
+  std::uint64_t sequences = 0;
+  nlohmann::json per = nlohmann::json::array();
+  for (const auto& st : be_stats) {
+    sequences += st.sequences;
+    per.push_back({{"sequences", st.sequences},
+                   {"kernels", st.kernels},
+                   {"submissions", st.submissions},
+                   {"preemptions", st.preemptions},
+                   {"preempted_launches", st.preempted_launches},
+                   {"resumed_launches", st.resumed_launches},
+                   {"blocks_completed", st.blocks_completed},
+                   {"blocks_rerun", st.blocks_rerun},
+                   {"early_exits", st.early_exits},
+                   {"max_block_runs_non_idempotent", st.max_block_runs}});
+  }
+  const double seq_gflop = be_gflop(s.be_model);
+  const double pad_gflop = static_cast<double>(pad_blocks) * pad->gflop_per_block();
+  be["sequences"] = sequences;
+  be["inferences_per_s"] = be_seconds > 0 ? static_cast<double>(sequences) / be_seconds : 0.0;
+  be["gflops_inference"] =
+      be_seconds > 0 ? static_cast<double>(sequences) * seq_gflop / be_seconds : 0.0;
+  be["pad_blocks"] = pad_blocks;
+  be["gflops_padding"] = be_seconds > 0 ? pad_gflop / be_seconds : 0.0;
+  be["gflops"] =
+      be_seconds > 0 ? (static_cast<double>(sequences) * seq_gflop + pad_gflop) / be_seconds : 0.0;
+  be["runners"] = per;
+  r["be"] = be;
+  const preempt_mirror mirror = signal.mirror();
+  r["preempt_word"] = {{"raises", mirror.raises}, {"clears", mirror.clears}};
+  r["rt_stream_priority"] = o.stream_priority;
+  if (parts) {
+    r["split_sms"] = {{"rt", (*parts)[0].sm_count()}, {"be", (*parts)[1].sm_count()}};
+  }
+  log << "reef " << policy << ": RT p50 " << sum.p50 << " us, p99 " << sum.p99 << " us, max "
+      << sum.max << " us; BE " << be["inferences_per_s"].get<double>() << " inf/s, "
+      << be["gflops"].get<double>() << " GFLOP/s; wrong " << wrong << ", unobserved " << unobserved
+      << "\n";
+  return r;
+}
+
+const nlohmann::json* find_policy(const nlohmann::json& results, const std::string& p) {
+  for (const auto& r : results) {
+    if (r.value("policy", "") == p) return &r;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+const std::vector<std::string>& reef_policies() { return k_policies; }
+
+void reef_settings::make_quick() {
+  samples = 1000;
+  warmup = 100;
+}
+
+void reef_settings::validate() const {
+  if (policies.empty()) throw std::invalid_argument("bench reef: --policies is empty");
+  for (const auto& p : policies) (void)config_of(p);
+  if (arrival != "periodic" && arrival != "poisson") {
+    throw std::invalid_argument("bench reef: --arrival must be periodic or poisson, got '" +
+                                arrival + "'");
+  }
+  if (!(rate_hz > 0.0) || rate_hz > 20000.0) {
+    throw std::invalid_argument("bench reef: --rate must be in (0, 20000] Hz");
+  }
+  if (samples <= 0) throw std::invalid_argument("bench reef: --samples must be positive");
+  if (warmup < 0) throw std::invalid_argument("bench reef: --warmup must be >= 0");
+  if (be_model != "mlp" && be_model != "cnn") {
+    throw std::invalid_argument("bench reef: --be-model must be mlp or cnn, got '" + be_model +
+                                "'");
+  }
+  if (be_clients < 1 || be_clients > 8) {
+    throw std::invalid_argument("bench reef: --be-clients must be in 1..8");
+  }
+  if (rt_batch < 1 || rt_batch > 4096) {
+    throw std::invalid_argument("bench reef: --rt-batch must be in 1..4096");
+  }
+  if (split_sms < 1) throw std::invalid_argument("bench reef: --split-sms must be positive");
+  if (!(pad_tolerance >= 0.0) || pad_tolerance > 1.0) {
+    throw std::invalid_argument("bench reef: --pad-tolerance must be in [0, 1]");
+  }
+}
+
+nlohmann::json reef_targets(const nlohmann::json& results) {
+  nlohmann::json t = nlohmann::json::array();
+  const auto* ex = find_policy(results, "exclusive");
+  const auto* seq = find_policy(results, "sequential");
+  for (const std::string p : {"preempt", "preempt-pad"}) {
+    const auto* r = find_policy(results, p);
+    if (r == nullptr) continue;
+    const double pl = r->at("preemption_latency").value("p99_us", 0.0);
+    t.push_back({{"name", p + ": preemption latency p99 (us)"},
+                 {"value", pl},
+                 {"target", 20.0},
+                 {"met", pl > 0 && pl <= 20.0}});
+    if (ex != nullptr) {
+      const double ratio = r->at("p99_us").get<double>() / ex->at("p99_us").get<double>();
+      t.push_back({{"name", p + ": RT p99 / exclusive p99"},
+                   {"value", ratio},
+                   {"target", 1.05},
+                   {"met", ratio <= 1.05}});
+    }
+    if (seq != nullptr) {
+      const double base = seq->at("be").at("gflops").get<double>();
+      const double ratio = base > 0 ? r->at("be").at("gflops").get<double>() / base : 0.0;
+      t.push_back({{"name", p + ": BE throughput / sequential"},
+                   {"value", ratio},
+                   {"target", 1.5},
+                   {"met", ratio >= 1.5}});
+    }
+  }
+  return t;
+}
+
+measure::receipt run_reef_bench(const reef_settings& s, std::ostream& log) {
+  s.validate();
+  if (device_count() == 0) {
+    throw std::runtime_error("bench reef needs a CUDA GPU; none is usable here (" +
+                             no_device_reason() + ")");
+  }
+  const auto roles = measure::assign_cpus({{"sensor", -1}, {"actuator", -1}});
+  cpu_roles cpus{roles.at("sensor"), roles.at("actuator")};
+  const auto others = measure::remaining_cpus({cpus.sensor, cpus.actuator});
+  if (!others.empty()) {
+    // The BE runner threads and CUDA's helpers stay off the sensor's and actuator's cores.
+    cpu_set_t mask;
+    CPU_ZERO(&mask);
+    for (const int cpu : others) CPU_SET(cpu, &mask);
+    if (sched_setaffinity(0, sizeof(mask), &mask) != 0) {
+      log << "reef: could not keep other threads off the sensor and actuator cores\n";
+    }
+  }
+  RESIDENT_CUDA_TRY(cudaSetDevice(0));
+  const std::vector<std::int32_t> rt_widths{1024, 2048, 2048, 512};
+  auto model = std::make_shared<const rt_model>(s.rt_batch, rt_widths);
+  std::int32_t rt_capacity = 0;
+  for (std::size_t l = 0; l < model->layers(); ++l) {
+    rt_capacity = std::max(rt_capacity, sched::gemm_blocks(model->gemm(l)));
+  }
+  auto pad = std::make_shared<pad_source>(rt_capacity);
+  nlohmann::json padding_report;
+  const bool any_pad =
+      std::find(s.policies.begin(), s.policies.end(), "preempt-pad") != s.policies.end();
+  std::vector<layer_padding> pads;
+  if (any_pad) pads = plan_padding(*model, *pad, s.pad_tolerance, padding_report);
+
+  measure::receipt receipt("reef", s.command);
+  describe_machine(receipt);
+  receipt.settings = {{"policies", s.policies},
+                      {"arrival", s.arrival},
+                      {"rate_hz", s.rate_hz},
+                      {"samples", s.samples},
+                      {"warmup", s.warmup},
+                      {"rt",
+                       {{"model", "mlp"},
+                        {"batch", s.rt_batch},
+                        {"widths", rt_widths},
+                        {"gflop", model->gflop()},
+                        {"mode", "while"},
+                        {"poll_ns", s.poll_ns}}},
+                      {"be",
+                       {{"model", s.be_model},
+                        {"clients", s.be_clients},
+                        {"gflop_per_inference", be_gflop(s.be_model)},
+                        {"window", 2}}},
+                      {"split_sms", s.split_sms},
+                      {"cpus", {{"sensor", cpus.sensor}, {"actuator", cpus.actuator}}},
+                      {"realtime_requested", s.realtime}};
+  if (any_pad) receipt.settings["padding"] = padding_report;
+  for (const auto& p : s.policies) {
+    receipt.results.push_back(run_policy(s, p, model, pad, pads, cpus, log));
+  }
+  receipt.settings["targets"] = reef_targets(receipt.results);
+  return receipt;
+}
+
+std::string reef_table(const measure::receipt& receipt) {
+  std::ostringstream out;
+  out << "policy        RT mean   p50    p99     max   | preempt p99 | BE inf/s  GFLOP/s\n";
+  char line[256];
+  for (const auto& r : receipt.results) {
+    std::snprintf(line, sizeof line, "%-12s %7.1f %6.1f %7.1f %7.1f | %11.1f | %8.1f %8.1f\n",
+                  r.value("policy", "?").c_str(), r.value("mean_us", 0.0), r.value("p50_us", 0.0),
+                  r.value("p99_us", 0.0), r.value("max_us", 0.0),
+                  r.at("preemption_latency").value("p99_us", 0.0),
+                  r.at("be").value("inferences_per_s", 0.0), r.at("be").value("gflops", 0.0));
+    out << line;
+  }
+  if (receipt.settings.contains("targets")) {
+    for (const auto& t : receipt.settings["targets"]) {
+      out << (t.value("met", false) ? "met    " : "missed ") << t.value("name", "") << ": "
+          << t.value("value", 0.0) << " (target " << t.value("target", 0.0) << ")\n";
+    }
+  }
+  return out.str();
+}
+
+}  // namespace resident::bench

@@ -1,0 +1,50 @@
+#pragma once
+// resident bench reef: real-time (RT) loops sharing the GPU with closed-loop best-effort (BE)
+// inference, DISB-style, under every co-scheduling policy in one run: RT alone, sequential,
+// plain multi-stream, CUDA stream priorities, a static green-context split, reset-based
+// preemption, and preemption plus dynamic kernel padding.
+//
+// The RT client is a resident `while` loop (emulated sensor -> MLP inference -> emulated
+// actuator) whose handler raises the preempt word itself; the BE clients run an MLP or CNN
+// through sched::be_runner.
+
+#include <cstdint>
+#include <iosfwd>
+#include <string>
+#include <vector>
+
+#include "resident/measure/receipt.hpp"
+
+namespace resident::bench {
+
+struct reef_settings {
+  std::vector<std::string> policies{"exclusive",   "sequential", "multi-stream", "priority",
+                                    "green-split", "preempt",    "preempt-pad"};
+  std::string arrival{"periodic"};  // periodic or poisson
+  double rate_hz{1000.0};           // RT requests per second
+  std::int64_t samples{5000};       // measured RT requests per policy
+  std::int64_t warmup{500};
+  std::string be_model{"mlp"};  // mlp or cnn
+  int be_clients{1};            // closed-loop BE clients (one stream each)
+  std::int32_t rt_batch{32};
+  int split_sms{32};           // green-split: SMs of the RT partition (BE gets the rest)
+  double pad_tolerance{0.05};  // padded RT kernel within this of the kernel alone
+  std::uint64_t poll_ns{20'000'000};
+  std::uint64_t seed{7};
+  bool realtime{true};
+  std::string command;
+
+  void make_quick();
+  /// Throws std::invalid_argument naming the bad value.
+  void validate() const;
+};
+
+/// The policy names bench reef knows, in its default order.
+[[nodiscard]] const std::vector<std::string>& reef_policies();
+
+[[nodiscard]] measure::receipt run_reef_bench(const reef_settings& settings, std::ostream& log);
+[[nodiscard]] std::string reef_table(const measure::receipt& receipt);
+/// The targets evaluated on a receipt's results, each {name, value, target, met}.
+[[nodiscard]] nlohmann::json reef_targets(const nlohmann::json& results);
+
+}  // namespace resident::bench

@@ -1,0 +1,248 @@
+#pragma once
+// Device half of the BE kernel library (resident/sched/be_kernels.hpp): the body of one
+// logical block of each kernel. Include only from .cu files.
+//
+// A body runs on exactly be_block_threads threads, after be_block::begin() returned true, and
+// finds its work from blk.index() alone (never blockIdx: a merged kernel runs it in whatever
+// CUDA block it likes). Its shared memory is static and under 9 KiB, so one merged kernel can
+// hold two bodies. A GEMM-shaped body checks blk.preempted() before every K-step; every body
+// writes its outputs only after its last check and ends with blk.commit(). Each be_block call
+// is block-uniform: all threads reach it.
+
+#include <cub/block/block_reduce.cuh>
+
+#include <cstdint>
+
+#include "resident/sched/be_kernels.hpp"
+#include "resident/sched/preemptible.cuh"
+
+namespace resident::sched {
+
+namespace detail {
+
+// 16 x 16 thread lanes cover a 64 x 64 tile, 4 x 4 outputs each, strided by 16: lane (lr, lc)
+// holds rows lr + 16 i and columns lc + 16 j, so neighbouring lanes read neighbouring shared
+// words and write neighbouring outputs.
+inline constexpr int tile_lanes = 16;
+inline constexpr int tile_per_lane = be_tile / tile_lanes;
+static_assert(tile_lanes * tile_lanes == be_block_threads);
+static_assert(be_tile * be_k_step == 4 * be_block_threads, "each thread loads 4 per tile");
+
+// Tiles are stored reduction-major ([kk][row], [kk][col]); the extra column keeps the
+// transposing stores of the loads from hitting one bank.
+inline constexpr int tile_pitch = be_tile + 1;
+using k_tile = float[be_k_step][tile_pitch];
+
+__device__ inline void multiply_tile(const k_tile& a, const k_tile& b, int row_lane, int col_lane,
+                                     float (&acc)[tile_per_lane][tile_per_lane]) {
+#pragma unroll
+  for (int kk = 0; kk < be_k_step; ++kk) {
+    float af[tile_per_lane];
+    float bf[tile_per_lane];
+#pragma unroll
+    for (int i = 0; i < tile_per_lane; ++i) af[i] = a[kk][row_lane + tile_lanes * i];
+#pragma unroll
+    for (int j = 0; j < tile_per_lane; ++j) bf[j] = b[kk][col_lane + tile_lanes * j];
+#pragma unroll
+    for (int i = 0; i < tile_per_lane; ++i) {
+#pragma unroll
+      for (int j = 0; j < tile_per_lane; ++j) acc[i][j] = fmaf(af[i], bf[j], acc[i][j]);
+    }
+  }
+}
+
+}  // namespace detail
+
+__device__ inline void gemm_block(const gemm_args& args, be_block& blk) {
+  using namespace detail;
+  __shared__ k_tile a_tile;
+  __shared__ k_tile b_tile;
+  const int t = static_cast<int>(threadIdx.x);
+  const std::int32_t tiles_n = (args.n + be_tile - 1) / be_tile;
+  const std::int32_t row0 = blk.index() / tiles_n * be_tile;
+  const std::int32_t col0 = blk.index() % tiles_n * be_tile;
+  const int row_lane = t / tile_lanes;
+  const int col_lane = t % tile_lanes;
+
+  float acc[tile_per_lane][tile_per_lane] = {};
+  for (std::int32_t k0 = 0; k0 < args.k; k0 += be_k_step) {
+    if (blk.preempted()) return;  // nothing written yet
+      // A: 64 rows x 16 k, consecutive threads read consecutive k of a row.
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const int e = t + be_block_threads * i;
+      const int kk = e % be_k_step;
+      const int r = e / be_k_step;
+      const std::int32_t gr = row0 + r;
+      const std::int32_t gk = k0 + kk;
+      a_tile[kk][r] = gr < args.m && gk < args.k ? args.a[std::int64_t{gr} * args.k + gk] : 0.0F;
+    }
+    // B: 16 k x 64 columns, consecutive threads read consecutive columns.
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const int e = t + be_block_threads * i;
+      const int c = e % be_tile;
+      const int kk = e / be_tile;
+      const std::int32_t gk = k0 + kk;
+      const std::int32_t gc = col0 + c;
+      b_tile[kk][c] = gk < args.k && gc < args.n ? args.b[std::int64_t{gk} * args.n + gc] : 0.0F;
+    }
+    __syncthreads();
+    multiply_tile(a_tile, b_tile, row_lane, col_lane, acc);
+    __syncthreads();  // the next step overwrites the tiles
+  }
+
+#pragma unroll
+  for (int i = 0; i < tile_per_lane; ++i) {
+    const std::int32_t gr = row0 + row_lane + tile_lanes * i;
+    if (gr >= args.m) continue;
+#pragma unroll
+    for (int j = 0; j < tile_per_lane; ++j) {
+      const std::int32_t gc = col0 + col_lane + tile_lanes * j;
+      if (gc < args.n) args.c[std::int64_t{gr} * args.n + gc] = acc[i][j];
+    }
+  }
+  blk.commit();
+}
+
+__device__ inline void conv2d_block(const conv2d_args& args, be_block& blk) {
+  using namespace detail;
+  __shared__ k_tile a_tile;  // [reduction][output pixel]
+  __shared__ k_tile b_tile;  // [reduction][output channel]
+  const conv2d_shape& sh = args.shape;
+  const int t = static_cast<int>(threadIdx.x);
+  const std::int32_t pq = sh.p() * sh.q();
+  const std::int32_t rows = sh.n * pq;
+  const std::int32_t rs = sh.r * sh.s;
+  const std::int32_t crs = sh.c * rs;
+  const std::int32_t tiles_k = (sh.k + be_tile - 1) / be_tile;
+  const std::int32_t row0 = blk.index() / tiles_k * be_tile;
+  const std::int32_t col0 = blk.index() % tiles_k * be_tile;
+  // Pixels run along the fast lane: neighbouring threads read neighbouring input columns and
+  // write neighbouring output pixels (NKPQ keeps a channel's pixels contiguous).
+  const int row_lane = t % tile_lanes;
+  const int col_lane = t / tile_lanes;
+
+  // The input pixel this thread gathers for the A tile is the same on every K-step (element
+  // t + 256 i of the tile is row t % 64, reduction t / 64 + 4 i): decompose it once.
+  const int a_row = t % be_tile;
+  const int a_kk = t / be_tile;
+  const std::int32_t pixel = row0 + a_row;
+  const bool pixel_ok = pixel < rows;
+  const std::int32_t image = pixel_ok ? pixel / pq : 0;
+  const std::int32_t within = pixel_ok ? pixel % pq : 0;
+  const std::int32_t ih0 = within / sh.q() * sh.stride - sh.pad;
+  const std::int32_t iw0 = within % sh.q() * sh.stride - sh.pad;
+  const float* in_image = args.input + std::int64_t{image} * sh.c * sh.h * sh.w;
+
+  float acc[tile_per_lane][tile_per_lane] = {};
+  for (std::int32_t k0 = 0; k0 < crs; k0 += be_k_step) {
+    if (blk.preempted()) return;  // nothing written yet
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const int kk = a_kk + 4 * i;
+      const std::int32_t red = k0 + kk;
+      float v = 0.0F;
+      if (pixel_ok && red < crs) {
+        const std::int32_t ci = red / rs;
+        const std::int32_t ih = ih0 + red % rs / sh.s;
+        const std::int32_t iw = iw0 + red % sh.s;
+        if (ih >= 0 && ih < sh.h && iw >= 0 && iw < sh.w) {
+          v = in_image[(std::int64_t{ci} * sh.h + ih) * sh.w + iw];
+        }
+      }
+      a_tile[kk][a_row] = v;
+    }
+    // The filter is [k][crs]: consecutive threads read consecutive reductions of a channel.
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const int e = t + be_block_threads * i;
+      const int kk = e % be_k_step;
+      const int c = e / be_k_step;
+      const std::int32_t red = k0 + kk;
+      const std::int32_t gc = col0 + c;
+      b_tile[kk][c] = red < crs && gc < sh.k ? args.filter[std::int64_t{gc} * crs + red] : 0.0F;
+    }
+    __syncthreads();
+    multiply_tile(a_tile, b_tile, row_lane, col_lane, acc);
+    __syncthreads();  // the next step overwrites the tiles
+  }
+
+#pragma unroll
+  for (int i = 0; i < tile_per_lane; ++i) {
+    const std::int32_t gr = row0 + row_lane + tile_lanes * i;
+    if (gr >= rows) continue;
+    const std::int32_t img = gr / pq;
+    const std::int32_t pix = gr % pq;
+#pragma unroll
+    for (int j = 0; j < tile_per_lane; ++j) {
+      const std::int32_t gc = col0 + col_lane + tile_lanes * j;
+      if (gc < sh.k) args.output[(std::int64_t{img} * sh.k + gc) * pq + pix] = acc[i][j];
+    }
+  }
+  blk.commit();
+}
+
+__device__ inline void bias_act_block(const bias_act_args& args, be_block& blk) {
+  const std::int64_t base = std::int64_t{blk.index()} * be_chunk + threadIdx.x;
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const std::int64_t e = base + be_block_threads * i;
+    if (e >= args.elements) break;
+    float v = args.x[e] + args.bias[e / args.inner % args.channels];
+    if (args.act == activation::relu) v = v > 0.0F ? v : 0.0F;
+    args.x[e] = v;
+  }
+  blk.commit();
+}
+
+__device__ inline void maxpool2d_block(const maxpool2d_args& args, be_block& blk) {
+  const std::int32_t oh = args.h / 2;
+  const std::int32_t ow = args.w / 2;
+  const std::int64_t plane = std::int64_t{oh} * ow;
+  const std::int64_t outputs = std::int64_t{args.n} * args.c * plane;
+  const std::int64_t base = std::int64_t{blk.index()} * be_chunk + threadIdx.x;
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const std::int64_t e = base + be_block_threads * i;
+    if (e >= outputs) break;
+    const std::int64_t nc = e / plane;
+    const std::int64_t within = e % plane;
+    const float* src = args.input + (nc * args.h + within / ow * 2) * args.w + within % ow * 2;
+    args.output[e] = fmaxf(fmaxf(src[0], src[1]), fmaxf(src[args.w], src[args.w + 1]));
+  }
+  blk.commit();
+}
+
+__device__ inline void row_sum_block(const row_sum_args& args, be_block& blk) {
+  using block_reduce = cub::BlockReduce<float, be_block_threads>;
+  __shared__ typename block_reduce::TempStorage temp;
+  const std::int32_t chunks = (args.cols + be_chunk - 1) / be_chunk;
+  const std::int32_t row = blk.index() / chunks;
+  const std::int32_t col0 =
+      blk.index() % chunks * be_chunk + static_cast<std::int32_t>(threadIdx.x);
+  const float* x = args.x + std::int64_t{row} * args.cols;
+  float partial = 0.0F;
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const std::int32_t c = col0 + be_block_threads * i;
+    if (c < args.cols) partial += x[c];
+  }
+  const float total = block_reduce(temp).Sum(partial);
+  // One atomic per block: a block that ran twice would show up as a doubled chunk.
+  if (threadIdx.x == 0) atomicAdd(args.out + row, total);
+  blk.commit();
+}
+
+__device__ inline void fill_block(const fill_args& args, be_block& blk) {
+  const std::int64_t base = std::int64_t{blk.index()} * be_chunk + threadIdx.x;
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const std::int64_t e = base + be_block_threads * i;
+    if (e >= args.elements) break;
+    args.x[e] = args.value;
+  }
+  blk.commit();
+}
+
+}  // namespace resident::sched

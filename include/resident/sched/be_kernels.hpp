@@ -1,0 +1,159 @@
+#pragma once
+// The best-effort (BE) kernel library, host half: the arguments of each kernel, how many
+// logical blocks a launch of it covers, and its launcher. Every kernel follows the
+// preemptible-kernel contract (resident/sched/preemptible.hpp): a logical block checks the
+// preempt word when it starts (and, in the GEMM-shaped kernels, before every K-step), writes
+// nothing until its last check, and commits. The device bodies live in be_kernels.cuh, so a
+// merged (padded) kernel can run them next to real-time work.
+//
+// Idempotent kernels (gemm, conv2d, maxpool2d, fill) may re-run a block on resume; the
+// non-idempotent ones (bias_act works in place, row_sum accumulates) must resume exactly,
+// skipping the blocks their done words record.
+//
+// All tensors are fp32 and dense: row-major matrices, NCHW activations, KCRS filters.
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+#include <functional>
+#include <string>
+
+#include "resident/sched/preemptible.hpp"
+
+namespace resident::sched {
+
+/// Output tile of a GEMM-shaped block (gemm, conv2d): be_tile x be_tile outputs, 4x4 per
+/// thread, reduced be_k_step at a time through shared memory.
+inline constexpr std::int32_t be_tile = 64;
+inline constexpr std::int32_t be_k_step = 16;
+/// Elements a block of bias_act, maxpool2d or fill handles (outputs, for maxpool2d); also the
+/// columns of one row_sum block. Four per thread.
+inline constexpr std::int32_t be_chunk = be_block_threads * 4;
+
+enum class activation : std::int32_t { none, relu };
+
+/// C[m x n] = A[m x k] * B[k x n]. Idempotent.
+struct gemm_args {
+  const float* a{};
+  const float* b{};
+  float* c{};
+  std::int32_t m{};
+  std::int32_t n{};
+  std::int32_t k{};
+};
+
+/// Geometry of a 2-D convolution with zero padding: input [n, c, h, w], filter [k, c, r, s],
+/// output [n, k, p, q].
+struct conv2d_shape {
+  std::int32_t n{};
+  std::int32_t c{};
+  std::int32_t h{};
+  std::int32_t w{};
+  std::int32_t k{};
+  std::int32_t r{};
+  std::int32_t s{};
+  std::int32_t stride{1};
+  std::int32_t pad{0};
+
+  [[nodiscard]] __host__ __device__ constexpr std::int32_t p() const noexcept {
+    return (h + 2 * pad - r) / stride + 1;
+  }
+  [[nodiscard]] __host__ __device__ constexpr std::int32_t q() const noexcept {
+    return (w + 2 * pad - s) / stride + 1;
+  }
+};
+
+/// Convolution as an implicit GEMM: rows are the n*p*q output pixels, columns the k output
+/// channels, the reduction runs over c*r*s. Idempotent.
+struct conv2d_args {
+  const float* input{};
+  const float* filter{};
+  float* output{};
+  conv2d_shape shape;
+};
+
+/// In place: x[i] = act(x[i] + bias[(i / inner) % channels]) for i < elements; `inner` is the
+/// elements per channel (h*w of NCHW; 1 for the columns of a row-major matrix). NOT idempotent.
+struct bias_act_args {
+  float* x{};
+  const float* bias{};
+  std::int64_t elements{};
+  std::int32_t inner{};
+  std::int32_t channels{};
+  activation act{activation::none};
+};
+
+/// 2x2 max pooling, stride 2: input [n, c, h, w], output [n, c, h/2, w/2] (a trailing odd row
+/// or column is dropped). Idempotent.
+struct maxpool2d_args {
+  const float* input{};
+  float* output{};
+  std::int32_t n{};
+  std::int32_t c{};
+  std::int32_t h{};
+  std::int32_t w{};
+};
+
+/// out[r] += sum of row r of x [rows x cols]; a block adds one be_chunk of one row with a single
+/// atomicAdd, so `out` must be zeroed first (a fill) and no block may run twice. NOT idempotent.
+struct row_sum_args {
+  const float* x{};
+  float* out{};
+  std::int32_t rows{};
+  std::int32_t cols{};
+};
+
+/// x[i] = value for i < elements. Idempotent.
+struct fill_args {
+  float* x{};
+  std::int64_t elements{};
+  float value{};
+};
+
+// Logical blocks of a launch. Each validates its arguments and throws std::invalid_argument
+// naming the kernel and the bad field ("gemm: m must be > 0, got 0").
+
+/// ceil(m / be_tile) * ceil(n / be_tile); block b computes tile row b / tiles_n, column
+/// b % tiles_n.
+[[nodiscard]] std::int32_t gemm_blocks(const gemm_args& a);
+/// ceil(n*p*q / be_tile) * ceil(k / be_tile), laid out like gemm's.
+[[nodiscard]] std::int32_t conv2d_blocks(const conv2d_args& a);
+/// ceil(elements / be_chunk).
+[[nodiscard]] std::int32_t bias_act_blocks(const bias_act_args& a);
+/// ceil(n*c*(h/2)*(w/2) / be_chunk).
+[[nodiscard]] std::int32_t maxpool2d_blocks(const maxpool2d_args& a);
+/// rows * ceil(cols / be_chunk); block b adds chunk b % chunks of row b / chunks.
+[[nodiscard]] std::int32_t row_sum_blocks(const row_sum_args& a);
+/// ceil(elements / be_chunk).
+[[nodiscard]] std::int32_t fill_blocks(const fill_args& a);
+
+// Launch one attempt: grid_blocks(v) blocks of be_block_threads on `s` (nothing when the
+// attempt has no block left). invalid_argument when the arguments are invalid, v.blocks is not
+// the kernel's block count, v.done is null, v.attempt is 0 or v.first_block is negative;
+// cuda_error when the launch fails.
+
+void launch_gemm(cudaStream_t s, const be_launch_view& v, const gemm_args& a);
+void launch_conv2d(cudaStream_t s, const be_launch_view& v, const conv2d_args& a);
+void launch_bias_act(cudaStream_t s, const be_launch_view& v, const bias_act_args& a);
+void launch_maxpool2d(cudaStream_t s, const be_launch_view& v, const maxpool2d_args& a);
+void launch_row_sum(cudaStream_t s, const be_launch_view& v, const row_sum_args& a);
+void launch_fill(cudaStream_t s, const be_launch_view& v, const fill_args& a);
+
+/// One kernel launch of a BE sequence, as the scheduler sees it.
+struct be_call {
+  std::string name;       // e.g. "mlp.fc1.gemm"
+  std::int32_t blocks{};  // logical blocks
+  bool idempotent{};
+  std::function<void(cudaStream_t, const be_launch_view&)> launch;  // launches attempt v
+};
+
+// A be_call for one launch of a kernel with fixed arguments (validated here).
+
+[[nodiscard]] be_call make_call(std::string name, const gemm_args& a);
+[[nodiscard]] be_call make_call(std::string name, const conv2d_args& a);
+[[nodiscard]] be_call make_call(std::string name, const bias_act_args& a);
+[[nodiscard]] be_call make_call(std::string name, const maxpool2d_args& a);
+[[nodiscard]] be_call make_call(std::string name, const row_sum_args& a);
+[[nodiscard]] be_call make_call(std::string name, const fill_args& a);
+
+}  // namespace resident::sched

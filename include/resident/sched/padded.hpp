@@ -1,0 +1,70 @@
+#pragma once
+// Dynamic kernel padding (REEF) on the GPU: a real-time (RT) kernel launched together with
+// best-effort (BE) blocks that fill the block slots it leaves idle, as ONE launch. Every block
+// of the merged grid takes its work from an atomic counter, RT work first: the first rt_blocks
+// takers run the RT kernel's logical blocks, the rest run BE blocks taken from a pad job, up
+// to the launch's budget. Nothing assumes that blockIdx maps to an SM, or that blocks start in
+// index order.
+//
+// The pad job is a BE kernel whose logical blocks are handed out round after round by a
+// device cursor (block = cursor % blocks): every take runs exactly one block, and the per-block
+// run counts show it. Padding suits idempotent BE kernels (the job's blocks are re-run on the
+// next round); the budget comes from sched::select_padding and measured profiles.
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "resident/cuda/buffers.hpp"
+#include "resident/sched/be_kernels.hpp"
+
+namespace resident::sched {
+
+/// Device-side state of one pad job and of the merged launches that feed on it.
+struct pad_job_view {
+  unsigned long long* cursor{nullptr};   // BE blocks handed out so far, over every launch
+  std::uint32_t* launch_state{nullptr};  // [0] next work item, [1] BE taken, [2] blocks done
+  std::uint32_t* done{nullptr};          // be_launch_view::done of the BE blocks (scratch)
+  std::uint32_t* runs{nullptr};          // commits per BE block
+  std::uint32_t* rt_done{nullptr};       // be_launch_view::done of the RT blocks (scratch)
+  std::int32_t be_blocks{0};
+  std::int32_t rt_capacity{0};  // rt_done words
+};
+
+/// The pad job: owns the device words above (allocated here, never during a run).
+class pad_job {
+ public:
+  /// `be_blocks`: the BE kernel's logical blocks; `rt_capacity`: the most RT blocks a merged
+  /// launch will carry. invalid_argument when either is <= 0.
+  pad_job(std::int32_t be_blocks, std::int32_t rt_capacity);
+
+  [[nodiscard]] const pad_job_view& view() const noexcept { return _view; }
+  /// BE blocks run so far (synchronous read; call with the launches' stream drained).
+  [[nodiscard]] std::uint64_t taken() const;
+  /// Commits per BE block (synchronous read).
+  [[nodiscard]] std::vector<std::uint32_t> runs() const;
+
+ private:
+  device_buffer _mem;
+  pad_job_view _view;
+};
+
+/// One merged launch: RT gemm `rt` (all its blocks, never preempted) padded with at most
+/// `budget` blocks of the pad job's BE gemm `be`, run by `pad_slots` extra CUDA blocks.
+/// pad_slots == 0 or budget == 0 launches the RT kernel alone through the same kernel.
+/// `start_stamp` (device memory, or null): the first RT block to start writes %globaltimer
+/// there if it still holds 0 (e.g. a loop's body_start stamp).
+void launch_padded_gemm(cudaStream_t s, const gemm_args& rt, const gemm_args& be,
+                        const pad_job& job, std::int32_t pad_slots, std::uint32_t budget,
+                        unsigned long long* start_stamp = nullptr);
+
+/// As launch_padded_gemm, with a conv2d (implicit GEMM) pad job.
+void launch_padded_gemm_conv(cudaStream_t s, const gemm_args& rt, const conv2d_args& be,
+                             const pad_job& job, std::int32_t pad_slots, std::uint32_t budget,
+                             unsigned long long* start_stamp = nullptr);
+
+/// Merged blocks of launch_padded_gemm that fit one SM at once (its occupancy).
+[[nodiscard]] int padded_gemm_blocks_per_sm();
+
+}  // namespace resident::sched

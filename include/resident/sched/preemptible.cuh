@@ -1,0 +1,106 @@
+#pragma once
+// Device half of the preemptible-kernel contract (resident/sched/preemptible.hpp). Include
+// only from .cu files.
+//
+//   __global__ void my_kernel(sched::be_launch_view v, my_args a) {
+//     sched::be_block blk(v, sched::be_block::grid_index(v));
+//     if (!blk.begin()) return;                 // skipped or preempted: nothing written
+//     for (int t = 0; t < tiles; ++t) {
+//       if (blk.preempted()) return;           // block-uniform; still nothing written
+//       ... accumulate in registers / shared memory ...
+//     }
+//     ... write outputs ...
+//     blk.commit();                             // recorded: never runs again on resume
+//   }
+//
+// Every member is block-uniform and contains __syncthreads(): call them from all threads of
+// the block, never from divergent code.
+
+#include <cuda/atomic>
+
+#include <cstdint>
+
+#include "resident/sched/preemptible.hpp"
+
+namespace resident::sched {
+
+class be_block {
+ public:
+  /// The logical block a plain (non-merged) launch runs in this CUDA block.
+  __device__ static std::int32_t grid_index(const be_launch_view& v) {
+    return v.first_block + static_cast<std::int32_t>(blockIdx.x);
+  }
+
+  __device__ be_block(const be_launch_view& v, std::int32_t logical) : _v(v), _index(logical) {}
+
+  [[nodiscard]] __device__ std::int32_t index() const { return _index; }
+
+  /// Whether this block must run: false when it is outside the grid, already committed (a
+  /// non-idempotent resume) or the preempt word is raised.
+  [[nodiscard]] __device__ bool begin() {
+    __shared__ std::uint32_t verdict;
+    if (threadIdx.x == 0) {
+      std::uint32_t run = _index >= 0 && _index < _v.blocks ? 1U : 0U;
+      if (run != 0U && _v.skip_done != 0U && load(_v.done + _index) != 0U) run = 0U;
+      if (run != 0U && raised()) {
+        run = 0U;
+        note_exit();
+      }
+      verdict = run;
+    }
+    __syncthreads();
+    const bool run = verdict != 0U;
+    __syncthreads();  // `verdict` may be reused by the next call
+    return run;
+  }
+
+  /// Tile-boundary check: true when the word is raised (the block must return without
+  /// writing its outputs).
+  [[nodiscard]] __device__ bool preempted() {
+    if (_v.preempt == nullptr) return false;
+    __shared__ std::uint32_t verdict;
+    if (threadIdx.x == 0) {
+      verdict = raised() ? 1U : 0U;
+      if (verdict != 0U) note_exit();
+    }
+    __syncthreads();
+    const bool stop = verdict != 0U;
+    __syncthreads();
+    return stop;
+  }
+
+  /// After every output write of the block: records the block as committed by this attempt.
+  __device__ void commit() {
+    __syncthreads();  // every thread's writes are issued before the record
+    if (threadIdx.x == 0) {
+      __threadfence_system();  // outputs visible before the host can see the record
+      store(_v.done + _index, _v.attempt);
+      if (_v.runs != nullptr) atomicAdd(_v.runs + _index, 1U);
+    }
+  }
+
+ private:
+  __device__ bool raised() const {
+    if (_v.preempt == nullptr) return false;
+    if (_v.halt != nullptr && load(_v.halt) != 0U) return true;
+    return load(_v.preempt) != 0U;
+  }
+  __device__ void note_exit() const {
+    if (_v.halt != nullptr) store(_v.halt, 1U);
+    if (_v.exits != nullptr) atomicAdd(_v.exits, 1U);
+  }
+  __device__ static std::uint32_t load(const std::uint32_t* p) {
+    return cuda::atomic_ref<std::uint32_t, cuda::thread_scope_system>(
+               const_cast<std::uint32_t&>(*p))
+        .load(cuda::memory_order_relaxed);
+  }
+  __device__ static void store(std::uint32_t* p, std::uint32_t value) {
+    cuda::atomic_ref<std::uint32_t, cuda::thread_scope_system>(*p).store(
+        value, cuda::memory_order_relaxed);
+  }
+
+  const be_launch_view& _v;
+  std::int32_t _index;
+};
+
+}  // namespace resident::sched

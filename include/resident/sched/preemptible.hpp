@@ -1,0 +1,53 @@
+#pragma once
+// The contract between a cooperating best-effort (BE) kernel and the host scheduler, usable
+// from host and device code. The device half (resident/sched/preemptible.cuh) implements it.
+//
+// A BE launch covers `blocks` logical blocks. Every logical block either runs to its commit
+// point, or returns before it has written anything: it reads the preempt word when it starts
+// and, in long blocks, at tile boundaries, and writes its outputs only after the last check.
+// A committed block writes the attempt number into its `done` word. The host reads the words
+// after the launch drained (they are host-mapped), so it knows exactly which blocks ran and
+// can resume the launch from the rest (sched::be_queue keeps that bookkeeping).
+
+#include <cstdint>
+
+namespace resident::sched {
+
+/// Every library BE kernel runs blocks of this many threads, so any two of them can share one
+/// merged (padded) launch.
+inline constexpr int be_block_threads = 256;
+
+/// The device's view of one attempt of one BE launch. Plain data: passed by value to kernels.
+struct be_launch_view {
+  /// The preempt word (device or host-mapped memory); nonzero: stop. Null: the launch is not
+  /// preemptible and runs every block (policies without preemption).
+  const std::uint32_t* preempt{nullptr};
+  /// Device-memory word shared by every launch of one BE stream, or null. The first block that
+  /// stops on the preempt word sets it, and every block of the stream stops on it too: a later
+  /// launch must not run on the unfinished output of a preempted one, even when the preempt
+  /// word is already clear again by the time it starts. The host clears it, stream-ordered,
+  /// before resubmitting.
+  std::uint32_t* halt{nullptr};
+  /// One word per logical block (host-mapped): 0 until the block commits, then the attempt
+  /// that committed it. Required.
+  std::uint32_t* done{nullptr};
+  /// One word per logical block: commits of that block over every attempt (evidence that no
+  /// block of a non-idempotent kernel ran twice). Null: not counted.
+  std::uint32_t* runs{nullptr};
+  /// Blocks that returned because of the preempt word (any attempt). Null: not counted.
+  std::uint32_t* exits{nullptr};
+  std::uint32_t attempt{1};     // 1 on the first submission, +1 on every resume
+  std::int32_t first_block{0};  // grid block 0 runs logical block first_block
+  std::int32_t blocks{0};       // logical blocks of the launch (its full grid)
+  /// 1: a block whose done word is already set returns at once (exact resume of a
+  /// non-idempotent launch: the done words are the skip set). 0: only first_block skips
+  /// (idempotent launches, cheaper: no extra load per block).
+  std::uint32_t skip_done{0};
+};
+
+/// Blocks a launch of this attempt puts on the grid.
+[[nodiscard]] constexpr std::int32_t grid_blocks(const be_launch_view& v) noexcept {
+  return v.blocks > v.first_block ? v.blocks - v.first_block : 0;
+}
+
+}  // namespace resident::sched

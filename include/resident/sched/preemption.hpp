@@ -1,0 +1,173 @@
+#pragma once
+// Reset-based preemption on the GPU (REEF, for cooperating kernels): the preempt word that
+// real-time work raises, and the runner that keeps a best-effort (BE) kernel sequence on the
+// device through be_queue, preempting and resuming it exactly.
+//
+// Who raises the word: a resident loop does it itself (run_options::preempt = signal.hook();
+// the handler raises when a sample is ready, the end marker clears), so no host sits between
+// the sensor and the BE kernels leaving the SMs. A host-driven client, or a test, calls
+// raise()/clear(). The runner watches the host-mapped mirror: it stops submitting while the
+// word is raised, collects the device's completion records of the launches that drained, and
+// resumes each from its first unfinished block once the word is clear.
+
+#include <cuda_runtime_api.h>
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <exception>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "resident/app/loop.hpp"
+#include "resident/cuda/buffers.hpp"
+#include "resident/cuda/event.hpp"
+#include "resident/cuda/stream.hpp"
+#include "resident/sched/be_kernels.hpp"
+#include "resident/sched/be_queue.hpp"
+
+namespace resident::sched {
+
+/// The preempt word (device memory: BE blocks poll it at L2 latency) and its host-mapped
+/// mirror. One raiser at a time: a loop (through hook()) or the host (raise/clear).
+class preempt_signal {
+ public:
+  explicit preempt_signal(int device = 0);
+
+  /// For run_options::preempt of a real-time loop.
+  [[nodiscard]] preempt_hook hook() const noexcept;
+  /// Device pointer for be_launch_view::preempt.
+  [[nodiscard]] const std::uint32_t* word() const noexcept {
+    return _word.data_as<std::uint32_t>();
+  }
+
+  /// Host-side raise and clear: a 4-byte copy on the signal's own stream, waited for, then the
+  /// mirror. Not while a loop holds the hook.
+  void raise();
+  void clear();
+
+  /// From the mirror (no CUDA call): whether the word is raised now, and how often it was.
+  [[nodiscard]] bool raised() const noexcept;
+  [[nodiscard]] std::uint64_t raises() const noexcept;
+  [[nodiscard]] preempt_mirror mirror() const noexcept;
+
+ private:
+  void set(std::uint32_t value);
+
+  device_buffer _word;
+  host_mapped_buffer _mirror;
+  pinned_buffer _staging;
+  stream _stream;
+};
+
+struct be_runner_options {
+  std::string name{"be"};
+  /// Launches in flight at once (be_queue's window).
+  std::size_t window{2};
+  /// Launches carry the preempt word, and the runner preempts and resumes them. Off: the
+  /// kernels ignore the word and run every block (multi-stream and priority policies).
+  bool preemptible{true};
+  /// Submit only while no real-time iteration is active (the word is clear), one launch at a
+  /// time; a real-time iteration that starts meanwhile waits for that launch (the sequential
+  /// policy). Implies a window of 1.
+  bool sequential{false};
+  /// Called first on the scheduler thread (start(), run_sequences()); what it returns lives
+  /// until the thread is done. E.g. a partition::green_context::current_scope, so the events
+  /// are created in, and the launches made from, the context that owns the stream.
+  std::function<std::shared_ptr<void>()> thread_scope;
+};
+
+struct be_runner_stats {
+  std::uint64_t sequences{};    // whole passes of the call list completed
+  std::uint64_t kernels{};      // launches that finished all their blocks
+  std::uint64_t preemptions{};  // times the runner stopped submitting for real-time work
+  std::uint64_t preempted_launches{};
+  std::uint64_t resumed_launches{};
+  std::uint64_t blocks_completed{};
+  std::uint64_t blocks_rerun{};    // idempotent blocks run again on a resume
+  std::uint64_t early_exits{};     // blocks that returned because of the word
+  std::uint32_t max_block_runs{};  // the most commits of any non-idempotent block (1: exact)
+  std::uint64_t submissions{};     // launch attempts
+};
+
+/// Runs a BE call sequence (e.g. a model's inference) over and over on one stream. Not
+/// thread-safe: either start()/stop() (a scheduler thread of its own) or run_sequences() on
+/// the calling thread.
+class be_runner {
+ public:
+  /// `signal` may be null only when !options.preemptible && !options.sequential. The stream
+  /// is the caller's (e.g. a low-priority stream, or one of a green context). invalid_argument
+  /// for an empty call list, a call with no blocks, or fewer calls than the window (record
+  /// slots are reused every other sequence).
+  be_runner(std::vector<be_call> calls, cudaStream_t stream, const preempt_signal* signal,
+            be_runner_options options);
+  ~be_runner();
+  be_runner(const be_runner&) = delete;
+  be_runner& operator=(const be_runner&) = delete;
+
+  /// Starts the scheduler thread: sequences run until stop().
+  void start();
+  /// Stops submitting, drains what is in flight, joins; rethrows the thread's error.
+  be_runner_stats stop();
+
+  /// Runs `sequences` whole passes on the calling thread; `each_poll(poll)` is called once per
+  /// scheduling pass (a test raises and clears the signal from it).
+  be_runner_stats run_sequences(std::uint64_t sequences,
+                                const std::function<void(std::uint64_t)>& each_poll = {});
+
+  [[nodiscard]] const be_queue& queue() const noexcept { return _queue; }
+  [[nodiscard]] const std::vector<be_call>& calls() const noexcept { return _calls; }
+
+ private:
+  struct launch_meta {
+    std::size_t call{};
+    std::size_t parity{};
+    std::uint64_t sequence{};
+  };
+  struct flight {
+    launch_id id{};
+    std::uint32_t attempt{};
+    std::size_t event{};  // index into _events
+  };
+
+  /// One scheduling pass: notice the word, retire what drained, resume, then (when `submit`)
+  /// fill the window, enqueueing a new sequence first when `enqueue` and nothing is pending.
+  void poll_once(bool submit, bool enqueue);
+  void enqueue_sequence();
+  void retire(const flight& f);
+  [[nodiscard]] std::uint32_t* done_words(const launch_meta& m) const;
+  [[nodiscard]] std::uint32_t* run_words(const launch_meta& m) const;
+  void drain();
+  /// On the scheduler thread, once: the events and the cleared halt word.
+  void prepare();
+  [[nodiscard]] be_runner_stats collect() const;
+
+  std::vector<be_call> _calls;
+  cudaStream_t _stream;
+  const preempt_signal* _signal;
+  be_runner_options _options;
+  be_queue _queue;
+  std::vector<std::size_t> _offsets;  // per call: first record word
+  std::size_t _record_words{};
+  host_mapped_buffer _done;  // 2 parities x all calls' blocks
+  host_mapped_buffer _runs;
+  host_mapped_buffer _exits;
+  device_buffer _halt;         // be_launch_view::halt of this stream's launches
+  std::vector<event> _events;  // created by prepare()
+  std::shared_ptr<void> _scope;
+  std::vector<std::size_t> _free_events;
+  std::vector<flight> _in_flight;  // submission order
+  std::map<launch_id, launch_meta> _meta;
+  std::uint64_t _next_sequence{0};
+  std::uint64_t _seen_raises{0};
+  be_runner_stats _stats;
+  std::atomic<bool> _stop{false};
+  std::thread _thread;
+  std::exception_ptr _error;
+};
+
+}  // namespace resident::sched

@@ -1,0 +1,230 @@
+#include "resident/sched/be_kernels.hpp"
+
+#include <limits>
+#include <stdexcept>
+#include <string>
+#include <utility>
+
+#include "resident/cuda/error.hpp"
+#include "resident/sched/be_kernels.cuh"
+
+namespace resident::sched {
+
+namespace {
+
+// Device index math is int32 within a dimension: leave room for one more tile or chunk.
+constexpr std::int64_t max_extent = std::numeric_limits<std::int32_t>::max() - be_chunk;
+static_assert(be_chunk >= be_tile);
+
+[[noreturn]] void reject(const char* kernel, const char* field, const std::string& why) {
+  throw std::invalid_argument(std::string(kernel) + ": " + field + " " + why);
+}
+
+void require_pointer(const char* kernel, const char* field, const void* p) {
+  if (p == nullptr) reject(kernel, field, "is null");
+}
+
+void require_positive(const char* kernel, const char* field, std::int64_t value) {
+  if (value <= 0) reject(kernel, field, "must be > 0, got " + std::to_string(value));
+}
+
+void require_extent(const char* kernel, const char* field, std::int64_t value) {
+  require_positive(kernel, field, value);
+  if (value > max_extent) {
+    reject(kernel, field,
+           "is " + std::to_string(value) + ", more than " + std::to_string(max_extent));
+  }
+}
+
+std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
+
+std::int32_t checked_blocks(const char* kernel, std::int64_t blocks) {
+  if (blocks > std::numeric_limits<std::int32_t>::max()) {
+    throw std::invalid_argument(std::string(kernel) + ": " + std::to_string(blocks) +
+                                " blocks do not fit one launch");
+  }
+  return static_cast<std::int32_t>(blocks);
+}
+
+void check_view(const char* kernel, const be_launch_view& v, std::int32_t blocks) {
+  if (v.blocks != blocks) {
+    throw std::invalid_argument(std::string(kernel) + ": the launch view covers " +
+                                std::to_string(v.blocks) + " blocks, the kernel has " +
+                                std::to_string(blocks));
+  }
+  if (v.done == nullptr) throw std::invalid_argument(std::string(kernel) + ": view.done is null");
+  if (v.attempt == 0) {
+    // A commit writes the attempt into its done word, and 0 reads as "not run".
+    throw std::invalid_argument(std::string(kernel) + ": view.attempt must be >= 1");
+  }
+  if (v.first_block < 0) {
+    throw std::invalid_argument(std::string(kernel) + ": view.first_block is " +
+                                std::to_string(v.first_block) + "; it must be >= 0");
+  }
+}
+
+// Dispatch from an argument type to its block body, for the one generic kernel below.
+__device__ void run_block(const gemm_args& a, be_block& blk) { gemm_block(a, blk); }
+__device__ void run_block(const conv2d_args& a, be_block& blk) { conv2d_block(a, blk); }
+__device__ void run_block(const bias_act_args& a, be_block& blk) { bias_act_block(a, blk); }
+__device__ void run_block(const maxpool2d_args& a, be_block& blk) { maxpool2d_block(a, blk); }
+__device__ void run_block(const row_sum_args& a, be_block& blk) { row_sum_block(a, blk); }
+__device__ void run_block(const fill_args& a, be_block& blk) { fill_block(a, blk); }
+
+template <class Args>
+__global__ void __launch_bounds__(be_block_threads) be_kernel(be_launch_view v, Args a) {
+  be_block blk(v, be_block::grid_index(v));
+  if (!blk.begin()) return;  // skipped or preempted: nothing written
+  run_block(a, blk);
+}
+
+template <class Args>
+void launch(const char* kernel, cudaStream_t s, const be_launch_view& v, const Args& a,
+            std::int32_t blocks) {
+  check_view(kernel, v, blocks);
+  const std::int32_t grid = grid_blocks(v);
+  if (grid == 0) return;
+  be_kernel<Args><<<grid, be_block_threads, 0, s>>>(v, a);
+  RESIDENT_CUDA_CHECK_LAUNCH(kernel);
+}
+
+template <class Args>
+be_call call_for(std::string name, const Args& a, std::int32_t blocks, bool idempotent,
+                 void (*launcher)(cudaStream_t, const be_launch_view&, const Args&)) {
+  return {std::move(name), blocks, idempotent,
+          [a, launcher](cudaStream_t s, const be_launch_view& v) { launcher(s, v, a); }};
+}
+
+}  // namespace
+
+std::int32_t gemm_blocks(const gemm_args& a) {
+  constexpr const char* kernel = "gemm";
+  require_pointer(kernel, "a", a.a);
+  require_pointer(kernel, "b", a.b);
+  require_pointer(kernel, "c", a.c);
+  require_extent(kernel, "m", a.m);
+  require_extent(kernel, "n", a.n);
+  require_extent(kernel, "k", a.k);
+  return checked_blocks(kernel, ceil_div(a.m, be_tile) * ceil_div(a.n, be_tile));
+}
+
+std::int32_t conv2d_blocks(const conv2d_args& a) {
+  constexpr const char* kernel = "conv2d";
+  const conv2d_shape& sh = a.shape;
+  require_pointer(kernel, "input", a.input);
+  require_pointer(kernel, "filter", a.filter);
+  require_pointer(kernel, "output", a.output);
+  require_positive(kernel, "n", sh.n);
+  require_positive(kernel, "c", sh.c);
+  require_positive(kernel, "h", sh.h);
+  require_positive(kernel, "w", sh.w);
+  require_extent(kernel, "k", sh.k);
+  require_positive(kernel, "r", sh.r);
+  require_positive(kernel, "s", sh.s);
+  require_positive(kernel, "stride", sh.stride);
+  if (sh.pad < 0) reject(kernel, "pad", "must be >= 0, got " + std::to_string(sh.pad));
+  const std::int64_t padded_h = std::int64_t{sh.h} + 2 * std::int64_t{sh.pad};
+  const std::int64_t padded_w = std::int64_t{sh.w} + 2 * std::int64_t{sh.pad};
+  if (padded_h < sh.r) {
+    reject(kernel, "r", "exceeds the padded height h + 2 pad = " + std::to_string(padded_h));
+  }
+  if (padded_w < sh.s) {
+    reject(kernel, "s", "exceeds the padded width w + 2 pad = " + std::to_string(padded_w));
+  }
+  const std::int64_t rows = std::int64_t{sh.n} * sh.p() * sh.q();
+  require_extent(kernel, "n*p*q (output pixels)", rows);
+  require_extent(kernel, "c*r*s (reduction)", std::int64_t{sh.c} * sh.r * sh.s);
+  return checked_blocks(kernel, ceil_div(rows, be_tile) * ceil_div(sh.k, be_tile));
+}
+
+std::int32_t bias_act_blocks(const bias_act_args& a) {
+  constexpr const char* kernel = "bias_act";
+  require_pointer(kernel, "x", a.x);
+  require_pointer(kernel, "bias", a.bias);
+  require_positive(kernel, "elements", a.elements);
+  require_positive(kernel, "inner", a.inner);
+  require_positive(kernel, "channels", a.channels);
+  if (a.act != activation::none && a.act != activation::relu) {
+    reject(kernel, "act",
+           "is not an activation (" + std::to_string(static_cast<std::int32_t>(a.act)) + ")");
+  }
+  return checked_blocks(kernel, ceil_div(a.elements, be_chunk));
+}
+
+std::int32_t maxpool2d_blocks(const maxpool2d_args& a) {
+  constexpr const char* kernel = "maxpool2d";
+  require_pointer(kernel, "input", a.input);
+  require_pointer(kernel, "output", a.output);
+  require_positive(kernel, "n", a.n);
+  require_positive(kernel, "c", a.c);
+  if (a.h < 2) reject(kernel, "h", "must be >= 2, got " + std::to_string(a.h));
+  if (a.w < 2) reject(kernel, "w", "must be >= 2, got " + std::to_string(a.w));
+  const std::int64_t outputs = std::int64_t{a.n} * a.c * (a.h / 2) * (a.w / 2);
+  return checked_blocks(kernel, ceil_div(outputs, be_chunk));
+}
+
+std::int32_t row_sum_blocks(const row_sum_args& a) {
+  constexpr const char* kernel = "row_sum";
+  require_pointer(kernel, "x", a.x);
+  require_pointer(kernel, "out", a.out);
+  require_positive(kernel, "rows", a.rows);
+  require_extent(kernel, "cols", a.cols);
+  return checked_blocks(kernel, std::int64_t{a.rows} * ceil_div(a.cols, be_chunk));
+}
+
+std::int32_t fill_blocks(const fill_args& a) {
+  constexpr const char* kernel = "fill";
+  require_pointer(kernel, "x", a.x);
+  require_positive(kernel, "elements", a.elements);
+  return checked_blocks(kernel, ceil_div(a.elements, be_chunk));
+}
+
+void launch_gemm(cudaStream_t s, const be_launch_view& v, const gemm_args& a) {
+  launch("gemm", s, v, a, gemm_blocks(a));
+}
+
+void launch_conv2d(cudaStream_t s, const be_launch_view& v, const conv2d_args& a) {
+  launch("conv2d", s, v, a, conv2d_blocks(a));
+}
+
+void launch_bias_act(cudaStream_t s, const be_launch_view& v, const bias_act_args& a) {
+  launch("bias_act", s, v, a, bias_act_blocks(a));
+}
+
+void launch_maxpool2d(cudaStream_t s, const be_launch_view& v, const maxpool2d_args& a) {
+  launch("maxpool2d", s, v, a, maxpool2d_blocks(a));
+}
+
+void launch_row_sum(cudaStream_t s, const be_launch_view& v, const row_sum_args& a) {
+  launch("row_sum", s, v, a, row_sum_blocks(a));
+}
+
+void launch_fill(cudaStream_t s, const be_launch_view& v, const fill_args& a) {
+  launch("fill", s, v, a, fill_blocks(a));
+}
+
+be_call make_call(std::string name, const gemm_args& a) {
+  return call_for(std::move(name), a, gemm_blocks(a), true, &launch_gemm);
+}
+
+be_call make_call(std::string name, const conv2d_args& a) {
+  return call_for(std::move(name), a, conv2d_blocks(a), true, &launch_conv2d);
+}
+
+be_call make_call(std::string name, const bias_act_args& a) {
+  return call_for(std::move(name), a, bias_act_blocks(a), false, &launch_bias_act);
+}
+
+be_call make_call(std::string name, const maxpool2d_args& a) {
+  return call_for(std::move(name), a, maxpool2d_blocks(a), true, &launch_maxpool2d);
+}
+
+be_call make_call(std::string name, const row_sum_args& a) {
+  return call_for(std::move(name), a, row_sum_blocks(a), false, &launch_row_sum);
+}
+
+be_call make_call(std::string name, const fill_args& a) {
+  return call_for(std::move(name), a, fill_blocks(a), true, &launch_fill);
+}
+
+}  // namespace resident::sched

@@ -1,0 +1,312 @@
+// The preempt signal and the best-effort runner (see resident/sched/preemption.hpp).
+
+#include "resident/sched/preemption.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <stdexcept>
+#include <utility>
+
+#include "resident/cuda/error.hpp"
+
+namespace resident::sched {
+
+namespace {
+
+std::size_t on_device(int device, std::size_t bytes) {
+  RESIDENT_CUDA_TRY(cudaSetDevice(device));
+  return bytes;
+}
+
+std::uint64_t load_acquire(const std::uint64_t& word) noexcept {
+  return std::atomic_ref<std::uint64_t>(const_cast<std::uint64_t&>(word))
+      .load(std::memory_order_acquire);
+}
+
+std::uint32_t load_relaxed(const std::uint32_t& word) noexcept {
+  return std::atomic_ref<std::uint32_t>(const_cast<std::uint32_t&>(word))
+      .load(std::memory_order_relaxed);
+}
+
+}  // namespace
+
+// ---- preempt_signal -----------------------------------------------------------------------------
+
+preempt_signal::preempt_signal(int device)
+    : _word(on_device(device, sizeof(std::uint32_t))),
+      _mirror(sizeof(preempt_mirror)),
+      _staging(sizeof(std::uint32_t)),
+      _stream(0) {
+  set(0);
+}
+
+preempt_hook preempt_signal::hook() const noexcept {
+  return {_word.data_as<std::uint32_t>(), _mirror.device_as<preempt_mirror>()};
+}
+
+void preempt_signal::set(std::uint32_t value) {
+  *_staging.data_as<std::uint32_t>() = value;
+  RESIDENT_CUDA_TRY(cudaMemcpyAsync(_word.data(), _staging.data(), sizeof(std::uint32_t),
+                                    cudaMemcpyHostToDevice, _stream.get()));
+  _stream.synchronize();
+}
+
+void preempt_signal::raise() {
+  set(1);
+  preempt_mirror& m = *_mirror.host_as<preempt_mirror>();
+  std::atomic_ref<std::uint64_t>(m.raises).fetch_add(1, std::memory_order_release);
+}
+
+void preempt_signal::clear() {
+  set(0);
+  preempt_mirror& m = *_mirror.host_as<preempt_mirror>();
+  std::atomic_ref<std::uint64_t>(m.clears).fetch_add(1, std::memory_order_release);
+}
+
+bool preempt_signal::raised() const noexcept {
+  const preempt_mirror& m = *_mirror.host_as<preempt_mirror>();
+  // clears first: a clear that lands between the two loads reads as still raised, never the
+  // other way round.
+  const std::uint64_t clears = load_acquire(m.clears);
+  return load_acquire(m.raises) > clears;
+}
+
+std::uint64_t preempt_signal::raises() const noexcept {
+  return load_acquire(_mirror.host_as<preempt_mirror>()->raises);
+}
+
+preempt_mirror preempt_signal::mirror() const noexcept {
+  const preempt_mirror& m = *_mirror.host_as<preempt_mirror>();
+  preempt_mirror out{};
+  out.clears = load_acquire(m.clears);
+  out.raises = load_acquire(m.raises);
+  out.last_raise_ns = load_acquire(m.last_raise_ns);
+  out.last_clear_ns = load_acquire(m.last_clear_ns);
+  return out;
+}
+
+// ---- be_runner ----------------------------------------------------------------------------------
+
+namespace {
+
+std::size_t effective_window(const be_runner_options& o) {
+  if (o.window == 0) {
+    throw std::invalid_argument("be_runner '" + o.name + "': window must be at least 1");
+  }
+  return o.sequential ? 1 : o.window;
+}
+
+}  // namespace
+
+be_runner::be_runner(std::vector<be_call> calls, cudaStream_t stream, const preempt_signal* signal,
+                     be_runner_options options)
+    : _calls(std::move(calls)),
+      _stream(stream),
+      _signal(signal),
+      _options(std::move(options)),
+      _queue(effective_window(_options)) {
+  const std::string who = "be_runner '" + _options.name + "'";
+  if (_calls.empty()) throw std::invalid_argument(who + ": no calls to run");
+  if (_calls.size() < _queue.window()) {
+    throw std::invalid_argument(
+        who + ": " + std::to_string(_calls.size()) + " calls, fewer than the window of " +
+        std::to_string(_queue.window()) + " (record slots are reused every other sequence)");
+  }
+  if (_signal == nullptr && (_options.preemptible || _options.sequential)) {
+    throw std::invalid_argument(who + ": preemptible and sequential runs need a preempt_signal");
+  }
+  for (const auto& c : _calls) {
+    if (c.blocks <= 0 || !c.launch) {
+      throw std::invalid_argument(who + ": call '" + c.name +
+                                  "' has no blocks or no launch function");
+    }
+    _offsets.push_back(_record_words);
+    _record_words += static_cast<std::size_t>(c.blocks);
+  }
+  _done = host_mapped_buffer(2 * _record_words * sizeof(std::uint32_t));
+  _runs = host_mapped_buffer(2 * _record_words * sizeof(std::uint32_t));
+  _exits = host_mapped_buffer(sizeof(std::uint32_t));
+  _halt = device_buffer(sizeof(std::uint32_t));
+}
+
+void be_runner::prepare() {
+  if (!_events.empty()) return;
+  if (_options.thread_scope && !_scope) _scope = _options.thread_scope();
+  RESIDENT_CUDA_TRY(cudaMemsetAsync(_halt.data(), 0, sizeof(std::uint32_t), _stream));
+  for (std::size_t i = 0; i < _queue.window(); ++i) {
+    _events.emplace_back(false);
+    _free_events.push_back(i);
+  }
+}
+
+be_runner::~be_runner() {
+  if (_thread.joinable()) {
+    _stop.store(true);
+    _thread.join();
+  }
+}
+
+std::uint32_t* be_runner::done_words(const launch_meta& m) const {
+  return _done.host_as<std::uint32_t>() + m.parity * _record_words + _offsets[m.call];
+}
+
+std::uint32_t* be_runner::run_words(const launch_meta& m) const {
+  return _runs.host_as<std::uint32_t>() + m.parity * _record_words + _offsets[m.call];
+}
+
+void be_runner::enqueue_sequence() {
+  const std::uint64_t seq = _next_sequence++;
+  const std::size_t parity = seq % 2;
+  // Sequence seq - 2 used these slots; every launch of it has finished (a sequence is enqueued
+  // only once the previous one is fully submitted, and it has at least `window` calls).
+  std::memset(_done.host_as<std::uint32_t>() + parity * _record_words, 0,
+              _record_words * sizeof(std::uint32_t));
+  std::memset(_runs.host_as<std::uint32_t>() + parity * _record_words, 0,
+              _record_words * sizeof(std::uint32_t));
+  for (std::size_t i = 0; i < _calls.size(); ++i) {
+    const launch_id id = _queue.enqueue(_calls[i].name, _calls[i].blocks, _calls[i].idempotent);
+    _meta.emplace(id, launch_meta{i, parity, seq});
+  }
+}
+
+void be_runner::retire(const flight& f) {
+  const launch_meta& m = _meta.at(f.id);
+  const be_call& call = _calls[m.call];
+  const std::uint32_t* done = done_words(m);
+  std::vector<std::int64_t> blocks;
+  for (std::int32_t b = 0; b < call.blocks; ++b) {
+    if (load_relaxed(done[b]) == f.attempt) blocks.push_back(b);
+  }
+  // The device's record is the truth: be_queue throws if a non-idempotent block came twice.
+  _queue.report_blocks(f.id, blocks);
+  if (!call.idempotent) {
+    const std::uint32_t* runs = run_words(m);
+    for (std::int32_t b = 0; b < call.blocks; ++b) {
+      _stats.max_block_runs = std::max(_stats.max_block_runs, load_relaxed(runs[b]));
+    }
+  }
+  if (_queue.preempted()) {
+    _queue.preempted_exit(f.id);
+  } else if (_queue.remaining_blocks(f.id) == 0) {
+    _queue.complete(f.id);
+  } else {
+    // Cut short by a raise and clear that both fell between two polls: handle it as the
+    // preemption it was.
+    (void)_queue.preempt();
+    ++_stats.preemptions;
+    _queue.preempted_exit(f.id);
+  }
+  if (_queue.finished(f.id)) {
+    if (m.call + 1 == _calls.size()) ++_stats.sequences;
+    _meta.erase(f.id);
+  }
+}
+
+void be_runner::poll_once(bool submit, bool enqueue) {
+  const bool watch = _options.preemptible || _options.sequential;
+  const bool raised = watch && _signal->raised();
+  if (_options.preemptible) {
+    const std::uint64_t raises = _signal->raises();
+    const bool new_raise = raises != _seen_raises;
+    _seen_raises = raises;
+    if ((raised || new_raise) && !_queue.preempted()) {
+      (void)_queue.preempt();  // stop submitting; what is in flight drains on the word
+      ++_stats.preemptions;
+    }
+  }
+  // Retire in submission order: a stream finishes its launches in that order.
+  while (!_in_flight.empty()) {
+    const flight f = _in_flight.front();
+    const cudaError_t q = cudaEventQuery(_events[f.event].get());
+    if (q == cudaErrorNotReady) break;
+    RESIDENT_CUDA_TRY(q);
+    _in_flight.erase(_in_flight.begin());
+    _free_events.push_back(f.event);
+    retire(f);
+  }
+  if (_queue.preempted() && _in_flight.empty() && !raised) {
+    _queue.resume();
+    // Stream-ordered before every resubmission: the halt a preempted block set is lifted.
+    RESIDENT_CUDA_TRY(cudaMemsetAsync(_halt.data(), 0, sizeof(std::uint32_t), _stream));
+  }
+  if (!submit) return;
+  if (_options.sequential && raised) return;  // best-effort waits for the real-time iteration
+  if (enqueue && _queue.counters().pending == 0) enqueue_sequence();
+  while (auto sub = _queue.next_submission()) {
+    const launch_meta& m = _meta.at(sub->id);
+    const be_call& call = _calls[m.call];
+    be_launch_view v;
+    v.preempt = _options.preemptible ? _signal->word() : nullptr;
+    v.halt = _options.preemptible ? _halt.data_as<std::uint32_t>() : nullptr;
+    v.done = _done.device_as<std::uint32_t>() + m.parity * _record_words + _offsets[m.call];
+    v.runs = _runs.device_as<std::uint32_t>() + m.parity * _record_words + _offsets[m.call];
+    v.exits = _exits.device_as<std::uint32_t>();
+    v.attempt = static_cast<std::uint32_t>(sub->attempt);
+    v.first_block = static_cast<std::int32_t>(sub->first_block);
+    v.blocks = call.blocks;
+    v.skip_done = call.idempotent ? 0U : 1U;
+    call.launch(_stream, v);
+    const std::size_t ev = _free_events.back();
+    _free_events.pop_back();
+    _events[ev].record(_stream);
+    _in_flight.push_back({sub->id, v.attempt, ev});
+    ++_stats.submissions;
+  }
+}
+
+void be_runner::drain() {
+  while (!_in_flight.empty()) poll_once(false, false);
+}
+
+be_runner_stats be_runner::collect() const {
+  be_runner_stats s = _stats;
+  const be_counters& c = _queue.counters();
+  s.kernels = c.completed;
+  s.preempted_launches = c.preempted_launches;
+  s.resumed_launches = c.resumed_launches;
+  s.blocks_completed = c.blocks_completed;
+  s.blocks_rerun = c.blocks_rerun;
+  s.early_exits = load_relaxed(*_exits.host_as<std::uint32_t>());
+  return s;
+}
+
+void be_runner::start() {
+  if (_thread.joinable()) {
+    throw std::logic_error("be_runner '" + _options.name + "': already started");
+  }
+  _stop.store(false);
+  _thread = std::thread([this] {
+    try {
+      prepare();
+      while (!_stop.load(std::memory_order_relaxed)) poll_once(true, true);
+      drain();
+    } catch (...) {
+      _error = std::current_exception();
+    }
+    _scope.reset();  // leave the thread's context before the thread ends
+  });
+}
+
+be_runner_stats be_runner::stop() {
+  if (_thread.joinable()) {
+    _stop.store(true);
+    _thread.join();
+  }
+  if (_error) std::rethrow_exception(std::exchange(_error, nullptr));
+  return collect();
+}
+
+be_runner_stats be_runner::run_sequences(std::uint64_t sequences,
+                                         const std::function<void(std::uint64_t)>& each_poll) {
+  prepare();
+  std::uint64_t poll = 0;
+  const std::uint64_t target = _stats.sequences + sequences;
+  while (_stats.sequences < target) {
+    if (each_poll) each_poll(poll);
+    ++poll;
+    poll_once(true, _next_sequence < target);
+  }
+  return collect();
+}
+
+}  // namespace resident::sched

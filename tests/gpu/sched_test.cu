@@ -1,0 +1,388 @@
+// GPU tests of reset-based preemption with exact resume, dynamic kernel padding, and resident
+// loops raising the preempt word themselves (issue 6). Each checks outputs against a CPU
+// reference or an exact count.
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <random>
+
+#include "resident/sched/be_kernels.cuh"
+#include "resident/sched/preemptible.cuh"
+#include "support.hpp"
+
+namespace resident::testing {
+namespace {
+
+// A non-idempotent test kernel with slow blocks: each block spins `spin_ns` (checking the
+// preempt word every microsecond), then adds its (index + 1) to *sum and commits. A block that
+// ran twice, or never, changes the sum.
+__global__ void slow_sum_kernel(sched::be_launch_view v, unsigned long long* sum,
+                                std::uint64_t spin_ns) {
+  sched::be_block blk(v, sched::be_block::grid_index(v));
+  if (!blk.begin()) return;
+  std::uint64_t start = 0;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
+  for (;;) {
+    std::uint64_t now = 0;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
+    if (now - start >= spin_ns) break;
+    if (blk.preempted()) return;
+    __nanosleep(500);
+  }
+  if (threadIdx.x == 0) atomicAdd(sum, static_cast<unsigned long long>(blk.index()) + 1ULL);
+  blk.commit();
+}
+
+struct slow_sum {
+  device_buffer sum{sizeof(unsigned long long)};
+  std::int32_t blocks;
+  std::uint64_t spin_ns;
+
+  slow_sum(std::int32_t b, std::uint64_t ns) : blocks(b), spin_ns(ns) {
+    RESIDENT_CUDA_TRY(cudaMemset(sum.data(), 0, sum.size()));
+  }
+  [[nodiscard]] sched::be_call call(std::string name) {
+    sched::be_call c;
+    c.name = std::move(name);
+    c.blocks = blocks;
+    c.idempotent = false;
+    c.launch = [this](cudaStream_t s, const sched::be_launch_view& v) {
+      const std::int32_t grid = sched::grid_blocks(v);
+      if (grid == 0) return;
+      slow_sum_kernel<<<grid, sched::be_block_threads, 0, s>>>(v, sum.data_as<unsigned long long>(),
+                                                               spin_ns);
+      RESIDENT_CUDA_CHECK_LAUNCH("slow_sum_kernel");
+    };
+    return c;
+  }
+  [[nodiscard]] unsigned long long read() const {
+    unsigned long long v = 0;
+    RESIDENT_CUDA_TRY(cudaMemcpy(&v, sum.data(), sizeof v, cudaMemcpyDeviceToHost));
+    return v;
+  }
+  [[nodiscard]] unsigned long long expected(std::uint64_t passes) const {
+    const auto n = static_cast<unsigned long long>(blocks);
+    return passes * n * (n + 1) / 2;
+  }
+};
+
+// Raises the word a few polls after each submission burst and clears it a little later, so
+// launches are cut mid-grid over and over.
+std::function<void(std::uint64_t)> raise_and_clear(sched::preempt_signal& signal, int period,
+                                                   int raise_at, int clear_at) {
+  return [&signal, period, raise_at, clear_at](std::uint64_t poll) {
+    const auto phase = static_cast<int>(poll % static_cast<std::uint64_t>(period));
+    if (phase == raise_at && !signal.raised()) signal.raise();
+    if (phase == clear_at && signal.raised()) signal.clear();
+  };
+}
+
+TEST(SchedPreemption, NonIdempotentKernelResumesExactly) {
+  RESIDENT_REQUIRE_GPU();
+  sched::preempt_signal signal;
+  stream s(0);
+  slow_sum a(2000, 20'000);
+  slow_sum b(1500, 20'000);
+  slow_sum c(1000, 20'000);
+  sched::be_runner runner({a.call("a"), b.call("b"), c.call("c")}, s.get(), &signal, {});
+  const auto stats = runner.run_sequences(3, raise_and_clear(signal, 400, 3, 150));
+  s.synchronize();
+  EXPECT_EQ(stats.sequences, 3U);
+  EXPECT_EQ(a.read(), a.expected(3));
+  EXPECT_EQ(b.read(), b.expected(3));
+  EXPECT_EQ(c.read(), c.expected(3));
+  // The word was raised while launches ran: some were cut short and resumed, and still every
+  // block committed exactly once.
+  EXPECT_GT(stats.preemptions, 0U);
+  EXPECT_GT(stats.preempted_launches, 0U);
+  EXPECT_EQ(stats.resumed_launches, stats.preempted_launches);
+  EXPECT_GT(stats.early_exits, 0U);
+  EXPECT_EQ(stats.max_block_runs, 1U);
+  EXPECT_EQ(stats.blocks_rerun, 0U);
+  EXPECT_EQ(stats.blocks_completed, 3U * (2000 + 1500 + 1000));
+  EXPECT_FALSE(runner.queue().preempted());
+}
+
+TEST(SchedPreemption, RaiseAndClearBetweenPollsStaysExact) {
+  // The word goes up and down before the runner may even look: launches cut short must still
+  // be found (from their records), set aside and resumed, with no block lost or repeated.
+  RESIDENT_REQUIRE_GPU();
+  sched::preempt_signal signal;
+  stream s(0);
+  slow_sum a(3000, 10'000);
+  slow_sum c(500, 10'000);
+  sched::be_runner runner({a.call("a"), c.call("c")}, s.get(), &signal, {});
+  // Raise and clear back to back: the host may not even see the raise before it is cleared.
+  const auto stats = runner.run_sequences(4, [&](std::uint64_t poll) {
+    if (poll % 50 == 2) {
+      signal.raise();
+      signal.clear();
+    }
+  });
+  s.synchronize();
+  EXPECT_EQ(a.read(), a.expected(4));
+  EXPECT_EQ(c.read(), c.expected(4));
+  EXPECT_EQ(stats.max_block_runs, 1U);
+  EXPECT_EQ(stats.resumed_launches, stats.preempted_launches);
+}
+
+void check_model(sched::be_model& model, bool preempt) {
+  std::mt19937_64 rng(11);
+  std::uniform_real_distribution<float> dist(-1.0F, 1.0F);
+  std::vector<float> x(model.input_elements());
+  for (auto& v : x) v = dist(rng);
+  model.set_input(x);
+  const auto want = model.reference(x);
+  sched::preempt_signal signal;
+  stream s(0);
+  sched::be_runner_options o;
+  o.preemptible = preempt;
+  sched::be_runner runner(model.calls(), s.get(), preempt ? &signal : nullptr, o);
+  const auto stats = runner.run_sequences(
+      4, preempt ? raise_and_clear(signal, 60, 1, 20) : std::function<void(std::uint64_t)>{});
+  s.synchronize();
+  const auto got = model.read_output();
+  ASSERT_EQ(got.size(), want.size());
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    EXPECT_NEAR(got[i], want[i], 1e-3 * std::max(1.0, std::abs(want[i])))
+        << model.name() << " score " << i;
+  }
+  EXPECT_EQ(stats.sequences, 4U);
+  if (preempt) {
+    EXPECT_GT(stats.preemptions, 0U) << model.name();
+    EXPECT_LE(stats.max_block_runs, 1U) << model.name();
+  }
+}
+
+TEST(SchedPreemption, MlpPreemptedAndResumedMatchesReference) {
+  RESIDENT_REQUIRE_GPU();
+  sched::mlp_model plain(256, {512, 1024, 1024, 256}, 3);
+  check_model(plain, false);
+  sched::mlp_model preempted(256, {512, 1024, 1024, 256}, 3);
+  check_model(preempted, true);
+}
+
+TEST(SchedPreemption, CnnPreemptedAndResumedMatchesReference) {
+  RESIDENT_REQUIRE_GPU();
+  sched::cnn_model preempted(32, 5);
+  check_model(preempted, true);
+}
+
+TEST(SchedPreemption, RunnerRefusesBadConfigurations) {
+  RESIDENT_REQUIRE_GPU();
+  stream s(0);
+  slow_sum a(4, 0);
+  EXPECT_THROW(sched::be_runner({}, s.get(), nullptr, {}), std::invalid_argument);
+  // Preemptible without a signal.
+  EXPECT_THROW(sched::be_runner({a.call("a"), a.call("b")}, s.get(), nullptr, {}),
+               std::invalid_argument);
+  // Fewer calls than the window.
+  sched::preempt_signal signal;
+  EXPECT_THROW(sched::be_runner({a.call("a")}, s.get(), &signal, {}), std::invalid_argument);
+}
+
+// ---- dynamic kernel padding --------------------------------------------------------------------
+
+std::vector<float> seeded(std::size_t n, std::uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<float> dist(-1.0F, 1.0F);
+  std::vector<float> v(n);
+  for (auto& x : v) x = dist(rng);
+  return v;
+}
+
+struct gemm_case {
+  std::int32_t m, n, k;
+  std::vector<float> a, b;
+  device_buffer da, db, dc;
+  gemm_case(std::int32_t m_, std::int32_t n_, std::int32_t k_, std::uint64_t seed)
+      : m(m_),
+        n(n_),
+        k(k_),
+        a(seeded(static_cast<std::size_t>(m_) * k_, seed)),
+        b(seeded(static_cast<std::size_t>(k_) * n_, seed + 1)),
+        da(a.size() * sizeof(float)),
+        db(b.size() * sizeof(float)),
+        dc(static_cast<std::size_t>(m_) * n_ * sizeof(float)) {
+    RESIDENT_CUDA_TRY(cudaMemcpy(da.data(), a.data(), da.size(), cudaMemcpyHostToDevice));
+    RESIDENT_CUDA_TRY(cudaMemcpy(db.data(), b.data(), db.size(), cudaMemcpyHostToDevice));
+    RESIDENT_CUDA_TRY(cudaMemset(dc.data(), 0xFF, dc.size()));  // NaN until written
+  }
+  [[nodiscard]] sched::gemm_args args() const {
+    return {da.data_as<float>(), db.data_as<float>(), dc.data_as<float>(), m, n, k};
+  }
+  [[nodiscard]] std::vector<float> result() const {
+    std::vector<float> c(static_cast<std::size_t>(m) * n);
+    RESIDENT_CUDA_TRY(cudaMemcpy(c.data(), dc.data(), dc.size(), cudaMemcpyDeviceToHost));
+    return c;
+  }
+  /// Whether output tile `t` (gemm_blocks layout) matches the fp64 reference.
+  [[nodiscard]] bool tile_ok(const std::vector<float>& c, const std::vector<double>& want,
+                             std::int32_t t) const {
+    const std::int32_t tiles_n = (n + sched::be_tile - 1) / sched::be_tile;
+    const std::int32_t r0 = t / tiles_n * sched::be_tile;
+    const std::int32_t c0 = t % tiles_n * sched::be_tile;
+    for (std::int32_t r = r0; r < std::min(m, r0 + sched::be_tile); ++r) {
+      for (std::int32_t j = c0; j < std::min(n, c0 + sched::be_tile); ++j) {
+        const std::size_t i = static_cast<std::size_t>(r) * n + j;
+        if (!(std::abs(c[i] - want[i]) <= 1e-4 * std::max(1.0, std::abs(want[i])))) {
+          return false;
+        }
+      }
+    }
+    return true;
+  }
+  [[nodiscard]] std::vector<double> reference() const {
+    return sched::gemm_reference(sched::to_double(a), sched::to_double(b), m, n, k);
+  }
+};
+
+TEST(SchedPadding, PaddedLaunchLeavesBothOutputsCorrect) {
+  RESIDENT_REQUIRE_GPU();
+  gemm_case rt(64, 512, 256, 1);   // 8 blocks: leaves most SMs idle
+  gemm_case be(256, 256, 128, 9);  // 16 blocks
+  const auto rt_want = rt.reference();
+  const auto be_want = be.reference();
+  const std::int32_t be_blocks = sched::gemm_blocks(be.args());
+  ASSERT_EQ(be_blocks, 16);
+  sched::pad_job job(be_blocks, sched::gemm_blocks(rt.args()));
+  stream s(0);
+
+  // Budget 10 over 6 pad slots: BE blocks 0..9 run once, 10..15 not at all.
+  sched::launch_padded_gemm(s.get(), rt.args(), be.args(), job, 6, 10);
+  s.synchronize();
+  auto rt_c = rt.result();
+  for (std::int32_t t = 0; t < sched::gemm_blocks(rt.args()); ++t) {
+    EXPECT_TRUE(rt.tile_ok(rt_c, rt_want, t)) << "RT tile " << t;
+  }
+  auto be_c = be.result();
+  auto runs = job.runs();
+  EXPECT_EQ(job.taken(), 10U);
+  for (std::int32_t t = 0; t < be_blocks; ++t) {
+    EXPECT_EQ(runs[static_cast<std::size_t>(t)], t < 10 ? 1U : 0U) << "BE block " << t;
+    if (t < 10) EXPECT_TRUE(be.tile_ok(be_c, be_want, t)) << "BE tile " << t;
+  }
+
+  // A second launch continues round the job (10..15, then 0..3): the launch counters were
+  // reset by the first launch's last block, so the RT kernel runs whole again.
+  RESIDENT_CUDA_TRY(cudaMemset(rt.dc.data(), 0xFF, rt.dc.size()));
+  sched::launch_padded_gemm(s.get(), rt.args(), be.args(), job, 6, 10);
+  s.synchronize();
+  rt_c = rt.result();
+  for (std::int32_t t = 0; t < sched::gemm_blocks(rt.args()); ++t) {
+    EXPECT_TRUE(rt.tile_ok(rt_c, rt_want, t)) << "RT tile " << t << " (second launch)";
+  }
+  be_c = be.result();
+  runs = job.runs();
+  EXPECT_EQ(job.taken(), 20U);
+  for (std::int32_t t = 0; t < be_blocks; ++t) {
+    EXPECT_EQ(runs[static_cast<std::size_t>(t)], t < 4 ? 2U : 1U) << "BE block " << t;
+    EXPECT_TRUE(be.tile_ok(be_c, be_want, t)) << "BE tile " << t;
+  }
+
+  // No padding: the RT kernel alone, through the same merged kernel; the job is untouched.
+  RESIDENT_CUDA_TRY(cudaMemset(rt.dc.data(), 0xFF, rt.dc.size()));
+  sched::launch_padded_gemm(s.get(), rt.args(), be.args(), job, 0, 0);
+  s.synchronize();
+  rt_c = rt.result();
+  for (std::int32_t t = 0; t < sched::gemm_blocks(rt.args()); ++t) {
+    EXPECT_TRUE(rt.tile_ok(rt_c, rt_want, t)) << "RT tile " << t << " (alone)";
+  }
+  EXPECT_EQ(job.taken(), 20U);
+}
+
+TEST(SchedPadding, RefusesAnRtKernelLargerThanTheJobHolds) {
+  RESIDENT_REQUIRE_GPU();
+  gemm_case rt(256, 256, 64, 1);  // 16 blocks
+  gemm_case be(64, 64, 64, 2);
+  sched::pad_job job(1, 4);
+  stream s(0);
+  EXPECT_THROW(sched::launch_padded_gemm(s.get(), rt.args(), be.args(), job, 1, 1),
+               std::invalid_argument);
+  EXPECT_THROW(sched::pad_job(0, 4), std::invalid_argument);
+}
+
+// ---- resident loops as real-time tasks ---------------------------------------------------------
+
+TEST(SchedLoop, EveryModeRaisesAndClearsThePreemptWordOncePerSample) {
+  RESIDENT_REQUIRE_GPU();
+  for (const execution_mode mode : {execution_mode::eager, execution_mode::host_graph,
+                                    execution_mode::while_loop, execution_mode::tail}) {
+    SCOPED_TRACE(std::string(to_string(mode)));
+    lab_app app(256);
+    sched::preempt_signal signal;
+    run_options o;
+    o.preempt = signal.hook();
+    auto handle = run_async(app, mode, o);
+    std::vector<std::vector<float>> samples;
+    for (int i = 0; i < 5; ++i) samples.push_back(random_floats(256));
+    const auto outputs = drive_lockstep(*app.mailbox(), samples);
+    ASSERT_EQ(outputs.size(), samples.size());
+    for (std::size_t i = 0; i < samples.size(); ++i) {
+      EXPECT_NEAR(as_float(outputs[i]), lab_reference(samples[i]),
+                  1e-4 * std::max(1.0, lab_reference(samples[i])));
+    }
+    const auto report = handle->tear_down();
+    ASSERT_TRUE(report.stopped) << report.error;
+    const preempt_mirror m = signal.mirror();
+    EXPECT_EQ(m.raises, report.counters.processed);
+    EXPECT_EQ(m.clears, m.raises);
+    EXPECT_FALSE(signal.raised());
+    if (m.raises > 0) EXPECT_GE(m.last_clear_ns, m.last_raise_ns);
+  }
+}
+
+TEST(SchedLoop, ResidentLoopPreemptsBestEffortWorkWithoutTheHost) {
+  RESIDENT_REQUIRE_GPU();
+  lab_app app(1024);
+  sched::preempt_signal signal;
+  run_options o;
+  o.preempt = signal.hook();
+  o.poll_ns = 5'000'000;  // the handler keeps its slot while it waits
+  int least = 0;
+  int greatest = 0;
+  RESIDENT_CUDA_TRY(cudaDeviceGetStreamPriorityRange(&least, &greatest));
+  o.stream_priority = greatest;
+  auto handle = run_async(app, execution_mode::while_loop, o);
+
+  stream s(least);
+  slow_sum a(20000, 20'000);
+  slow_sum b(10000, 20'000);
+  slow_sum c(10000, 20'000);
+  sched::be_runner runner({a.call("a"), b.call("b"), c.call("c")}, s.get(), &signal, {});
+  runner.start();
+  std::vector<std::vector<float>> samples;
+  for (int i = 0; i < 40; ++i) samples.push_back(random_floats(1024));
+  std::vector<std::vector<std::byte>> outputs;
+  for (const auto& x : samples) {
+    std::this_thread::sleep_for(2ms);  // BE work fills the GPU between samples
+    const auto one = drive_lockstep(*app.mailbox(), {x});
+    ASSERT_EQ(one.size(), 1U);
+    outputs.push_back(one[0]);
+  }
+  const auto stats = runner.stop();
+  s.synchronize();
+  const auto report = handle->tear_down();
+  ASSERT_TRUE(report.stopped) << report.error;
+  for (std::size_t i = 0; i < samples.size(); ++i) {
+    EXPECT_NEAR(as_float(outputs[i]), lab_reference(samples[i]),
+                1e-4 * std::max(1.0, lab_reference(samples[i])));
+  }
+  // The loop's handler raised the word for every sample, the runner saw it and resumed, and
+  // the BE sums are exact for every completed pass (and never over-counted).
+  EXPECT_EQ(signal.mirror().raises, report.counters.processed);
+  EXPECT_GT(stats.preemptions, 0U);
+  EXPECT_EQ(stats.max_block_runs, 1U);
+  EXPECT_GT(stats.sequences, 0U);
+  for (const slow_sum* k : {&a, &b, &c}) {
+    // Every finished pass added its whole sum; the pass cut off by stop() part of one.
+    EXPECT_GE(k->read(), k->expected(stats.sequences));
+    EXPECT_LE(k->read(), k->expected(stats.sequences + 1));
+  }
+}
+
+}  // namespace
+}  // namespace resident::testing
