@@ -124,15 +124,15 @@ be_runner::be_runner(std::vector<be_call> calls, cudaStream_t stream, const pree
     _record_words += static_cast<std::size_t>(c.blocks);
   }
   _done = host_mapped_buffer(2 * _record_words * sizeof(std::uint32_t));
-  _runs = host_mapped_buffer(2 * _record_words * sizeof(std::uint32_t));
-  _exits = host_mapped_buffer(sizeof(std::uint32_t));
-  _halt = device_buffer(sizeof(std::uint32_t));
+  _runs = device_buffer(2 * _record_words * sizeof(std::uint32_t));
+  _words = device_buffer(3 * sizeof(std::uint32_t));
 }
 
 void be_runner::prepare() {
   if (!_events.empty()) return;
   if (_options.thread_scope && !_scope) _scope = _options.thread_scope();
-  RESIDENT_CUDA_TRY(cudaMemsetAsync(_halt.data(), 0, sizeof(std::uint32_t), _stream));
+  RESIDENT_CUDA_TRY(cudaMemsetAsync(_words.data(), 0, _words.size(), _stream));
+  RESIDENT_CUDA_TRY(cudaMemsetAsync(_runs.data(), 0, _runs.size(), _stream));
   for (std::size_t i = 0; i < _queue.window(); ++i) {
     _events.emplace_back(false);
     _free_events.push_back(i);
@@ -150,10 +150,6 @@ std::uint32_t* be_runner::done_words(const launch_meta& m) const {
   return _done.host_as<std::uint32_t>() + m.parity * _record_words + _offsets[m.call];
 }
 
-std::uint32_t* be_runner::run_words(const launch_meta& m) const {
-  return _runs.host_as<std::uint32_t>() + m.parity * _record_words + _offsets[m.call];
-}
-
 void be_runner::enqueue_sequence() {
   const std::uint64_t seq = _next_sequence++;
   const std::size_t parity = seq % 2;
@@ -161,8 +157,9 @@ void be_runner::enqueue_sequence() {
   // only once the previous one is fully submitted, and it has at least `window` calls).
   std::memset(_done.host_as<std::uint32_t>() + parity * _record_words, 0,
               _record_words * sizeof(std::uint32_t));
-  std::memset(_runs.host_as<std::uint32_t>() + parity * _record_words, 0,
-              _record_words * sizeof(std::uint32_t));
+  // Stream-ordered before this sequence's launches, after every launch of seq - 2.
+  RESIDENT_CUDA_TRY(cudaMemsetAsync(_runs.data_as<std::uint32_t>() + parity * _record_words, 0,
+                                    _record_words * sizeof(std::uint32_t), _stream));
   for (std::size_t i = 0; i < _calls.size(); ++i) {
     const launch_id id = _queue.enqueue(_calls[i].name, _calls[i].blocks, _calls[i].idempotent);
     _meta.emplace(id, launch_meta{i, parity, seq});
@@ -179,12 +176,6 @@ void be_runner::retire(const flight& f) {
   }
   // The device's record is the truth: be_queue throws if a non-idempotent block came twice.
   _queue.report_blocks(f.id, blocks);
-  if (!call.idempotent) {
-    const std::uint32_t* runs = run_words(m);
-    for (std::int32_t b = 0; b < call.blocks; ++b) {
-      _stats.max_block_runs = std::max(_stats.max_block_runs, load_relaxed(runs[b]));
-    }
-  }
   if (_queue.preempted()) {
     _queue.preempted_exit(f.id);
   } else if (_queue.remaining_blocks(f.id) == 0) {
@@ -227,7 +218,7 @@ void be_runner::poll_once(bool submit, bool enqueue) {
   if (_queue.preempted() && _in_flight.empty() && !raised) {
     _queue.resume();
     // Stream-ordered before every resubmission: the halt a preempted block set is lifted.
-    RESIDENT_CUDA_TRY(cudaMemsetAsync(_halt.data(), 0, sizeof(std::uint32_t), _stream));
+    RESIDENT_CUDA_TRY(cudaMemsetAsync(_words.data(), 0, sizeof(std::uint32_t), _stream));
   }
   if (!submit) return;
   if (_options.sequential && raised) return;  // best-effort waits for the real-time iteration
@@ -237,10 +228,11 @@ void be_runner::poll_once(bool submit, bool enqueue) {
     const be_call& call = _calls[m.call];
     be_launch_view v;
     v.preempt = _options.preemptible ? _signal->word() : nullptr;
-    v.halt = _options.preemptible ? _halt.data_as<std::uint32_t>() : nullptr;
+    v.halt = _options.preemptible ? _words.data_as<std::uint32_t>() : nullptr;
     v.done = _done.device_as<std::uint32_t>() + m.parity * _record_words + _offsets[m.call];
-    v.runs = _runs.device_as<std::uint32_t>() + m.parity * _record_words + _offsets[m.call];
-    v.exits = _exits.device_as<std::uint32_t>();
+    v.runs = _runs.data_as<std::uint32_t>() + m.parity * _record_words + _offsets[m.call];
+    v.exits = _words.data_as<std::uint32_t>() + 1;
+    v.repeats = _words.data_as<std::uint32_t>() + 2;
     v.attempt = static_cast<std::uint32_t>(sub->attempt);
     v.first_block = static_cast<std::int32_t>(sub->first_block);
     v.blocks = call.blocks;
@@ -266,7 +258,14 @@ be_runner_stats be_runner::collect() const {
   s.resumed_launches = c.resumed_launches;
   s.blocks_completed = c.blocks_completed;
   s.blocks_rerun = c.blocks_rerun;
-  s.early_exits = load_relaxed(*_exits.host_as<std::uint32_t>());
+  if (!_events.empty()) {
+    std::uint32_t words[3] = {};
+    // The runner has drained (or is idle): nothing of its stream still writes these. A plain
+    // copy, because the caller's thread need not be in the stream's (green) context.
+    RESIDENT_CUDA_TRY(cudaMemcpy(words, _words.data(), sizeof words, cudaMemcpyDeviceToHost));
+    s.early_exits = words[1];
+    s.repeated_commits = words[2];
+  }
   return s;
 }
 

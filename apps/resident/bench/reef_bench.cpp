@@ -176,10 +176,7 @@ class rt_model {
 };
 
 /// Padding of one RT gemm layer: pad_slots extra blocks that may take `budget` BE blocks.
-struct layer_padding {
-  std::int32_t pad_slots{0};
-  std::uint32_t budget{0};
-};
+using layer_padding = sched::pad_limits;
 
 /// The BE work that pads RT gemms: an idempotent gemm whose blocks are handed out round after
 /// round (sched::pad_job).
@@ -198,7 +195,8 @@ struct pad_source {
   [[nodiscard]] double gflop_per_block() const {
     return 2.0 * sched::be_tile * sched::be_tile * static_cast<double>(k) * 1e-9;
   }
-  static constexpr std::int32_t m = 1024, n = 1024, k = 512;
+  // K = 128: a block (8 K-steps) short enough to fit beside an RT gemm within the tolerance.
+  static constexpr std::int32_t m = 1024, n = 1024, k = 128;
   device_buffer a, b, c;
   sched::pad_job job;
 };
@@ -222,8 +220,8 @@ class rt_mlp_op final : public Operator {
         sizeof(std::uint64_t) * static_cast<std::size_t>(stage::body_start));
     for (std::size_t l = 0; l < m.layers(); ++l) {
       const layer_padding p = l < _pads.size() ? _pads[l] : layer_padding{};
-      sched::launch_padded_gemm(ctx.stream(), m.gemm(l), _pad->args(), _pad->job, p.pad_slots,
-                                p.budget, l == 0 ? stamp : nullptr);
+      sched::launch_padded_gemm(ctx.stream(), m.gemm(l), _pad->args(), _pad->job, p,
+                                l == 0 ? stamp : nullptr);
       const auto b = m.bias(l);
       sched::launch_bias_act(ctx.stream(), m.view(sched::bias_act_blocks(b)), b);
     }
@@ -290,7 +288,7 @@ double be_gflop(const std::string& name) {
   if (name == "mlp") {
     const std::vector<double> w{1024, 2048, 2048, 1024};
     double f = 0;
-    for (std::size_t i = 0; i + 1 < w.size(); ++i) f += 2.0 * 256 * w[i] * w[i + 1];
+    for (std::size_t i = 0; i + 1 < w.size(); ++i) f += 2.0 * 1024 * w[i] * w[i + 1];
     return f * 1e-9;
   }
   // cnn, batch 64: conv1 3->16 on 32x32 (3x3), conv2 16->32 on 16x16 (3x3), fc 2048 -> 10.
@@ -336,13 +334,13 @@ std::vector<layer_padding> plan_padding(const rt_model& m, pad_source& pad, doub
   v.first_block = be_blocks - wave;
   const double block_us = time_launches(s.get(), 50, [&] { sched::launch_gemm(s.get(), v, be); });
   report = {
-      {"sm_count", sm_count},    {"blocks_per_sm", per_sm}, {"be_kernel", "gemm 1024x1024x512"},
+      {"sm_count", sm_count},    {"blocks_per_sm", per_sm}, {"be_kernel", "gemm 1024x1024x128"},
       {"be_block_us", block_us}, {"tolerance", tolerance},  {"layers", nlohmann::json::array()}};
   std::vector<layer_padding> out;
   for (std::size_t l = 0; l < m.layers(); ++l) {
     const sched::gemm_args g = m.gemm(l);
     const double alone_us = time_launches(
-        s.get(), 200, [&] { sched::launch_padded_gemm(s.get(), g, be, pad.job, 0, 0); });
+        s.get(), 200, [&] { sched::launch_padded_gemm(s.get(), g, be, pad.job, {}); });
     const sched::rt_profile rt{"rt.fc" + std::to_string(l + 1), sched::gemm_blocks(g), per_sm,
                                alone_us};
     const auto choice = sched::select_padding(
@@ -350,12 +348,18 @@ std::vector<layer_padding> plan_padding(const rt_model& m, pad_source& pad, doub
     layer_padding p;
     nlohmann::json layer = {{"layer", rt.name}, {"rt_blocks", rt.blocks}, {"alone_us", alone_us}};
     if (choice) {
-      p.budget = static_cast<std::uint32_t>(choice->be_blocks);
-      p.pad_slots = static_cast<std::int32_t>(std::min(choice->slots, choice->be_blocks));
-      const double padded_us = time_launches(s.get(), 200, [&] {
-        sched::launch_padded_gemm(s.get(), g, be, pad.job, p.pad_slots, p.budget);
-      });
-      layer["pad_slots"] = p.pad_slots;
+      // Pad blocks keep off the RT blocks' SMs: fill every other slot, each running at most the
+      // model's rounds; the budget caps the total.
+      const std::int64_t free_slots =
+          (sm_count - std::min<std::int64_t>(sm_count, rt.blocks)) * per_sm;
+      p.slots = static_cast<std::int32_t>(sm_count * per_sm - rt.blocks);
+      p.rounds = static_cast<std::uint32_t>(choice->rounds);
+      p.budget = static_cast<std::uint32_t>(
+          std::min<std::int64_t>(choice->be_blocks, free_slots * choice->rounds));
+      const double padded_us = time_launches(
+          s.get(), 200, [&] { sched::launch_padded_gemm(s.get(), g, be, pad.job, p); });
+      layer["pad_slots"] = p.slots;
+      layer["rounds"] = p.rounds;
       layer["be_blocks"] = p.budget;
       layer["predicted_us"] = choice->predicted_us;
       layer["padded_us"] = padded_us;
@@ -391,10 +395,18 @@ nlohmann::json run_policy(const reef_settings& s, const std::string& policy,
 
   std::shared_ptr<partition::partition_set> parts;
   if (pc.split) {
+    // BE gets what is left: the driver's groups of `alignment` SMs need not cover the whole
+    // device, so the largest remainder that splits is found by trying.
     const auto info = partition::query_sm_resource(0, false);
     const int align = std::max(1, info.alignment);
-    const int rest = (info.sm_count - s.split_sms) / align * align;
-    parts = partition::partition_set::split({s.split_sms, rest});
+    for (int rest = (info.sm_count - s.split_sms) / align * align; rest >= align && !parts;
+         rest -= align) {
+      try {
+        parts = partition::partition_set::split({s.split_sms, rest});
+      } catch (const partition::partition_error&) {
+        if (rest - align < align) throw;
+      }
+    }
   }
 
   reef_rt_app app(model, pad, pc.pad ? pads : std::vector<layer_padding>{});
@@ -558,7 +570,7 @@ nlohmann::json run_policy(const reef_settings& s, const std::string& policy,
                    {"blocks_completed", st.blocks_completed},
                    {"blocks_rerun", st.blocks_rerun},
                    {"early_exits", st.early_exits},
-                   {"max_block_runs_non_idempotent", st.max_block_runs}});
+                   {"repeated_commits_non_idempotent", st.repeated_commits}});
   }
   const double seq_gflop = be_gflop(s.be_model);
   const double pad_gflop = static_cast<double>(pad_blocks) * pad->gflop_per_block();
@@ -679,7 +691,7 @@ measure::receipt run_reef_bench(const reef_settings& s, std::ostream& log) {
     }
   }
   RESIDENT_CUDA_TRY(cudaSetDevice(0));
-  const std::vector<std::int32_t> rt_widths{1024, 2048, 2048, 512};
+  const std::vector<std::int32_t> rt_widths{256, 512, 512, 256};
   auto model = std::make_shared<const rt_model>(s.rt_batch, rt_widths);
   std::int32_t rt_capacity = 0;
   for (std::size_t l = 0; l < model->layers(); ++l) {

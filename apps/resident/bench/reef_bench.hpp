@@ -21,7 +21,7 @@ struct reef_settings {
   std::vector<std::string> policies{"exclusive",   "sequential", "multi-stream", "priority",
                                     "green-split", "preempt",    "preempt-pad"};
   std::string arrival{"periodic"};  // periodic or poisson
-  double rate_hz{1000.0};           // RT requests per second
+  double rate_hz{4000.0};           // RT requests per second
   std::int64_t samples{5000};       // measured RT requests per policy
   std::int64_t warmup{500};
   std::string be_model{"mlp"};  // mlp or cnn

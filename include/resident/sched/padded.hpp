@@ -24,7 +24,9 @@ namespace resident::sched {
 /// Device-side state of one pad job and of the merged launches that feed on it.
 struct pad_job_view {
   unsigned long long* cursor{nullptr};   // BE blocks handed out so far, over every launch
-  std::uint32_t* launch_state{nullptr};  // [0] next work item, [1] BE taken, [2] blocks done
+  /// [0] next work item, [1] BE taken, [2] blocks done, [3] RT blocks placed, [4..11] bitmap
+  /// of the SMs the RT blocks run on.
+  std::uint32_t* launch_state{nullptr};
   std::uint32_t* done{nullptr};          // be_launch_view::done of the BE blocks (scratch)
   std::uint32_t* runs{nullptr};          // commits per BE block
   std::uint32_t* rt_done{nullptr};       // be_launch_view::done of the RT blocks (scratch)
@@ -50,18 +52,27 @@ class pad_job {
   pad_job_view _view;
 };
 
+/// How much BE work one merged launch may carry.
+struct pad_limits {
+  std::int32_t slots{0};     // extra CUDA blocks beside the RT kernel's
+  std::uint32_t budget{0};   // BE blocks the launch may run in all
+  std::uint32_t rounds{0};   // BE blocks one pad block may run one after another (0: no cap)
+};
+
 /// One merged launch: RT gemm `rt` (all its blocks, never preempted) padded with at most
-/// `budget` blocks of the pad job's BE gemm `be`, run by `pad_slots` extra CUDA blocks.
-/// pad_slots == 0 or budget == 0 launches the RT kernel alone through the same kernel.
-/// `start_stamp` (device memory, or null): the first RT block to start writes %globaltimer
-/// there if it still holds 0 (e.g. a loop's body_start stamp).
+/// `limits.budget` blocks of the pad job's BE gemm `be`. A pad block that finds itself on an SM
+/// an RT block runs on leaves at once, so BE blocks only fill SMs the RT kernel left idle (it
+/// waits until every RT block has been placed, which cannot deadlock: they took their work
+/// first, so they are resident). limits.slots == 0 or budget == 0 launches the RT kernel alone
+/// through the same kernel. `start_stamp` (device memory, or null): the first RT block to start
+/// writes %globaltimer there if it still holds 0 (e.g. a loop's body_start stamp).
 void launch_padded_gemm(cudaStream_t s, const gemm_args& rt, const gemm_args& be,
-                        const pad_job& job, std::int32_t pad_slots, std::uint32_t budget,
+                        const pad_job& job, const pad_limits& limits,
                         unsigned long long* start_stamp = nullptr);
 
 /// As launch_padded_gemm, with a conv2d (implicit GEMM) pad job.
 void launch_padded_gemm_conv(cudaStream_t s, const gemm_args& rt, const conv2d_args& be,
-                             const pad_job& job, std::int32_t pad_slots, std::uint32_t budget,
+                             const pad_job& job, const pad_limits& limits,
                              unsigned long long* start_stamp = nullptr);
 
 /// Merged blocks of launch_padded_gemm that fit one SM at once (its occupancy).

@@ -75,7 +75,12 @@ class be_block {
     if (threadIdx.x == 0) {
       __threadfence_system();  // outputs visible before the host can see the record
       store(_v.done + _index, _v.attempt);
-      if (_v.runs != nullptr) atomicAdd(_v.runs + _index, 1U);
+      if (_v.runs != nullptr) {
+        const std::uint32_t before = atomicAdd(_v.runs + _index, 1U);
+        if (before != 0U && _v.skip_done != 0U && _v.repeats != nullptr) {
+          atomicAdd(_v.repeats, 1U);
+        }
+      }
     }
   }
 

@@ -32,9 +32,14 @@ struct be_launch_view {
   /// that committed it. Required.
   std::uint32_t* done{nullptr};
   /// One word per logical block: commits of that block over every attempt (evidence that no
-  /// block of a non-idempotent kernel ran twice). Null: not counted.
+  /// block of a non-idempotent kernel ran twice). Null: not counted. Device memory is the fast
+  /// choice: these are atomics, and atomics on host-mapped memory cross PCIe one at a time.
   std::uint32_t* runs{nullptr};
+  /// Commits, in a skip_done launch, of a block whose runs word was already set: a block of a
+  /// non-idempotent kernel that ran twice (must stay 0). Needs `runs`. Null: not counted.
+  std::uint32_t* repeats{nullptr};
   /// Blocks that returned because of the preempt word (any attempt). Null: not counted.
+  /// Device memory, for the reason above: hundreds of blocks leave at once.
   std::uint32_t* exits{nullptr};
   std::uint32_t attempt{1};     // 1 on the first submission, +1 on every resume
   std::int32_t first_block{0};  // grid block 0 runs logical block first_block

@@ -90,7 +90,9 @@ struct be_runner_stats {
   std::uint64_t blocks_completed{};
   std::uint64_t blocks_rerun{};    // idempotent blocks run again on a resume
   std::uint64_t early_exits{};     // blocks that returned because of the word
-  std::uint32_t max_block_runs{};  // the most commits of any non-idempotent block (1: exact)
+  /// Commits of a non-idempotent block that had already committed (0: every resume was
+  /// exact), counted on the device.
+  std::uint64_t repeated_commits{};
   std::uint64_t submissions{};     // launch attempts
 };
 
@@ -140,10 +142,10 @@ class be_runner {
   void enqueue_sequence();
   void retire(const flight& f);
   [[nodiscard]] std::uint32_t* done_words(const launch_meta& m) const;
-  [[nodiscard]] std::uint32_t* run_words(const launch_meta& m) const;
   void drain();
   /// On the scheduler thread, once: the events and the cleared halt word.
   void prepare();
+  /// The counters, with the device's exits and repeats (a synchronous copy).
   [[nodiscard]] be_runner_stats collect() const;
 
   std::vector<be_call> _calls;
@@ -153,10 +155,10 @@ class be_runner {
   be_queue _queue;
   std::vector<std::size_t> _offsets;  // per call: first record word
   std::size_t _record_words{};
-  host_mapped_buffer _done;  // 2 parities x all calls' blocks
-  host_mapped_buffer _runs;
-  host_mapped_buffer _exits;
-  device_buffer _halt;         // be_launch_view::halt of this stream's launches
+  host_mapped_buffer _done;  // 2 parities x all calls' blocks: the host reads them at retire
+  device_buffer _runs;       // the same layout, device atomics
+  /// Device words: [0] halt (be_launch_view::halt of this stream), [1] exits, [2] repeats.
+  device_buffer _words;
   std::vector<event> _events;  // created by prepare()
   std::shared_ptr<void> _scope;
   std::vector<std::size_t> _free_events;
