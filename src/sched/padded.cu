@@ -79,8 +79,7 @@ __global__ void __launch_bounds__(be_block_threads)
     // BE blocks one after another while the launch's budget (and this block's rounds) last.
     for (std::uint32_t round = 0; !shared_sm && (rounds == 0 || round < rounds); ++round) {
       if (threadIdx.x == 0) {
-        be_index = atomicAdd(state + be_taken, 1U) < budget ? atomicAdd(job.cursor, 1ULL)
-                                                             : ~0ULL;
+        be_index = atomicAdd(state + be_taken, 1U) < budget ? atomicAdd(job.cursor, 1ULL) : ~0ULL;
       }
       __syncthreads();
       const unsigned long long taken = be_index;
@@ -90,8 +89,8 @@ __global__ void __launch_bounds__(be_block_threads)
       v.done = job.done;
       v.runs = job.runs;
       v.blocks = job.be_blocks;
-      be_block blk(v, static_cast<std::int32_t>(taken % static_cast<unsigned long long>(
-                                                                job.be_blocks)));
+      be_block blk(
+          v, static_cast<std::int32_t>(taken % static_cast<unsigned long long>(job.be_blocks)));
       if (blk.begin()) BeBody(be, blk);
     }
   }
@@ -118,8 +117,8 @@ void launch_merged(cudaStream_t s, const gemm_args& rt, const BeArgs& be, const 
   if (limits.slots < 0) throw std::invalid_argument(std::string(name) + ": slots < 0");
   const std::int32_t slots = limits.budget == 0 ? 0 : limits.slots;
   padded_kernel<gemm_args, BeArgs, gemm_block, BeBody>
-      <<<rt_blocks + slots, be_block_threads, 0, s>>>(rt, rt_blocks, be, job.view(),
-                                                      limits.budget, limits.rounds, start_stamp);
+      <<<rt_blocks + slots, be_block_threads, 0, s>>>(rt, rt_blocks, be, job.view(), limits.budget,
+                                                      limits.rounds, start_stamp);
   RESIDENT_CUDA_CHECK_LAUNCH(name);
 }
 

@@ -23,13 +23,13 @@ namespace resident::sched {
 
 /// Device-side state of one pad job and of the merged launches that feed on it.
 struct pad_job_view {
-  unsigned long long* cursor{nullptr};   // BE blocks handed out so far, over every launch
+  unsigned long long* cursor{nullptr};  // BE blocks handed out so far, over every launch
   /// [0] next work item, [1] BE taken, [2] blocks done, [3] RT blocks placed, [4..11] bitmap
   /// of the SMs the RT blocks run on.
   std::uint32_t* launch_state{nullptr};
-  std::uint32_t* done{nullptr};          // be_launch_view::done of the BE blocks (scratch)
-  std::uint32_t* runs{nullptr};          // commits per BE block
-  std::uint32_t* rt_done{nullptr};       // be_launch_view::done of the RT blocks (scratch)
+  std::uint32_t* done{nullptr};     // be_launch_view::done of the BE blocks (scratch)
+  std::uint32_t* runs{nullptr};     // commits per BE block
+  std::uint32_t* rt_done{nullptr};  // be_launch_view::done of the RT blocks (scratch)
   std::int32_t be_blocks{0};
   std::int32_t rt_capacity{0};  // rt_done words
 };
@@ -54,9 +54,9 @@ class pad_job {
 
 /// How much BE work one merged launch may carry.
 struct pad_limits {
-  std::int32_t slots{0};     // extra CUDA blocks beside the RT kernel's
-  std::uint32_t budget{0};   // BE blocks the launch may run in all
-  std::uint32_t rounds{0};   // BE blocks one pad block may run one after another (0: no cap)
+  std::int32_t slots{0};    // extra CUDA blocks beside the RT kernel's
+  std::uint32_t budget{0};  // BE blocks the launch may run in all
+  std::uint32_t rounds{0};  // BE blocks one pad block may run one after another (0: no cap)
 };
 
 /// One merged launch: RT gemm `rt` (all its blocks, never preempted) padded with at most

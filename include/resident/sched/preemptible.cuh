@@ -41,11 +41,13 @@ class be_block {
     __shared__ std::uint32_t verdict;
     if (threadIdx.x == 0) {
       std::uint32_t run = _index >= 0 && _index < _v.blocks ? 1U : 0U;
-      if (run != 0U && _v.skip_done != 0U && load(_v.done + _index) != 0U) run = 0U;
+      // The word first: a block that must leave does so without touching the done word, which
+      // may live across PCIe.
       if (run != 0U && raised()) {
         run = 0U;
         note_exit();
       }
+      if (run != 0U && _v.skip_done != 0U && load(_v.done + _index) != 0U) run = 0U;
       verdict = run;
     }
     __syncthreads();

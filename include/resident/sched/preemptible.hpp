@@ -46,7 +46,8 @@ struct be_launch_view {
   std::int32_t blocks{0};       // logical blocks of the launch (its full grid)
   /// 1: a block whose done word is already set returns at once (exact resume of a
   /// non-idempotent launch: the done words are the skip set). 0: only first_block skips
-  /// (idempotent launches, cheaper: no extra load per block).
+  /// (idempotent launches, cheaper: no extra load per block). A first attempt has nothing done
+  /// yet and may leave it 0 either way.
   std::uint32_t skip_done{0};
 };
 

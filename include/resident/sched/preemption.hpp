@@ -88,12 +88,12 @@ struct be_runner_stats {
   std::uint64_t preempted_launches{};
   std::uint64_t resumed_launches{};
   std::uint64_t blocks_completed{};
-  std::uint64_t blocks_rerun{};    // idempotent blocks run again on a resume
-  std::uint64_t early_exits{};     // blocks that returned because of the word
+  std::uint64_t blocks_rerun{};  // idempotent blocks run again on a resume
+  std::uint64_t early_exits{};   // blocks that returned because of the word
   /// Commits of a non-idempotent block that had already committed (0: every resume was
   /// exact), counted on the device.
   std::uint64_t repeated_commits{};
-  std::uint64_t submissions{};     // launch attempts
+  std::uint64_t submissions{};  // launch attempts
 };
 
 /// Runs a BE call sequence (e.g. a model's inference) over and over on one stream. Not
