@@ -15,13 +15,18 @@ namespace resident::sched {
 namespace {
 
 enum : int {
-  next_item = 0,
-  be_taken = 1,
-  blocks_done = 2,
-  rt_placed = 3,
-  sm_mask = 4,  // 8 words: 256 SMs
-  state_words = 12
+  rt_next = 0,      // RT work items handed out
+  be_taken = 1,     // BE blocks handed out by this launch
+  blocks_done = 2,  // blocks finished (the last one resets the state)
+  rt_placed = 3,    // RT blocks that have started
+  claimed = 4,      // 8 words: SMs on which some block has tried for RT work
+  rt_here = 12,     // 8 words: SMs an RT block runs on
+  state_words = 20
 };
+
+/// How long a pad block waits for the RT blocks to be placed before it takes RT work itself
+/// (when fewer SMs than RT blocks carry this launch, e.g. the rest are busy).
+constexpr std::uint64_t place_wait_ns = 20'000;
 
 __device__ inline std::uint32_t current_sm() {
   std::uint32_t sm;
@@ -29,55 +34,74 @@ __device__ inline std::uint32_t current_sm() {
   return sm & 255U;
 }
 
+__device__ inline std::uint64_t now_ns() {
+  std::uint64_t t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+
 template <class RtArgs, class BeArgs, void (*RtBody)(const RtArgs&, be_block&),
           void (*BeBody)(const BeArgs&, be_block&)>
 __global__ void __launch_bounds__(be_block_threads)
     padded_kernel(RtArgs rt, std::int32_t rt_blocks, BeArgs be, pad_job_view job,
                   std::uint32_t budget, std::uint32_t rounds, unsigned long long* start_stamp) {
-  __shared__ std::uint32_t item;
+  __shared__ std::uint32_t role;  // RT item index, or pad_role / skip_role
   __shared__ unsigned long long be_index;
+  constexpr std::uint32_t pad_role = 0xFFFFFFFEU;
+  constexpr std::uint32_t skip_role = 0xFFFFFFFFU;
   std::uint32_t* state = job.launch_state;
-  // RT work first, by arrival order at the counter rather than by blockIdx.
-  if (threadIdx.x == 0) item = atomicAdd(state + next_item, 1U);
-  __syncthreads();
-  const std::uint32_t w = item;
-  __syncthreads();
-  if (w < static_cast<std::uint32_t>(rt_blocks)) {
-    if (threadIdx.x == 0) {
-      if (start_stamp != nullptr) {
-        unsigned long long now;
-        asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
-        atomicCAS(start_stamp, 0ULL, now);
+  const auto rt_count = static_cast<std::uint32_t>(rt_blocks);
+  if (threadIdx.x == 0) {
+    // RT work goes to the first block on each SM, so no two RT blocks share an SM (nothing
+    // assumes which blockIdx lands where). The others pad.
+    const std::uint32_t sm = current_sm();
+    const std::uint32_t bit = 1U << (sm & 31U);
+    std::uint32_t r = pad_role;
+    if ((atomicOr(state + claimed + (sm >> 5), bit) & bit) == 0U) {
+      const std::uint32_t w = atomicAdd(state + rt_next, 1U);
+      if (w < rt_count) r = w;
+    }
+    if (r == pad_role) {
+      // Wait until every RT item is placed; if the SMs this launch reaches are too few, take
+      // what is left (progress never depends on an SM that may not come).
+      cuda::atomic_ref<std::uint32_t, cuda::thread_scope_device> placed(state[rt_placed]);
+      const std::uint64_t start = now_ns();
+      while (placed.load(cuda::memory_order_acquire) < rt_count) {
+        if (now_ns() - start > place_wait_ns) {
+          const std::uint32_t w = atomicAdd(state + rt_next, 1U);
+          if (w < rt_count) r = w;
+          break;
+        }
+        __nanosleep(64);
       }
-      const std::uint32_t sm = current_sm();
-      atomicOr(state + sm_mask + (sm >> 5), 1U << (sm & 31U));
+    }
+    if (r < rt_count) {
+      if (start_stamp != nullptr) atomicCAS(start_stamp, 0ULL, now_ns());
+      atomicOr(state + rt_here + (sm >> 5), bit);
       __threadfence();
       atomicAdd(state + rt_placed, 1U);
+    } else {
+      cuda::atomic_ref<std::uint32_t, cuda::thread_scope_device> placed(state[rt_placed]);
+      while (placed.load(cuda::memory_order_acquire) < rt_count) __nanosleep(64);
+      const std::uint32_t here =
+          cuda::atomic_ref<std::uint32_t, cuda::thread_scope_device>(state[rt_here + (sm >> 5)])
+              .load(cuda::memory_order_relaxed);
+      r = (here & bit) != 0U ? skip_role : pad_role;  // keep off the RT blocks' SMs
     }
+    role = r;
+  }
+  __syncthreads();
+  const std::uint32_t r = role;
+  __syncthreads();
+  if (r < rt_count) {
     be_launch_view v;
     v.done = job.rt_done;
     v.blocks = rt_blocks;
-    be_block blk(v, static_cast<std::int32_t>(w));
+    be_block blk(v, static_cast<std::int32_t>(r));
     if (blk.begin()) RtBody(rt, blk);
-  } else {
-    // A pad block. It keeps off the SMs the RT kernel runs on: every RT block is resident
-    // (each took its item before this block did), so waiting for them to be placed ends.
-    if (threadIdx.x == 0) {
-      cuda::atomic_ref<std::uint32_t, cuda::thread_scope_device> placed(state[rt_placed]);
-      while (placed.load(cuda::memory_order_acquire) < static_cast<std::uint32_t>(rt_blocks)) {
-        __nanosleep(64);
-      }
-      const std::uint32_t sm = current_sm();
-      const std::uint32_t mask =
-          cuda::atomic_ref<std::uint32_t, cuda::thread_scope_device>(state[sm_mask + (sm >> 5)])
-              .load(cuda::memory_order_relaxed);
-      item = (mask >> (sm & 31U)) & 1U;  // 1: an RT block shares this SM
-    }
-    __syncthreads();
-    const bool shared_sm = item != 0U;
-    __syncthreads();
+  } else if (r == pad_role) {
     // BE blocks one after another while the launch's budget (and this block's rounds) last.
-    for (std::uint32_t round = 0; !shared_sm && (rounds == 0 || round < rounds); ++round) {
+    for (std::uint32_t round = 0; rounds == 0 || round < rounds; ++round) {
       if (threadIdx.x == 0) {
         be_index = atomicAdd(state + be_taken, 1U) < budget ? atomicAdd(job.cursor, 1ULL) : ~0ULL;
       }
@@ -94,7 +118,7 @@ __global__ void __launch_bounds__(be_block_threads)
       if (blk.begin()) BeBody(be, blk);
     }
   }
-  // The last block out resets the launch's counters for the next launch (a captured graph
+  // The last block out resets the launch's state for the next launch (a captured graph
   // replays this kernel with the same arguments).
   if (threadIdx.x == 0) {
     __threadfence();

@@ -3,6 +3,7 @@
 #include "resident/sched/preemption.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <stdexcept>
 #include <utility>
@@ -21,6 +22,12 @@ std::size_t on_device(int device, std::size_t bytes) {
 std::uint64_t load_acquire(const std::uint64_t& word) noexcept {
   return std::atomic_ref<std::uint64_t>(const_cast<std::uint64_t&>(word))
       .load(std::memory_order_acquire);
+}
+
+std::int64_t steady_ns() noexcept {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
 }
 
 std::uint32_t load_relaxed(const std::uint32_t& word) noexcept {
@@ -166,7 +173,7 @@ void be_runner::enqueue_sequence() {
   }
 }
 
-void be_runner::retire(const flight& f) {
+void be_runner::retire(const flight& f, std::uint64_t floor) {
   const launch_meta& m = _meta.at(f.id);
   const be_call& call = _calls[m.call];
   const std::uint32_t* done = done_words(m);
@@ -186,6 +193,9 @@ void be_runner::retire(const flight& f) {
     (void)_queue.preempt();
     ++_stats.preemptions;
     _queue.preempted_exit(f.id);
+    _await_raise = true;
+    _await_floor = floor;
+    _await_since_ns = steady_ns();
   }
   if (_queue.finished(f.id)) {
     if (m.call + 1 == _calls.size()) ++_stats.sequences;
@@ -195,6 +205,9 @@ void be_runner::retire(const flight& f) {
 
 void be_runner::poll_once(bool submit, bool enqueue) {
   const bool watch = _options.preemptible || _options.sequential;
+  // The count before the state: a launch submitted in this pass is cut only by a raise the
+  // count does not hold yet.
+  const std::uint64_t raises_seen = watch ? _signal->raises() : 0;
   const bool raised = watch && _signal->raised();
   if (_options.preemptible) {
     const std::uint64_t raises = _signal->raises();
@@ -211,11 +224,18 @@ void be_runner::poll_once(bool submit, bool enqueue) {
     const cudaError_t q = cudaEventQuery(_events[f.event].get());
     if (q == cudaErrorNotReady) break;
     RESIDENT_CUDA_TRY(q);
+    // The raise that cut a launch short came after the oldest launch then in flight was
+    // submitted (its count was read before that submission).
+    const std::uint64_t floor = f.raises_at_submit;
     _in_flight.erase(_in_flight.begin());
     _free_events.push_back(f.event);
-    retire(f);
+    retire(f, floor);
   }
-  if (_queue.preempted() && _in_flight.empty() && !raised) {
+  if (_await_raise && (_signal == nullptr || _signal->raises() > _await_floor ||
+                       steady_ns() - _await_since_ns > 1'000'000)) {
+    _await_raise = false;
+  }
+  if (_queue.preempted() && _in_flight.empty() && !raised && !_await_raise) {
     _queue.resume();
     // Stream-ordered before every resubmission: the halt a preempted block set is lifted.
     RESIDENT_CUDA_TRY(cudaMemsetAsync(_words.data(), 0, sizeof(std::uint32_t), _stream));
@@ -243,7 +263,7 @@ void be_runner::poll_once(bool submit, bool enqueue) {
     const std::size_t ev = _free_events.back();
     _free_events.pop_back();
     _events[ev].record(_stream);
-    _in_flight.push_back({sub->id, v.attempt, ev});
+    _in_flight.push_back({sub->id, v.attempt, ev, raises_seen});
     ++_stats.submissions;
   }
 }

@@ -24,8 +24,7 @@ namespace resident::sched {
 /// Device-side state of one pad job and of the merged launches that feed on it.
 struct pad_job_view {
   unsigned long long* cursor{nullptr};  // BE blocks handed out so far, over every launch
-  /// [0] next work item, [1] BE taken, [2] blocks done, [3] RT blocks placed, [4..11] bitmap
-  /// of the SMs the RT blocks run on.
+  /// The merged launch's own words (work counters, SM bitmaps), reset by its last block.
   std::uint32_t* launch_state{nullptr};
   std::uint32_t* done{nullptr};     // be_launch_view::done of the BE blocks (scratch)
   std::uint32_t* runs{nullptr};     // commits per BE block
@@ -60,12 +59,14 @@ struct pad_limits {
 };
 
 /// One merged launch: RT gemm `rt` (all its blocks, never preempted) padded with at most
-/// `limits.budget` blocks of the pad job's BE gemm `be`. A pad block that finds itself on an SM
-/// an RT block runs on leaves at once, so BE blocks only fill SMs the RT kernel left idle (it
-/// waits until every RT block has been placed, which cannot deadlock: they took their work
-/// first, so they are resident). limits.slots == 0 or budget == 0 launches the RT kernel alone
-/// through the same kernel. `start_stamp` (device memory, or null): the first RT block to start
-/// writes %globaltimer there if it still holds 0 (e.g. a loop's body_start stamp).
+/// `limits.budget` blocks of the pad job's BE gemm `be`. RT work goes to the first block that
+/// arrives on each SM, so no two RT blocks share an SM; a pad block waits until every RT block
+/// is placed, then leaves at once if it shares an SM with one, so BE blocks only fill SMs the
+/// RT kernel left idle. If the launch reaches fewer SMs than it has RT blocks (other work holds
+/// them), a pad block that waited 20 us takes the RT work left, so the launch always ends.
+/// limits.slots == 0 or budget == 0 launches the RT kernel alone through the same kernel.
+/// `start_stamp` (device memory, or null): the first RT block to start writes %globaltimer there if
+/// it still holds 0 (e.g. a loop's body_start stamp).
 void launch_padded_gemm(cudaStream_t s, const gemm_args& rt, const gemm_args& be,
                         const pad_job& job, const pad_limits& limits,
                         unsigned long long* start_stamp = nullptr);

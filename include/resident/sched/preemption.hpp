@@ -133,14 +133,15 @@ class be_runner {
   struct flight {
     launch_id id{};
     std::uint32_t attempt{};
-    std::size_t event{};  // index into _events
+    std::size_t event{};               // index into _events
+    std::uint64_t raises_at_submit{};  // the mirror's raise count when it was submitted
   };
 
   /// One scheduling pass: notice the word, retire what drained, resume, then (when `submit`)
   /// fill the window, enqueueing a new sequence first when `enqueue` and nothing is pending.
   void poll_once(bool submit, bool enqueue);
   void enqueue_sequence();
-  void retire(const flight& f);
+  void retire(const flight& f, std::uint64_t floor);
   [[nodiscard]] std::uint32_t* done_words(const launch_meta& m) const;
   void drain();
   /// On the scheduler thread, once: the events and the cleared halt word.
@@ -166,6 +167,13 @@ class be_runner {
   std::map<launch_id, launch_meta> _meta;
   std::uint64_t _next_sequence{0};
   std::uint64_t _seen_raises{0};
+  /// A launch came back short before the mirror showed the raise that cut it (the mirror is
+  /// written just after the word). Resuming before that raise is visible would resubmit work
+  /// that leaves at once, over and over, flooding the SMs the real-time work needs; so the
+  /// runner waits until the count passes `_await_floor` (or a millisecond has gone by).
+  bool _await_raise{false};
+  std::uint64_t _await_floor{0};
+  std::int64_t _await_since_ns{0};
   be_runner_stats _stats;
   std::atomic<bool> _stop{false};
   std::thread _thread;
