@@ -368,6 +368,8 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   reef_cmd->add_option("--be-clients", reef.be_clients, "closed-loop best-effort clients")
       ->capture_default_str();
+  reef_cmd->add_option("--be-window", reef.be_window, "BE launches in flight per client")
+      ->capture_default_str();
   reef_cmd->add_option("--rt-batch", reef.rt_batch, "rows of the RT MLP's input")
       ->capture_default_str();
   reef_cmd->add_option("--split-sms", reef.split_sms, "green-split: SMs of the RT partition")

@@ -2,6 +2,7 @@
 // telemetry drain.
 
 #include <algorithm>
+#include <atomic>
 #include <bit>
 
 #include "exec/capture.hpp"
@@ -25,6 +26,20 @@ loop_resources::loop_resources(const Application& app, execution_mode mode,
   config.control = control_mem.device_as<loop_control>();
   config.record_sms = options.record_sms ? 1U : 0U;
   config.preempt = options.preempt;
+  if (options.preempt.mirror != nullptr) {
+    // The loop keeps the mirror's counts in device memory (so that updating it never reads
+    // across PCIe); start them from what the mirror holds, for a signal reused across runs.
+    cudaPointerAttributes attr{};
+    RESIDENT_CUDA_TRY(cudaPointerGetAttributes(&attr, options.preempt.mirror));
+    if (attr.hostPointer == nullptr) {
+      throw std::invalid_argument("run_options::preempt.mirror must point to host-mapped memory");
+    }
+    const auto* m = static_cast<const preempt_mirror*>(attr.hostPointer);
+    config.preempt_raises =
+        std::atomic_ref<std::uint64_t>(const_cast<std::uint64_t&>(m->raises)).load();
+    config.preempt_clears =
+        std::atomic_ref<std::uint64_t>(const_cast<std::uint64_t&>(m->clears)).load();
+  }
   if (options.partition) {
     // Work captured or launched on these streams belongs to the partition (its green context).
     loop_stream = options.partition->make_stream(options.stream_priority);

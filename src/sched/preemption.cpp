@@ -130,7 +130,10 @@ be_runner::be_runner(std::vector<be_call> calls, cudaStream_t stream, const pree
     _offsets.push_back(_record_words);
     _record_words += static_cast<std::size_t>(c.blocks);
   }
-  _done = host_mapped_buffer(2 * _record_words * sizeof(std::uint32_t));
+  _done = device_buffer(2 * _record_words * sizeof(std::uint32_t));
+  std::int32_t most = 0;
+  for (const auto& c : _calls) most = std::max(most, c.blocks);
+  _done_host = pinned_buffer(static_cast<std::size_t>(most) * sizeof(std::uint32_t));
   _runs = device_buffer(2 * _record_words * sizeof(std::uint32_t));
   _words = device_buffer(3 * sizeof(std::uint32_t));
 }
@@ -138,7 +141,9 @@ be_runner::be_runner(std::vector<be_call> calls, cudaStream_t stream, const pree
 void be_runner::prepare() {
   if (!_events.empty()) return;
   if (_options.thread_scope && !_scope) _scope = _options.thread_scope();
+  _copy = std::make_unique<stream>(0);
   RESIDENT_CUDA_TRY(cudaMemsetAsync(_words.data(), 0, _words.size(), _stream));
+  RESIDENT_CUDA_TRY(cudaMemsetAsync(_done.data(), 0, _done.size(), _stream));
   RESIDENT_CUDA_TRY(cudaMemsetAsync(_runs.data(), 0, _runs.size(), _stream));
   for (std::size_t i = 0; i < _queue.window(); ++i) {
     _events.emplace_back(false);
@@ -154,7 +159,7 @@ be_runner::~be_runner() {
 }
 
 std::uint32_t* be_runner::done_words(const launch_meta& m) const {
-  return _done.host_as<std::uint32_t>() + m.parity * _record_words + _offsets[m.call];
+  return _done.data_as<std::uint32_t>() + m.parity * _record_words + _offsets[m.call];
 }
 
 void be_runner::enqueue_sequence() {
@@ -162,8 +167,8 @@ void be_runner::enqueue_sequence() {
   const std::size_t parity = seq % 2;
   // Sequence seq - 2 used these slots; every launch of it has finished (a sequence is enqueued
   // only once the previous one is fully submitted, and it has at least `window` calls).
-  std::memset(_done.host_as<std::uint32_t>() + parity * _record_words, 0,
-              _record_words * sizeof(std::uint32_t));
+  RESIDENT_CUDA_TRY(cudaMemsetAsync(_done.data_as<std::uint32_t>() + parity * _record_words, 0,
+                                    _record_words * sizeof(std::uint32_t), _stream));
   // Stream-ordered before this sequence's launches, after every launch of seq - 2.
   RESIDENT_CUDA_TRY(cudaMemsetAsync(_runs.data_as<std::uint32_t>() + parity * _record_words, 0,
                                     _record_words * sizeof(std::uint32_t), _stream));
@@ -176,7 +181,13 @@ void be_runner::enqueue_sequence() {
 void be_runner::retire(const flight& f, std::uint64_t floor) {
   const launch_meta& m = _meta.at(f.id);
   const be_call& call = _calls[m.call];
-  const std::uint32_t* done = done_words(m);
+  // The launch has drained (its event completed): its words are final. A copy on the
+  // runner's own stream, which runs beside the BE launches now in flight.
+  const auto bytes = static_cast<std::size_t>(call.blocks) * sizeof(std::uint32_t);
+  RESIDENT_CUDA_TRY(cudaMemcpyAsync(_done_host.data(), done_words(m), bytes, cudaMemcpyDeviceToHost,
+                                    _copy->get()));
+  _copy->synchronize();
+  const auto* done = _done_host.data_as<const std::uint32_t>();
   std::vector<std::int64_t> blocks;
   for (std::int32_t b = 0; b < call.blocks; ++b) {
     if (load_relaxed(done[b]) == f.attempt) blocks.push_back(b);
@@ -249,7 +260,7 @@ void be_runner::poll_once(bool submit, bool enqueue) {
     be_launch_view v;
     v.preempt = _options.preemptible ? _signal->word() : nullptr;
     v.halt = _options.preemptible ? _words.data_as<std::uint32_t>() : nullptr;
-    v.done = _done.device_as<std::uint32_t>() + m.parity * _record_words + _offsets[m.call];
+    v.done = done_words(m);
     v.runs = _runs.data_as<std::uint32_t>() + m.parity * _record_words + _offsets[m.call];
     v.exits = _words.data_as<std::uint32_t>() + 1;
     v.repeats = _words.data_as<std::uint32_t>() + 2;

@@ -447,6 +447,7 @@ nlohmann::json run_policy(const reef_settings& s, const std::string& policy,
       sched::be_runner_options ro;
       ro.name = s.be_model + std::to_string(i);
       ro.preemptible = pc.preemptible;
+      ro.window = s.be_window;
       ro.sequential = pc.sequential;
       if (parts) {
         // Events and launches from the context that owns the BE streams.
@@ -657,6 +658,9 @@ void reef_settings::validate() const {
     throw std::invalid_argument("bench reef: --be-model must be mlp or cnn, got '" + be_model +
                                 "'");
   }
+  if (be_window < 1 || be_window > 8) {
+    throw std::invalid_argument("bench reef: --be-window must be in 1..8");
+  }
   if (be_clients < 1 || be_clients > 8) {
     throw std::invalid_argument("bench reef: --be-clients must be in 1..8");
   }
@@ -750,7 +754,7 @@ measure::receipt run_reef_bench(const reef_settings& s, std::ostream& log) {
                        {{"model", s.be_model},
                         {"clients", s.be_clients},
                         {"gflop_per_inference", be_gflop(s.be_model)},
-                        {"window", 2}}},
+                        {"window", s.be_window}}},
                       {"split_sms", s.split_sms},
                       {"cpus", {{"sensor", cpus.sensor}, {"actuator", cpus.actuator}}},
                       {"realtime_requested", s.realtime}};

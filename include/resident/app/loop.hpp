@@ -143,6 +143,8 @@ struct loop_state {
   // --- preemption (real-time loops sharing the GPU with best-effort work) ------------------
   preempt_hook preempt;          // raised when a sample is ready, cleared after the end marker
   std::uint32_t preempt_raised;  // this iteration raised the word (the end marker clears it)
+  std::uint64_t preempt_raises;  // the mirror's counts, kept here so that updating the mirror
+  std::uint64_t preempt_clears;  // is a posted write, never a PCIe read on the RT path
 };
 
 }  // namespace resident

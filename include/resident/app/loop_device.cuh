@@ -73,7 +73,7 @@ __device__ inline void raise_preempt(loop_state* loop) {
       .store(1U, cuda::memory_order_relaxed);
   if (preempt_mirror* m = loop->preempt.mirror; m != nullptr) {
     store_relaxed_system(m->last_raise_ns, globaltimer_ns());
-    store_release_system(m->raises, m->raises + 1);
+    store_release_system(m->raises, ++loop->preempt_raises);
   }
 }
 /// Clears what raise_preempt raised (end marker, after the iteration's last DAG node).
@@ -84,7 +84,7 @@ __device__ inline void clear_preempt(loop_state* loop) {
       .store(0U, cuda::memory_order_release);
   if (preempt_mirror* m = loop->preempt.mirror; m != nullptr) {
     store_relaxed_system(m->last_clear_ns, globaltimer_ns());
-    store_release_system(m->clears, m->clears + 1);
+    store_release_system(m->clears, ++loop->preempt_clears);
   }
 }
 /// Stamps `at` once per iteration from whichever block gets there first (e.g. the first block

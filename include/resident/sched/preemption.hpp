@@ -142,6 +142,7 @@ class be_runner {
   void poll_once(bool submit, bool enqueue);
   void enqueue_sequence();
   void retire(const flight& f, std::uint64_t floor);
+  /// Device address of a launch's done words.
   [[nodiscard]] std::uint32_t* done_words(const launch_meta& m) const;
   void drain();
   /// On the scheduler thread, once: the events and the cleared halt word.
@@ -156,8 +157,13 @@ class be_runner {
   be_queue _queue;
   std::vector<std::size_t> _offsets;  // per call: first record word
   std::size_t _record_words{};
-  host_mapped_buffer _done;  // 2 parities x all calls' blocks: the host reads them at retire
-  device_buffer _runs;       // the same layout, device atomics
+  /// 2 parities x all calls' blocks, in device memory: thousands of commits a launch as posted
+  /// writes across PCIe would queue the real-time loop's own PCIe reads behind them. The
+  /// runner copies a launch's words back when it retires it.
+  device_buffer _done;
+  pinned_buffer _done_host;       // the copy of one launch's words
+  std::unique_ptr<stream> _copy;  // created by prepare(), in the thread's context
+  device_buffer _runs;            // the same layout, device atomics
   /// Device words: [0] halt (be_launch_view::halt of this stream), [1] exits, [2] repeats.
   device_buffer _words;
   std::vector<event> _events;  // created by prepare()
