@@ -26,7 +26,7 @@ struct reef_settings {
   std::int64_t warmup{500};
   std::string be_model{"mlp"};  // mlp or cnn
   int be_clients{1};            // closed-loop BE clients (one stream each)
-  std::size_t be_window{2};     // BE launches in flight per client
+  std::size_t be_window{1};     // BE launches in flight per client (see docs/sched.md)
   std::int32_t rt_batch{32};
   int split_sms{32};           // green-split: SMs of the RT partition (BE gets the rest)
   double pad_tolerance{0.05};  // padded RT kernel within this of the kernel alone
