@@ -267,9 +267,9 @@ void be_runner::poll_once(bool submit, bool enqueue) {
     v.attempt = static_cast<std::uint32_t>(sub->attempt);
     v.first_block = static_cast<std::int32_t>(sub->first_block);
     v.blocks = call.blocks;
-    // Only a resumed non-idempotent attempt has done blocks to skip; the first attempt spares
-    // every block the read of its (host-mapped) done word.
-    v.skip_done = !call.idempotent && v.attempt > 1 ? 1U : 0U;
+    // Only a resumed attempt has done blocks to skip (the first spares every block the read).
+    // A non-idempotent one must; an idempotent one may re-run them, which wastes the work.
+    v.skip_done = v.attempt > 1 && (!call.idempotent || _options.exact_resume_always) ? 1U : 0U;
     call.launch(_stream, v);
     const std::size_t ev = _free_events.back();
     _free_events.pop_back();

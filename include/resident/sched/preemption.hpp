@@ -75,6 +75,10 @@ struct be_runner_options {
   /// time; a real-time iteration that starts meanwhile waits for that launch (the sequential
   /// policy). Implies a window of 1.
   bool sequential{false};
+  /// Resumed attempts of idempotent launches also skip every block already done (one L2 read
+  /// per block: the done words live in device memory). false: they only start at the first
+  /// unfinished block and re-run the done blocks after it, as be_queue allows.
+  bool exact_resume_always{true};
   /// Called first on the scheduler thread (start(), run_sequences()); what it returns lives
   /// until the thread is done. E.g. a partition::green_context::current_scope, so the events
   /// are created in, and the launches made from, the context that owns the stream.
