@@ -762,6 +762,21 @@ measure::receipt run_reef_bench(const reef_settings& s, std::ostream& log) {
   for (const auto& p : s.policies) {
     receipt.results.push_back(run_policy(s, p, model, pad, pads, cpus, log));
   }
+  // Each policy against the baselines: the RT latency increase over exclusive, the BE
+  // throughput against sequential.
+  const auto* ex = find_policy(receipt.results, "exclusive");
+  const auto* seq = find_policy(receipt.results, "sequential");
+  for (auto& r : receipt.results) {
+    if (ex != nullptr) {
+      r["rt_mean_over_exclusive"] = r["mean_us"].get<double>() / ex->at("mean_us").get<double>();
+      r["rt_p99_over_exclusive"] = r["p99_us"].get<double>() / ex->at("p99_us").get<double>();
+      r["rt_max_over_exclusive"] = r["max_us"].get<double>() / ex->at("max_us").get<double>();
+    }
+    if (seq != nullptr && seq->at("be").at("gflops").get<double>() > 0) {
+      r["be_gflops_over_sequential"] = r["be"]["gflops"].get<double>() /
+                                       seq->at("be").at("gflops").get<double>();
+    }
+  }
   receipt.settings["targets"] = reef_targets(receipt.results);
   return receipt;
 }
