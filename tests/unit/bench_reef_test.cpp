@@ -33,7 +33,9 @@ TEST(reef_settings, defaults_run_every_policy_and_bad_flags_are_clear) {
     change(x);
     return error_of(x);
   };
-  EXPECT_THAT(with([](auto& x) { x.policies = {"preempt", "fifo"}; }),
+  EXPECT_THAT(with([](auto& x) {
+                x.policies = {"preempt", "fifo"};
+              }),
               HasSubstr("unknown policy 'fifo'; policies: exclusive, sequential"));
   EXPECT_THAT(with([](auto& x) { x.policies.clear(); }), HasSubstr("--policies is empty"));
   EXPECT_THAT(with([](auto& x) { x.arrival = "bursty"; }), HasSubstr("periodic or poisson"));
@@ -65,8 +67,8 @@ TEST(reef_targets, compare_preemption_with_exclusive_and_sequential) {
   EXPECT_FALSE(got.at("preempt-pad: preemption latency p99 (us)").second);  // 21
   EXPECT_DOUBLE_EQ(got.at("preempt: RT p99 / exclusive p99").first, 1.04);
   EXPECT_TRUE(got.at("preempt: RT p99 / exclusive p99").second);
-  EXPECT_FALSE(got.at("preempt-pad: RT p99 / exclusive p99").second);  // 1.1
-  EXPECT_FALSE(got.at("preempt: BE throughput / sequential").second);   // 0.9
+  EXPECT_FALSE(got.at("preempt-pad: RT p99 / exclusive p99").second);     // 1.1
+  EXPECT_FALSE(got.at("preempt: BE throughput / sequential").second);     // 0.9
   EXPECT_TRUE(got.at("preempt-pad: BE throughput / sequential").second);  // 1.6
   // Without the baselines only the latency targets can be judged.
   const auto alone = reef_targets(nlohmann::json::array({result("preempt", 104, 19, 900)}));

@@ -480,8 +480,10 @@ nlohmann::json run_policy(const reef_settings& s, const std::string& policy,
   }
   std::atomic<bool> stop{false};
   std::atomic<std::int64_t> stray{0};
+  measure::thread_grant sensor_grant;
+  measure::thread_grant actuator_grant;
   std::thread actuator([&] {
-    (void)measure::configure_current_thread(cpus.actuator, s.realtime);
+    actuator_grant = measure::configure_current_thread(cpus.actuator, s.realtime);
     std::uint64_t last = mb.output_seq();
     std::array<std::byte, 8> out{};
     while (!stop.load(std::memory_order_relaxed)) {
@@ -503,7 +505,7 @@ nlohmann::json run_policy(const reef_settings& s, const std::string& policy,
     }
   });
   std::thread sensor([&] {
-    (void)measure::configure_current_thread(cpus.sensor, s.realtime);
+    sensor_grant = measure::configure_current_thread(cpus.sensor, s.realtime);
     const std::int64_t start = now_ns() + 20'000'000;  // BE clients reach steady state first
     for (std::size_t i = 1; i <= total; ++i) {
       wait_until(start + offsets[i]);
@@ -616,6 +618,8 @@ nlohmann::json run_policy(const reef_settings& s, const std::string& policy,
   const preempt_mirror mirror = signal.mirror();
   r["preempt_word"] = {{"raises", mirror.raises}, {"clears", mirror.clears}};
   r["rt_stream_priority"] = o.stream_priority;
+  r["threads"] = {{"sensor", measure::to_json(sensor_grant)},
+                  {"actuator", measure::to_json(actuator_grant)}};
   if (parts) {
     r["split_sms"] = {{"rt", (*parts)[0].sm_count()}, {"be", (*parts)[1].sm_count()}};
   }
@@ -773,8 +777,8 @@ measure::receipt run_reef_bench(const reef_settings& s, std::ostream& log) {
       r["rt_max_over_exclusive"] = r["max_us"].get<double>() / ex->at("max_us").get<double>();
     }
     if (seq != nullptr && seq->at("be").at("gflops").get<double>() > 0) {
-      r["be_gflops_over_sequential"] = r["be"]["gflops"].get<double>() /
-                                       seq->at("be").at("gflops").get<double>();
+      r["be_gflops_over_sequential"] =
+          r["be"]["gflops"].get<double>() / seq->at("be").at("gflops").get<double>();
     }
   }
   receipt.settings["targets"] = reef_targets(receipt.results);
