@@ -100,7 +100,7 @@ std::size_t effective_window(const be_runner_options& o) {
   if (o.window == 0) {
     throw std::invalid_argument("be_runner '" + o.name + "': window must be at least 1");
   }
-  return o.sequential ? 1 : o.window;
+  return o.sequential || o.rt_sms != nullptr ? 1 : o.window;
 }
 
 }  // namespace
@@ -204,9 +204,11 @@ void be_runner::retire(const flight& f, std::uint64_t floor) {
     (void)_queue.preempt();
     ++_stats.preemptions;
     _queue.preempted_exit(f.id);
-    _await_raise = true;
-    _await_floor = floor;
-    _await_since_ns = steady_ns();
+    if (_options.rt_sms == nullptr) {
+      _await_raise = true;
+      _await_floor = floor;
+      _await_since_ns = steady_ns();
+    }
   }
   if (_queue.finished(f.id)) {
     if (m.call + 1 == _calls.size()) ++_stats.sequences;
@@ -220,7 +222,8 @@ void be_runner::poll_once(bool submit, bool enqueue) {
   // count does not hold yet.
   const std::uint64_t raises_seen = watch ? _signal->raises() : 0;
   const bool raised = watch && _signal->raised();
-  if (_options.preemptible) {
+  const bool spatial = _options.rt_sms != nullptr;
+  if (_options.preemptible && !spatial) {
     const std::uint64_t raises = _signal->raises();
     const bool new_raise = raises != _seen_raises;
     _seen_raises = raises;
@@ -246,7 +249,9 @@ void be_runner::poll_once(bool submit, bool enqueue) {
                        steady_ns() - _await_since_ns > 1'000'000)) {
     _await_raise = false;
   }
-  if (_queue.preempted() && _in_flight.empty() && !raised && !_await_raise) {
+  // Spatial: the blocks a raised word stopped go back at once; the SMs they find busy with
+  // real-time work stop them again, the others run them.
+  if (_queue.preempted() && _in_flight.empty() && (!raised || spatial) && !_await_raise) {
     _queue.resume();
     // Stream-ordered before every resubmission: the halt a preempted block set is lifted.
     RESIDENT_CUDA_TRY(cudaMemsetAsync(_words.data(), 0, sizeof(std::uint32_t), _stream));
@@ -259,7 +264,8 @@ void be_runner::poll_once(bool submit, bool enqueue) {
     const be_call& call = _calls[m.call];
     be_launch_view v;
     v.preempt = _options.preemptible ? _signal->word() : nullptr;
-    v.halt = _options.preemptible ? _words.data_as<std::uint32_t>() : nullptr;
+    v.halt = _options.preemptible && !spatial ? _words.data_as<std::uint32_t>() : nullptr;
+    v.rt_sms = _options.preemptible ? _options.rt_sms : nullptr;
     v.done = done_words(m);
     v.runs = _runs.data_as<std::uint32_t>() + m.parity * _record_words + _offsets[m.call];
     v.exits = _words.data_as<std::uint32_t>() + 1;

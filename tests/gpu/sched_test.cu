@@ -407,3 +407,43 @@ TEST(SchedLoop, ResidentLoopPreemptsBestEffortWorkWithoutTheHost) {
 
 }  // namespace
 }  // namespace resident::testing
+
+namespace resident::testing {
+namespace {
+
+TEST(SchedSpatial, PartitionSmMaskCoversItsSms) {
+  RESIDENT_REQUIRE_GPU();
+  auto parts = partition::partition_set::split({16});
+  const auto mask = (*parts)[0].sm_mask();
+  int bits = 0;
+  for (const std::uint32_t w : mask) bits += __builtin_popcount(w);
+  EXPECT_EQ(bits, (*parts)[0].sm_count());
+}
+
+TEST(SchedSpatial, RaisedWordClearsOnlyTheMarkedSmsAndResumeStaysExact) {
+  RESIDENT_REQUIRE_GPU();
+  // Every other SM is "real-time": blocks there stop while the word is raised, the others run
+  // on; the runner resubmits the stopped blocks until every block committed exactly once.
+  std::array<std::uint32_t, 8> mask{};
+  mask.fill(0x55555555U);
+  device_buffer rt_sms(sizeof(mask));
+  RESIDENT_CUDA_TRY(cudaMemcpy(rt_sms.data(), mask.data(), sizeof(mask), cudaMemcpyHostToDevice));
+  sched::preempt_signal signal;
+  stream s(0);
+  slow_sum a(3000, 20'000);
+  slow_sum b(2000, 20'000);
+  sched::be_runner_options o;
+  o.rt_sms = rt_sms.data_as<std::uint32_t>();
+  sched::be_runner runner({a.call("a"), b.call("b")}, s.get(), &signal, o);
+  const auto stats = runner.run_sequences(3, raise_and_clear(signal, 600, 2, 400));
+  s.synchronize();
+  EXPECT_EQ(a.read(), a.expected(3));
+  EXPECT_EQ(b.read(), b.expected(3));
+  EXPECT_GT(stats.early_exits, 0U);
+  EXPECT_GT(stats.preempted_launches, 0U);
+  EXPECT_EQ(stats.repeated_commits, 0U);
+  EXPECT_EQ(runner.queue().window(), 1U);  // spatial preemption keeps one launch in flight
+}
+
+}  // namespace
+}  // namespace resident::testing

@@ -25,7 +25,7 @@ TEST(reef_settings, defaults_run_every_policy_and_bad_flags_are_clear) {
   reef_settings s;
   EXPECT_EQ(error_of(s), "");
   EXPECT_EQ(s.policies, reef_policies());
-  EXPECT_EQ(reef_policies().size(), 7U);
+  EXPECT_EQ(reef_policies().size(), 8U);
   s.make_quick();
   EXPECT_EQ(error_of(s), "");
   auto with = [](auto change) {

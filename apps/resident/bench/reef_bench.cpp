@@ -33,8 +33,9 @@ using namespace std::chrono_literals;
 
 namespace {
 
-const std::vector<std::string> k_policies = {
-    "exclusive", "sequential", "multi-stream", "priority", "green-split", "preempt", "preempt-pad"};
+const std::vector<std::string> k_policies = {"exclusive",   "sequential",  "multi-stream",
+                                             "priority",    "green-split", "preempt",
+                                             "preempt-pad", "preempt-sm"};
 
 /// What each policy changes.
 struct policy_config {
@@ -45,6 +46,7 @@ struct policy_config {
   bool be_low{false};       // the BE streams have the lowest priority
   bool split{false};        // RT and BE on disjoint green contexts
   bool pad{false};          // RT gemms padded with BE blocks
+  bool spatial{false};      // RT on its own partition; the word clears only those SMs
 };
 
 policy_config config_of(const std::string& p) {
@@ -62,6 +64,8 @@ policy_config config_of(const std::string& p) {
     c.preemptible = c.rt_high = c.be_low = true;
   } else if (p == "preempt-pad") {
     c.preemptible = c.rt_high = c.be_low = c.pad = true;
+  } else if (p == "preempt-sm") {
+    c.preemptible = c.rt_high = c.be_low = c.spatial = true;
   } else {
     std::string list;
     for (const auto& k : k_policies) list += (list.empty() ? "" : ", ") + k;
@@ -410,7 +414,13 @@ nlohmann::json run_policy(const reef_settings& s, const std::string& policy,
   RESIDENT_CUDA_TRY(cudaDeviceGetStreamPriorityRange(&least, &greatest));
 
   std::shared_ptr<partition::partition_set> parts;
-  if (pc.split) {
+  device_buffer rt_sms;  // spatial: the RT partition's SMs, for the BE kernels
+  if (pc.spatial) {
+    parts = partition::partition_set::split({s.split_sms});
+    const auto mask = (*parts)[0].sm_mask();
+    rt_sms = device_buffer(sizeof(mask));
+    RESIDENT_CUDA_TRY(cudaMemcpy(rt_sms.data(), mask.data(), sizeof(mask), cudaMemcpyHostToDevice));
+  } else if (pc.split) {
     // BE gets what is left: the driver's groups of `alignment` SMs need not cover the whole
     // device, so the largest remainder that splits is found by trying.
     const auto info = partition::query_sm_resource(0, false);
@@ -443,13 +453,14 @@ nlohmann::json run_policy(const reef_settings& s, const std::string& policy,
     for (int i = 0; i < s.be_clients; ++i) {
       models.push_back(make_be_model(s.be_model, s.seed + static_cast<std::uint64_t>(i)));
       const int prio = pc.be_low ? least : 0;
-      streams.push_back(parts ? (*parts)[1].make_stream(prio) : stream(prio));
+      streams.push_back(pc.split ? (*parts)[1].make_stream(prio) : stream(prio));
       sched::be_runner_options ro;
       ro.name = s.be_model + std::to_string(i);
       ro.preemptible = pc.preemptible;
       ro.window = s.be_window;
       ro.sequential = pc.sequential;
-      if (parts) {
+      if (pc.spatial) ro.rt_sms = rt_sms.data_as<std::uint32_t>();
+      if (pc.split) {
         // Events and launches from the context that owns the BE streams.
         ro.thread_scope = [parts]() -> std::shared_ptr<void> {
           return std::make_shared<partition::green_context::current_scope>(&(*parts)[1]);
@@ -620,8 +631,11 @@ nlohmann::json run_policy(const reef_settings& s, const std::string& policy,
   r["rt_stream_priority"] = o.stream_priority;
   r["threads"] = {{"sensor", measure::to_json(sensor_grant)},
                   {"actuator", measure::to_json(actuator_grant)}};
-  if (parts) {
+  if (pc.split) {
     r["split_sms"] = {{"rt", (*parts)[0].sm_count()}, {"be", (*parts)[1].sm_count()}};
+  } else if (pc.spatial) {
+    r["split_sms"] = {{"rt", (*parts)[0].sm_count()},
+                      {"be", "all, leaving the RT SMs when raised"}};
   }
   log << "reef " << policy << ": RT p50 " << sum.p50 << " us, p99 " << sum.p99 << " us, max "
       << sum.max << " us; BE " << be["inferences_per_s"].get<double>() << " inf/s, "
@@ -681,7 +695,7 @@ nlohmann::json reef_targets(const nlohmann::json& results) {
   nlohmann::json t = nlohmann::json::array();
   const auto* ex = find_policy(results, "exclusive");
   const auto* seq = find_policy(results, "sequential");
-  for (const std::string p : {"preempt", "preempt-pad"}) {
+  for (const std::string p : {"preempt", "preempt-pad", "preempt-sm"}) {
     const auto* r = find_policy(results, p);
     if (r == nullptr) continue;
     const double pl = r->at("preemption_latency").value("p99_us", 0.0);

@@ -19,7 +19,7 @@ namespace resident::bench {
 
 struct reef_settings {
   std::vector<std::string> policies{"exclusive",   "sequential", "multi-stream", "priority",
-                                    "green-split", "preempt",    "preempt-pad"};
+                                    "green-split", "preempt",    "preempt-pad",  "preempt-sm"};
   std::string arrival{"periodic"};  // periodic or poisson
   double rate_hz{4000.0};           // RT requests per second
   std::int64_t samples{5000};       // measured RT requests per policy
@@ -28,7 +28,7 @@ struct reef_settings {
   int be_clients{1};            // closed-loop BE clients (one stream each)
   std::size_t be_window{1};     // BE launches in flight per client (see docs/sched.md)
   std::int32_t rt_batch{32};
-  int split_sms{32};           // green-split: SMs of the RT partition (BE gets the rest)
+  int split_sms{32};           // green-split, preempt-sm: SMs of the RT partition
   double pad_tolerance{0.05};  // padded RT kernel within this of the kernel alone
   std::uint64_t poll_ns{20'000'000};
   std::uint64_t seed{7};

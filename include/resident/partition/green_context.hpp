@@ -11,6 +11,8 @@
 
 #include <cuda.h>
 
+#include <array>
+#include <cstdint>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -56,6 +58,11 @@ class green_context {
 
   /// A non-blocking stream whose work runs only on this partition's SMs.
   [[nodiscard]] stream make_stream(int priority = 0) const;
+
+  /// The SMs this partition runs on, as a bitmap (bit s of word s / 32 = SM s), found by
+  /// running a probe kernel of many blocks inside it (the driver does not say which SMs a
+  /// split handed out). Synchronous.
+  [[nodiscard]] std::array<std::uint32_t, 8> sm_mask() const;
 
   /// Makes this partition the calling thread's current context until destroyed (then restores
   /// the previous one). Runtime calls that use the current context (kernel launches with the

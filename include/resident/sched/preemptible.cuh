@@ -90,7 +90,11 @@ class be_block {
   __device__ bool raised() const {
     if (_v.preempt == nullptr) return false;
     if (_v.halt != nullptr && load(_v.halt) != 0U) return true;
-    return load(_v.preempt) != 0U;
+    if (load(_v.preempt) == 0U) return false;
+    if (_v.rt_sms == nullptr) return true;
+    std::uint32_t sm;
+    asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));
+    return ((_v.rt_sms[(sm >> 5) & 7U] >> (sm & 31U)) & 1U) != 0U;  // only the RT SMs clear
   }
   __device__ void note_exit() const {
     if (_v.halt != nullptr) store(_v.halt, 1U);

@@ -28,6 +28,10 @@ struct be_launch_view {
   /// word is already clear again by the time it starts. The host clears it, stream-ordered,
   /// before resubmitting.
   std::uint32_t* halt{nullptr};
+  /// Spatial preemption: a bitmap (8 words, bit s = SM s, device memory) of the SMs real-time
+  /// work runs on, or null. When set, the preempt word stops only blocks on those SMs; the
+  /// others run on. Such launches leave `halt` null (their runner keeps one launch in flight).
+  const std::uint32_t* rt_sms{nullptr};
   /// One word per logical block (host-mapped): 0 until the block commits, then the attempt
   /// that committed it. Required.
   std::uint32_t* done{nullptr};

@@ -79,6 +79,11 @@ struct be_runner_options {
   /// per block: the done words live in device memory). false: they only start at the first
   /// unfinished block and re-run the done blocks after it, as be_queue allows.
   bool exact_resume_always{true};
+  /// Spatial preemption (be_launch_view::rt_sms): device bitmap of the SMs real-time work runs
+  /// on, or null. When set, a raised word clears only those SMs: the runner keeps submitting,
+  /// with one launch in flight, and resubmits a launch's stopped blocks at once (they land
+  /// elsewhere, or wait until the word is clear).
+  const std::uint32_t* rt_sms{nullptr};
   /// Called first on the scheduler thread (start(), run_sequences()); what it returns lives
   /// until the thread is done. E.g. a partition::green_context::current_scope, so the events
   /// are created in, and the launches made from, the context that owns the stream.
