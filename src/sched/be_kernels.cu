@@ -73,9 +73,32 @@ __device__ void run_block(const fill_args& a, be_block& blk) { fill_block(a, blk
 
 template <class Args>
 __global__ void __launch_bounds__(be_block_threads) be_kernel(be_launch_view v, Args a) {
-  be_block blk(v, be_block::grid_index(v));
-  if (!blk.begin()) return;  // skipped or preempted: nothing written
-  run_block(a, blk);
+  if (v.next == nullptr) {
+    be_block blk(v, be_block::grid_index(v));
+    if (!blk.begin()) return;  // skipped or preempted: nothing written
+    run_block(a, blk);
+    return;
+  }
+  // Work taken from a counter: a block that must stop takes nothing more, so the blocks on
+  // the SMs that stay free finish the launch (spatial preemption leaves no stragglers).
+  __shared__ std::int32_t item;
+  const std::int32_t total = grid_blocks(v);
+  for (;;) {
+    be_block probe(v, -1);
+    if (probe.stop_requested()) return;
+    if (threadIdx.x == 0) item = static_cast<std::int32_t>(atomicAdd(v.next, 1U));
+    __syncthreads();
+    const std::int32_t t = item;
+    __syncthreads();
+    if (t >= total) return;
+    be_block blk(v, v.first_block + t);
+    if (!blk.begin()) {
+      if (blk.stopped()) return;
+      continue;  // already done (a resumed attempt)
+    }
+    run_block(a, blk);
+    if (blk.stopped()) return;
+  }
 }
 
 template <class Args>

@@ -135,7 +135,7 @@ be_runner::be_runner(std::vector<be_call> calls, cudaStream_t stream, const pree
   for (const auto& c : _calls) most = std::max(most, c.blocks);
   _done_host = pinned_buffer(static_cast<std::size_t>(most) * sizeof(std::uint32_t));
   _runs = device_buffer(2 * _record_words * sizeof(std::uint32_t));
-  _words = device_buffer(3 * sizeof(std::uint32_t));
+  _words = device_buffer(4 * sizeof(std::uint32_t));
 }
 
 void be_runner::prepare() {
@@ -266,6 +266,11 @@ void be_runner::poll_once(bool submit, bool enqueue) {
     v.preempt = _options.preemptible ? _signal->word() : nullptr;
     v.halt = _options.preemptible && !spatial ? _words.data_as<std::uint32_t>() : nullptr;
     v.rt_sms = _options.preemptible ? _options.rt_sms : nullptr;
+    if (v.rt_sms != nullptr) {
+      // Spatial: work from a counter, reset stream-ordered before each launch.
+      v.next = _words.data_as<std::uint32_t>() + 3;
+      RESIDENT_CUDA_TRY(cudaMemsetAsync(v.next, 0, sizeof(std::uint32_t), _stream));
+    }
     v.done = done_words(m);
     v.runs = _runs.data_as<std::uint32_t>() + m.parity * _record_words + _offsets[m.call];
     v.exits = _words.data_as<std::uint32_t>() + 1;

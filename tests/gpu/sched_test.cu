@@ -135,7 +135,7 @@ TEST(SchedPreemption, RaiseAndClearBetweenPollsStaysExact) {
   EXPECT_EQ(stats.resumed_launches, stats.preempted_launches);
 }
 
-void check_model(sched::be_model& model, bool preempt) {
+void check_model(sched::be_model& model, bool preempt, const std::uint32_t* rt_sms = nullptr) {
   std::mt19937_64 rng(11);
   std::uniform_real_distribution<float> dist(-1.0F, 1.0F);
   std::vector<float> x(model.input_elements());
@@ -146,6 +146,7 @@ void check_model(sched::be_model& model, bool preempt) {
   stream s(0);
   sched::be_runner_options o;
   o.preemptible = preempt;
+  o.rt_sms = rt_sms;
   sched::be_runner runner(model.calls(), s.get(), preempt ? &signal : nullptr, o);
   const auto t0 = std::chrono::steady_clock::now();
   const auto stats = runner.run_sequences(
@@ -443,6 +444,26 @@ TEST(SchedSpatial, RaisedWordClearsOnlyTheMarkedSmsAndResumeStaysExact) {
   EXPECT_GT(stats.preempted_launches, 0U);
   EXPECT_EQ(stats.repeated_commits, 0U);
   EXPECT_EQ(runner.queue().window(), 1U);  // spatial preemption keeps one launch in flight
+}
+
+}  // namespace
+}  // namespace resident::testing
+
+namespace resident::testing {
+namespace {
+
+TEST(SchedSpatial, ModelsMatchTheirReferenceUnderSpatialPreemption) {
+  // The library kernels take their blocks from a counter here: blocks on the marked SMs stop
+  // while the word is raised, the others finish the launch.
+  RESIDENT_REQUIRE_GPU();
+  std::array<std::uint32_t, 8> mask{};
+  mask.fill(0x0F0F0F0FU);
+  device_buffer rt_sms(sizeof(mask));
+  RESIDENT_CUDA_TRY(cudaMemcpy(rt_sms.data(), mask.data(), sizeof(mask), cudaMemcpyHostToDevice));
+  sched::mlp_model mlp(128, {256, 1024, 512, 128}, 3);
+  check_model(mlp, true, rt_sms.data_as<std::uint32_t>());
+  sched::cnn_model cnn(32, 5);
+  check_model(cnn, true, rt_sms.data_as<std::uint32_t>());
 }
 
 }  // namespace

@@ -44,16 +44,33 @@ class be_block {
       // The word first: a block that must leave does so without touching the done word, which
       // may live across PCIe.
       if (run != 0U && raised()) {
-        run = 0U;
+        run = 2U;
         note_exit();
       }
       if (run != 0U && _v.skip_done != 0U && load(_v.done + _index) != 0U) run = 0U;
       verdict = run;
     }
     __syncthreads();
-    const bool run = verdict != 0U;
+    const std::uint32_t got = verdict;
     __syncthreads();  // `verdict` may be reused by the next call
-    return run;
+    if (got == 2U) _stopped = true;
+    return got == 1U;
+  }
+
+  /// Whether the block stopped on the preempt word (in begin() or preempted()): it must
+  /// return without taking more work.
+  [[nodiscard]] __device__ bool stopped() const { return _stopped; }
+
+  /// Block-uniform: would the word stop a block here now? (Before taking work from a
+  /// counter; takes no index and counts no exit.)
+  [[nodiscard]] __device__ bool stop_requested() {
+    if (_v.preempt == nullptr) return false;
+    __shared__ std::uint32_t verdict;
+    if (threadIdx.x == 0) verdict = raised() ? 1U : 0U;
+    __syncthreads();
+    const bool stop = verdict != 0U;
+    __syncthreads();
+    return stop;
   }
 
   /// Tile-boundary check: true when the word is raised (the block must return without
@@ -68,6 +85,7 @@ class be_block {
     __syncthreads();
     const bool stop = verdict != 0U;
     __syncthreads();
+    if (stop) _stopped = true;
     return stop;
   }
 
@@ -112,6 +130,7 @@ class be_block {
 
   const be_launch_view& _v;
   std::int32_t _index;
+  bool _stopped{false};
 };
 
 }  // namespace resident::sched

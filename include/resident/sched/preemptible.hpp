@@ -32,6 +32,11 @@ struct be_launch_view {
   /// work runs on, or null. When set, the preempt word stops only blocks on those SMs; the
   /// others run on. Such launches leave `halt` null (their runner keeps one launch in flight).
   const std::uint32_t* rt_sms{nullptr};
+  /// Device word, zero before the launch, or null. When set, blocks take their logical blocks
+  /// from this counter (first_block + taken, up to the grid) instead of from blockIdx, and a
+  /// block the word stops takes nothing more: with rt_sms, the blocks on the other SMs finish
+  /// the launch.
+  std::uint32_t* next{nullptr};
   /// One word per logical block (host-mapped): 0 until the block commits, then the attempt
   /// that committed it. Required.
   std::uint32_t* done{nullptr};

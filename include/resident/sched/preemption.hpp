@@ -173,7 +173,8 @@ class be_runner {
   pinned_buffer _done_host;       // the copy of one launch's words
   std::unique_ptr<stream> _copy;  // created by prepare(), in the thread's context
   device_buffer _runs;            // the same layout, device atomics
-  /// Device words: [0] halt (be_launch_view::halt of this stream), [1] exits, [2] repeats.
+  /// Device words: [0] halt (be_launch_view::halt of this stream), [1] exits, [2] repeats,
+  /// [3] the work counter of spatial launches.
   device_buffer _words;
   std::vector<event> _events;  // created by prepare()
   std::shared_ptr<void> _scope;
