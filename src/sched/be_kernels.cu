@@ -71,16 +71,20 @@ __device__ void run_block(const maxpool2d_args& a, be_block& blk) { maxpool2d_bl
 __device__ void run_block(const row_sum_args& a, be_block& blk) { row_sum_block(a, blk); }
 __device__ void run_block(const fill_args& a, be_block& blk) { fill_block(a, blk); }
 
+// Two kernels per argument type, so that launches without a work counter run exactly the
+// plain body (the counter loop costs registers, and fewer resident blocks per SM means more
+// pending blocks to drain when the word is raised).
 template <class Args>
 __global__ void __launch_bounds__(be_block_threads) be_kernel(be_launch_view v, Args a) {
-  if (v.next == nullptr) {
-    be_block blk(v, be_block::grid_index(v));
-    if (!blk.begin()) return;  // skipped or preempted: nothing written
-    run_block(a, blk);
-    return;
-  }
-  // Work taken from a counter: a block that must stop takes nothing more, so the blocks on
-  // the SMs that stay free finish the launch (spatial preemption leaves no stragglers).
+  be_block blk(v, be_block::grid_index(v));
+  if (!blk.begin()) return;  // skipped or preempted: nothing written
+  run_block(a, blk);
+}
+
+// Work taken from a counter: a block that must stop takes nothing more, so the blocks on the
+// SMs that stay free finish the launch (spatial preemption leaves no stragglers).
+template <class Args>
+__global__ void __launch_bounds__(be_block_threads) be_counter_kernel(be_launch_view v, Args a) {
   __shared__ std::int32_t item;
   const std::int32_t total = grid_blocks(v);
   for (;;) {
@@ -107,7 +111,11 @@ void launch(const char* kernel, cudaStream_t s, const be_launch_view& v, const A
   check_view(kernel, v, blocks);
   const std::int32_t grid = grid_blocks(v);
   if (grid == 0) return;
-  be_kernel<Args><<<grid, be_block_threads, 0, s>>>(v, a);
+  if (v.next == nullptr) {
+    be_kernel<Args><<<grid, be_block_threads, 0, s>>>(v, a);
+  } else {
+    be_counter_kernel<Args><<<grid, be_block_threads, 0, s>>>(v, a);
+  }
   RESIDENT_CUDA_CHECK_LAUNCH(kernel);
 }
 
