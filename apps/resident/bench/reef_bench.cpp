@@ -115,7 +115,6 @@ class rt_model {
       most = std::max({most, sched::gemm_blocks(gemm(l)), sched::bias_act_blocks(bias(l))});
     }
     most = std::max({most, sched::fill_blocks(fill()), sched::row_sum_blocks(sum())});
-    _scratch_words = most;
     _scratch = device_buffer(static_cast<std::size_t>(most) * sizeof(std::uint32_t));
   }
 
@@ -176,7 +175,6 @@ class rt_model {
   float* _scores{};
   std::array<float, 2> _probe{};
   device_buffer _scratch;
-  std::int32_t _scratch_words{};
 };
 
 /// Padding of one RT gemm layer: pad_slots extra blocks that may take `budget` BE blocks.
