@@ -61,6 +61,20 @@ void check_view(const char* kernel, const be_launch_view& v, std::int32_t blocks
     throw std::invalid_argument(std::string(kernel) + ": view.first_block is " +
                                 std::to_string(v.first_block) + "; it must be >= 0");
   }
+  if (v.saved != nullptr && v.progress == nullptr) {
+    throw std::invalid_argument(std::string(kernel) +
+                                ": view.saved is set but view.progress "
+                                "is null");
+  }
+}
+
+// A GEMM-shaped kernel checkpoints a whole tile of accumulators.
+void check_saved(const char* kernel, const be_launch_view& v) {
+  if (v.saved != nullptr && v.saved_floats < be_tile_state_floats) {
+    throw std::invalid_argument(std::string(kernel) + ": view.saved_floats is " +
+                                std::to_string(v.saved_floats) + ", a checkpoint needs " +
+                                std::to_string(be_tile_state_floats));
+  }
 }
 
 // Dispatch from an argument type to its block body, for the one generic kernel below.
@@ -73,9 +87,10 @@ __device__ void run_block(const fill_args& a, be_block& blk) { fill_block(a, blk
 
 // Two kernels per argument type, so that launches without a work counter run exactly the
 // plain body (the counter loop costs registers, and fewer resident blocks per SM means more
-// pending blocks to drain when the word is raised).
+// pending blocks to drain when the word is raised). Both are held to 64 registers, four blocks
+// per SM: the checkpoint code would otherwise push conv2d to 77 and three blocks per SM.
 template <class Args>
-__global__ void __launch_bounds__(be_block_threads) be_kernel(be_launch_view v, Args a) {
+__global__ void __launch_bounds__(be_block_threads, 4) be_kernel(be_launch_view v, Args a) {
   be_block blk(v, be_block::grid_index(v));
   if (!blk.begin()) return;  // skipped or preempted: nothing written
   run_block(a, blk);
@@ -84,7 +99,7 @@ __global__ void __launch_bounds__(be_block_threads) be_kernel(be_launch_view v, 
 // Work taken from a counter: a block that must stop takes nothing more, so the blocks on the
 // SMs that stay free finish the launch (spatial preemption leaves no stragglers).
 template <class Args>
-__global__ void __launch_bounds__(be_block_threads) be_counter_kernel(be_launch_view v, Args a) {
+__global__ void __launch_bounds__(be_block_threads, 4) be_counter_kernel(be_launch_view v, Args a) {
   __shared__ std::int32_t item;
   const std::int32_t total = grid_blocks(v);
   for (;;) {
@@ -121,8 +136,9 @@ void launch(const char* kernel, cudaStream_t s, const be_launch_view& v, const A
 
 template <class Args>
 be_call call_for(std::string name, const Args& a, std::int32_t blocks, bool idempotent,
-                 void (*launcher)(cudaStream_t, const be_launch_view&, const Args&)) {
-  return {std::move(name), blocks, idempotent,
+                 void (*launcher)(cudaStream_t, const be_launch_view&, const Args&),
+                 std::int32_t saved_floats = 0) {
+  return {std::move(name), blocks, idempotent, saved_floats,
           [a, launcher](cudaStream_t s, const be_launch_view& v) { launcher(s, v, a); }};
 }
 
@@ -211,10 +227,12 @@ std::int32_t fill_blocks(const fill_args& a) {
 }
 
 void launch_gemm(cudaStream_t s, const be_launch_view& v, const gemm_args& a) {
+  check_saved("gemm", v);
   launch("gemm", s, v, a, gemm_blocks(a));
 }
 
 void launch_conv2d(cudaStream_t s, const be_launch_view& v, const conv2d_args& a) {
+  check_saved("conv2d", v);
   launch("conv2d", s, v, a, conv2d_blocks(a));
 }
 
@@ -235,11 +253,11 @@ void launch_fill(cudaStream_t s, const be_launch_view& v, const fill_args& a) {
 }
 
 be_call make_call(std::string name, const gemm_args& a) {
-  return call_for(std::move(name), a, gemm_blocks(a), true, &launch_gemm);
+  return call_for(std::move(name), a, gemm_blocks(a), true, &launch_gemm, be_tile_state_floats);
 }
 
 be_call make_call(std::string name, const conv2d_args& a) {
-  return call_for(std::move(name), a, conv2d_blocks(a), true, &launch_conv2d);
+  return call_for(std::move(name), a, conv2d_blocks(a), true, &launch_conv2d, be_tile_state_floats);
 }
 
 be_call make_call(std::string name, const bias_act_args& a) {

@@ -127,15 +127,26 @@ be_runner::be_runner(std::vector<be_call> calls, cudaStream_t stream, const pree
       throw std::invalid_argument(who + ": call '" + c.name +
                                   "' has no blocks or no launch function");
     }
+    if (c.saved_floats < 0) {
+      throw std::invalid_argument(who + ": call '" + c.name + "' has a negative checkpoint size");
+    }
     _offsets.push_back(_record_words);
     _record_words += static_cast<std::size_t>(c.blocks);
+    _saved_offsets.push_back(_saved_per_parity);
+    if (_options.checkpoint && _options.preemptible) {
+      _saved_per_parity += static_cast<std::size_t>(c.blocks) * c.saved_floats;
+    }
+  }
+  if (_saved_per_parity > 0) {
+    _saved = device_buffer(2 * _saved_per_parity * sizeof(float));
+    _progress = device_buffer(2 * _record_words * sizeof(std::uint32_t));
   }
   _done = device_buffer(2 * _record_words * sizeof(std::uint32_t));
   std::int32_t most = 0;
   for (const auto& c : _calls) most = std::max(most, c.blocks);
   _done_host = pinned_buffer(static_cast<std::size_t>(most) * sizeof(std::uint32_t));
   _runs = device_buffer(2 * _record_words * sizeof(std::uint32_t));
-  _words = device_buffer(4 * sizeof(std::uint32_t));
+  _words = device_buffer(5 * sizeof(std::uint32_t));
 }
 
 void be_runner::prepare() {
@@ -145,6 +156,9 @@ void be_runner::prepare() {
   RESIDENT_CUDA_TRY(cudaMemsetAsync(_words.data(), 0, _words.size(), _stream));
   RESIDENT_CUDA_TRY(cudaMemsetAsync(_done.data(), 0, _done.size(), _stream));
   RESIDENT_CUDA_TRY(cudaMemsetAsync(_runs.data(), 0, _runs.size(), _stream));
+  if (_progress.size() > 0) {
+    RESIDENT_CUDA_TRY(cudaMemsetAsync(_progress.data(), 0, _progress.size(), _stream));
+  }
   for (std::size_t i = 0; i < _queue.window(); ++i) {
     _events.emplace_back(false);
     _free_events.push_back(i);
@@ -172,6 +186,10 @@ void be_runner::enqueue_sequence() {
   // Stream-ordered before this sequence's launches, after every launch of seq - 2.
   RESIDENT_CUDA_TRY(cudaMemsetAsync(_runs.data_as<std::uint32_t>() + parity * _record_words, 0,
                                     _record_words * sizeof(std::uint32_t), _stream));
+  if (_progress.size() > 0) {  // no checkpoint of seq - 2 carries over (the floats need no reset)
+    RESIDENT_CUDA_TRY(cudaMemsetAsync(_progress.data_as<std::uint32_t>() + parity * _record_words,
+                                      0, _record_words * sizeof(std::uint32_t), _stream));
+  }
   for (std::size_t i = 0; i < _calls.size(); ++i) {
     const launch_id id = _queue.enqueue(_calls[i].name, _calls[i].blocks, _calls[i].idempotent);
     _meta.emplace(id, launch_meta{i, parity, seq});
@@ -275,6 +293,12 @@ void be_runner::poll_once(bool submit, bool enqueue) {
     v.runs = _runs.data_as<std::uint32_t>() + m.parity * _record_words + _offsets[m.call];
     v.exits = _words.data_as<std::uint32_t>() + 1;
     v.repeats = _words.data_as<std::uint32_t>() + 2;
+    if (_saved.size() > 0 && call.saved_floats > 0) {
+      v.saved = _saved.data_as<float>() + m.parity * _saved_per_parity + _saved_offsets[m.call];
+      v.progress = _progress.data_as<std::uint32_t>() + m.parity * _record_words + _offsets[m.call];
+      v.saves = _words.data_as<std::uint32_t>() + 4;
+      v.saved_floats = call.saved_floats;
+    }
     v.attempt = static_cast<std::uint32_t>(sub->attempt);
     v.first_block = static_cast<std::int32_t>(sub->first_block);
     v.blocks = call.blocks;
@@ -303,12 +327,13 @@ be_runner_stats be_runner::collect() const {
   s.blocks_completed = c.blocks_completed;
   s.blocks_rerun = c.blocks_rerun;
   if (!_events.empty()) {
-    std::uint32_t words[3] = {};
+    std::uint32_t words[5] = {};
     // The runner has drained (or is idle): nothing of its stream still writes these. A plain
     // copy, because the caller's thread need not be in the stream's (green) context.
     RESIDENT_CUDA_TRY(cudaMemcpy(words, _words.data(), sizeof words, cudaMemcpyDeviceToHost));
     s.early_exits = words[1];
     s.repeated_commits = words[2];
+    s.checkpoints = words[4];
   }
   return s;
 }

@@ -438,6 +438,150 @@ TEST(be_kernels, a_gemm_preempted_mid_flight_resumes_from_its_completed_prefix) 
   EXPECT_TRUE(download(resumed) == download(whole));
 }
 
+// ---- checkpoints
+// ----------------------------------------------------------------------------------
+
+/// A checkpoint area for one launch: the partial sums in device memory, the progress words and
+/// the save count host-mapped so the test can read them.
+class checkpoint_area {
+ public:
+  explicit checkpoint_area(std::int32_t blocks)
+      : _blocks(blocks),
+        _saved(static_cast<std::size_t>(blocks) * be_tile_state_floats * sizeof(float)),
+        _progress(static_cast<std::size_t>(blocks) * sizeof(std::uint32_t)),
+        _saves(sizeof(std::uint32_t)) {}
+
+  [[nodiscard]] be_launch_view with(be_launch_view v) const {
+    v.saved = _saved.data_as<float>();
+    v.progress = _progress.device_as<std::uint32_t>();
+    v.saves = _saves.device_as<std::uint32_t>();
+    v.saved_floats = be_tile_state_floats;
+    return v;
+  }
+  [[nodiscard]] std::vector<std::uint32_t> progress() const {
+    std::vector<std::uint32_t> out(static_cast<std::size_t>(_blocks));
+    for (std::int32_t i = 0; i < _blocks; ++i) {
+      out[static_cast<std::size_t>(i)] =
+          std::atomic_ref<std::uint32_t>(_progress.host_as<std::uint32_t>()[i]).load();
+    }
+    return out;
+  }
+  [[nodiscard]] std::uint32_t saves() const {
+    return std::atomic_ref<std::uint32_t>(*_saves.host_as<std::uint32_t>()).load();
+  }
+
+ private:
+  std::int32_t _blocks;
+  device_buffer _saved;
+  host_mapped_buffer _progress;
+  host_mapped_buffer _saves;
+};
+
+/// Cuts a launch of `call` with long reductions part-way, resumes it from its checkpoints and
+/// returns what attempt 1 left: blocks stopped mid-reduction must have saved their partial
+/// sums, and attempt 2 must go on from them to the same bits as an uninterrupted launch.
+void expect_checkpointed_resume(const kernel_case& whole, const kernel_case& cut,
+                                std::int32_t reduction_steps) {
+  stream s;
+  launch_record reference(whole.call.blocks);
+  whole.call.launch(s.get(), reference.view());
+  s.synchronize();
+
+  launch_record rec(cut.call.blocks);
+  const checkpoint_area area(cut.call.blocks);
+  cut.call.launch(s.get(), area.with(rec.view(1)));
+  raise_while_running(rec);
+  s.synchronize();
+  const std::int32_t committed = expect_committed_or_stopped(rec);
+  const auto first = rec.done();
+  const auto progress = area.progress();
+  std::int32_t saved = 0;
+  for (std::size_t b = 0; b < first.size(); ++b) {
+    // A committed block keeps no checkpoint of this attempt; a stopped one may hold one, short
+    // of the whole reduction.
+    if (first[b] == 1U) {
+      EXPECT_EQ(progress[b], 0U) << "block " << b;
+    } else if (progress[b] != 0U) {
+      EXPECT_LT(progress[b], static_cast<std::uint32_t>(reduction_steps)) << "block " << b;
+      ++saved;
+    }
+  }
+  EXPECT_EQ(static_cast<std::uint32_t>(saved), area.saves());
+  // Blocks were cut mid-reduction (the word rose while the second wave ran), and kept their
+  // work.
+  EXPECT_GT(saved, 0) << committed << " of " << rec.blocks() << " committed before the raise";
+  ::testing::Test::RecordProperty("checkpointed_blocks", saved);
+
+  rec.raise(false);
+  cut.call.launch(s.get(), area.with(rec.view(2, 0, true)));
+  s.synchronize();
+  const auto done = rec.done();
+  for (std::size_t b = 0; b < done.size(); ++b) {
+    EXPECT_EQ(done[b], first[b] == 1U ? 1U : 2U) << "block " << b;
+  }
+  expect_every(rec.runs(), 1, "runs");
+  // The restored partial sums continue the same sequence of fused multiply-adds: the bits
+  // match, not just the values.
+  EXPECT_TRUE(download(cut.buffers[cut.output]) == download(whole.buffers[whole.output]));
+  expect_output(cut);
+}
+
+/// Two cases with the same inputs: the output buffers differ.
+std::pair<kernel_case, kernel_case> twin_gemm(std::int32_t m, std::int32_t n, std::int32_t k) {
+  kernel_case one = gemm_case(m, n, k);
+  kernel_case two;
+  two.buffers.push_back(upload(download(one.buffers[0])));
+  two.buffers.push_back(upload(download(one.buffers[1])));
+  two.buffers.push_back(upload(download(one.buffers[2])));
+  two.output = 2;
+  two.call =
+      make_call("gemm", gemm_args{two.buffers[0].data_as<float>(), two.buffers[1].data_as<float>(),
+                                  two.buffers[2].data_as<float>(), m, n, k});
+  two.expected = one.expected;
+  return {std::move(one), std::move(two)};
+}
+
+TEST(be_kernels, a_gemm_cut_mid_reduction_resumes_from_its_checkpoints_bit_exactly) {
+  RESIDENT_REQUIRE_GPU();
+  // 1024 blocks (about two waves) of 256 K-steps each.
+  auto [whole, cut] = twin_gemm(2048, 2048, 4096);
+  EXPECT_EQ(cut.call.saved_floats, be_tile_state_floats);
+  expect_checkpointed_resume(whole, cut, 4096 / be_k_step);
+}
+
+TEST(be_kernels, a_conv2d_cut_mid_reduction_resumes_from_its_checkpoints_bit_exactly) {
+  RESIDENT_REQUIRE_GPU();
+  // 32 images of 32 x 32 pixels (512 pixel tiles) x 128 channels: 1024 blocks; c*r*s = 1152
+  // reductions, 72 K-steps each.
+  const conv2d_shape sh{32, 128, 32, 32, 128, 3, 3, 1, 1};
+  kernel_case whole = conv2d_case(sh);
+  kernel_case cut;
+  for (std::size_t i = 0; i < 3; ++i) cut.buffers.push_back(upload(download(whole.buffers[i])));
+  cut.output = 2;
+  cut.call = make_call("conv2d",
+                       conv2d_args{cut.buffers[0].data_as<float>(), cut.buffers[1].data_as<float>(),
+                                   cut.buffers[2].data_as<float>(), sh});
+  cut.expected = whole.expected;
+  EXPECT_EQ(cut.call.saved_floats, be_tile_state_floats);
+  expect_checkpointed_resume(whole, cut, (128 * 9 + be_k_step - 1) / be_k_step);
+}
+
+TEST(be_kernels, a_checkpoint_area_must_come_with_progress_words_and_room_for_a_tile) {
+  RESIDENT_REQUIRE_GPU();
+  const kernel_case c = gemm_case(64, 64, 64);
+  launch_record rec(c.call.blocks);
+  const checkpoint_area area(c.call.blocks);
+  stream s;
+  be_launch_view no_progress = area.with(rec.view());
+  no_progress.progress = nullptr;
+  EXPECT_THROW(c.call.launch(s.get(), no_progress), std::invalid_argument);
+  be_launch_view too_small = area.with(rec.view());
+  too_small.saved_floats = be_tile_state_floats - 1;
+  EXPECT_THROW(c.call.launch(s.get(), too_small), std::invalid_argument);
+  // Short kernels keep no checkpoint.
+  EXPECT_EQ(make_call("f", fill_args{c.buffers[2].data_as<float>(), 8, 0.0F}).saved_floats, 0);
+}
+
 // ---- the models ---------------------------------------------------------------------------------
 
 std::vector<std::string> names(const be_model& model) {

@@ -154,13 +154,14 @@ void check_model(sched::be_model& model, bool preempt, const std::uint32_t* rt_s
   s.synchronize();
   std::printf(
       "%s: %.1f ms, %llu submissions, %llu preemptions, %llu preempted launches, %llu "
-      "early exits, %llu blocks re-run\n",
+      "early exits, %llu checkpoints, %llu blocks re-run\n",
       model.name().c_str(),
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count(),
       static_cast<unsigned long long>(stats.submissions),
       static_cast<unsigned long long>(stats.preemptions),
       static_cast<unsigned long long>(stats.preempted_launches),
       static_cast<unsigned long long>(stats.early_exits),
+      static_cast<unsigned long long>(stats.checkpoints),
       static_cast<unsigned long long>(stats.blocks_rerun));
   const auto got = model.read_output();
   ASSERT_EQ(got.size(), want.size());
@@ -189,6 +190,85 @@ TEST(SchedPreemption, CnnPreemptedAndResumedMatchesReference) {
   RESIDENT_REQUIRE_GPU();
   sched::cnn_model preempted(32, 5);
   check_model(preempted, true);
+}
+
+// Two long GEMMs (256 K-steps per block) cut over and over by a word that rises and falls:
+// with checkpoints, the blocks cut mid-reduction keep their partial sums and the resumed
+// attempts go on from them; without, they start over. Both must leave the bits of an
+// uninterrupted launch.
+void check_gemm_resume(bool checkpoint) {
+  constexpr std::int32_t m = 2048;
+  constexpr std::int32_t n = 1024;
+  constexpr std::int32_t k = 4096;
+  const auto a = random_floats(static_cast<std::size_t>(m) * k);
+  const auto b = random_floats(static_cast<std::size_t>(k) * n);
+  device_buffer da(a.size() * sizeof(float));
+  device_buffer db(b.size() * sizeof(float));
+  RESIDENT_CUDA_TRY(cudaMemcpy(da.data(), a.data(), da.size(), cudaMemcpyHostToDevice));
+  RESIDENT_CUDA_TRY(cudaMemcpy(db.data(), b.data(), db.size(), cudaMemcpyHostToDevice));
+  const std::size_t out_bytes = static_cast<std::size_t>(m) * n * sizeof(float);
+  device_buffer want(out_bytes);
+  device_buffer c1(out_bytes);
+  device_buffer c2(out_bytes);
+  const auto args = [&](device_buffer& c) {
+    return sched::gemm_args{da.data_as<float>(), db.data_as<float>(), c.data_as<float>(), m, n, k};
+  };
+  stream s(0);
+  {
+    // The uninterrupted result, launched without a runner.
+    device_buffer done(static_cast<std::size_t>(sched::gemm_blocks(args(want))) * 4);
+    RESIDENT_CUDA_TRY(cudaMemset(done.data(), 0, done.size()));
+    sched::be_launch_view v;
+    v.done = done.data_as<std::uint32_t>();
+    v.blocks = sched::gemm_blocks(args(want));
+    sched::launch_gemm(s.get(), v, args(want));
+    s.synchronize();
+  }
+  sched::preempt_signal signal;
+  sched::be_runner_options o;
+  o.checkpoint = checkpoint;
+  sched::be_runner runner({sched::make_call("g1", args(c1)), sched::make_call("g2", args(c2))},
+                          s.get(), &signal, o);
+  // Twenty raises, then none: without checkpoints a block needs one uninterrupted stretch of
+  // the whole reduction, which a word that keeps rising might never give it.
+  const auto cut = raise_and_clear(signal, 300, 5, 40);
+  const auto stats = runner.run_sequences(2, [&](std::uint64_t poll) {
+    if (poll < 300 * 20 || signal.raised()) cut(poll);
+  });
+  s.synchronize();
+  std::printf(
+      "gemm resume (checkpoint %s): %llu preempted launches, %llu early exits, %llu "
+      "checkpoints\n",
+      checkpoint ? "on" : "off", static_cast<unsigned long long>(stats.preempted_launches),
+      static_cast<unsigned long long>(stats.early_exits),
+      static_cast<unsigned long long>(stats.checkpoints));
+  std::vector<float> expected(static_cast<std::size_t>(m) * n);
+  std::vector<float> got1(expected.size());
+  std::vector<float> got2(expected.size());
+  RESIDENT_CUDA_TRY(cudaMemcpy(expected.data(), want.data(), out_bytes, cudaMemcpyDeviceToHost));
+  RESIDENT_CUDA_TRY(cudaMemcpy(got1.data(), c1.data(), out_bytes, cudaMemcpyDeviceToHost));
+  RESIDENT_CUDA_TRY(cudaMemcpy(got2.data(), c2.data(), out_bytes, cudaMemcpyDeviceToHost));
+  EXPECT_TRUE(got1 == expected);
+  EXPECT_TRUE(got2 == expected);
+  EXPECT_EQ(stats.sequences, 2U);
+  EXPECT_GT(stats.preempted_launches, 0U);
+  EXPECT_EQ(stats.repeated_commits, 0U);
+  if (checkpoint) {
+    EXPECT_GT(stats.checkpoints, 0U);
+    EXPECT_LE(stats.checkpoints, stats.early_exits);
+  } else {
+    EXPECT_EQ(stats.checkpoints, 0U);
+  }
+}
+
+TEST(SchedPreemption, GemmResumesFromCheckpointsToTheSameBits) {
+  RESIDENT_REQUIRE_GPU();
+  check_gemm_resume(true);
+}
+
+TEST(SchedPreemption, GemmWithoutCheckpointsStartsBlocksOverToTheSameBits) {
+  RESIDENT_REQUIRE_GPU();
+  check_gemm_resume(false);
 }
 
 TEST(SchedPreemption, RunnerRefusesBadConfigurations) {

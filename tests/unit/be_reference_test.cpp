@@ -218,6 +218,14 @@ TEST(be_kernel_args, calls_carry_the_block_count_and_whether_a_rerun_is_safe) {
   EXPECT_EQ(gemm.blocks, 6);
   EXPECT_TRUE(gemm.idempotent);
   EXPECT_TRUE(static_cast<bool>(gemm.launch));
+  // The GEMM-shaped kernels checkpoint a tile of partial sums; the short ones none.
+  EXPECT_EQ(gemm.saved_floats, be_tile_state_floats);
+  EXPECT_EQ(
+      make_call("c", conv2d_args{dummy, dummy, dummy, {1, 1, 3, 3, 1, 3, 3, 1, 1}}).saved_floats,
+      be_tile_state_floats);
+  EXPECT_EQ(make_call("b", bias_act_args{dummy, dummy, 10, 1, 1, activation::relu}).saved_floats,
+            0);
+  EXPECT_EQ(make_call("r", row_sum_args{dummy, dummy, 1, 10}).saved_floats, 0);
   EXPECT_TRUE(
       make_call("c", conv2d_args{dummy, dummy, dummy, {1, 1, 3, 3, 1, 3, 3, 1, 1}}).idempotent);
   EXPECT_TRUE(make_call("p", maxpool2d_args{dummy, dummy, 1, 1, 2, 2}).idempotent);

@@ -610,6 +610,7 @@ nlohmann::json run_policy(const reef_settings& s, const std::string& policy,
                    {"blocks_completed", st.blocks_completed},
                    {"blocks_rerun", st.blocks_rerun},
                    {"early_exits", st.early_exits},
+                   {"checkpoints", st.checkpoints},
                    {"repeated_commits_non_idempotent", st.repeated_commits}});
   }
   const double seq_gflop = be_gflop(s.be_model);

@@ -5,9 +5,10 @@
 // A body runs on exactly be_block_threads threads, after be_block::begin() returned true, and
 // finds its work from blk.index() alone (never blockIdx: a merged kernel runs it in whatever
 // CUDA block it likes). Its shared memory is static and under 9 KiB, so one merged kernel can
-// hold two bodies. A GEMM-shaped body checks blk.preempted() before every K-step; every body
-// writes its outputs only after its last check and ends with blk.commit(). Each be_block call
-// is block-uniform: all threads reach it.
+// hold two bodies. A GEMM-shaped body checks blk.preempted() before every K-step, and when the
+// launch gives a checkpoint area it saves its partial sums there before it returns and starts
+// from them on the next attempt; every body writes its outputs only after its last check and
+// ends with blk.commit(). Each be_block call is block-uniform: all threads reach it.
 
 #include <cub/block/block_reduce.cuh>
 
@@ -51,6 +52,38 @@ __device__ inline void multiply_tile(const k_tile& a, const k_tile& b, int row_l
   }
 }
 
+// Checkpoint layout: accumulator (i, j) of every thread, thread-minor, so the stores and
+// loads of a block are coalesced.
+__device__ inline std::int32_t restore_tile(const be_block& blk,
+                                            float (&acc)[tile_per_lane][tile_per_lane]) {
+  const std::uint32_t steps = blk.saved_steps();
+  if (steps == 0U) return 0;
+  const float* s = blk.saved_state() + threadIdx.x;
+#pragma unroll
+  for (int i = 0; i < tile_per_lane; ++i) {
+#pragma unroll
+    for (int j = 0; j < tile_per_lane; ++j) {
+      acc[i][j] = s[(i * tile_per_lane + j) * be_block_threads];
+    }
+  }
+  return static_cast<std::int32_t>(steps) * be_k_step;
+}
+
+// Block-uniform: keeps the partial sums of the K-steps before k0, when the launch allows it
+// and this attempt added any.
+__device__ inline void save_tile(be_block& blk, const float (&acc)[tile_per_lane][tile_per_lane],
+                                 std::int32_t k_first, std::int32_t k0) {
+  if (k0 == k_first || !blk.can_checkpoint()) return;
+  float* s = blk.saved_state() + threadIdx.x;
+#pragma unroll
+  for (int i = 0; i < tile_per_lane; ++i) {
+#pragma unroll
+    for (int j = 0; j < tile_per_lane; ++j)
+      s[(i * tile_per_lane + j) * be_block_threads] = acc[i][j];
+  }
+  blk.checkpoint(static_cast<std::uint32_t>(k0 / be_k_step));
+}
+
 }  // namespace detail
 
 __device__ inline void gemm_block(const gemm_args& args, be_block& blk) {
@@ -65,9 +98,13 @@ __device__ inline void gemm_block(const gemm_args& args, be_block& blk) {
   const int col_lane = t % tile_lanes;
 
   float acc[tile_per_lane][tile_per_lane] = {};
-  for (std::int32_t k0 = 0; k0 < args.k; k0 += be_k_step) {
-    if (blk.preempted()) return;  // nothing written yet
-      // A: 64 rows x 16 k, consecutive threads read consecutive k of a row.
+  const std::int32_t k_first = restore_tile(blk, acc);
+  for (std::int32_t k0 = k_first; k0 < args.k; k0 += be_k_step) {
+    if (blk.preempted()) {
+      save_tile(blk, acc, k_first, k0);
+      return;  // no output written yet
+    }
+    // A: 64 rows x 16 k, consecutive threads read consecutive k of a row.
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
       const int e = t + be_block_threads * i;
@@ -136,8 +173,12 @@ __device__ inline void conv2d_block(const conv2d_args& args, be_block& blk) {
   const float* in_image = args.input + std::int64_t{image} * sh.c * sh.h * sh.w;
 
   float acc[tile_per_lane][tile_per_lane] = {};
-  for (std::int32_t k0 = 0; k0 < crs; k0 += be_k_step) {
-    if (blk.preempted()) return;  // nothing written yet
+  const std::int32_t k_first = restore_tile(blk, acc);
+  for (std::int32_t k0 = k_first; k0 < crs; k0 += be_k_step) {
+    if (blk.preempted()) {
+      save_tile(blk, acc, k_first, k0);
+      return;  // no output written yet
+    }
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
       const int kk = a_kk + 4 * i;

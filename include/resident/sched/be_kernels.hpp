@@ -26,6 +26,8 @@ namespace resident::sched {
 /// thread, reduced be_k_step at a time through shared memory.
 inline constexpr std::int32_t be_tile = 64;
 inline constexpr std::int32_t be_k_step = 16;
+/// Floats of partial state a GEMM-shaped block checkpoints (be_launch_view::saved_floats).
+inline constexpr std::int32_t be_tile_state_floats = be_tile * be_tile;
 /// Elements a block of bias_act, maxpool2d or fill handles (outputs, for maxpool2d); also the
 /// columns of one row_sum block. Four per thread.
 inline constexpr std::int32_t be_chunk = be_block_threads * 4;
@@ -130,7 +132,8 @@ struct fill_args {
 // Launch one attempt: grid_blocks(v) blocks of be_block_threads on `s` (nothing when the
 // attempt has no block left). invalid_argument when the arguments are invalid, v.blocks is not
 // the kernel's block count, v.done is null, v.attempt is 0 or v.first_block is negative;
-// cuda_error when the launch fails.
+// invalid_argument also when v.saved is set without v.progress, or with fewer than
+// be_tile_state_floats floats per block for gemm and conv2d; cuda_error when the launch fails.
 
 void launch_gemm(cudaStream_t s, const be_launch_view& v, const gemm_args& a);
 void launch_conv2d(cudaStream_t s, const be_launch_view& v, const conv2d_args& a);
@@ -144,6 +147,9 @@ struct be_call {
   std::string name;       // e.g. "mlp.fc1.gemm"
   std::int32_t blocks{};  // logical blocks
   bool idempotent{};
+  /// Checkpoint floats per logical block (be_launch_view::saved_floats): be_tile_state_floats
+  /// for gemm and conv2d, 0 for kernels whose blocks are too short to need one.
+  std::int32_t saved_floats{};
   std::function<void(cudaStream_t, const be_launch_view&)> launch;  // launches attempt v
 };
 

@@ -7,6 +7,7 @@
 //     if (!blk.begin()) return;                 // skipped or preempted: nothing written
 //     for (int t = 0; t < tiles; ++t) {
 //       if (blk.preempted()) return;           // block-uniform; still nothing written
+//                                              // (or checkpoint first: see checkpoint())
 //       ... accumulate in registers / shared memory ...
 //     }
 //     ... write outputs ...
@@ -87,6 +88,32 @@ class be_block {
     __syncthreads();
     if (stop) _stopped = true;
     return stop;
+  }
+
+  /// Whether a block that stops part-way may checkpoint its partial state (the launch gave a
+  /// `saved` area).
+  [[nodiscard]] __device__ bool can_checkpoint() const { return _v.saved != nullptr; }
+
+  /// K-steps an earlier attempt of this logical block checkpointed (0: none, or no `saved`
+  /// area). Read after begin() returned true; the same value in every thread.
+  [[nodiscard]] __device__ std::uint32_t saved_steps() const {
+    return _v.saved == nullptr ? 0U : load(_v.progress + _index);
+  }
+
+  /// This block's checkpoint area: `saved_floats` floats (only when can_checkpoint()).
+  [[nodiscard]] __device__ float* saved_state() const {
+    return _v.saved + static_cast<std::int64_t>(_index) * _v.saved_floats;
+  }
+
+  /// Block-uniform, after every thread stored its part of the state in saved_state(): the
+  /// checkpoint now covers `steps` K-steps. The caller then returns (it stopped).
+  __device__ void checkpoint(std::uint32_t steps) {
+    __syncthreads();  // every thread's part is stored before the record
+    if (threadIdx.x == 0) {
+      __threadfence();
+      store(_v.progress + _index, steps);
+      if (_v.saves != nullptr) atomicAdd(_v.saves, 1U);
+    }
   }
 
   /// After every output write of the block: records the block as committed by this attempt.

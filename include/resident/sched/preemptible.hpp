@@ -50,9 +50,22 @@ struct be_launch_view {
   /// Blocks that returned because of the preempt word (any attempt). Null: not counted.
   /// Device memory, for the reason above: hundreds of blocks leave at once.
   std::uint32_t* exits{nullptr};
-  std::uint32_t attempt{1};     // 1 on the first submission, +1 on every resume
-  std::int32_t first_block{0};  // grid block 0 runs logical block first_block
-  std::int32_t blocks{0};       // logical blocks of the launch (its full grid)
+  /// Checkpoints (GEMM-shaped kernels): `saved_floats` floats per logical block of device
+  /// memory, or null. A block the word stops part-way through its reduction stores its partial
+  /// accumulators there and the K-steps they cover in `progress`; a later attempt of the same
+  /// logical block loads them and goes on from that step. The outputs are still written only
+  /// at the commit, so a checkpoint never makes a block visible twice, and a preempted block
+  /// loses at most the step it was in. Null: a stopped block starts over.
+  float* saved{nullptr};
+  /// One word per logical block (device memory, zero before the first attempt): K-steps held
+  /// in `saved` (0: none). Required with `saved`.
+  std::uint32_t* progress{nullptr};
+  /// Checkpoints written (any attempt). Null: not counted.
+  std::uint32_t* saves{nullptr};
+  std::int32_t saved_floats{0};  // floats of state per logical block in `saved`
+  std::uint32_t attempt{1};      // 1 on the first submission, +1 on every resume
+  std::int32_t first_block{0};   // grid block 0 runs logical block first_block
+  std::int32_t blocks{0};        // logical blocks of the launch (its full grid)
   /// 1: a block whose done word is already set returns at once (exact resume of a
   /// non-idempotent launch: the done words are the skip set). 0: only first_block skips
   /// (idempotent launches, cheaper: no extra load per block). A first attempt has nothing done

@@ -79,6 +79,11 @@ struct be_runner_options {
   /// per block: the done words live in device memory). false: they only start at the first
   /// unfinished block and re-run the done blocks after it, as be_queue allows.
   bool exact_resume_always{true};
+  /// Blocks of calls with a checkpoint size (be_call::saved_floats: gemm, conv2d) that the word
+  /// stops part-way keep their partial sums in device memory, and the resumed attempt goes on
+  /// from them: a preemption wastes at most one K-step per block instead of every block in
+  /// flight. Costs 2 x blocks x saved_floats floats of device memory per such call.
+  bool checkpoint{true};
   /// Spatial preemption (be_launch_view::rt_sms): device bitmap of the SMs real-time work runs
   /// on, or null. When set, a raised word clears only those SMs: the runner keeps submitting,
   /// with one launch in flight, and resubmits a launch's stopped blocks at once (they land
@@ -99,6 +104,7 @@ struct be_runner_stats {
   std::uint64_t blocks_completed{};
   std::uint64_t blocks_rerun{};  // idempotent blocks run again on a resume
   std::uint64_t early_exits{};   // blocks that returned because of the word
+  std::uint64_t checkpoints{};   // of those, blocks that kept their partial sums
   /// Commits of a non-idempotent block that had already committed (0: every resume was
   /// exact), counted on the device.
   std::uint64_t repeated_commits{};
@@ -166,6 +172,10 @@ class be_runner {
   be_queue _queue;
   std::vector<std::size_t> _offsets;  // per call: first record word
   std::size_t _record_words{};
+  std::vector<std::size_t> _saved_offsets;  // per call: first float of its checkpoints
+  std::size_t _saved_per_parity{};          // floats
+  device_buffer _saved;                     // 2 parities of checkpoints (empty: none)
+  device_buffer _progress;                  // the record layout: K-steps checkpointed
   /// 2 parities x all calls' blocks, in device memory: thousands of commits a launch as posted
   /// writes across PCIe would queue the real-time loop's own PCIe reads behind them. The
   /// runner copies a launch's words back when it retires it.
@@ -174,7 +184,7 @@ class be_runner {
   std::unique_ptr<stream> _copy;  // created by prepare(), in the thread's context
   device_buffer _runs;            // the same layout, device atomics
   /// Device words: [0] halt (be_launch_view::halt of this stream), [1] exits, [2] repeats,
-  /// [3] the work counter of spatial launches.
+  /// [3] the work counter of spatial launches, [4] checkpoints.
   device_buffer _words;
   std::vector<event> _events;  // created by prepare()
   std::shared_ptr<void> _scope;
