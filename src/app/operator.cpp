@@ -117,8 +117,8 @@ Operator::~Operator() = default;
 // ------------------------------------------------------------------------------
 
 CaptureContext::CaptureContext(const Operator& op, cudaStream_t stream, loop_state* loop,
-                               bool capturing) noexcept
-    : _op(op), _stream(stream), _loop(loop), _capturing(capturing) {}
+                               bool capturing, bool programmatic) noexcept
+    : _op(op), _stream(stream), _loop(loop), _capturing(capturing), _programmatic(programmatic) {}
 
 const std::string& CaptureContext::operator_name() const noexcept { return _op.name(); }
 

@@ -20,10 +20,10 @@ direct_submission::direct_submission(Application& app)
   _order = p.body_order;
 }
 
-void direct_submission::compute_all(stream_view s, bool capturing) {
+void direct_submission::compute_all(stream_view s, bool capturing, bool programmatic) {
   for (Operator* op : _order) {
     try {
-      CaptureContext ctx(*op, s.get(), nullptr, capturing);
+      CaptureContext ctx(*op, s.get(), nullptr, capturing, programmatic);
       op->compute(ctx);
     } catch (const std::exception& e) {
       throw execution_error("operator '" + op->name() + "' compute() failed in direct " +
@@ -45,8 +45,10 @@ void direct_submission::submit_operator(std::size_t index, stream_view s) {
   }
 }
 
-graph direct_submission::capture(stream_view s) {
-  return capture_graph(s, [this](stream_view cs) { compute_all(cs, true); });
+graph direct_submission::capture(stream_view s, launch_edges edges) {
+  const bool programmatic = edges == launch_edges::programmatic;
+  return capture_graph(
+      s, [this, programmatic](stream_view cs) { compute_all(cs, true, programmatic); });
 }
 
 }  // namespace resident

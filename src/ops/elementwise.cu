@@ -1,5 +1,6 @@
 #include <string>
 
+#include "ops/launch.cuh"
 #include "resident/app/error.hpp"
 #include "resident/cuda/error.hpp"
 #include "resident/ops/vector_ops.hpp"
@@ -17,6 +18,7 @@ int blocks_for(std::int64_t n) {
 
 __global__ void affine_kernel(const float* __restrict__ in, float* __restrict__ out, std::int64_t n,
                               float scale, float offset) {
+  detail::begin_dependent_kernel();
   for (std::int64_t i = blockIdx.x * std::int64_t{blockDim.x} + threadIdx.x; i < n;
        i += std::int64_t{gridDim.x} * blockDim.x) {
     out[i] = fmaf(scale, in[i], offset);
@@ -25,6 +27,7 @@ __global__ void affine_kernel(const float* __restrict__ in, float* __restrict__ 
 
 __global__ void square_kernel(const float* __restrict__ in, float* __restrict__ out,
                               std::int64_t n) {
+  detail::begin_dependent_kernel();
   for (std::int64_t i = blockIdx.x * std::int64_t{blockDim.x} + threadIdx.x; i < n;
        i += std::int64_t{gridDim.x} * blockDim.x) {
     const float x = in[i];
@@ -33,6 +36,7 @@ __global__ void square_kernel(const float* __restrict__ in, float* __restrict__ 
 }
 
 __global__ void copy_kernel(const float* __restrict__ in, float* __restrict__ out, std::int64_t n) {
+  detail::begin_dependent_kernel();
   for (std::int64_t i = blockIdx.x * std::int64_t{blockDim.x} + threadIdx.x; i < n;
        i += std::int64_t{gridDim.x} * blockDim.x) {
     out[i] = in[i];
@@ -56,19 +60,19 @@ void check_positive(const OperatorSpec& spec, std::int64_t elements) {
 namespace detail {
 
 void launch_affine(const float* in, float* out, std::int64_t n, float scale, float offset,
-                   cudaStream_t s) {
-  affine_kernel<<<blocks_for(n), threads, 0, s>>>(in, out, n, scale, offset);
-  RESIDENT_CUDA_CHECK_LAUNCH("affine_kernel");
+                   cudaStream_t s, bool programmatic) {
+  launch_kernel("affine_kernel", affine_kernel, dim3(blocks_for(n)), dim3(threads), s, programmatic,
+                in, out, n, scale, offset);
 }
 
-void launch_square(const float* in, float* out, std::int64_t n, cudaStream_t s) {
-  square_kernel<<<blocks_for(n), threads, 0, s>>>(in, out, n);
-  RESIDENT_CUDA_CHECK_LAUNCH("square_kernel");
+void launch_square(const float* in, float* out, std::int64_t n, cudaStream_t s, bool programmatic) {
+  launch_kernel("square_kernel", square_kernel, dim3(blocks_for(n)), dim3(threads), s, programmatic,
+                in, out, n);
 }
 
-void launch_copy(const float* in, float* out, std::int64_t n, cudaStream_t s) {
-  copy_kernel<<<blocks_for(n), threads, 0, s>>>(in, out, n);
-  RESIDENT_CUDA_CHECK_LAUNCH("copy_kernel");
+void launch_copy(const float* in, float* out, std::int64_t n, cudaStream_t s, bool programmatic) {
+  launch_kernel("copy_kernel", copy_kernel, dim3(blocks_for(n)), dim3(threads), s, programmatic, in,
+                out, n);
 }
 
 // Same grid as the launches above, so a retargeted node matches what a fresh capture would hold.
@@ -102,7 +106,7 @@ void copy::setup(OperatorSpec& spec) {
 void copy::compute(CaptureContext& ctx) {
   if (_kernel) {
     detail::launch_copy(ctx.device_memory<const float>("in"), ctx.device_memory<float>("out"),
-                        _elements, ctx.stream());
+                        _elements, ctx.stream(), ctx.programmatic_launch());
     return;
   }
   RESIDENT_CUDA_TRY(cudaMemcpyAsync(ctx.device_memory<float>("out"),
@@ -122,7 +126,7 @@ void affine::setup(OperatorSpec& spec) {
 
 void affine::compute(CaptureContext& ctx) {
   detail::launch_affine(ctx.device_memory<const float>("in"), ctx.device_memory<float>("out"),
-                        _elements, _scale, _offset, ctx.stream());
+                        _elements, _scale, _offset, ctx.stream(), ctx.programmatic_launch());
 }
 
 void square::setup(OperatorSpec& spec) {
@@ -135,7 +139,7 @@ void square::setup(OperatorSpec& spec) {
 
 void square::compute(CaptureContext& ctx) {
   detail::launch_square(ctx.device_memory<const float>("in"), ctx.device_memory<float>("out"),
-                        _elements, ctx.stream());
+                        _elements, ctx.stream(), ctx.programmatic_launch());
 }
 
 void sum_reduce::setup(OperatorSpec& spec) {
@@ -147,7 +151,7 @@ void sum_reduce::setup(OperatorSpec& spec) {
 
 void sum_reduce::compute(CaptureContext& ctx) {
   detail::launch_sum_reduce(ctx.device_memory<const float>("in"), ctx.device_memory<float>("out"),
-                            _elements, ctx.stream());
+                            _elements, ctx.stream(), ctx.programmatic_launch());
 }
 
 }  // namespace resident::ops

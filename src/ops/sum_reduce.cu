@@ -3,6 +3,7 @@
 
 #include <cub/block/block_reduce.cuh>
 
+#include "ops/launch.cuh"
 #include "resident/cuda/error.hpp"
 #include "resident/ops/vector_ops.hpp"
 
@@ -14,6 +15,7 @@ constexpr int reduce_threads = 512;
 
 __global__ void __launch_bounds__(reduce_threads)
     sum_reduce_kernel(const float* __restrict__ in, float* __restrict__ out, std::int64_t n) {
+  begin_dependent_kernel();
   using block_reduce = cub::BlockReduce<double, reduce_threads>;
   __shared__ typename block_reduce::TempStorage temp;
   double partial = 0.0;
@@ -39,9 +41,10 @@ __global__ void __launch_bounds__(reduce_threads)
 
 }  // namespace
 
-void launch_sum_reduce(const float* in, float* out, std::int64_t n, cudaStream_t s) {
-  sum_reduce_kernel<<<1, reduce_threads, 0, s>>>(in, out, n);
-  RESIDENT_CUDA_CHECK_LAUNCH("sum_reduce_kernel");
+void launch_sum_reduce(const float* in, float* out, std::int64_t n, cudaStream_t s,
+                       bool programmatic) {
+  launch_kernel("sum_reduce_kernel", sum_reduce_kernel, dim3(1), dim3(reduce_threads), s,
+                programmatic, in, out, n);
 }
 
 void launch_masked_sum_reduce(const float* in, float* out, std::int64_t n,

@@ -26,6 +26,7 @@ TEST(lab_settings, defaults_match_the_lab) {
   EXPECT_EQ(s.elements, 4096);
   EXPECT_EQ(s.warmup, 20);
   EXPECT_EQ(s.iterations, 1000);
+  EXPECT_EQ(s.graph_edges, "programmatic");
   EXPECT_EQ(s.modes_in_order(), (std::vector<std::string>{"eager", "stream", "graph"}));
   s.make_quick();
   EXPECT_EQ(error_of(s), "");
@@ -62,6 +63,8 @@ TEST(lab_settings, bad_flags_are_clear_errors) {
   EXPECT_THAT(with([](lab_settings& s) { s.repeats = 0; }), HasSubstr("--repeats"));
   EXPECT_THAT(with([](lab_settings& s) { s.buckets = "4,2"; }), HasSubstr("strictly increasing"));
   EXPECT_THAT(with([](lab_settings& s) { s.update_trials = 0; }), HasSubstr("--update-trials"));
+  EXPECT_THAT(with([](lab_settings& s) { s.graph_edges = "fast"; }),
+              HasSubstr("--graph-edges must be programmatic or full, got 'fast'"));
 }
 
 nlohmann::json mode(const std::string& impl, const std::string& m, double host, double e2e,

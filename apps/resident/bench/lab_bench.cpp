@@ -66,6 +66,10 @@ void lab_settings::validate() const {
   if (copy != "memcpy" && copy != "kernel") {
     throw std::invalid_argument("--copy must be memcpy or kernel, got '" + copy + "'");
   }
+  if (graph_edges != "programmatic" && graph_edges != "full") {
+    throw std::invalid_argument("--graph-edges must be programmatic or full, got '" + graph_edges +
+                                "'");
+  }
   if (!(settle_ms >= 0)) throw std::invalid_argument("--settle-ms must not be negative");
   if (elements <= 0) throw std::invalid_argument("--elements must be positive");
   if (elements > (std::int64_t{1} << 28)) {
@@ -189,11 +193,20 @@ nlohmann::json run_lab_mode(const std::string& mode, const lab_settings& s, int 
                                                             "cudaMemcpyAsync (a memcpy node in "
                                                             "graph mode)"})}};
 
+  const auto edges_of = [](const std::string& name) {
+    return name == "full" ? launch_edges::full : launch_edges::programmatic;
+  };
   std::unique_ptr<graph_exec> exec;
   if (mode == "graph") {
+    r["graph_edges"] = s.graph_edges;
+    r["notes"].push_back(s.graph_edges == "programmatic"
+                             ? "kernel nodes depend on each other through programmatic edges "
+                               "(programmatic dependent launch): each is scheduled while its "
+                               "predecessor runs and waits on the device for its data"
+                             : "kernel nodes depend on each other through full edges");
     sync(st);
     std::int64_t t = now_ns();
-    graph g = sub.capture(st);
+    graph g = sub.capture(st, edges_of(s.graph_edges));
     const double capture_us = us_since(t);
     t = now_ns();
     exec = std::make_unique<graph_exec>(g.get());
@@ -230,26 +243,50 @@ nlohmann::json run_lab_mode(const std::string& mode, const lab_settings& s, int 
   stop.record(st);
   sync(st);
 
-  std::vector<double> host_us, device_us, e2e_us;
-  for (std::int64_t rep = 0; rep < s.repeats; ++rep) {
-    start.record(st);
-    const std::int64_t t0 = now_ns();
-    for (std::int64_t i = 0; i < s.iterations; ++i) submit();
-    const std::int64_t t1 = now_ns();
-    stop.record(st);
-    sync(st);  // the final, scoped synchronize: this mode's stream only
-    const std::int64_t t2 = now_ns();
-    const double iters = static_cast<double>(s.iterations);
-    host_us.push_back(static_cast<double>(t1 - t0) / 1e3 / iters);
-    e2e_us.push_back(static_cast<double>(t2 - t0) / 1e3 / iters);
-    device_us.push_back(static_cast<double>(event::elapsed_ms(start, stop)) * 1e3 / iters);
+  struct timings {
+    std::vector<double> host_us, device_us, e2e_us;
+  };
+  const auto time_runs = [&](const std::function<void()>& one) {
+    timings t;
+    for (std::int64_t rep = 0; rep < s.repeats; ++rep) {
+      start.record(st);
+      const std::int64_t t0 = now_ns();
+      for (std::int64_t i = 0; i < s.iterations; ++i) one();
+      const std::int64_t t1 = now_ns();
+      stop.record(st);
+      sync(st);  // the final, scoped synchronize: this mode's stream only
+      const std::int64_t t2 = now_ns();
+      const double iters = static_cast<double>(s.iterations);
+      t.host_us.push_back(static_cast<double>(t1 - t0) / 1e3 / iters);
+      t.e2e_us.push_back(static_cast<double>(t2 - t0) / 1e3 / iters);
+      t.device_us.push_back(static_cast<double>(event::elapsed_ms(start, stop)) * 1e3 / iters);
+    }
+    return t;
+  };
+  const timings main_runs = time_runs(submit);
+  r["host_submit_us"] = median(main_runs.host_us);
+  r["device_us"] = median(main_runs.device_us);
+  r["end_to_end_us"] = median(main_runs.e2e_us);
+  r["host_submit_us_runs"] = main_runs.host_us;
+  r["device_us_runs"] = main_runs.device_us;
+  r["end_to_end_us_runs"] = main_runs.e2e_us;
+  if (exec) {
+    // The same pipeline captured with the other kind of edges, timed the same way right after:
+    // what programmatic dependent launch buys (or costs) on this device.
+    const std::string other = s.graph_edges == "full" ? "programmatic" : "full";
+    graph g = sub.capture(st, edges_of(other));
+    graph_exec other_exec(g.get());
+    for (std::int64_t i = 0; i < s.warmup; ++i) other_exec.launch(st);
+    buf.restore(st);
+    other_exec.launch(st);
+    const double other_result = buf.read_result(st);
+    const timings t = time_runs([&] { other_exec.launch(st); });
+    r["other_edges"] = {{"graph_edges", other},
+                        {"host_submit_us", median(t.host_us)},
+                        {"device_us", median(t.device_us)},
+                        {"end_to_end_us", median(t.e2e_us)},
+                        {"relative_error", relative_error(other_result, buf.reference())}};
   }
-  r["host_submit_us"] = median(host_us);
-  r["device_us"] = median(device_us);
-  r["end_to_end_us"] = median(e2e_us);
-  r["host_submit_us_runs"] = host_us;
-  r["device_us_runs"] = device_us;
-  r["end_to_end_us_runs"] = e2e_us;
 
   // Where host submission goes: each operator submitted alone, and an empty kernel, the floor
   // of any launch on this machine. Measured after the timed runs, so they cannot disturb them.
@@ -788,6 +825,8 @@ measure::receipt run_lab_bench(const lab_settings& s, std::ostream& log) {
                       {"bucket_counts", s.bucket_counts},
                       {"bucket_replays", s.bucket_replays},
                       {"update_trials", s.update_trials},
+                      {"copy", s.copy},
+                      {"graph_edges", s.graph_edges},
                       {"statistic", "median over repeats of per-iteration means"}};
   receipt.settings["settle_ms"] = s.settle_ms;
   settle(s);

@@ -33,6 +33,9 @@ struct lab_settings {
   std::int64_t repeats{5};     // timed runs per mode; the receipt gives their median
   double settle_ms{200};       // the pipeline runs untimed this long before the first mode
   std::string copy{"memcpy"};  // how the copy step copies: memcpy (node) or kernel
+  /// Edges between the kernels of the graph mode: programmatic (programmatic dependent launch,
+  /// sm_90) or full. The receipt also times the other kind, captured from the same pipeline.
+  std::string graph_edges{"programmatic"};
   std::string buckets{"1,2,4,8,16"};
   std::int64_t bucket_counts{17};     // correctness for every request count 1..bucket_counts
   std::int64_t bucket_replays{1000};  // timed replays per bucket

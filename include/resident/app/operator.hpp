@@ -27,8 +27,8 @@ class Operator;
 /// What compute() sees: the stream to enqueue on, the port memory and the loop state.
 class CaptureContext {
  public:
-  CaptureContext(const Operator& op, cudaStream_t stream, loop_state* loop,
-                 bool capturing) noexcept;
+  CaptureContext(const Operator& op, cudaStream_t stream, loop_state* loop, bool capturing,
+                 bool programmatic = false) noexcept;
 
   [[nodiscard]] cudaStream_t stream() const noexcept { return _stream; }
   /// Device pointer of a port (input or output) by name; throws naming the operator and port.
@@ -44,6 +44,13 @@ class CaptureContext {
   [[nodiscard]] loop_state* loop() const noexcept { return _loop; }
   /// False in eager mode, where compute() runs every iteration instead of being captured.
   [[nodiscard]] bool capturing() const noexcept { return _capturing; }
+  /// True when the caller asked for programmatic dependent launch (sm_90): an operator may then
+  /// launch its kernels with cudaLaunchAttributeProgrammaticStreamSerialization, provided each
+  /// such kernel waits (cudaGridDependencySynchronize) before it reads or writes any memory the
+  /// previous work on the stream touches. Kernels launched without it, memcpys and library
+  /// calls stay fully ordered. Only direct_submission::capture(s, launch_edges::programmatic)
+  /// sets it; the loop modes do not.
+  [[nodiscard]] bool programmatic_launch() const noexcept { return _programmatic; }
   [[nodiscard]] const std::string& operator_name() const noexcept;
 
  private:
@@ -53,6 +60,7 @@ class CaptureContext {
   cudaStream_t _stream;
   loop_state* _loop;
   bool _capturing;
+  bool _programmatic;
 };
 
 class Operator {

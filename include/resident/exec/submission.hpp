@@ -12,6 +12,13 @@
 
 namespace resident {
 
+/// How the kernels of a captured DAG depend on each other: `full` edges (each waits for the
+/// previous node to finish before it is even scheduled) or `programmatic` ones (operators that
+/// support it launch as programmatic dependents, sm_90: a kernel is scheduled while its
+/// predecessor runs and waits on the device for its data, which takes most of a node's launch
+/// latency off the chain).
+enum class launch_edges { full, programmatic };
+
 class direct_submission {
  public:
   /// Plans and materializes `app` and holds it (no loop may run it meanwhile). An application
@@ -26,13 +33,14 @@ class direct_submission {
   void submit_operator(std::size_t index, stream_view s);
 
   /// Records the same work into one graph by stream capture on `s` (capturing() == true).
-  /// Replays read and write the port buffers as they were bound at capture time.
-  [[nodiscard]] graph capture(stream_view s);
+  /// Replays read and write the port buffers as they were bound at capture time. `edges`:
+  /// see launch_edges (operators see it as CaptureContext::programmatic_launch()).
+  [[nodiscard]] graph capture(stream_view s, launch_edges edges = launch_edges::full);
 
   [[nodiscard]] const std::vector<Operator*>& order() const noexcept { return _order; }
 
  private:
-  void compute_all(stream_view s, bool capturing);
+  void compute_all(stream_view s, bool capturing, bool programmatic = false);
 
   Application& _app;
   Application::run_guard _guard;

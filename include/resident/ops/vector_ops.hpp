@@ -81,11 +81,16 @@ class external_sink final : public Operator {
 };
 
 namespace detail {
+// `programmatic`: launch as a programmatic dependent of the stream's previous kernel (see
+// CaptureContext::programmatic_launch); the kernels wait on the device for their inputs.
 void launch_affine(const float* in, float* out, std::int64_t n, float scale, float offset,
-                   cudaStream_t s);
-void launch_square(const float* in, float* out, std::int64_t n, cudaStream_t s);
-void launch_copy(const float* in, float* out, std::int64_t n, cudaStream_t s);
-void launch_sum_reduce(const float* in, float* out, std::int64_t n, cudaStream_t s);
+                   cudaStream_t s, bool programmatic = false);
+void launch_square(const float* in, float* out, std::int64_t n, cudaStream_t s,
+                   bool programmatic = false);
+void launch_copy(const float* in, float* out, std::int64_t n, cudaStream_t s,
+                 bool programmatic = false);
+void launch_sum_reduce(const float* in, float* out, std::int64_t n, cudaStream_t s,
+                       bool programmatic = false);
 /// Sums in[0, min(*valid, n)): the count is read on the device when the kernel runs, so one
 /// captured launch serves every count up to n (padded slots beyond it never reach the sum).
 void launch_masked_sum_reduce(const float* in, float* out, std::int64_t n,
