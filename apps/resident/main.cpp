@@ -329,6 +329,11 @@ int main(int argc, char** argv) {
       ->add_option("--partition-sms", loops.partition_sms,
                    "SMs per loop (0: the largest equal share for the largest count)")
       ->capture_default_str();
+  loops_cmd
+      ->add_option("--backend", loops.backend,
+                   "SM partitions: green (disjoint SM sets) or mps (SM budgets; needs the MPS "
+                   "daemon)")
+      ->capture_default_str();
   loops_cmd->add_option("--samples", loops.samples, "measured samples per loop")
       ->capture_default_str();
   loops_cmd->add_option("--warmup", loops.warmup, "samples per loop before measuring")

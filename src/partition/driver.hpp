@@ -1,7 +1,7 @@
 #pragma once
-// The CUDA driver calls green contexts need, resolved at run time through the runtime's
-// cudaGetDriverEntryPointByVersion: resident never links libcuda, so every binary still starts
-// (and the GPU tests skip) on machines without a driver.
+// The CUDA driver calls SM partitions need (green contexts and MPS execution affinity), resolved at
+// run time through the runtime's cudaGetDriverEntryPointByVersion: resident never links libcuda, so
+// every binary still starts (and the GPU tests skip) on machines without a driver.
 
 #include <cuda.h>
 
@@ -24,6 +24,14 @@ struct driver_api {
   CUresult (*get_error_string)(CUresult, const char**);
   CUresult (*graph_add_node)(CUgraphNode*, CUgraph, const CUgraphNode*, const CUgraphEdgeData*,
                              size_t, CUgraphNodeParams*);
+  // MPS partitions: contexts with an SM-count execution affinity.
+  CUresult (*device_get_exec_affinity_support)(int*, CUexecAffinityType, CUdevice);
+  CUresult (*ctx_create)(CUcontext*, CUctxCreateParams*, unsigned int, CUdevice);  // v4 (12.5)
+  CUresult (*ctx_destroy)(CUcontext);
+  CUresult (*ctx_push_current)(CUcontext);
+  CUresult (*ctx_pop_current)(CUcontext*);
+  CUresult (*ctx_get_exec_affinity)(CUexecAffinityParam*, CUexecAffinityType);
+  CUresult (*stream_create_with_priority)(CUstream*, unsigned int, int);
 };
 
 /// Resolved once; throws resident::cuda_error naming the symbol that could not be found.
@@ -31,6 +39,20 @@ struct driver_api {
 
 /// Throws partition_error naming `call` and the driver's message.
 void check(CUresult r, const char* call);
+
+/// The driver's handle for a device ordinal, after the runtime has made its primary context
+/// (green contexts retain it; making it once here keeps that cost out of every partition).
+[[nodiscard]] CUdevice device_handle(int ordinal);
+
+/// Pushes a context onto the calling thread's stack for one scope (driver calls that act on the
+/// current context: stream creation, execution-affinity queries).
+class pushed_context {
+ public:
+  explicit pushed_context(CUcontext ctx);
+  pushed_context(const pushed_context&) = delete;
+  pushed_context& operator=(const pushed_context&) = delete;
+  ~pushed_context();  // pops, never throws
+};
 
 }  // namespace resident::partition::detail
 

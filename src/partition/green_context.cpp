@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cassert>
+#include <stdexcept>
 #include <string>
 #include <utility>
 
@@ -10,17 +11,25 @@
 
 namespace resident::partition {
 
-namespace {
-
-CUdevice device_handle(int ordinal) {
-  // The runtime creates the primary context first: green contexts retain it, and creating it
-  // once here keeps that cost out of every green context.
-  RESIDENT_CUDA_TRY(cudaSetDevice(ordinal));
-  RESIDENT_CUDA_TRY(cudaFree(nullptr));
-  CUdevice dev{};
-  RESIDENT_CU_TRY(detail::driver().device_get(&dev, ordinal));
-  return dev;
+std::string_view to_string(partition_backend backend) noexcept {
+  switch (backend) {
+    case partition_backend::green:
+      return "green";
+    case partition_backend::mps:
+      return "mps";
+  }
+  return "unknown";
 }
+
+partition_backend parse_partition_backend(std::string_view name) {
+  if (name == "green") return partition_backend::green;
+  if (name == "mps") return partition_backend::mps;
+  throw std::invalid_argument("unknown partition backend '" + std::string(name) +
+                              "'; backends: green (green contexts: disjoint SM sets), mps (MPS "
+                              "execution affinity: SM budgets, needs the MPS daemon)");
+}
+
+namespace {
 
 CUdevResource device_sms(CUdevice dev) {
   CUdevResource all{};
@@ -50,7 +59,7 @@ bool split_one(const CUdevResource& input, unsigned count, unsigned flags, CUdev
 }  // namespace
 
 sm_resource_info query_sm_resource(int device, bool ignore_coscheduling) {
-  const CUdevResource all = device_sms(device_handle(device));
+  const CUdevResource all = device_sms(detail::device_handle(device));
   sm_resource_info info;
   info.device = device;
   info.sm_count = static_cast<int>(all.sm.smCount);
@@ -75,11 +84,17 @@ sm_resource_info query_sm_resource(int device, bool ignore_coscheduling) {
 
 green_context::green_context(CUgreenCtx ctx, int sm_count, int device, int index)
     : _green(ctx), _sm_count(sm_count), _device(device), _index(index) {
-  RESIDENT_CU_TRY(detail::driver().ctx_from_green_ctx(&_context, _green));
+  const CUresult r = detail::driver().ctx_from_green_ctx(&_context, _green);
+  if (r != CUDA_SUCCESS) release();  // a throwing constructor runs no destructor
+  RESIDENT_CU_TRY(r);
 }
 
+green_context::green_context(int device, int index) noexcept
+    : _backend(partition_backend::mps), _device(device), _index(index) {}
+
 green_context::green_context(green_context&& other) noexcept
-    : _green(std::exchange(other._green, nullptr)),
+    : _backend(other._backend),
+      _green(std::exchange(other._green, nullptr)),
       _context(std::exchange(other._context, nullptr)),
       _sm_count(other._sm_count),
       _device(other._device),
@@ -87,7 +102,8 @@ green_context::green_context(green_context&& other) noexcept
 
 green_context& green_context::operator=(green_context&& other) noexcept {
   if (this != &other) {
-    if (_green != nullptr) (void)detail::driver().green_ctx_destroy(_green);
+    release();
+    _backend = other._backend;
     _green = std::exchange(other._green, nullptr);
     _context = std::exchange(other._context, nullptr);
     _sm_count = other._sm_count;
@@ -97,18 +113,33 @@ green_context& green_context::operator=(green_context&& other) noexcept {
   return *this;
 }
 
-green_context::~green_context() {
+green_context::~green_context() { release(); }
+
+void green_context::release() noexcept {
+  CUresult r = CUDA_SUCCESS;
   if (_green != nullptr) {
-    const CUresult r = detail::driver().green_ctx_destroy(_green);
-    assert(r == CUDA_SUCCESS);
-    (void)r;
+    r = detail::driver().green_ctx_destroy(_green);  // the context view goes with it
+  } else if (_backend == partition_backend::mps && _context != nullptr) {
+    r = detail::driver().ctx_destroy(_context);
   }
+  assert(r == CUDA_SUCCESS);
+  (void)r;
+  _green = nullptr;
+  _context = nullptr;
 }
 
 stream green_context::make_stream(int priority) const {
+  if (_context == nullptr) throw partition_error("make_stream: the partition was moved from");
   CUstream s = nullptr;
-  RESIDENT_CU_TRY(
-      detail::driver().green_ctx_stream_create(&s, _green, CU_STREAM_NON_BLOCKING, priority));
+  if (_backend == partition_backend::green) {
+    RESIDENT_CU_TRY(
+        detail::driver().green_ctx_stream_create(&s, _green, CU_STREAM_NON_BLOCKING, priority));
+  } else {
+    // A stream belongs to the context current when it is made.
+    const detail::pushed_context in_partition(_context);
+    RESIDENT_CU_TRY(
+        detail::driver().stream_create_with_priority(&s, CU_STREAM_NON_BLOCKING, priority));
+  }
   return stream::adopt(reinterpret_cast<cudaStream_t>(s));
 }
 
@@ -129,7 +160,18 @@ green_context::current_scope::~current_scope() {
 std::shared_ptr<partition_set> partition_set::split(const std::vector<int>& sm_counts,
                                                     split_options o) {
   if (sm_counts.empty()) throw partition_error("split: no partition sizes given");
-  const CUdevice dev = device_handle(o.device);
+  for (std::size_t i = 0; i < sm_counts.size(); ++i) {
+    if (sm_counts[i] <= 0) {
+      throw partition_error("split: partition " + std::to_string(i) + " asks for " +
+                            std::to_string(sm_counts[i]) + " SMs");
+    }
+  }
+  return o.backend == partition_backend::mps ? split_mps(sm_counts, o) : split_green(sm_counts, o);
+}
+
+std::shared_ptr<partition_set> partition_set::split_green(const std::vector<int>& sm_counts,
+                                                          const split_options& o) {
+  const CUdevice dev = detail::device_handle(o.device);
   auto set = std::shared_ptr<partition_set>(new partition_set());
   set->_self = set;
   set->_info = query_sm_resource(o.device, o.ignore_coscheduling);
@@ -149,10 +191,6 @@ std::shared_ptr<partition_set> partition_set::split(const std::vector<int>& sm_c
   int given = 0;
   for (std::size_t i = 0; i < sm_counts.size(); ++i) {
     const int count = sm_counts[i];
-    if (count <= 0) {
-      throw partition_error("split: partition " + std::to_string(i) + " asks for " +
-                            std::to_string(count) + " SMs");
-    }
     // Whole groups, and never less than the driver's minimum partition.
     const int wanted = std::max(count, set->_info.min_partition);
     std::size_t take = 0;

@@ -27,10 +27,11 @@ __global__ void sm_probe_kernel(std::uint32_t* mask) {
 
 std::array<std::uint32_t, 8> green_context::sm_mask() const {
   std::array<std::uint32_t, 8> out{};
+  // Runtime calls on the partition's stream are made with the partition current, and the
+  // probe's buffer is made (and freed) there too: an MPS partition is a context of its own.
+  current_scope scope(this);
   device_buffer words(sizeof(out));
   stream s = make_stream();
-  // Runtime calls on the partition's stream are made with the partition current.
-  current_scope scope(this);
   RESIDENT_CUDA_TRY(cudaMemsetAsync(words.data(), 0, words.size(), s.get()));
   sm_probe_kernel<<<static_cast<unsigned>(_sm_count * 8), 32, 0, s.get()>>>(
       words.data_as<std::uint32_t>());

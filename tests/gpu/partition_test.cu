@@ -1,11 +1,18 @@
-// SM partitions (green contexts): what the device offers, how it splits, and that a partitioned
-// loop's kernels (handler, controller, operators, end marker) run only on its partition's SMs.
+// SM partitions: what the device offers, how it splits, and that a partitioned loop's kernels
+// (handler, controller, operators, end marker) run only on its partition's SMs. Green contexts
+// first; then MPS partitions, which skip unless this process can reach an MPS daemon (normal GPU
+// runs have none; scripts/gpu-check starts a private one for them).
 
 #include <gmock/gmock.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
+#include <optional>
 #include <set>
+#include <sstream>
+#include <string>
+#include <utility>
 
 #include "gpu/support.hpp"
 #include "resident/partition/green_context.hpp"
@@ -50,12 +57,13 @@ std::set<int> read_mask(const device_buffer& mask) {
   return sms;
 }
 
-// The SMs a partition's streams reach: many long blocks, so every SM gets some.
+// The SMs a partition's streams reach: many long blocks, so every SM gets some. The mask lives
+// in the partition's own context (an MPS partition is a context of its own).
 std::set<int> discover(const green_context& part) {
+  green_context::current_scope in_partition(&part);
   device_buffer mask(8 * sizeof(std::uint32_t));
   RESIDENT_CUDA_TRY(cudaMemset(mask.data(), 0, mask.size()));
   stream s = part.make_stream();
-  green_context::current_scope in_partition(&part);
   const cudaError_t stale = cudaGetLastError();  // an earlier failure must not be blamed here
   EXPECT_EQ(stale, cudaSuccess) << cudaGetErrorString(stale);
   probe_kernel<<<8 * query_device(0).sm_count, probe_threads, 0, s.get()>>>(
@@ -158,8 +166,7 @@ TEST(partition, a_split_that_does_not_fit_says_why) {
     (void)partition_set::split({64, 64, 64});
     FAIL() << "three 64-SM partitions fit on " << query_device(0).sm_count << " SMs";
   } catch (const partition::partition_error& e) {
-    EXPECT_THAT(std::string(e.what()),
-                ::testing::HasSubstr("(64 SMs) does not fit"));
+    EXPECT_THAT(std::string(e.what()), ::testing::HasSubstr("(64 SMs) does not fit"));
   }
 }
 
@@ -203,6 +210,246 @@ TEST_P(partitioned_loop, every_kernel_stays_on_the_partition_and_results_match) 
 }
 
 INSTANTIATE_TEST_SUITE_P(modes, partitioned_loop, ::testing::ValuesIn(all_execution_modes),
+                         [](const auto& info) {
+                           std::string name(to_string(info.param));
+                           std::replace(name.begin(), name.end(), '-', '_');
+                           return name;
+                         });
+
+// ---- MPS partitions ------------------------------------------------------------------------
+
+#define RESIDENT_REQUIRE_MPS()                                                   \
+  do {                                                                           \
+    RESIDENT_REQUIRE_GPU();                                                      \
+    if (const auto mps = partition::mps_available(0); !mps) {                    \
+      GTEST_SKIP() << "no MPS execution affinity (needs the MPS daemon; normal " \
+                      "GPU runs have none): "                                    \
+                   << mps.reason;                                                \
+    }                                                                            \
+  } while (false)
+
+const partition::split_options on_mps{0, false, partition::partition_backend::mps};
+
+std::vector<int> shared_sms(const std::set<int>& a, const std::set<int>& b) {
+  std::vector<int> both;
+  std::set_intersection(a.begin(), a.end(), b.begin(), b.end(), std::back_inserter(both));
+  return both;
+}
+
+// "0-15,32" for the report.
+std::string ranges(const std::set<int>& sms) {
+  std::ostringstream out;
+  for (auto it = sms.begin(); it != sms.end();) {
+    const int first = *it;
+    int last = first;
+    while (++it != sms.end() && *it == last + 1) ++last;
+    if (first != *sms.begin()) out << ',';
+    out << first;
+    if (last > first) out << '-' << last;
+  }
+  return out.str();
+}
+
+TEST(mps, without_the_daemon_a_split_says_how_to_start_it) {
+  RESIDENT_REQUIRE_GPU();
+  const auto mps = partition::mps_available(0);
+  if (mps) GTEST_SKIP() << "MPS is running here: the refusal cannot be seen";
+  EXPECT_THAT(mps.reason, ::testing::HasSubstr("nvidia-cuda-mps-control -d"));
+  try {
+    (void)partition_set::split({16}, on_mps);
+    FAIL() << "an MPS split succeeded without MPS execution affinity";
+  } catch (const partition::partition_error& e) {
+    EXPECT_THAT(std::string(e.what()), ::testing::HasSubstr("mps backend is not available"));
+    EXPECT_THAT(std::string(e.what()), ::testing::HasSubstr("nvidia-cuda-mps-control -d"));
+  }
+}
+
+TEST(mps, a_partition_runs_on_at_most_its_sm_budget) {
+  RESIDENT_REQUIRE_MPS();
+  const std::vector<int> asked{16, 33};
+  const auto parts = partition_set::split(asked, on_mps);
+  ASSERT_EQ(parts->size(), 2U);
+  EXPECT_EQ(parts->backend(), partition::partition_backend::mps);
+  for (std::size_t i = 0; i < asked.size(); ++i) {
+    const green_context& part = (*parts)[i];
+    EXPECT_EQ(part.backend(), partition::partition_backend::mps);
+    EXPECT_GE(part.sm_count(), asked[i]);
+    const std::set<int> seen = discover(part);
+    int in_mask = 0;
+    for (const std::uint32_t w : part.sm_mask()) in_mask += __builtin_popcount(w);
+    std::printf(
+        "MPS partition: asked %d SMs, granted %d, one probe of many blocks ran on %zu, "
+        "sm_mask() saw %d\n",
+        asked[i], part.sm_count(), seen.size(), in_mask);
+    EXPECT_FALSE(seen.empty());
+    EXPECT_LE(static_cast<int>(seen.size()), part.sm_count());
+    EXPECT_LE(in_mask, part.sm_count());
+  }
+  EXPECT_EQ(
+      parts->remaining_sm_count(),
+      std::max(0, query_device(0).sm_count - (*parts)[0].sm_count() - (*parts)[1].sm_count()));
+}
+
+// dev_out = dev_in + host_in, host_out = dev_in * host_in, inner = dev_in - host_in
+__global__ void combine_kernel(const float* dev_in, const float* host_in, float* dev_out,
+                               float* host_out, float* inner, int n) {
+  const int i = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);
+  if (i >= n) return;
+  dev_out[i] = dev_in[i] + host_in[i];
+  host_out[i] = dev_in[i] * host_in[i];
+  inner[i] = dev_in[i] - host_in[i];
+}
+
+TEST(mps, buffers_of_the_primary_context_work_in_a_partition) {
+  RESIDENT_REQUIRE_MPS();
+  const int n = 1 << 16;
+  const std::size_t bytes = n * sizeof(float);
+  const std::vector<float> a = random_floats(n);
+  const std::vector<float> b = random_floats(n);
+  // Made in the primary context (nothing pushed), as an application's buffers are.
+  device_buffer dev_in(bytes);
+  device_buffer dev_out(bytes);
+  host_mapped_buffer host_in(bytes);
+  host_mapped_buffer host_out(bytes);
+  RESIDENT_CUDA_TRY(cudaMemcpy(dev_in.data(), a.data(), bytes, cudaMemcpyHostToDevice));
+  std::memcpy(host_in.host(), b.data(), bytes);
+
+  const auto parts = partition_set::split({16}, on_mps);
+  const green_context& part = (*parts)[0];
+  std::optional<device_buffer> inner;  // made in the partition, read back from the primary context
+  {
+    green_context::current_scope in_partition(&part);
+    inner.emplace(bytes);
+    stream s = part.make_stream();
+    combine_kernel<<<(n + 255) / 256, 256, 0, s.get()>>>(
+        dev_in.data_as<const float>(), static_cast<const float*>(host_in.device()),
+        dev_out.data_as<float>(), static_cast<float*>(host_out.device()), inner->data_as<float>(),
+        n);
+    RESIDENT_CUDA_CHECK_LAUNCH("combine_kernel");
+    s.synchronize();
+  }
+  std::vector<float> sum(n);
+  std::vector<float> difference(n);
+  RESIDENT_CUDA_TRY(cudaMemcpy(sum.data(), dev_out.data(), bytes, cudaMemcpyDeviceToHost));
+  RESIDENT_CUDA_TRY(cudaMemcpy(difference.data(), inner->data(), bytes, cudaMemcpyDeviceToHost));
+  const auto* product = static_cast<const float*>(host_out.host());
+  int wrong_sum = 0;
+  int wrong_product = 0;
+  int wrong_difference = 0;
+  for (int i = 0; i < n; ++i) {
+    wrong_sum += sum[i] != a[i] + b[i];
+    wrong_product += product[i] != a[i] * b[i];
+    wrong_difference += difference[i] != a[i] - b[i];
+  }
+  EXPECT_EQ(wrong_sum, 0) << "device buffer of the primary context";
+  EXPECT_EQ(wrong_product, 0) << "host-mapped buffer of the primary context";
+  EXPECT_EQ(wrong_difference, 0) << "device buffer of the partition, copied out by the primary";
+  inner.reset();  // freed from the primary context
+}
+
+TEST(mps, two_partitions_report_how_many_sms_they_share) {
+  RESIDENT_REQUIRE_MPS();
+  const int sms = query_device(0).sm_count;
+  for (const auto& [first, second] :
+       {std::pair{16, 16}, std::pair{sms / 2, sms / 2}, std::pair{16, 34}}) {
+    const auto parts = partition_set::split({first, second}, on_mps);
+    const green_context& a = (*parts)[0];
+    const green_context& b = (*parts)[1];
+    // One after the other: where each runs when it has the GPU alone.
+    const std::set<int> alone_a = discover(a);
+    const std::set<int> alone_b = discover(b);
+    // At once: long probes in both, started back to back (each mask in its partition's context).
+    const auto launch = [&](const green_context& part, stream& s) {
+      green_context::current_scope in_partition(&part);
+      device_buffer mask(8 * sizeof(std::uint32_t));
+      RESIDENT_CUDA_TRY(cudaMemsetAsync(mask.data(), 0, mask.size(), s.get()));
+      probe_kernel<<<8 * sms, probe_threads, 0, s.get()>>>(mask.data_as<unsigned>(), 100'000,
+                                                           nullptr, nullptr, 0);
+      RESIDENT_CUDA_CHECK_LAUNCH("probe_kernel");
+      return mask;
+    };
+    const auto collect = [](const green_context& part, stream& s, device_buffer& mask) {
+      green_context::current_scope in_partition(&part);
+      s.synchronize();
+      const device_buffer freed_here = std::move(mask);
+      return read_mask(freed_here);
+    };
+    stream sa = a.make_stream();
+    stream sb = b.make_stream();
+    device_buffer mask_a = launch(a, sa);
+    device_buffer mask_b = launch(b, sb);
+    const std::set<int> together_a = collect(a, sa, mask_a);
+    const std::set<int> together_b = collect(b, sb, mask_b);
+    std::printf(
+        "two MPS partitions asked %d and %d SMs, granted %d and %d: alone they ran on %zu and %zu "
+        "SMs, sharing %zu; at once on %zu and %zu, sharing %zu (device: %d SMs); at once: "
+        "SMs %s and %s\n",
+        first, second, a.sm_count(), b.sm_count(), alone_a.size(), alone_b.size(),
+        shared_sms(alone_a, alone_b).size(), together_a.size(), together_b.size(),
+        shared_sms(together_a, together_b).size(), sms, ranges(together_a).c_str(),
+        ranges(together_b).c_str());
+    EXPECT_LE(static_cast<int>(together_a.size()), a.sm_count());
+    EXPECT_LE(static_cast<int>(together_b.size()), b.sm_count());
+  }
+}
+
+// Measured, not assumed: in a process that is an MPS client, do green partitions keep disjoint
+// SM sets? (Reported only; docs/api.md says what was seen.)
+TEST(mps, green_partitions_in_an_mps_client_report_their_overlap) {
+  RESIDENT_REQUIRE_MPS();
+  const auto parts = partition_set::split({16, 24});
+  const std::set<int> a = discover((*parts)[0]);
+  const std::set<int> b = discover((*parts)[1]);
+  std::printf(
+      "green partitions of %d and %d SMs in an MPS client ran on %zu and %zu SMs, sharing "
+      "%zu: SMs %s and %s\n",
+      (*parts)[0].sm_count(), (*parts)[1].sm_count(), a.size(), b.size(), shared_sms(a, b).size(),
+      ranges(a).c_str(), ranges(b).c_str());
+  EXPECT_FALSE(a.empty());
+  EXPECT_FALSE(b.empty());
+}
+
+class mps_loop : public ::testing::TestWithParam<execution_mode> {};
+
+TEST_P(mps_loop, runs_on_an_mps_partition_and_results_match) {
+  RESIDENT_REQUIRE_MPS();
+  const execution_mode mode = GetParam();
+  const auto parts = partition_set::split({16}, on_mps);
+  const green_context& part = (*parts)[0];
+
+  device_buffer mask(8 * sizeof(std::uint32_t));
+  RESIDENT_CUDA_TRY(cudaMemset(mask.data(), 0, mask.size()));
+  const std::int64_t n = 1024;
+  probed_app app(n, mask.data_as<unsigned>(), 4 * part.sm_count());
+  run_options options;
+  options.partition = parts->share(0);
+  options.record_sms = true;
+  auto run = run_async(app, mode, options);
+  std::vector<std::vector<float>> samples;
+  for (int i = 0; i < 20; ++i) samples.push_back(random_floats(n));
+  const auto outputs = drive_lockstep(app.mailbox(), samples);
+  const tear_down_report report = run->tear_down();
+  ASSERT_TRUE(report.stopped) << report.error;
+  EXPECT_TRUE(report.error.empty()) << report.error;
+  ASSERT_EQ(outputs.size(), samples.size());
+  for (std::size_t i = 0; i < samples.size(); ++i) {
+    const double want = lab_reference(samples[i]);
+    EXPECT_NEAR(as_float(outputs[i]), want, 1e-5 * std::abs(want)) << "sample " << i;
+  }
+
+  // A budget, not a set: the SMs may change from launch to launch, so the union over the run is
+  // reported, not held to the budget.
+  const std::set<int> body = read_mask(mask);
+  const std::vector<int> framework = run->sms_seen();
+  EXPECT_FALSE(body.empty());
+  EXPECT_FALSE(framework.empty());
+  std::printf(
+      "%s loop on an MPS partition of %d SMs: operator kernels ran on %zu SMs, loop "
+      "kernels on %zu, over 20 samples\n",
+      std::string(to_string(mode)).c_str(), part.sm_count(), body.size(), framework.size());
+}
+
+INSTANTIATE_TEST_SUITE_P(modes, mps_loop, ::testing::ValuesIn(all_execution_modes),
                          [](const auto& info) {
                            std::string name(to_string(info.param));
                            std::replace(name.begin(), name.end(), '-', '_');

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "bench/loops_bench.hpp"
+#include "resident/partition/green_context.hpp"
 
 namespace resident::bench {
 namespace {
@@ -42,6 +43,37 @@ TEST(loops_settings, defaults_follow_the_issue_and_bad_flags_are_clear) {
   EXPECT_THAT(with([](loops_settings& x) { x.rate_hz = 0; }), HasSubstr("--rate"));
   EXPECT_THAT(with([](loops_settings& x) { x.samples = 0; }), HasSubstr("--samples"));
   EXPECT_THAT(with([](loops_settings& x) { x.host_cores = -1; }), HasSubstr("--host-cores"));
+}
+
+TEST(loops_settings, backend_defaults_to_green_and_takes_mps) {
+  loops_settings s;
+  EXPECT_EQ(s.backend, "green");
+  s.backend = "mps";
+  EXPECT_EQ(error_of(s), "");
+  EXPECT_EQ(partition::parse_partition_backend("green"), partition::partition_backend::green);
+  EXPECT_EQ(partition::parse_partition_backend("mps"), partition::partition_backend::mps);
+  EXPECT_EQ(partition::to_string(partition::partition_backend::mps), "mps");
+}
+
+TEST(loops_settings, an_unknown_backend_names_the_flag_the_value_and_the_choices) {
+  loops_settings s;
+  s.backend = "MPS";  // names are lower case
+  const std::string error = error_of(s);
+  EXPECT_THAT(error, HasSubstr("--backend: unknown partition backend 'MPS'"));
+  EXPECT_THAT(error, HasSubstr("green"));
+  EXPECT_THAT(error, HasSubstr("mps"));
+  s.backend = "";
+  EXPECT_THAT(error_of(s), HasSubstr("unknown partition backend ''"));
+}
+
+TEST(loops_partition, mps_budgets_are_equal_even_shares) {
+  EXPECT_EQ(choose_mps_budget(132, 1), 132);
+  EXPECT_EQ(choose_mps_budget(132, 5), 26);   // 26.4
+  EXPECT_EQ(choose_mps_budget(132, 10), 12);  // 13, rounded down to even: MPS would grant 14
+  EXPECT_EQ(choose_mps_budget(132, 20), 6);
+  EXPECT_EQ(choose_mps_budget(132, 64), 2);
+  EXPECT_EQ(choose_mps_budget(3, 2), 1);
+  EXPECT_THROW((void)choose_mps_budget(8, 9), std::invalid_argument);
 }
 
 TEST(loops_partition, picks_the_largest_equal_share_in_whole_groups) {

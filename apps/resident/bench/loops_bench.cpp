@@ -47,6 +47,11 @@ void loops_settings::validate() const {
   }
   (void)parse_workload(workload);
   if (partition_sms < 0) throw std::invalid_argument("--partition-sms must be >= 0 (0: auto)");
+  try {
+    (void)partition::parse_partition_backend(backend);
+  } catch (const std::invalid_argument& e) {
+    throw std::invalid_argument(std::string("--backend: ") + e.what());
+  }
   if (host_cores < 0) throw std::invalid_argument("--host-cores must be >= 0 (0: every free core)");
   if (!(rate_hz > 0.0) || rate_hz > 100000.0) {
     throw std::invalid_argument("--rate must be in (0, 100000] Hz");
@@ -66,6 +71,16 @@ partition_choice choose_partition(int sm_count, int max_count, int min_partition
   throw std::invalid_argument(std::to_string(max_count) + " loops do not fit on " +
                               std::to_string(sm_count) + " SMs: the smallest partition is " +
                               std::to_string(fine_min) + " SMs");
+}
+
+int choose_mps_budget(int sm_count, int max_count) {
+  int each = sm_count / std::max(1, max_count);
+  if (each > 2) each -= each % 2;
+  if (each < 1) {
+    throw std::invalid_argument(std::to_string(max_count) + " loops do not fit on " +
+                                std::to_string(sm_count) + " SMs: each needs an SM budget of 1");
+  }
+  return each;
 }
 
 namespace {
@@ -93,8 +108,24 @@ nlohmann::json run_config(const loops_settings& s, execution_mode mode, int coun
     apps.push_back(std::make_unique<io_app>(s.workload));
     apps.back()->plan();
   }
-  const auto parts =
-      partition::partition_set::split(std::vector<int>(count, pc.sms), {0, pc.ignore_coscheduling});
+  const auto parts = partition::partition_set::split(
+      std::vector<int>(count, pc.sms),
+      {0, pc.ignore_coscheduling, partition::parse_partition_backend(s.backend)});
+  // Where one probe kernel per partition ran: green sets never share SMs; MPS budgets do (on the
+  // H200 every MPS context of a process ran on the lowest-numbered SMs).
+  std::set<int> reached;
+  std::vector<int> reached_each;
+  for (std::size_t i = 0; i < parts->size(); ++i) {
+    const auto mask = (*parts)[i].sm_mask();
+    int n = 0;
+    for (int sm = 0; sm < 256; ++sm) {
+      if ((mask[static_cast<std::size_t>(sm / 32)] >> (sm % 32)) & 1U) {
+        reached.insert(sm);
+        ++n;
+      }
+    }
+    reached_each.push_back(n);
+  }
   // Host-driven loops get a core each while cores last, then share round-robin.
   std::vector<int> loop_cpus;
   if (host_driven) {
@@ -259,6 +290,7 @@ nlohmann::json run_config(const loops_settings& s, execution_mode mode, int coun
     one["dropped"] = counters[li].dropped;
     one["repeated"] = counters[li].repeated;
     one["sms"] = (*parts)[li].sm_count();
+    one["sms_reached_by_probe"] = reached_each[li];
     if (host_driven) one["loop_thread"] = measure::to_json(loop_grants[li]);
     per_loop.push_back(one);
     processed += counters[li].processed;
@@ -277,9 +309,12 @@ nlohmann::json run_config(const loops_settings& s, execution_mode mode, int coun
       to_string(mode), label, contention, measure::summarize(pooled), processed, dropped, repeated);
   r["loops"] = count;
   r["workload_per_loop"] = s.workload;
+  r["backend"] = s.backend;
   r["partition_sms"] = pc.sms;
   r["ignore_coscheduling"] = pc.ignore_coscheduling;
   r["sms_in_use"] = pc.sms * count;
+  // Distinct SMs the partitions' probes reached together: below sms_in_use, partitions share.
+  r["sms_reached_by_probes"] = reached.size();
   r["per_loop"] = per_loop;
   r["wrong_outputs"] = wrong_total;
   r["unobserved"] = unobserved_total;
@@ -298,7 +333,8 @@ nlohmann::json run_config(const loops_settings& s, execution_mode mode, int coun
       worst_loop_p999 = std::max(worst_loop_p999, l["p999_us"].get<double>());
   }
   r["worst_loop_p999_us"] = worst_loop_p999;
-  log << "loops: " << to_string(mode) << " x" << count << " (" << pc.sms << " SMs each): p50 "
+  log << "loops: " << to_string(mode) << " x" << count << " (" << s.backend << ", " << pc.sms
+      << " SMs each, probes reached " << reached.size() << " SMs in all): p50 "
       << r["p50_us"].get<double>() << " us, p99.9 " << r["p999_us"].get<double>() << " us, max "
       << r["max_us"].get<double>() << " us\n";
   return r;
@@ -373,17 +409,40 @@ measure::receipt run_loops_bench(const loops_settings& s, std::ostream& log) {
     log << "loops: could not keep other threads off the sensor and actuator cores\n";
   }
 
-  const auto co = partition::query_sm_resource(0, false);
-  const auto fine = partition::query_sm_resource(0, true);
   const int max_count = *std::max_element(s.counts.begin(), s.counts.end());
   partition_choice pc;
-  if (s.partition_sms > 0) {
-    pc.sms = s.partition_sms;
-    pc.ignore_coscheduling =
-        s.partition_sms % std::max(1, co.alignment) != 0 || s.partition_sms < co.min_partition;
+  nlohmann::json partitions;
+  if (partition::parse_partition_backend(s.backend) == partition::partition_backend::mps) {
+    // Before any loop is built: a missing daemon is one clear error, not one per configuration.
+    if (const auto mps = partition::mps_available(0); !mps) {
+      throw std::runtime_error("bench loops --backend mps: " + mps.reason);
+    }
+    const int sm_count = query_device(0).sm_count;
+    pc.sms = s.partition_sms > 0 ? s.partition_sms : choose_mps_budget(sm_count, max_count);
+    partitions = {{"backend", "mps"},
+                  {"kind",
+                   "SM budgets: one MPS context per loop, limited to partition_sms SMs by "
+                   "execution affinity; a count, not a set: the loops share SMs "
+                   "(sms_reached_by_probes: how many they reached together)"},
+                  {"sm_count", sm_count}};
   } else {
-    pc = choose_partition(co.sm_count, max_count, co.min_partition, co.alignment,
-                          fine.min_partition, fine.alignment);
+    const auto co = partition::query_sm_resource(0, false);
+    const auto fine = partition::query_sm_resource(0, true);
+    if (s.partition_sms > 0) {
+      pc.sms = s.partition_sms;
+      pc.ignore_coscheduling =
+          s.partition_sms % std::max(1, co.alignment) != 0 || s.partition_sms < co.min_partition;
+    } else {
+      pc = choose_partition(co.sm_count, max_count, co.min_partition, co.alignment,
+                            fine.min_partition, fine.alignment);
+    }
+    partitions = {{"backend", "green"},
+                  {"kind", "disjoint SM sets: one green context per loop"},
+                  {"sm_count", co.sm_count},
+                  {"min_partition", co.min_partition},
+                  {"alignment", co.alignment},
+                  {"fine_min_partition", fine.min_partition},
+                  {"fine_alignment", fine.alignment}};
   }
 
   measure::receipt receipt("loops", s.command);
@@ -393,14 +452,10 @@ measure::receipt run_loops_bench(const loops_settings& s, std::ostream& log) {
       {"modes", s.modes},
       {"contention", s.contention},
       {"workload_per_loop", s.workload},
+      {"backend", s.backend},
       {"partition_sms", pc.sms},
       {"ignore_coscheduling", pc.ignore_coscheduling},
-      {"sm_resource",
-       {{"sm_count", co.sm_count},
-        {"min_partition", co.min_partition},
-        {"alignment", co.alignment},
-        {"fine_min_partition", fine.min_partition},
-        {"fine_alignment", fine.alignment}}},
+      {"sm_resource", partitions},
       {"samples_per_loop", s.samples},
       {"warmup", s.warmup},
       {"rate_hz", s.rate_hz},
@@ -426,6 +481,9 @@ measure::receipt run_loops_bench(const loops_settings& s, std::ostream& log) {
 std::string loops_table(const measure::receipt& receipt) {
   std::ostringstream os;
   os << std::fixed << std::setprecision(1);
+  if (receipt.settings.contains("sm_resource")) {
+    os << "partitions: " << receipt.settings["sm_resource"].value("kind", "") << "\n";
+  }
   os << "mode        loops  SMs  contend       n     mean      p50     p99   p99.9      max  "
         "stddev  worst-loop-p99.9  dropped wrong  (us)\n";
   for (const auto& r : receipt.results) {

@@ -1,7 +1,8 @@
 #pragma once
 // resident bench loops: N concurrent loops, each its own application with its own emulated I/O
 // pair and matmul workload, each confined to its own SM partition; `while` against
-// `host-graph` (one host thread per host-driven loop). Per-loop and pooled latency.
+// `host-graph` (one host thread per host-driven loop). Per-loop and pooled latency. Partitions
+// are green contexts (disjoint SM sets) or, with --backend mps, MPS contexts with SM budgets.
 
 #include <cstdint>
 #include <iosfwd>
@@ -17,8 +18,9 @@ struct loops_settings {
   std::vector<std::string> modes{"while", "host-graph"};
   std::vector<std::string> contention{"none"};
   std::string workload{"matmul256x2"};  // per loop; see parse_workload
-  int partition_sms{0};        // SMs per loop; 0: the largest equal share for the largest count
-  std::int64_t samples{5000};  // measured per loop and configuration
+  int partition_sms{0};          // SMs per loop; 0: the largest equal share for the largest count
+  std::string backend{"green"};  // SM partitions: green or mps (partition::partition_backend)
+  std::int64_t samples{5000};    // measured per loop and configuration
   std::int64_t warmup{500};
   double rate_hz{1000.0};  // every sensor; the N sensors are phase-staggered by period / N
   std::uint64_t sleep_ns{0};
@@ -44,6 +46,10 @@ struct partition_choice {
 };
 [[nodiscard]] partition_choice choose_partition(int sm_count, int max_count, int min_partition,
                                                 int alignment, int fine_min, int fine_alignment);
+/// The SM budget per loop for `max_count` MPS partitions on `sm_count` SMs: the largest equal
+/// share, rounded down to an even count (MPS rounds budgets up to its granularity, 2 SMs on the
+/// H200, so odd shares would add up to more than the device).
+[[nodiscard]] int choose_mps_budget(int sm_count, int max_count);
 
 [[nodiscard]] measure::receipt run_loops_bench(const loops_settings& settings, std::ostream& log);
 [[nodiscard]] std::string loops_table(const measure::receipt& receipt);
