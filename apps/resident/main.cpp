@@ -290,6 +290,10 @@ int main(int argc, char** argv) {
   lab_cmd->add_option("--elements", lab.elements, "fp32 values")->capture_default_str();
   lab_cmd->add_option("--settle-ms", lab.settle_ms, "untimed pipeline runs before the first mode")
       ->capture_default_str();
+  lab_cmd
+      ->add_option("--graph-edges", lab.graph_edges,
+                   "graph mode: programmatic (programmatic dependent launch) or full edges")
+      ->capture_default_str();
   lab_cmd->add_option("--copy", lab.copy, "the copy step: memcpy (node) or kernel")
       ->capture_default_str();
   lab_cmd->add_option("--warmup", lab.warmup, "untimed iterations per mode")->capture_default_str();
@@ -374,6 +378,10 @@ int main(int argc, char** argv) {
   reef_cmd->add_option("--be-clients", reef.be_clients, "closed-loop best-effort clients")
       ->capture_default_str();
   reef_cmd->add_option("--be-window", reef.be_window, "BE launches in flight per client")
+      ->capture_default_str();
+  reef_cmd
+      ->add_option("--be-checkpoint", reef.be_checkpoint,
+                   "preempted gemm/conv2d blocks keep their partial sums (on/off)")
       ->capture_default_str();
   reef_cmd->add_option("--rt-batch", reef.rt_batch, "rows of the RT MLP's input")
       ->capture_default_str();

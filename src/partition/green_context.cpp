@@ -171,6 +171,15 @@ std::shared_ptr<partition_set> partition_set::split(const std::vector<int>& sm_c
 
 std::shared_ptr<partition_set> partition_set::split_green(const std::vector<int>& sm_counts,
                                                           const split_options& o) {
+  // Under MPS the driver still makes green contexts, but their SM sets overlap (on the H200 a 16-
+  // and a 24-SM partition both ran on SMs 0-15): refuse rather than hand out partitions that
+  // only look disjoint.
+  if (mps_available(o.device)) {
+    throw partition_error(
+        "split: this process is an MPS client (the MPS daemon is running), and green contexts "
+        "then do not keep disjoint SM sets; use split_options::backend = mps (SM budgets, "
+        "which may share SMs) or run without the daemon");
+  }
   const CUdevice dev = detail::device_handle(o.device);
   auto set = std::shared_ptr<partition_set>(new partition_set());
   set->_self = set;

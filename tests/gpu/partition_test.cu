@@ -393,20 +393,17 @@ TEST(mps, two_partitions_report_how_many_sms_they_share) {
   }
 }
 
-// Measured, not assumed: in a process that is an MPS client, do green partitions keep disjoint
-// SM sets? (Reported only; docs/api.md says what was seen.)
-TEST(mps, green_partitions_in_an_mps_client_report_their_overlap) {
+// In a process that is an MPS client green contexts lose their disjoint SM sets (measured: a 16-
+// and a 24-SM partition both ran on SMs 0-15), so a green split is refused there.
+TEST(mps, a_green_split_in_an_mps_client_is_refused) {
   RESIDENT_REQUIRE_MPS();
-  const auto parts = partition_set::split({16, 24});
-  const std::set<int> a = discover((*parts)[0]);
-  const std::set<int> b = discover((*parts)[1]);
-  std::printf(
-      "green partitions of %d and %d SMs in an MPS client ran on %zu and %zu SMs, sharing "
-      "%zu: SMs %s and %s\n",
-      (*parts)[0].sm_count(), (*parts)[1].sm_count(), a.size(), b.size(), shared_sms(a, b).size(),
-      ranges(a).c_str(), ranges(b).c_str());
-  EXPECT_FALSE(a.empty());
-  EXPECT_FALSE(b.empty());
+  try {
+    (void)partition_set::split({16, 24});
+    FAIL() << "a green split succeeded in an MPS client";
+  } catch (const partition::partition_error& e) {
+    EXPECT_THAT(e.what(), ::testing::HasSubstr("MPS client"));
+    EXPECT_THAT(e.what(), ::testing::HasSubstr("backend = mps"));
+  }
 }
 
 class mps_loop : public ::testing::TestWithParam<execution_mode> {};

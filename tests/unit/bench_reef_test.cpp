@@ -26,6 +26,7 @@ TEST(reef_settings, defaults_run_every_policy_and_bad_flags_are_clear) {
   EXPECT_EQ(error_of(s), "");
   EXPECT_EQ(s.policies, reef_policies());
   EXPECT_EQ(reef_policies().size(), 8U);
+  EXPECT_TRUE(s.be_checkpoint);
   s.make_quick();
   EXPECT_EQ(error_of(s), "");
   auto with = [](auto change) {

@@ -456,6 +456,7 @@ nlohmann::json run_policy(const reef_settings& s, const std::string& policy,
       ro.name = s.be_model + std::to_string(i);
       ro.preemptible = pc.preemptible;
       ro.window = s.be_window;
+      ro.checkpoint = s.be_checkpoint;
       ro.sequential = pc.sequential;
       if (pc.spatial) ro.rt_sms = rt_sms.data_as<std::uint32_t>();
       if (pc.split) {
@@ -771,7 +772,8 @@ measure::receipt run_reef_bench(const reef_settings& s, std::ostream& log) {
                        {{"model", s.be_model},
                         {"clients", s.be_clients},
                         {"gflop_per_inference", be_gflop(s.be_model)},
-                        {"window", s.be_window}}},
+                        {"window", s.be_window},
+                        {"checkpoint", s.be_checkpoint}}},
                       {"split_sms", s.split_sms},
                       {"cpus", {{"sensor", cpus.sensor}, {"actuator", cpus.actuator}}},
                       {"realtime_requested", s.realtime}};
