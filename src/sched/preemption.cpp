@@ -298,6 +298,7 @@ void be_runner::poll_once(bool submit, bool enqueue) {
       v.progress = _progress.data_as<std::uint32_t>() + m.parity * _record_words + _offsets[m.call];
       v.saves = _words.data_as<std::uint32_t>() + 4;
       v.saved_floats = call.saved_floats;
+      v.min_saved_steps = _options.checkpoint_min_steps;
     }
     v.attempt = static_cast<std::uint32_t>(sub->attempt);
     v.first_block = static_cast<std::int32_t>(sub->first_block);

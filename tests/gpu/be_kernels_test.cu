@@ -551,14 +551,54 @@ TEST(be_kernels, a_gemm_cut_mid_reduction_resumes_from_its_checkpoints_bit_exact
   constexpr std::int32_t m = 2048;
   constexpr std::int32_t n = 2048;
   constexpr std::int32_t k = 4096;
-  auto [whole, cut] = twins<gemm_args>(
-      {random_floats(std::size_t{m} * k), random_floats(std::size_t{k} * n)}, std::size_t{m} * n,
-      [](const kernel_case& c) {
-        return gemm_args{c.buffers[0].data_as<float>(), c.buffers[1].data_as<float>(),
-                         c.buffers[2].data_as<float>(), m, n, k};
-      });
+  auto [whole, cut] =
+      twins<gemm_args>({random_floats(std::size_t{m} * k), random_floats(std::size_t{k} * n)},
+                       std::size_t{m} * n, [](const kernel_case& c) {
+                         return gemm_args{c.buffers[0].data_as<float>(),
+                                          c.buffers[1].data_as<float>(),
+                                          c.buffers[2].data_as<float>(),
+                                          m,
+                                          n,
+                                          k};
+                       });
   EXPECT_EQ(cut.call.saved_floats, be_tile_state_floats);
   expect_checkpointed_resume(whole, cut, k / be_k_step);
+}
+
+TEST(be_kernels, blocks_that_added_fewer_steps_than_the_minimum_keep_no_checkpoint) {
+  RESIDENT_REQUIRE_GPU();
+  constexpr std::int32_t m = 2048;
+  constexpr std::int32_t n = 2048;
+  constexpr std::int32_t k = 4096;
+  auto [whole, cut] =
+      twins<gemm_args>({random_floats(std::size_t{m} * k), random_floats(std::size_t{k} * n)},
+                       std::size_t{m} * n, [](const kernel_case& c) {
+                         return gemm_args{c.buffers[0].data_as<float>(),
+                                          c.buffers[1].data_as<float>(),
+                                          c.buffers[2].data_as<float>(),
+                                          m,
+                                          n,
+                                          k};
+                       });
+  stream s;
+  launch_record reference(whole.call.blocks);
+  whole.call.launch(s.get(), reference.view());
+  launch_record rec(cut.call.blocks);
+  const checkpoint_area area(cut.call.blocks);
+  be_launch_view v = area.with(rec.view(1));
+  v.min_saved_steps = k / be_k_step + 1;  // more than any block can add
+  cut.call.launch(s.get(), v);
+  raise_while_running(rec);
+  s.synchronize();
+  (void)expect_committed_or_stopped(rec);
+  EXPECT_EQ(area.saves(), 0U);
+  expect_every(area.progress(), 0, "progress");
+  rec.raise(false);
+  be_launch_view resume = area.with(rec.view(2, 0, true));
+  resume.min_saved_steps = v.min_saved_steps;
+  cut.call.launch(s.get(), resume);
+  s.synchronize();
+  EXPECT_TRUE(download(cut.out()) == download(whole.out()));  // started over, same bits
 }
 
 TEST(be_kernels, a_conv2d_cut_mid_reduction_resumes_from_its_checkpoints_bit_exactly) {

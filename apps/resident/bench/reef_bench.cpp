@@ -457,6 +457,7 @@ nlohmann::json run_policy(const reef_settings& s, const std::string& policy,
       ro.preemptible = pc.preemptible;
       ro.window = s.be_window;
       ro.checkpoint = s.be_checkpoint;
+      ro.checkpoint_min_steps = s.be_checkpoint_min_steps;
       ro.sequential = pc.sequential;
       if (pc.spatial) ro.rt_sms = rt_sms.data_as<std::uint32_t>();
       if (pc.split) {
@@ -679,6 +680,9 @@ void reef_settings::validate() const {
   if (be_window < 1 || be_window > 8) {
     throw std::invalid_argument("bench reef: --be-window must be in 1..8");
   }
+  if (be_checkpoint_min_steps < 1) {
+    throw std::invalid_argument("bench reef: --be-checkpoint-min-steps must be at least 1");
+  }
   if (be_clients < 1 || be_clients > 8) {
     throw std::invalid_argument("bench reef: --be-clients must be in 1..8");
   }
@@ -773,7 +777,8 @@ measure::receipt run_reef_bench(const reef_settings& s, std::ostream& log) {
                         {"clients", s.be_clients},
                         {"gflop_per_inference", be_gflop(s.be_model)},
                         {"window", s.be_window},
-                        {"checkpoint", s.be_checkpoint}}},
+                        {"checkpoint", s.be_checkpoint},
+                        {"checkpoint_min_steps", s.be_checkpoint_min_steps}}},
                       {"split_sms", s.split_sms},
                       {"cpus", {{"sensor", cpus.sensor}, {"actuator", cpus.actuator}}},
                       {"realtime_requested", s.realtime}};

@@ -73,7 +73,7 @@ __device__ inline std::int32_t restore_tile(const be_block& blk,
 // and this attempt added any.
 __device__ inline void save_tile(be_block& blk, const float (&acc)[tile_per_lane][tile_per_lane],
                                  std::int32_t k_first, std::int32_t k0) {
-  if (k0 == k_first || !blk.can_checkpoint()) return;
+  if (!blk.worth_saving(static_cast<std::uint32_t>((k0 - k_first) / be_k_step))) return;
   float* s = blk.saved_state() + threadIdx.x;
 #pragma unroll
   for (int i = 0; i < tile_per_lane; ++i) {

@@ -94,6 +94,11 @@ class be_block {
   /// `saved` area).
   [[nodiscard]] __device__ bool can_checkpoint() const { return _v.saved != nullptr; }
 
+  /// Whether a block that added `steps` K-steps in this attempt should keep them.
+  [[nodiscard]] __device__ bool worth_saving(std::uint32_t steps) const {
+    return _v.saved != nullptr && steps > 0U && steps >= _v.min_saved_steps;
+  }
+
   /// K-steps an earlier attempt of this logical block checkpointed (0: none, or no `saved`
   /// area). Read after begin() returned true; the same value in every thread.
   [[nodiscard]] __device__ std::uint32_t saved_steps() const {

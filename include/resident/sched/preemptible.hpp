@@ -63,9 +63,13 @@ struct be_launch_view {
   /// Checkpoints written (any attempt). Null: not counted.
   std::uint32_t* saves{nullptr};
   std::int32_t saved_floats{0};  // floats of state per logical block in `saved`
-  std::uint32_t attempt{1};      // 1 on the first submission, +1 on every resume
-  std::int32_t first_block{0};   // grid block 0 runs logical block first_block
-  std::int32_t blocks{0};        // logical blocks of the launch (its full grid)
+  /// A stopped block keeps its sums only when this attempt added at least this many K-steps
+  /// (fewer: it leaves at once, dropping them). Trades the work a preemption throws away
+  /// against how long cut blocks take to leave. 0 counts as 1.
+  std::uint32_t min_saved_steps{1};
+  std::uint32_t attempt{1};     // 1 on the first submission, +1 on every resume
+  std::int32_t first_block{0};  // grid block 0 runs logical block first_block
+  std::int32_t blocks{0};       // logical blocks of the launch (its full grid)
   /// 1: a block whose done word is already set returns at once (exact resume of a
   /// non-idempotent launch: the done words are the skip set). 0: only first_block skips
   /// (idempotent launches, cheaper: no extra load per block). A first attempt has nothing done

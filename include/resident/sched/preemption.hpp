@@ -84,6 +84,8 @@ struct be_runner_options {
   /// from them: a preemption wastes at most one K-step per block instead of every block in
   /// flight. Costs 2 x blocks x saved_floats floats of device memory per such call.
   bool checkpoint{true};
+  /// be_launch_view::min_saved_steps of the checkpointed launches.
+  std::uint32_t checkpoint_min_steps{1};
   /// Spatial preemption (be_launch_view::rt_sms): device bitmap of the SMs real-time work runs
   /// on, or null. When set, a raised word clears only those SMs: the runner keeps submitting,
   /// with one launch in flight, and resubmits a launch's stopped blocks at once (they land
