@@ -545,48 +545,40 @@ std::pair<kernel_case, kernel_case> twins(std::vector<std::vector<float>> inputs
   return out;
 }
 
+// 1024 gemm blocks (about two waves) of 256 K-steps each, twice on the same inputs.
+constexpr std::int32_t long_m = 2048;
+constexpr std::int32_t long_n = 2048;
+constexpr std::int32_t long_k = 4096;
+std::pair<kernel_case, kernel_case> long_gemm_twins() {
+  return twins<gemm_args>(
+      {random_floats(std::size_t{long_m} * long_k), random_floats(std::size_t{long_k} * long_n)},
+      std::size_t{long_m} * long_n, [](const kernel_case& c) {
+        return gemm_args{c.buffers[0].data_as<float>(),
+                         c.buffers[1].data_as<float>(),
+                         c.buffers[2].data_as<float>(),
+                         long_m,
+                         long_n,
+                         long_k};
+      });
+}
+
 TEST(be_kernels, a_gemm_cut_mid_reduction_resumes_from_its_checkpoints_bit_exactly) {
   RESIDENT_REQUIRE_GPU();
-  // 1024 blocks (about two waves) of 256 K-steps each.
-  constexpr std::int32_t m = 2048;
-  constexpr std::int32_t n = 2048;
-  constexpr std::int32_t k = 4096;
-  auto [whole, cut] =
-      twins<gemm_args>({random_floats(std::size_t{m} * k), random_floats(std::size_t{k} * n)},
-                       std::size_t{m} * n, [](const kernel_case& c) {
-                         return gemm_args{c.buffers[0].data_as<float>(),
-                                          c.buffers[1].data_as<float>(),
-                                          c.buffers[2].data_as<float>(),
-                                          m,
-                                          n,
-                                          k};
-                       });
+  auto [whole, cut] = long_gemm_twins();
   EXPECT_EQ(cut.call.saved_floats, be_tile_state_floats);
-  expect_checkpointed_resume(whole, cut, k / be_k_step);
+  expect_checkpointed_resume(whole, cut, long_k / be_k_step);
 }
 
 TEST(be_kernels, blocks_that_added_fewer_steps_than_the_minimum_keep_no_checkpoint) {
   RESIDENT_REQUIRE_GPU();
-  constexpr std::int32_t m = 2048;
-  constexpr std::int32_t n = 2048;
-  constexpr std::int32_t k = 4096;
-  auto [whole, cut] =
-      twins<gemm_args>({random_floats(std::size_t{m} * k), random_floats(std::size_t{k} * n)},
-                       std::size_t{m} * n, [](const kernel_case& c) {
-                         return gemm_args{c.buffers[0].data_as<float>(),
-                                          c.buffers[1].data_as<float>(),
-                                          c.buffers[2].data_as<float>(),
-                                          m,
-                                          n,
-                                          k};
-                       });
+  auto [whole, cut] = long_gemm_twins();
   stream s;
   launch_record reference(whole.call.blocks);
   whole.call.launch(s.get(), reference.view());
   launch_record rec(cut.call.blocks);
   const checkpoint_area area(cut.call.blocks);
   be_launch_view v = area.with(rec.view(1));
-  v.min_saved_steps = k / be_k_step + 1;  // more than any block can add
+  v.min_saved_steps = long_k / be_k_step + 1;  // more than any block can add
   cut.call.launch(s.get(), v);
   raise_while_running(rec);
   s.synchronize();
