@@ -297,6 +297,14 @@ std::map<std::string, int> assign_cpus(const std::vector<std::pair<std::string, 
   return out;
 }
 
+bool confine_process(const std::vector<int>& cpus) {
+  if (cpus.empty()) return false;
+  cpu_set_t mask;
+  CPU_ZERO(&mask);
+  for (const int cpu : cpus) CPU_SET(cpu, &mask);
+  return sched_setaffinity(0, sizeof(mask), &mask) == 0;
+}
+
 std::vector<int> remaining_cpus(const std::vector<int>& used) {
   std::vector<int> out;
   for (const int c : allowed_cpus()) {

@@ -9,6 +9,16 @@
 
 namespace resident::bench {
 
+bool wait_for_sample(const run_handle& handle, std::uint64_t seq, std::int64_t timeout_ns) {
+  const std::int64_t deadline = now_ns() + timeout_ns;
+  while (handle.counters().last_seq < seq) {
+    if (now_ns() >= deadline) return false;
+    timespec pause{0, 100'000};
+    nanosleep(&pause, nullptr);
+  }
+  return true;
+}
+
 void wait_until(std::int64_t target_ns) noexcept {
   constexpr std::int64_t spin_ns = 100'000;
   for (;;) {

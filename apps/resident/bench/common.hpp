@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "resident/exec/run_handle.hpp"
 #include "resident/measure/receipt.hpp"
 #include "resident/measure/statistics.hpp"
 
@@ -39,6 +40,11 @@ struct smi_reading {
 
 /// Fills the device and host records of a receipt (device 0).
 void describe_machine(measure::receipt& receipt);
+
+/// Waits (polling every 100 us) until `handle` has processed sample `seq`, or `timeout_ns` went
+/// by; true when it got there. A sample the loop dropped still advances last_seq past it. The
+/// benches go on either way: their counters account for a sample that never came out.
+bool wait_for_sample(const run_handle& handle, std::uint64_t seq, std::int64_t timeout_ns);
 
 /// User + system CPU time of the whole process, in seconds (getrusage).
 [[nodiscard]] double cpu_seconds();

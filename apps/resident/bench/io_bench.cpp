@@ -147,10 +147,7 @@ class io_runner {
     });
     sensor.join();
     const std::uint64_t final_seq = base + total;
-    const auto deadline = std::chrono::steady_clock::now() + 2s;
-    while (handle->counters().last_seq < final_seq && std::chrono::steady_clock::now() < deadline) {
-      std::this_thread::sleep_for(100us);
-    }
+    wait_for_sample(*handle, final_seq, 2'000'000'000);
     std::this_thread::sleep_for(2ms);  // the final output reaches the actuator
     stop = true;
     actuator.join();
@@ -230,13 +227,8 @@ measure::receipt run_io_bench(const io_settings& s, std::ostream& log) {
   // Every other thread this process starts from here on (run supervisors, CUDA's helpers)
   // inherits this mask, so none of them competes with the three pinned threads for a core.
   const std::vector<int> others = measure::remaining_cpus(used);
-  if (!others.empty()) {
-    cpu_set_t mask;
-    CPU_ZERO(&mask);
-    for (const int cpu : others) CPU_SET(cpu, &mask);
-    if (sched_setaffinity(0, sizeof(mask), &mask) != 0) {
-      log << "io: could not keep other threads off the pinned cores\n";
-    }
+  if (!others.empty() && !measure::confine_process(others)) {
+    log << "io: could not keep other threads off the pinned cores\n";
   }
   measure::receipt receipt("io", s.command);
   describe_machine(receipt);

@@ -402,10 +402,7 @@ measure::receipt run_loops_bench(const loops_settings& s, std::ostream& log) {
   if (cpus.others.empty()) throw std::runtime_error("bench loops needs at least 3 cores");
   // Every other thread (supervisors, CUDA's helpers, host loop threads before they pin) stays
   // off the sensor's and actuator's cores.
-  cpu_set_t mask;
-  CPU_ZERO(&mask);
-  for (const int cpu : cpus.others) CPU_SET(cpu, &mask);
-  if (sched_setaffinity(0, sizeof(mask), &mask) != 0) {
+  if (!measure::confine_process(cpus.others)) {
     log << "loops: could not keep other threads off the sensor and actuator cores\n";
   }
 

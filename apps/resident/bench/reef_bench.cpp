@@ -527,10 +527,7 @@ nlohmann::json run_policy(const reef_settings& s, const std::string& policy,
   });
   sensor.join();
   const std::uint64_t final_seq = base + total;
-  const auto deadline = std::chrono::steady_clock::now() + 5s;
-  while (handle->counters().last_seq < final_seq && std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(100us);
-  }
+  wait_for_sample(*handle, final_seq, 5'000'000'000);
   std::this_thread::sleep_for(2ms);
   stop = true;
   actuator.join();
@@ -735,14 +732,9 @@ measure::receipt run_reef_bench(const reef_settings& s, std::ostream& log) {
   const auto roles = measure::assign_cpus({{"sensor", -1}, {"actuator", -1}});
   cpu_roles cpus{roles.at("sensor"), roles.at("actuator")};
   const auto others = measure::remaining_cpus({cpus.sensor, cpus.actuator});
-  if (!others.empty()) {
-    // The BE runner threads and CUDA's helpers stay off the sensor's and actuator's cores.
-    cpu_set_t mask;
-    CPU_ZERO(&mask);
-    for (const int cpu : others) CPU_SET(cpu, &mask);
-    if (sched_setaffinity(0, sizeof(mask), &mask) != 0) {
-      log << "reef: could not keep other threads off the sensor and actuator cores\n";
-    }
+  // The BE runner threads and CUDA's helpers stay off the sensor's and actuator's cores.
+  if (!others.empty() && !measure::confine_process(others)) {
+    log << "reef: could not keep other threads off the sensor and actuator cores\n";
   }
   RESIDENT_CUDA_TRY(cudaSetDevice(0));
   const std::vector<std::int32_t> rt_widths{256, 512, 512, 256};

@@ -64,8 +64,12 @@ __device__ inline void stamp(loop_state* loop, stage at) {
 }
 
 /// Real-time loops (run_options::preempt): raise the preempt word for this iteration, once.
-/// Single thread. The word is device memory, so best-effort blocks see it within an L2 round
-/// trip; the host-mapped mirror is written after it, for a host scheduler.
+/// Single thread, on the path from sensor to actuator. The word is device memory, so
+/// best-effort blocks see it within an L2 round trip. The host-mapped mirror is updated with
+/// relaxed posted writes: a release would put a system-scope fence (a PCIe round trip) on that
+/// path, and nothing needs the order here (a host that sees the count early only stops
+/// submitting early; `last_raise_ns` is informational). Clearing keeps its release: a host
+/// must not resume before the word is down.
 __device__ inline void raise_preempt(loop_state* loop) {
   if (loop->preempt.word == nullptr || loop->preempt_raised != 0U) return;
   loop->preempt_raised = 1U;
@@ -73,7 +77,7 @@ __device__ inline void raise_preempt(loop_state* loop) {
       .store(1U, cuda::memory_order_relaxed);
   if (preempt_mirror* m = loop->preempt.mirror; m != nullptr) {
     store_relaxed_system(m->last_raise_ns, globaltimer_ns());
-    store_release_system(m->raises, ++loop->preempt_raises);
+    store_relaxed_system(m->raises, ++loop->preempt_raises);
   }
 }
 /// Clears what raise_preempt raised (end marker, after the iteration's last DAG node).

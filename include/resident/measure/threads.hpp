@@ -63,6 +63,11 @@ thread_grant configure_current_thread(int cpu, bool realtime, int priority = 50)
 /// The allowed cpus minus `used`, ascending (the cores the contention generator may load).
 [[nodiscard]] std::vector<int> remaining_cpus(const std::vector<int>& used);
 
+/// Restricts the calling process's affinity mask to `cpus`, so every thread it starts from now
+/// on stays off the other cores (benchmarks keep them for their pinned threads). False, with the
+/// mask unchanged, when `cpus` is empty or the kernel refuses.
+[[nodiscard]] bool confine_process(const std::vector<int>& cpus);
+
 /// "0,2,3" (empty: "none"): for messages and descriptions.
 [[nodiscard]] std::string cpu_list_text(const std::vector<int>& cpus);
 

@@ -224,16 +224,29 @@ __device__ inline void conv2d_block(const conv2d_args& args, be_block& blk) {
   blk.commit();
 }
 
-__device__ inline void bias_act_block(const bias_act_args& args, be_block& blk) {
+namespace detail {
+
+// Calls f(e) for each of this thread's elements of the block's chunk (four, strided by the
+// block size) that lies below `count`.
+template <class F>
+__device__ inline void for_chunk_elements(const be_block& blk, std::int64_t count, F&& f) {
   const std::int64_t base = std::int64_t{blk.index()} * be_chunk + threadIdx.x;
 #pragma unroll
-  for (int i = 0; i < 4; ++i) {
+  for (int i = 0; i < be_chunk / be_block_threads; ++i) {
     const std::int64_t e = base + be_block_threads * i;
-    if (e >= args.elements) break;
+    if (e >= count) break;
+    f(e);
+  }
+}
+
+}  // namespace detail
+
+__device__ inline void bias_act_block(const bias_act_args& args, be_block& blk) {
+  detail::for_chunk_elements(blk, args.elements, [&](std::int64_t e) {
     float v = args.x[e] + args.bias[e / args.inner % args.channels];
     if (args.act == activation::relu) v = v > 0.0F ? v : 0.0F;
     args.x[e] = v;
-  }
+  });
   blk.commit();
 }
 
@@ -242,16 +255,12 @@ __device__ inline void maxpool2d_block(const maxpool2d_args& args, be_block& blk
   const std::int32_t ow = args.w / 2;
   const std::int64_t plane = std::int64_t{oh} * ow;
   const std::int64_t outputs = std::int64_t{args.n} * args.c * plane;
-  const std::int64_t base = std::int64_t{blk.index()} * be_chunk + threadIdx.x;
-#pragma unroll
-  for (int i = 0; i < 4; ++i) {
-    const std::int64_t e = base + be_block_threads * i;
-    if (e >= outputs) break;
+  detail::for_chunk_elements(blk, outputs, [&](std::int64_t e) {
     const std::int64_t nc = e / plane;
     const std::int64_t within = e % plane;
     const float* src = args.input + (nc * args.h + within / ow * 2) * args.w + within % ow * 2;
     args.output[e] = fmaxf(fmaxf(src[0], src[1]), fmaxf(src[args.w], src[args.w + 1]));
-  }
+  });
   blk.commit();
 }
 
@@ -276,13 +285,7 @@ __device__ inline void row_sum_block(const row_sum_args& args, be_block& blk) {
 }
 
 __device__ inline void fill_block(const fill_args& args, be_block& blk) {
-  const std::int64_t base = std::int64_t{blk.index()} * be_chunk + threadIdx.x;
-#pragma unroll
-  for (int i = 0; i < 4; ++i) {
-    const std::int64_t e = base + be_block_threads * i;
-    if (e >= args.elements) break;
-    args.x[e] = args.value;
-  }
+  detail::for_chunk_elements(blk, args.elements, [&](std::int64_t e) { args.x[e] = args.value; });
   blk.commit();
 }
 
