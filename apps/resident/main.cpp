@@ -257,6 +257,11 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   io_cmd->add_option("--poll-ns", io.poll_ns, "handler in-kernel polling budget")
       ->capture_default_str();
+  io_cmd
+      ->add_option("--disturbance-ns", io.disturbance_ns,
+                   "a sample is 'disturbed' when the sensor's publish or the actuator's poll "
+                   "gap around it took longer")
+      ->capture_default_str();
   io_cmd->add_option("--sensor-cpu", io.sensor_cpu, "core for the sensor thread (-1: auto)");
   io_cmd->add_option("--actuator-cpu", io.actuator_cpu, "core for the actuator (-1: auto)");
   io_cmd->add_option("--loop-cpu", io.loop_cpu, "core for host-driven loops (-1: auto)");

@@ -99,12 +99,31 @@ captured capture_operators(cudaGraph_t g, std::vector<cudaGraphNode_t> deps,
 std::vector<cudaGraphNode_t> capture_kernel(cudaGraph_t g, const std::vector<cudaGraphNode_t>& deps,
                                             cudaStream_t s, kernel_launcher launch,
                                             loop_state* loop) {
+  std::vector<cudaGraphNode_t> nodes;
   try {
-    return capture_into(g, deps, s, [&] { launch(loop, s); });
+    nodes = capture_into(g, deps, s, [&] { launch(loop, s); });
   } catch (const interrupted_capture& c) {
     throw capture_failure("capturing a framework kernel failed: " + message_of(c.error),
                           c.graph_lost);
   }
+  // Programmatic in-edges where every predecessor is a kernel (they may join only kernels):
+  // the framework kernel is scheduled while its predecessors run and waits on the device
+  // (wait_for_upstream), which takes most of a node launch off each iteration (0.45 µs of
+  // 1.18 µs measured by bench/probes/loop_probe on the H200).
+  if (nodes.size() != 1 || deps.empty()) return nodes;
+  for (cudaGraphNode_t d : deps) {
+    cudaGraphNodeType type{};
+    RESIDENT_CUDA_TRY(cudaGraphNodeGetType(d, &type));
+    if (type != cudaGraphNodeTypeKernel) return nodes;
+  }
+  cudaGraphEdgeData programmatic{};
+  programmatic.from_port = cudaGraphKernelNodePortProgrammatic;
+  programmatic.type = cudaGraphDependencyTypeProgrammatic;
+  for (cudaGraphNode_t d : deps) {
+    RESIDENT_CUDA_TRY(cudaGraphRemoveDependencies(g, &d, &nodes[0], nullptr, 1));
+    RESIDENT_CUDA_TRY(cudaGraphAddDependencies(g, &d, &nodes[0], &programmatic, 1));
+  }
+  return nodes;
 }
 
 cudaGraph_t add_conditional(cudaGraph_t g, const std::vector<cudaGraphNode_t>& deps,

@@ -378,7 +378,8 @@ std::string render_text(const std::vector<receipt>& receipts) {
                         text_field(r, "contention"), count_field(r, "n"), us_field(r, "mean_us"),
                         us_field(r, "p50_us"), us_field(r, "p99_us"), us_field(r, "p999_us"),
                         us_field(r, "max_us"), us_field(r, "jitter_us"),
-                        count_field(r, "processed"), count_field(r, "dropped")});
+                        count_field(r, "processed"), count_field(r, "dropped"),
+                        count_field(r, "disturbed"), us_field(r, "undisturbed_jitter_us")});
         continue;
       }
       // Appends piece by piece: "literal" + temporary trips a GCC 12 -Wrestrict false positive.
@@ -396,10 +397,15 @@ std::string render_text(const std::vector<receipt>& receipts) {
   }
   if (!rows.empty()) {
     out += "\nlatency in \xC2\xB5s\n";
-    out += render_columns(
-        {"benchmark", "mode", "workload", "contention", "n", "mean", "p50", "p99", "p99.9", "max",
-         "jitter", "processed", "dropped"},
-        {false, false, false, false, true, true, true, true, true, true, true, true, true}, rows);
+    out +=
+        render_columns({"benchmark", "mode", "workload", "contention", "n", "mean", "p50", "p99",
+                        "p99.9", "max", "jitter", "processed", "dropped", "disturbed", "jitter*"},
+                       {false, false, false, false, true, true, true, true, true, true, true, true,
+                        true, true, true},
+                       rows);
+    out +=
+        "\njitter*: over the samples that neither measuring thread disturbed (`disturbed` counts "
+        "the others; - when the receipt predates the count)\n";
   }
   if (!others.empty()) out += "\n" + others;
   return out;
@@ -437,7 +443,7 @@ void meta_row(std::ostringstream& html, const char* name, const std::string& val
 }
 
 void latency_table(std::ostringstream& html, const latency_group& g) {
-  static constexpr std::array<std::pair<const char*, const char*>, 8> times = {{
+  static constexpr std::array<std::pair<const char*, const char*>, 9> times = {{
       {"mean_us", "mean"},
       {"p50_us", "p50"},
       {"p99_us", "p99"},
@@ -446,8 +452,10 @@ void latency_table(std::ostringstream& html, const latency_group& g) {
       {"min_us", "min"},
       {"stddev_us", "stddev"},
       {"jitter_us", "jitter"},
+      {"undisturbed_jitter_us", "jitter*"},
   }};
-  static constexpr std::array<const char*, 3> counters = {"processed", "dropped", "repeated"};
+  static constexpr std::array<const char*, 4> counters = {"processed", "dropped", "repeated",
+                                                          "disturbed"};
   html << "<table class=\"results\">\n<thead><tr><th>mode</th><th class=\"num\">n</th>";
   for (const auto& [key, name] : times) html << "<th class=\"num\">" << name << " (&#181;s)</th>";
   for (const char* name : counters) html << "<th class=\"num\">" << name << "</th>";
@@ -562,7 +570,9 @@ std::string render_html(const std::vector<receipt>& receipts, const report_optio
           "diamond the mean; whiskers reach the furthest samples within 1.5 IQR of the box "
           "(Tukey); red crosses mark min and max. Times in &#181;s; the axis is logarithmic when "
           "a group's max is more than 100 times its min. Compare modes only within one "
-          "receipt (one process run).</p>\n";
+          "receipt (one process run). jitter*: max &#8722; min over the samples that neither "
+          "measuring thread (sensor, actuator) was disturbed around; <em>disturbed</em> counts "
+          "the others.</p>\n";
   if (receipts.empty()) html << "<p>No receipts.</p>\n";
   for (const receipt& rc : receipts) render_receipt(html, rc, options);
   html << "</body>\n</html>\n";

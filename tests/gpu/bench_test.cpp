@@ -52,6 +52,23 @@ TEST(bench_io, quick_run_covers_every_configuration_with_checked_outputs) {
     EXPECT_GE(r["n"].get<std::int64_t>(), settings.samples * (quiet ? 95 : 50) / 100);
     EXPECT_GT(r["min_us"].get<double>(), 0.0);
     EXPECT_LE(r["p50_us"].get<double>(), r["max_us"].get<double>());
+    // Disturbed samples are counted, never dropped: the two counts cover n, and dropping the
+    // disturbed ones cannot widen the spread.
+    const auto n = r["n"].get<std::int64_t>();
+    const auto disturbed = r["disturbed"].get<std::int64_t>();
+    EXPECT_GE(disturbed, 0);
+    EXPECT_LE(disturbed, n);
+    if (disturbed < n) {
+      EXPECT_EQ(r["undisturbed_n"].get<std::int64_t>() + disturbed, n);
+      EXPECT_LE(r["undisturbed_jitter_us"].get<double>(), r["jitter_us"].get<double>());
+    }
+    const auto& m = r["measurement"];
+    EXPECT_LE(
+        m["sensor_disturbed"].get<std::int64_t>() + m["actuator_disturbed"].get<std::int64_t>(),
+        2 * n);
+    EXPECT_GE(
+        m["sensor_disturbed"].get<std::int64_t>() + m["actuator_disturbed"].get<std::int64_t>(),
+        disturbed);
   }
 }
 

@@ -76,6 +76,26 @@ TEST(report, text_table_columns_are_aligned) {
   }
 }
 
+TEST(report, text_shows_disturbed_samples_and_their_jitter_where_the_receipt_has_them) {
+  const std::string text = render_text({receipt::read(fixture)});
+  EXPECT_THAT(text, HasSubstr("disturbed  jitter*"));
+  std::istringstream lines(text);
+  int with = 0;
+  int without = 0;
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind("io ", 0) != 0) continue;
+    // Only empty/none/while carries the counts (3 disturbed, 5.17 us without them).
+    if (line.find("     3     5.17") != std::string::npos) {
+      ++with;
+    } else if (line.size() > 2 && line.substr(line.size() - 2) == " -") {
+      ++without;
+    }
+  }
+  EXPECT_EQ(with, 1) << text;
+  EXPECT_EQ(without, 7) << text;
+  EXPECT_THAT(render_html({receipt::read(fixture)}), HasSubstr("<td class=\"num\">5.17</td>"));
+}
+
 TEST(report, text_lists_other_results_as_key_value) {
   const std::string text = render_text({overhead_receipt()});
   EXPECT_THAT(text, HasSubstr("overhead: cost=handler median_ns=850 p99_ns=1210.50\n"));

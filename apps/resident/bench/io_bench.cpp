@@ -49,6 +49,7 @@ void io_settings::validate() const {
   }
   if (samples <= 0) throw std::invalid_argument("--samples must be positive");
   if (warmup < 0) throw std::invalid_argument("--warmup must be >= 0");
+  if (disturbance_ns <= 0) throw std::invalid_argument("--disturbance-ns must be positive");
 }
 
 namespace {
@@ -116,9 +117,11 @@ class io_runner {
       actuator_grant = measure::configure_current_thread(_cpus.at("actuator"), _s.realtime);
       std::uint64_t last = mb.output_seq();
       std::array<std::byte, 8> out{};
+      std::int64_t polled = now_ns();  // when the output was last seen unchanged
       while (!stop.load(std::memory_order_relaxed)) {
         const std::uint64_t seq = mb.output_seq();
         if (seq == last) {
+          polled = now_ns();
           cpu_relax();
           continue;
         }
@@ -127,11 +130,13 @@ class io_runner {
         const std::uint64_t i = seq - base;
         if (seq > base && i <= total && samples.seen_ns[i] < 0) {
           samples.seen_ns[i] = t;
+          samples.poll_gap_ns[i] = t - polled;
           if (read == seq && !app.output_matches(io_app::token(seq), out)) samples.wrong[i] = 1;
         } else {
           ++stray;
         }
         last = seq;
+        polled = now_ns();
       }
     });
     std::thread sensor([&] {
@@ -141,8 +146,10 @@ class io_runner {
       for (std::size_t i = 1; i <= total; ++i) {
         wait_until(start + static_cast<std::int64_t>(i - 1) * period);
         const std::uint64_t token = io_app::token(base + i);
-        samples.release_ns[i].store(now_ns(), std::memory_order_release);
+        const std::int64_t t = now_ns();
+        samples.release_ns[i].store(t, std::memory_order_release);
         mb.publish(std::as_bytes(std::span(&token, 1)));
+        samples.publish_ns[i] = now_ns() - t;
       }
     });
     sensor.join();
@@ -160,6 +167,12 @@ class io_runner {
 
     std::vector<double> latencies;
     latencies.reserve(static_cast<std::size_t>(_s.samples));
+    std::vector<double> undisturbed;  // neither measuring thread lost its CPU around the sample
+    undisturbed.reserve(static_cast<std::size_t>(_s.samples));
+    std::vector<double> publish_us;
+    std::vector<double> poll_gap_us;
+    std::int64_t sensor_disturbed = 0;
+    std::int64_t actuator_disturbed = 0;
     std::int64_t unobserved = 0;
     std::int64_t wrong = 0;
     for (std::size_t i = static_cast<std::size_t>(_s.warmup) + 1; i <= total; ++i) {
@@ -171,6 +184,13 @@ class io_runner {
                                             samples.release_ns[i].load(std::memory_order_acquire)) /
                         1000.0;
       latencies.push_back(us);
+      publish_us.push_back(static_cast<double>(samples.publish_ns[i]) / 1000.0);
+      poll_gap_us.push_back(static_cast<double>(samples.poll_gap_ns[i]) / 1000.0);
+      const bool sensor_late = samples.publish_ns[i] > _s.disturbance_ns;
+      const bool actuator_late = samples.poll_gap_ns[i] > _s.disturbance_ns;
+      sensor_disturbed += sensor_late ? 1 : 0;
+      actuator_disturbed += actuator_late ? 1 : 0;
+      if (!sensor_late && !actuator_late) undisturbed.push_back(us);
       wrong += samples.wrong[i];
       if (csv != nullptr) {
         csv->row({std::string(to_string(mode)), app.workload(), contention,
@@ -191,6 +211,26 @@ class io_runner {
     result["stray_outputs"] = stray.load();
     result["host_cpu_cores"] = wall > 0 ? cpu_used / wall : 0.0;
     result["mean_iteration_us"] = report.mean_iteration_ns / 1000.0;
+    // Every latency stays in the statistics above. These say how many of them the measuring
+    // threads themselves may have stretched, and what the rest look like.
+    result["disturbed"] = static_cast<std::int64_t>(latencies.size() - undisturbed.size());
+    if (!undisturbed.empty()) {
+      const measure::summary clean = measure::summarize(undisturbed);
+      result["undisturbed_n"] = clean.n;
+      result["undisturbed_p999_us"] = clean.p999;
+      result["undisturbed_max_us"] = clean.max;
+      result["undisturbed_jitter_us"] = clean.jitter;
+    }
+    result["measurement"] = {
+        {"method",
+         "a sample is disturbed when the sensor took longer than the threshold to publish it "
+         "(clock read before and after) or the actuator's previous poll was longer than the "
+         "threshold before it saw the output"},
+        {"threshold_us", static_cast<double>(_s.disturbance_ns) / 1000.0},
+        {"sensor_disturbed", sensor_disturbed},
+        {"actuator_disturbed", actuator_disturbed},
+        {"publish_us", brief(publish_us)},
+        {"poll_gap_us", brief(poll_gap_us)}};
     result["breakdown"] = breakdown(handle->telemetry(), base + _s.warmup + 1, final_seq);
     result["telemetry_lost"] = handle->telemetry_lost();
     nlohmann::json threads = {{"sensor", measure::to_json(sensor_grant)},

@@ -20,7 +20,9 @@ struct io_settings {
   double rate_hz{1000.0};             // sensor release rate
   std::uint64_t sleep_ns{0};          // controller idle sleep δ
   std::uint64_t poll_ns{20'000'000};  // handler in-kernel polling budget (resident modes)
-  int sensor_cpu{-1};                 // -1: chosen automatically (highest free cores)
+  // A sample whose sensor publish or actuator poll gap exceeds this is counted as disturbed.
+  std::int64_t disturbance_ns{2000};
+  int sensor_cpu{-1};  // -1: chosen automatically (highest free cores)
   int actuator_cpu{-1};
   int loop_cpu{-1};
   bool realtime{true};    // ask for SCHED_FIFO for the three pinned threads
