@@ -13,8 +13,8 @@ namespace resident::device {
 namespace detail {
 
 // Issues the read of the host's tear-down request (a host-mapped word: one PCIe round trip,
-// about 1.2 µs on the H200). Callers issue it first and look at the value last, so the round
-// trip overlaps the rest of their work instead of adding to it. Relaxed: the request carries
+// about 1.2 µs on the H200). Callers issue it early and look at the value late where they can,
+// so the round trip overlaps other work instead of adding to it. Relaxed: the request carries
 // no data, and the host only needs it seen within one iteration.
 __device__ inline std::uint32_t tear_down_word(const loop_state* s) {
   if (s->resident == 0U) return 0U;
@@ -62,7 +62,12 @@ __device__ inline void record_telemetry(loop_state* s) {
 /// Single thread.
 template <bool Tail>
 __device__ inline void controller_step(loop_state* s) {
-  const std::uint32_t tear_down = detail::tear_down_word(s);  // in flight while we decide
+  // Only an idle pass acts on tear-down. After an idle pass, another is likely: issue the read
+  // now, so it overlaps the handler's end (this kernel starts early, see wait_for_upstream).
+  // After a releasing pass, do not: a pass that releases would wait for the read before it
+  // could finish, adding a PCIe round trip between sensor and actuator.
+  const bool expect_idle = s->released == 0U;
+  const std::uint32_t early_tear_down = expect_idle ? detail::tear_down_word(s) : 0U;
   detail::wait_for_upstream();
   const std::uint64_t now = globaltimer_ns();
   s->stamp_ns[static_cast<std::size_t>(stage::controller_start)] = now;
@@ -80,10 +85,10 @@ __device__ inline void controller_step(loop_state* s) {
   s->repeat = d.repeat ? 1U : 0U;
   s->current = d.seq;
   s->pending_dropped = d.dropped;
-  // An idle pass acts on tear-down; a releasing pass leaves it to the end marker (which reads
-  // the word again), so the DAG of a released sample always runs. Either way: within one
-  // iteration. The read was issued at the top; on a releasing pass nothing waits for it.
-  const bool stop = !d.run && tear_down != 0U;
+  // An idle pass acts on tear-down; a releasing pass leaves it to the end marker, so the DAG of
+  // a released sample always runs. Either way: within one iteration.
+  bool stop = false;
+  if (!d.run) stop = (expect_idle ? early_tear_down : detail::tear_down_word(s)) != 0U;
   // Raised for a repeat (newest policy) or by a handler that does not raise; cleared when a
   // handler raised for a sample it then could not deliver (the ring lapped it), so an idle
   // loop never holds best-effort work off.
