@@ -117,11 +117,15 @@ class io_runner {
       actuator_grant = measure::configure_current_thread(_cpus.at("actuator"), _s.realtime);
       std::uint64_t last = mb.output_seq();
       std::array<std::byte, 8> out{};
-      std::int64_t polled = now_ns();  // when the output was last seen unchanged
+      // Clock read just before the last read that found the output unchanged: an output seen
+      // now landed after it, so `t - polled` bounds how late the sighting can be. (Taken
+      // after the read instead, a preemption between the two would hide in the bound.)
+      std::int64_t polled = now_ns();
       while (!stop.load(std::memory_order_relaxed)) {
+        const std::int64_t before = now_ns();
         const std::uint64_t seq = mb.output_seq();
         if (seq == last) {
-          polled = now_ns();
+          polled = before;
           cpu_relax();
           continue;
         }
@@ -136,7 +140,7 @@ class io_runner {
           ++stray;
         }
         last = seq;
-        polled = now_ns();
+        polled = now_ns();  // nothing newer than `seq` was checked for before this
       }
     });
     std::thread sensor([&] {
