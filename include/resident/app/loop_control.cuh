@@ -115,8 +115,11 @@ __device__ inline void controller_step(loop_state* s) {
 /// then ends the loop if tear-down was requested, or (tail) relaunches graph M. Single thread.
 template <bool Tail>
 __device__ inline void end_marker_step(loop_state* s) {
-  const std::uint32_t tear_down = detail::tear_down_word(s);  // overlaps the commit below
+  // Not before the wait: this kernel may start while the egress kernel still writes to host
+  // memory, and a PCIe read of ours in flight then was seen to slow the egress commit
+  // (release -> commit +0.5 µs in bench io). After it, the read overlaps our own commit.
   detail::wait_for_upstream();
+  const std::uint32_t tear_down = detail::tear_down_word(s);
   stamp(s, stage::end_marker);
   note_sm(s);
   detail::record_telemetry(s);
