@@ -373,52 +373,45 @@ int main(int argc, char** argv) {
                 auto c = add_kernel(b, {a}, tail, arg);
                 add_kernel(b, {c}, mid, arg);
               });
-    for (unsigned v : {0U, 1U}) {
-      probe p = h.fresh();
-      p.if_value = v;
-      run_while(
-          h, v ? "W{h->m->IF1{b->t}}" : "W{h->m->IF0{b->t}}",
-          v ? "current while shape, busy" : "current while shape, idle", p,
-          [&](cudaGraph_t, cudaGraph_t b, probe& pp) {
-            CHECK(cudaGraphConditionalHandleCreate(&pp.if_h, b, 0, cudaGraphCondAssignDefault));
-            auto a = add_kernel(b, {}, head, arg);
-            auto m = add_kernel(b, {a}, mid, arg);
-            cudaGraphNode_t ifn = nullptr;
-            cudaGraph_t ib = add_cond(b, {m}, &ifn, pp.if_h, cudaGraphCondTypeIf);
-            auto x = add_kernel(ib, {}, body, arg);
-            add_kernel(ib, {x}, tail, arg);
-          });
-    }
-    for (unsigned v : {0U, 1U}) {
-      probe p = h.fresh();
-      p.if_value = v;
-      run_while(
-          h, v ? "W{hm->IF1{b->t}}" : "W{hm->IF0{b->t}}",
-          v ? "handler+controller fused, busy" : "handler+controller fused, idle", p,
-          [&](cudaGraph_t, cudaGraph_t b, probe& pp) {
-            CHECK(cudaGraphConditionalHandleCreate(&pp.if_h, b, 0, cudaGraphCondAssignDefault));
-            auto a = add_kernel(b, {}, head_sets_if, arg);
-            cudaGraphNode_t ifn = nullptr;
-            cudaGraph_t ib = add_cond(b, {a}, &ifn, pp.if_h, cudaGraphCondTypeIf);
-            auto x = add_kernel(ib, {}, body, arg);
-            add_kernel(ib, {x}, tail, arg);
-          });
-    }
-    for (unsigned v : {0U, 1U}) {
-      // IF handle without a default: the predicate keeps what the controller set.
-      probe p = h.fresh();
-      p.if_value = v;
-      run_while(h, v ? "W{h->m->IF1} nodef" : "W{h->m->IF0} nodef",
-                "as current, IF handle without default assign", p,
-                [&](cudaGraph_t, cudaGraph_t b, probe& pp) {
-                  CHECK(cudaGraphConditionalHandleCreate(&pp.if_h, b, 0, 0));
-                  auto a = add_kernel(b, {}, head, arg);
-                  auto m = add_kernel(b, {a}, mid, arg);
-                  cudaGraphNode_t ifn = nullptr;
-                  cudaGraph_t ib = add_cond(b, {m}, &ifn, pp.if_h, cudaGraphCondTypeIf);
-                  auto x = add_kernel(ib, {}, body, arg);
-                  add_kernel(ib, {x}, tail, arg);
-                });
+    // WHILE { head [-> mid] -> IF { body -> tail } }, the IF taken (1) or not (0).
+    const auto if_shape = [&](bool fused, unsigned handle_flags) {
+      return [&, fused, handle_flags](cudaGraph_t, cudaGraph_t b, probe& pp) {
+        CHECK(cudaGraphConditionalHandleCreate(&pp.if_h, b, 0, handle_flags));
+        cudaGraphNode_t last = add_kernel(b, {}, fused ? head_sets_if : head, arg);
+        if (!fused) last = add_kernel(b, {last}, mid, arg);
+        cudaGraphNode_t ifn = nullptr;
+        cudaGraph_t ib = add_cond(b, {last}, &ifn, pp.if_h, cudaGraphCondTypeIf);
+        add_kernel(ib, {add_kernel(ib, {}, body, arg)}, tail, arg);
+      };
+    };
+    struct if_variant {
+      const char* name[2];
+      const char* what[2];
+      bool fused;
+      unsigned handle_flags;
+    };
+    const if_variant if_variants[] = {
+        {{"W{h->m->IF0{b->t}}", "W{h->m->IF1{b->t}}"},
+         {"current while shape, idle", "current while shape, busy"},
+         false,
+         cudaGraphCondAssignDefault},
+        {{"W{hm->IF0{b->t}}", "W{hm->IF1{b->t}}"},
+         {"handler+controller fused, idle", "handler+controller fused, busy"},
+         true,
+         cudaGraphCondAssignDefault},
+        // IF handle without a default: the predicate keeps what the controller set.
+        {{"W{h->m->IF0} nodef", "W{h->m->IF1} nodef"},
+         {"as current, IF handle without default assign",
+          "as current, IF handle without default assign"},
+         false,
+         0},
+    };
+    for (const if_variant& iv : if_variants) {
+      for (unsigned v : {0U, 1U}) {
+        probe p = h.fresh();
+        p.if_value = v;
+        run_while(h, iv.name[v], iv.what[v], p, if_shape(iv.fused, iv.handle_flags));
+      }
     }
     for (unsigned long long every : {1000000ULL, 4ULL, 1ULL}) {
       // Nested: outer WHILE { inner WHILE { h -> m } -> b -> t }; m ends the inner loop every
