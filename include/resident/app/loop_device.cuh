@@ -47,8 +47,8 @@ __device__ inline void store_relaxed_system(T& word, T value) {
 
 /// Handler and egress kernels may call this first: the framework kernel that follows them
 /// (controller, end marker) is then scheduled at once and waits on the device for this kernel
-/// to finish, instead of being launched after it (about 0.45 µs less per edge on the H200).
-/// Safe anywhere in the kernel; a no-op before sm_90.
+/// to finish, instead of being launched after it (on the H200, handler -> controller went from
+/// 0.66 to 0.40 µs in bench overhead). Safe anywhere in the kernel; a no-op before sm_90.
 __device__ inline void let_framework_kernel_start() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   cudaTriggerProgrammaticLaunchCompletion();
