@@ -108,7 +108,7 @@ std::vector<cudaGraphNode_t> capture_kernel(cudaGraph_t g, const std::vector<cud
   }
   // Programmatic in-edges where every predecessor is a kernel (they may join only kernels):
   // the framework kernel is scheduled while its predecessors run and waits on the device
-  // (wait_for_upstream), which takes most of a node launch off each iteration (0.45 µs of
+  // (device::wait_for_previous_kernels), which takes most of a node launch off each iteration (0.45 µs of
   // 1.18 µs measured by bench/probes/loop_probe on the H200).
   if (nodes.size() != 1 || deps.empty()) return nodes;
   for (cudaGraphNode_t d : deps) {

@@ -65,7 +65,7 @@ struct captured {
 using kernel_launcher = void (*)(loop_state*, cudaStream_t);
 /// Records one framework kernel (controller, end marker, ...) into `g` after `deps`. When
 /// every node of `deps` is a kernel, the edges are programmatic (the kernel waits for them on
-/// the device, see wait_for_upstream in loop_control.cuh).
+/// the device: device::wait_for_previous_kernels).
 [[nodiscard]] std::vector<cudaGraphNode_t> capture_kernel(cudaGraph_t g,
                                                           const std::vector<cudaGraphNode_t>& deps,
                                                           cudaStream_t s, kernel_launcher launch,

@@ -82,7 +82,7 @@ __device__ void block_copy(std::byte* dst, const std::byte* src, std::size_t byt
 
 __global__ void __launch_bounds__(max_threads)
     mailbox_rx_kernel(mailbox_view mb, loop_state* loop, std::byte* sample) {
-  device::let_framework_kernel_start();
+  device::let_next_kernel_start();
   __shared__ std::uint64_t chosen;
   __shared__ bool consistent;
   const std::uint64_t last = loop->last;
@@ -138,7 +138,7 @@ __global__ void __launch_bounds__(max_threads)
 
 __global__ void __launch_bounds__(max_threads)
     mailbox_tx_kernel(mailbox_view mb, loop_state* loop, const std::byte* in) {
-  device::let_framework_kernel_start();
+  device::let_next_kernel_start();
   const std::uint64_t seq = device::current_sample(loop);
   if (mb.output_bytes > 0) {
     if (threadIdx.x == 0) {

@@ -9,6 +9,7 @@
 
 #include <utility>
 
+#include "resident/app/loop_device.cuh"
 #include "resident/cuda/error.hpp"
 
 namespace resident::ops::detail {
@@ -17,10 +18,8 @@ namespace resident::ops::detail {
 /// programmatic dependent) be scheduled now, then waits until every kernel this one depends on
 /// has finished and its writes are visible. Both are no-ops for a plain launch.
 __device__ __forceinline__ void begin_dependent_kernel() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  cudaTriggerProgrammaticLaunchCompletion();
-  cudaGridDependencySynchronize();
-#endif
+  ::resident::device::let_next_kernel_start();
+  ::resident::device::wait_for_previous_kernels();
 }
 
 /// Launches `kernel` on `s`; with `programmatic`, as a programmatic dependent of the stream's

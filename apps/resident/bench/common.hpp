@@ -53,19 +53,10 @@ bool wait_for_sample(const run_handle& handle, std::uint64_t seq, std::int64_t t
 /// outputs per sample (1-based), sized before the threads start so they never allocate.
 struct sample_log {
   explicit sample_log(std::size_t total)
-      : release_ns(total + 1),
-        seen_ns(total + 1, -1),
-        wrong(total + 1, 0),
-        publish_ns(total + 1, 0),
-        poll_gap_ns(total + 1, 0) {}
+      : release_ns(total + 1), seen_ns(total + 1, -1), wrong(total + 1, 0) {}
   std::vector<std::atomic<std::int64_t>> release_ns;  // sensor -> actuator
   std::vector<std::int64_t> seen_ns;                  // actuator only
   std::vector<std::uint8_t> wrong;                    // actuator only
-  // How sure each latency is. The sensor stamps before it publishes and again after: a long
-  // publish means its thread lost the CPU in between. The actuator notes when it last polled
-  // before the sighting: a long gap means it was off the CPU when the output may have landed.
-  std::vector<std::int64_t> publish_ns;   // sensor only
-  std::vector<std::int64_t> poll_gap_ns;  // actuator only
 };
 
 /// A compact summary for breakdown tables: {n, mean_us, p50_us, p99_us, max_us}.

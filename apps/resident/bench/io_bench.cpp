@@ -81,6 +81,16 @@ nlohmann::json breakdown(const std::vector<telemetry_entry>& entries, std::uint6
           {"commit_to_end_marker", brief(end)}};
 }
 
+// Also how sure each latency is. The sensor stamps before it publishes and again after: a long
+// publish means its thread lost the CPU in between. The actuator notes when it last polled
+// before the sighting: a long gap means it was off the CPU when the output may have landed.
+struct io_log : sample_log {
+  explicit io_log(std::size_t total)
+      : sample_log(total), publish_ns(total + 1, 0), poll_gap_ns(total + 1, 0) {}
+  std::vector<std::int64_t> publish_ns;   // sensor only
+  std::vector<std::int64_t> poll_gap_ns;  // actuator only
+};
+
 class io_runner {
  public:
   io_runner(const io_settings& s, std::map<std::string, int> cpus, std::ostream& log)
@@ -89,7 +99,7 @@ class io_runner {
   nlohmann::json run(io_app& app, execution_mode mode, const std::string& contention,
                      measure::csv_writer* csv) {
     const auto total = static_cast<std::size_t>(_s.warmup + _s.samples);
-    sample_log samples(total);
+    io_log samples(total);
 
     run_options options;
     options.policy = sample_policy::skip_duplicate;

@@ -58,14 +58,14 @@ class probe final : public Operator {
 };
 
 __global__ void stamp_handler_kernel(loop_state* loop) {
-  device::let_framework_kernel_start();
+  device::let_next_kernel_start();
   device::stamp(loop, stage::handler_start);
   device::publish(loop, device::last_processed(loop) + 1);
   device::stamp(loop, stage::detect);
 }
 
 __global__ void stamp_body_kernel(loop_state* loop) {
-  device::let_framework_kernel_start();
+  device::let_next_kernel_start();
   device::stamp(loop, stage::body_start);
 }
 

@@ -23,15 +23,6 @@ __device__ inline std::uint32_t tear_down_word(const loop_state* s) {
       .load(cuda::memory_order_relaxed);
 }
 
-// First statement of the framework kernels: with a programmatic edge from the kernel before
-// (capture_kernel makes one where it can), this kernel is scheduled while that kernel still
-// runs and waits here for its completion and memory; a no-op after a plain edge.
-__device__ inline void wait_for_upstream() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  cudaGridDependencySynchronize();
-#endif
-}
-
 __device__ inline void stop_loop(loop_state* s) {
   if (s->has_while != 0U) cudaGraphSetConditional(s->while_handle, 0U);
   store_release_system(s->control->stopped, 1U);
@@ -63,12 +54,12 @@ __device__ inline void record_telemetry(loop_state* s) {
 template <bool Tail>
 __device__ inline void controller_step(loop_state* s) {
   // Only an idle pass acts on tear-down. After an idle pass, another is likely: issue the read
-  // now, so it overlaps the handler's end (this kernel starts early, see wait_for_upstream).
+  // now, so it overlaps the handler's end (this kernel may start early: see let_next_kernel_start).
   // After a releasing pass, do not: a pass that releases would wait for the read before it
   // could finish, adding a PCIe round trip between sensor and actuator.
   const bool expect_idle = s->released == 0U;
   const std::uint32_t early_tear_down = expect_idle ? detail::tear_down_word(s) : 0U;
-  detail::wait_for_upstream();
+  wait_for_previous_kernels();
   const std::uint64_t now = globaltimer_ns();
   s->stamp_ns[static_cast<std::size_t>(stage::controller_start)] = now;
   note_sm(s);
@@ -118,7 +109,7 @@ __device__ inline void end_marker_step(loop_state* s) {
   // Not before the wait: this kernel may start while the egress kernel still writes to host
   // memory, and a PCIe read of ours in flight then was seen to slow the egress commit
   // (release -> commit +0.5 µs in bench io). After it, the read overlaps our own commit.
-  detail::wait_for_upstream();
+  wait_for_previous_kernels();
   const std::uint32_t tear_down = detail::tear_down_word(s);
   stamp(s, stage::end_marker);
   note_sm(s);
