@@ -15,6 +15,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <iostream>
 #include <random>
@@ -52,6 +53,7 @@ int info() {
   std::printf("driver %d, runtime %d, host-mapped memory %s, host-native atomics %s\n",
               d.driver_version, d.runtime_version, d.can_map_host_memory ? "yes" : "no",
               d.host_native_atomics ? "yes" : "no");
+  std::printf("module loading %s\n", d.module_loading.c_str());
   return 0;
 }
 
@@ -228,6 +230,10 @@ int finish_bench(const resident::measure::receipt& receipt, const bench_output& 
 }
 
 int main(int argc, char** argv) {
+  // Before any CUDA call: every kernel is loaded when the context is made. Under lazy loading a
+  // kernel first launched beside a running resident loop (a best-effort kernel, another loop's
+  // graph) can wait for that loop to end. An explicit CUDA_MODULE_LOADING is kept.
+  setenv("CUDA_MODULE_LOADING", "EAGER", 0);
   CLI::App cli{"resident: timing-predictable GPU pipelines"};
   cli.require_subcommand(1);
   cli.add_subcommand("info", "show the GPU and build this binary sees");
@@ -401,6 +407,8 @@ int main(int argc, char** argv) {
                    "padded RT kernel may take this much longer than alone")
       ->capture_default_str();
   reef_cmd->add_flag("--no-fifo", reef_no_fifo, "do not ask for SCHED_FIFO");
+  reef_cmd->add_flag("--progress", reef.progress,
+                     "every 250 ms, log the RT loop's and the BE runners' counts");
   reef_cmd->add_flag("--quick", reef_quick, "1000 samples per policy");
   reef_cmd->add_option("--json", out.json, "write the JSON receipt here");
 

@@ -1,6 +1,9 @@
 #include "resident/cuda/device.hpp"
 
+#include <cuda.h>
 #include <cuda_runtime_api.h>
+
+#include <string>
 
 #include "resident/cuda/error.hpp"
 
@@ -41,7 +44,39 @@ device_info query_device(int ordinal) {
   info.can_map_host_memory = value != 0;
   RESIDENT_CUDA_TRY(cudaDeviceGetAttribute(&value, cudaDevAttrHostNativeAtomicSupported, ordinal));
   info.host_native_atomics = value != 0;
+  using get_mode = CUresult (*)(CUmoduleLoadingMode*);
+  void* fn = nullptr;
+  cudaDriverEntryPointQueryResult found{};
+  info.module_loading = "unknown";
+  if (cudaGetDriverEntryPointByVersion("cuModuleGetLoadingMode", &fn, 12020, cudaEnableDefault,
+                                       &found) == cudaSuccess &&
+      found == cudaDriverEntryPointSuccess && fn != nullptr) {
+    CUmoduleLoadingMode mode{};
+    if (reinterpret_cast<get_mode>(fn)(&mode) == CUDA_SUCCESS) {
+      info.module_loading = mode == CU_MODULE_LAZY_LOADING ? "lazy" : "eager";
+    }
+  }
+  (void)cudaGetLastError();
   return info;
+}
+
+bool lazy_module_loading() {
+  int current = 0;
+  RESIDENT_CUDA_TRY(cudaGetDevice(&current));
+  return query_device(current).module_loading == "lazy";
+}
+
+void load_kernel(const void* kernel, const char* name) {
+  cudaFuncAttributes attributes{};
+  // Querying a kernel's attributes loads it (the documented way to load one ahead of time
+  // under lazy loading).
+  const cudaError_t status = cudaFuncGetAttributes(&attributes, kernel);
+  if (status != cudaSuccess) {
+    (void)cudaGetLastError();
+    detail::throw_cuda_error(
+        status, (std::string("cudaFuncGetAttributes (loading kernel '") + name + "')").c_str(),
+        __FILE__, __LINE__);
+  }
 }
 
 }  // namespace resident

@@ -4,6 +4,10 @@
 #include <algorithm>
 #include <atomic>
 #include <bit>
+#include <chrono>
+#include <stdexcept>
+#include <string>
+#include <thread>
 
 #include "exec/capture.hpp"
 #include "exec/loop_executor.hpp"
@@ -11,6 +15,32 @@
 #include "resident/partition/green_context.hpp"
 
 namespace resident::detail {
+
+namespace {
+
+/// How long the telemetry drain waits for one of its copies. The supervisor thread drains, and
+/// it must go on watching the heartbeat: a copy the GPU does not run is reported, never waited
+/// on for ever.
+constexpr std::chrono::milliseconds drain_copy_limit{2000};
+
+void wait_for_drain_copy(cudaStream_t s, const char* what) {
+  const auto deadline = std::chrono::steady_clock::now() + drain_copy_limit;
+  for (;;) {
+    const cudaError_t status = cudaStreamQuery(s);
+    if (status == cudaSuccess) return;
+    if (status != cudaErrorNotReady) RESIDENT_CUDA_TRY(status);
+    if (std::chrono::steady_clock::now() >= deadline) {
+      throw std::runtime_error(std::string("telemetry drain: the copy of ") + what +
+                               " did not finish within " +
+                               std::to_string(drain_copy_limit.count()) +
+                               " ms (cudaStreamQuery on the drain stream still returns "
+                               "cudaErrorNotReady)");
+    }
+    std::this_thread::sleep_for(std::chrono::microseconds(50));
+  }
+}
+
+}  // namespace
 
 loop_resources::loop_resources(const Application& app, execution_mode mode,
                                const run_options& options)
@@ -101,7 +131,7 @@ void loop_executor::drain_telemetry(bool force) {
   const auto read_written = [&] {
     RESIDENT_CUDA_TRY(cudaMemcpyAsync(word, &loop()->ring_written, sizeof(std::uint64_t),
                                       cudaMemcpyDeviceToHost, s));
-    RESIDENT_CUDA_TRY(cudaStreamSynchronize(s));
+    wait_for_drain_copy(s, "the ring's write count");
     return *word;
   };
   const std::uint64_t written = read_written();
@@ -124,7 +154,7 @@ void loop_executor::drain_telemetry(bool force) {
                                       (count - head_part) * sizeof(telemetry_entry),
                                       cudaMemcpyDeviceToHost, s));
   }
-  RESIDENT_CUDA_TRY(cudaStreamSynchronize(s));
+  wait_for_drain_copy(s, "the ring's entries");
   // Entries the loop may have overwritten while they were being copied are not trusted.
   const std::uint64_t after = read_written();
   const std::uint64_t trusted_from = after > capacity ? std::max(from, after - capacity) : from;

@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <mutex>
+
+#include "resident/cuda/device.hpp"
 
 #include "resident/partition/green_context.hpp"
 
@@ -12,6 +15,25 @@ using clock = std::chrono::steady_clock;
 
 std::string loop_name(const Application& app, execution_mode mode) {
   return std::string(to_string(mode)) + " loop of application '" + app.name() + "'";
+}
+
+// Once per process: lazy module loading and a loop that never lets the context go idle do not
+// mix (see lazy_module_loading()). Only a note: a program that loads its kernels first is fine.
+void note_lazy_loading() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    try {
+      if (!lazy_module_loading()) return;
+    } catch (const std::exception&) {
+      return;  // the driver cannot say: nothing to note
+    }
+    std::fprintf(stderr,
+                 "resident: note: CUDA loads kernels lazily in this process "
+                 "(CUDA_MODULE_LOADING is not EAGER). A kernel launched for the first time while "
+                 "a resident loop runs may not start until the loop ends. Set "
+                 "CUDA_MODULE_LOADING=EAGER before the first CUDA call, or load such kernels "
+                 "before run_async (resident::load_kernel).\n");
+  });
 }
 }  // namespace
 
@@ -24,6 +46,7 @@ run_handle::run_handle(Application& app, execution_mode mode, run_options option
     _executor = make_executor(app, mode, _options);
     _executor->launch();
   }
+  if (is_resident(mode)) note_lazy_loading();
   _launched.store(true);
   _health.launched = true;
   _name = loop_name(app, mode);

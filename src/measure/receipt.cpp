@@ -87,6 +87,10 @@ device_record device_from_json(const json& d) {
   dev.compute_capability = string_field(d, "device", "compute_capability");
   dev.driver = string_field(d, "device", "driver");
   dev.cuda_runtime = int_field(d, "device", "cuda_runtime");
+  if (const auto loading = d.find("module_loading"); loading != d.end()) {
+    if (!loading->is_string()) mistyped("device.module_loading", "a string", *loading);
+    dev.module_loading = loading->get<std::string>();
+  }
   if (const auto seen = d.find("sm_clocks_seen_mhz"); seen != d.end()) {
     if (!seen->is_array()) mistyped("device.sm_clocks_seen_mhz", "an array", *seen);
     for (std::size_t i = 0; i < seen->size(); ++i) {
@@ -178,6 +182,7 @@ json receipt::to_json() const {
               {"sm_clock_mhz", nullptr},
               {"sm_clocks_seen_mhz", device.sm_clock_mhz_seen}};
   if (!device.sm_clock_mhz_seen.empty()) dev["sm_clock_mhz"] = device.sm_clock_mhz_seen.front();
+  if (!device.module_loading.empty()) dev["module_loading"] = device.module_loading;
   return json{
       {"benchmark", benchmark},
       {"command", command},

@@ -5,6 +5,7 @@
 #include <string>
 #include <utility>
 
+#include "resident/cuda/device.hpp"
 #include "resident/cuda/error.hpp"
 #include "resident/sched/be_kernels.cuh"
 
@@ -118,6 +119,12 @@ __global__ void __launch_bounds__(be_block_threads, 4) be_counter_kernel(be_laun
     run_block(a, blk);
     if (blk.stopped()) return;
   }
+}
+
+template <class Args>
+void load_kernels_of(const char* name) {
+  load_kernel(be_kernel<Args>, name);
+  load_kernel(be_counter_kernel<Args>, name);
 }
 
 template <class Args>
@@ -246,6 +253,15 @@ void launch_maxpool2d(cudaStream_t s, const be_launch_view& v, const maxpool2d_a
 
 void launch_row_sum(cudaStream_t s, const be_launch_view& v, const row_sum_args& a) {
   launch("row_sum", s, v, a, row_sum_blocks(a));
+}
+
+void load_be_kernels() {
+  load_kernels_of<gemm_args>("gemm");
+  load_kernels_of<conv2d_args>("conv2d");
+  load_kernels_of<bias_act_args>("bias_act");
+  load_kernels_of<maxpool2d_args>("maxpool2d");
+  load_kernels_of<row_sum_args>("row_sum");
+  load_kernels_of<fill_args>("fill");
 }
 
 void launch_fill(cudaStream_t s, const be_launch_view& v, const fill_args& a) {

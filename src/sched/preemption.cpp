@@ -147,11 +147,18 @@ be_runner::be_runner(std::vector<be_call> calls, cudaStream_t stream, const pree
   _done_host = pinned_buffer(static_cast<std::size_t>(most) * sizeof(std::uint32_t));
   _runs = device_buffer(2 * _record_words * sizeof(std::uint32_t));
   _words = device_buffer(5 * sizeof(std::uint32_t));
+  // Under lazy module loading a kernel's first launch beside a running resident loop can wait
+  // for ever (seen on the H200: the second launch of a BE sequence never started, and no copy on
+  // any other stream finished after it). Loaded here, a runner made before the loop starts is
+  // safe.
+  load_be_kernels();
 }
 
 void be_runner::prepare() {
   if (!_events.empty()) return;
   if (_options.thread_scope && !_scope) _scope = _options.thread_scope();
+  // Again in the context the launches come from (the constructor loaded them in the caller's).
+  load_be_kernels();
   _copy = std::make_unique<stream>(0);
   RESIDENT_CUDA_TRY(cudaMemsetAsync(_words.data(), 0, _words.size(), _stream));
   RESIDENT_CUDA_TRY(cudaMemsetAsync(_done.data(), 0, _done.size(), _stream));
@@ -262,6 +269,7 @@ void be_runner::poll_once(bool submit, bool enqueue) {
     _in_flight.erase(_in_flight.begin());
     _free_events.push_back(f.event);
     retire(f, floor);
+    _live_retired.fetch_add(1, std::memory_order_relaxed);
   }
   if (_await_raise && (_signal == nullptr || _signal->raises() > _await_floor ||
                        steady_ns() - _await_since_ns > 1'000'000)) {
@@ -312,11 +320,27 @@ void be_runner::poll_once(bool submit, bool enqueue) {
     _events[ev].record(_stream);
     _in_flight.push_back({sub->id, v.attempt, ev, raises_seen});
     ++_stats.submissions;
+    _live_submissions.fetch_add(1, std::memory_order_relaxed);
   }
 }
 
 void be_runner::drain() {
-  while (!_in_flight.empty()) poll_once(false, false);
+  const auto deadline = std::chrono::steady_clock::now() + _options.stop_timeout;
+  while (!_in_flight.empty()) {
+    if (std::chrono::steady_clock::now() >= deadline) {
+      const flight& f = _in_flight.front();
+      const auto meta = _meta.find(f.id);
+      const std::string call = meta == _meta.end() ? "?" : _calls[meta->second.call].name;
+      throw std::runtime_error("be_runner '" + _options.name + "': launch " + std::to_string(f.id) +
+                               " (call '" + call + "', attempt " + std::to_string(f.attempt) +
+                               ") did not finish within " +
+                               std::to_string(_options.stop_timeout.count()) +
+                               " ms of stop(): its event is still not complete (" +
+                               std::to_string(_in_flight.size()) + " launches in flight)");
+    }
+    poll_once(false, false);
+    std::this_thread::yield();
+  }
 }
 
 be_runner_stats be_runner::collect() const {

@@ -75,7 +75,7 @@ receipt sample_receipt() {
   receipt r("io", "resident bench io --rate 1000");
   r.git_commit = "abc1234";
   r.started_at = "2026-11-30T10:00:00Z";
-  r.device = {"NVIDIA H200", 132, "9.0", "580.159.04", 13000, {1980, 1755}};
+  r.device = {"NVIDIA H200", 132, "9.0", "580.159.04", 13000, {1980, 1755}, "eager"};
   r.host = {16, "6.18.0", "AMD EPYC 9654 96-Core Processor"};
   r.settings["rate_hz"] = 1000;
   r.settings["pinning_granted"] = true;
@@ -174,6 +174,8 @@ TEST(receipt, reads_the_minimal_form_of_benchmarks_md) {
   EXPECT_EQ(r.device.sm_count, 132);
   EXPECT_EQ(r.host.cpus, 16);
   EXPECT_EQ(r.host.cpu_model, "");
+  EXPECT_EQ(r.device.module_loading, "");  // not recorded, and not written back
+  EXPECT_FALSE(r.to_json().at("device").contains("module_loading"));
   EXPECT_TRUE(r.settings.is_object());
   EXPECT_TRUE(r.settings.empty());
 }
@@ -193,6 +195,8 @@ TEST(receipt, from_json_errors_name_the_field) {
               HasSubstr("'device.sm_count' must be an integer, found a string"));
   EXPECT_THAT(error_for([](json& j) { j["device"]["cuda_runtime"] = 13.0; }),
               HasSubstr("'device.cuda_runtime' must be an integer, found a number"));
+  EXPECT_THAT(error_for([](json& j) { j["device"]["module_loading"] = 1; }),
+              HasSubstr("'device.module_loading' must be a string, found an integer"));
   EXPECT_THAT(error_for([](json& j) { j["device"].erase("driver"); }),
               HasSubstr("missing field 'device.driver'"));
   EXPECT_THAT(error_for([](json& j) { j["device"]["sm_clocks_seen_mhz"][1] = "fast"; }),

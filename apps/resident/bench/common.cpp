@@ -79,6 +79,7 @@ void describe_machine(measure::receipt& receipt) {
       std::to_string(d.compute_major) + "." + std::to_string(d.compute_minor);
   receipt.device.driver = smi.driver.empty() ? std::to_string(d.driver_version) : smi.driver;
   receipt.device.cuda_runtime = d.runtime_version;
+  receipt.device.module_loading = d.module_loading;
   if (smi.sm_clock_mhz > 0) receipt.device.sm_clock_mhz_seen.push_back(smi.sm_clock_mhz);
 }
 

@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstring>
+#include <iostream>
 #include <memory>
 #include <ostream>
 #include <random>
@@ -433,17 +434,9 @@ nlohmann::json run_policy(const reef_settings& s, const std::string& policy,
     }
   }
 
-  reef_rt_app app(model, pad, pc.pad ? pads : std::vector<layer_padding>{});
   sched::preempt_signal signal;
-  run_options o;
-  o.poll_ns = s.poll_ns;
-  o.telemetry_samples = static_cast<std::size_t>(s.samples + s.warmup) + 64;
-  o.preempt = signal.hook();  // every policy: the mirror tells the BE runner about RT work
-  o.stream_priority = pc.rt_high ? greatest : 0;
-  if (parts) o.partition = parts->share(0);
-  auto handle = run_async(app, execution_mode::while_loop, o);
-
-  // BE clients: each its own model, stream and runner, started after the RT loop is resident.
+  // BE clients: each its own model, stream and runner, made before the RT loop starts (the
+  // runner loads its kernels then: see be_runner) and started once the loop is resident.
   std::vector<std::unique_ptr<sched::be_model>> models;
   std::vector<stream> streams;
   std::vector<std::unique_ptr<sched::be_runner>> runners;
@@ -470,6 +463,15 @@ nlohmann::json run_policy(const reef_settings& s, const std::string& policy,
                                                            streams.back().get(), &signal, ro));
     }
   }
+  reef_rt_app app(model, pad, pc.pad ? pads : std::vector<layer_padding>{});
+  run_options o;
+  o.poll_ns = s.poll_ns;
+  o.telemetry_samples = static_cast<std::size_t>(s.samples + s.warmup) + 64;
+  o.preempt = signal.hook();  // every policy: the mirror tells the BE runner about RT work
+  o.stream_priority = pc.rt_high ? greatest : 0;
+  if (parts) o.partition = parts->share(0);
+  auto handle = run_async(app, execution_mode::while_loop, o);
+
   const std::uint64_t pad_before = pc.pad ? pad->job.taken() : 0;
   const std::int64_t be0 = now_ns();
   for (auto& r : runners) r->start();
@@ -525,12 +527,41 @@ nlohmann::json run_policy(const reef_settings& s, const std::string& policy,
       mb.publish(std::as_bytes(std::span(&token, 1)));
     }
   });
+  // --progress: where a run that does not finish got stuck (the loop, or a BE stream).
+  std::atomic<bool> monitor_stop{false};
+  std::thread monitor;
+  if (s.progress) {
+    monitor = std::thread([&] {
+      const std::int64_t t0 = now_ns();
+      while (!monitor_stop.load()) {
+        std::this_thread::sleep_for(250ms);
+        const loop_counters c = handle->counters();
+        std::ostringstream line;
+        line << "reef " << policy << " +" << (now_ns() - t0) / 1'000'000 << " ms: loop heartbeat "
+             << c.iterations << ", last seq " << c.last_seq - std::min(c.last_seq, base) << "/"
+             << total << ", processed " << c.processed << "; word raises " << signal.raises();
+        for (std::size_t i = 0; i < runners.size(); ++i) {
+          const sched::be_runner_progress p = runners[i]->progress();
+          line << "; BE" << i << " submitted " << p.submissions << ", retired " << p.retired;
+        }
+        std::cerr << line.str() << std::endl;
+      }
+    });
+  }
   sensor.join();
   const std::uint64_t final_seq = base + total;
-  wait_for_sample(*handle, final_seq, 5'000'000'000);
+  const bool all_seen = wait_for_sample(*handle, final_seq, 5'000'000'000);
   std::this_thread::sleep_for(2ms);
   stop = true;
   actuator.join();
+  monitor_stop = true;
+  if (monitor.joinable()) monitor.join();
+  if (!all_seen) {
+    const loop_counters c = handle->counters();
+    log << "reef " << policy << ": the RT loop had not processed the last sample 5 s after its "
+        << "release (last sequence " << c.last_seq - std::min(c.last_seq, base) << " of " << total
+        << ", heartbeat " << c.iterations << ")\n";
+  }
 
   std::vector<sched::be_runner_stats> be_stats;
   for (auto& r : runners) be_stats.push_back(r->stop());

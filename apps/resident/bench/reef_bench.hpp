@@ -35,6 +35,7 @@ struct reef_settings {
   std::uint64_t poll_ns{20'000'000};
   std::uint64_t seed{7};
   bool realtime{true};
+  bool progress{false};  // a line per 250 ms to the log: RT loop and BE runner counts
   std::string command;
 
   void make_quick();

@@ -18,6 +18,9 @@ struct device_info {
   int clock_rate_khz{};   // SM clock the runtime reports
   bool can_map_host_memory{};
   bool host_native_atomics{};
+  /// The driver's module loading mode: "lazy" (CUDA_MODULE_LOADING=LAZY, the default since
+  /// CUDA 12.2), "eager", or "unknown" when the driver cannot say.
+  std::string module_loading;
 };
 
 /// Number of usable CUDA devices; 0 when there is no GPU or no driver (never throws).
@@ -26,5 +29,21 @@ struct device_info {
 [[nodiscard]] std::string no_device_reason();
 /// Properties of `ordinal`; throws cuda_error when the query fails.
 [[nodiscard]] device_info query_device(int ordinal = 0);
+
+/// Whether the driver loads kernels lazily (on their first launch). That first launch can wait
+/// until the context has no kernel running, which a resident loop never gives it: a kernel
+/// launched for the first time beside a running loop may then never start. Load such kernels
+/// before the loop starts (load_kernel), or run with CUDA_MODULE_LOADING=EAGER. False when the
+/// driver cannot say (drivers before CUDA 12.2 load eagerly).
+[[nodiscard]] bool lazy_module_loading();
+
+/// Loads `kernel` (a __global__ function's address) into the current context now, so that its
+/// first launch does not load it. `name` is for the error message.
+void load_kernel(const void* kernel, const char* name);
+
+template <class... Args>
+void load_kernel(void (*kernel)(Args...), const char* name) {
+  load_kernel(reinterpret_cast<const void*>(kernel), name);
+}
 
 }  // namespace resident

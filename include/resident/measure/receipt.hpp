@@ -18,7 +18,8 @@ namespace resident::measure {
 
 /// The GPU a benchmark ran on. JSON "device": {"name", "sm_count", "compute_capability",
 /// "driver", "cuda_runtime", "sm_clock_mhz", "sm_clocks_seen_mhz"}, where "sm_clock_mhz" is the
-/// first clock seen (null when none was) and "sm_clocks_seen_mhz" the whole list.
+/// first clock seen (null when none was) and "sm_clocks_seen_mhz" the whole list. Optional:
+/// "module_loading" ("lazy", "eager"; absent in receipts made before it was recorded).
 struct device_record {
   std::string name;
   int sm_count{};
@@ -26,6 +27,7 @@ struct device_record {
   std::string driver;              // "580.159.04"
   int cuda_runtime{};              // cudaRuntimeGetVersion(): 13000 = CUDA 13.0
   std::vector<int> sm_clock_mhz_seen;
+  std::string module_loading;  // "lazy", "eager", "unknown"; empty: not recorded
 };
 
 /// JSON "host": {"cpus", "kernel", "cpu_model"}.

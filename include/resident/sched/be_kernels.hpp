@@ -142,6 +142,11 @@ void launch_maxpool2d(cudaStream_t s, const be_launch_view& v, const maxpool2d_a
 void launch_row_sum(cudaStream_t s, const be_launch_view& v, const row_sum_args& a);
 void launch_fill(cudaStream_t s, const be_launch_view& v, const fill_args& a);
 
+/// Loads every kernel above into the current context (resident::load_kernel). Under lazy module
+/// loading a kernel's first launch can wait for the context to go idle, which never happens
+/// while a resident loop runs; be_runner calls this before it launches anything.
+void load_be_kernels();
+
 /// One kernel launch of a BE sequence, as the scheduler sees it.
 struct be_call {
   std::string name;       // e.g. "mlp.fc1.gemm"

@@ -13,6 +13,7 @@
 #include <cuda_runtime_api.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <exception>
@@ -95,6 +96,15 @@ struct be_runner_options {
   /// until the thread is done. E.g. a partition::green_context::current_scope, so the events
   /// are created in, and the launches made from, the context that owns the stream.
   std::function<std::shared_ptr<void>()> thread_scope;
+  /// How long stop() waits for the launches in flight to finish. Past it, stop() throws,
+  /// naming the oldest launch, instead of hanging on a stream the GPU does not run.
+  std::chrono::milliseconds stop_timeout{10000};
+};
+
+/// Live counts of a running be_runner, readable from any thread (e.g. a progress monitor).
+struct be_runner_progress {
+  std::uint64_t submissions{};  // launch attempts made
+  std::uint64_t retired{};      // attempts whose event completed
 };
 
 struct be_runner_stats {
@@ -139,6 +149,10 @@ class be_runner {
                                 const std::function<void(std::uint64_t)>& each_poll = {});
 
   [[nodiscard]] const be_queue& queue() const noexcept { return _queue; }
+  [[nodiscard]] be_runner_progress progress() const noexcept {
+    return {_live_submissions.load(std::memory_order_relaxed),
+            _live_retired.load(std::memory_order_relaxed)};
+  }
   [[nodiscard]] const std::vector<be_call>& calls() const noexcept { return _calls; }
 
  private:
@@ -193,6 +207,8 @@ class be_runner {
   std::vector<std::size_t> _free_events;
   std::vector<flight> _in_flight;  // submission order
   std::map<launch_id, launch_meta> _meta;
+  std::atomic<std::uint64_t> _live_submissions{0};
+  std::atomic<std::uint64_t> _live_retired{0};
   std::uint64_t _next_sequence{0};
   std::uint64_t _seen_raises{0};
   /// A launch came back short before the mirror showed the raise that cut it (the mirror is
