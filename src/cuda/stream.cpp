@@ -1,5 +1,6 @@
 #include "resident/cuda/stream.hpp"
 
+#include <thread>
 #include <utility>
 
 #include "resident/cuda/error.hpp"
@@ -7,6 +8,15 @@
 namespace resident {
 
 void stream_view::synchronize() const { RESIDENT_CUDA_TRY(cudaStreamSynchronize(_stream)); }
+
+bool stream_view::synchronize_for(std::chrono::nanoseconds limit) const {
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  for (;;) {
+    if (ready()) return true;
+    if (std::chrono::steady_clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(std::chrono::microseconds(20));
+  }
+}
 
 bool stream_view::ready() const {
   const cudaError_t status = cudaStreamQuery(_stream);

@@ -7,7 +7,6 @@
 #include <chrono>
 #include <stdexcept>
 #include <string>
-#include <thread>
 
 #include "exec/capture.hpp"
 #include "exec/loop_executor.hpp"
@@ -24,20 +23,11 @@ namespace {
 constexpr std::chrono::milliseconds drain_copy_limit{2000};
 
 void wait_for_drain_copy(cudaStream_t s, const char* what) {
-  const auto deadline = std::chrono::steady_clock::now() + drain_copy_limit;
-  for (;;) {
-    const cudaError_t status = cudaStreamQuery(s);
-    if (status == cudaSuccess) return;
-    if (status != cudaErrorNotReady) RESIDENT_CUDA_TRY(status);
-    if (std::chrono::steady_clock::now() >= deadline) {
-      throw std::runtime_error(std::string("telemetry drain: the copy of ") + what +
-                               " did not finish within " +
-                               std::to_string(drain_copy_limit.count()) +
-                               " ms (cudaStreamQuery on the drain stream still returns "
-                               "cudaErrorNotReady)");
-    }
-    std::this_thread::sleep_for(std::chrono::microseconds(50));
-  }
+  if (stream_view(s).synchronize_for(drain_copy_limit)) return;
+  throw std::runtime_error(std::string("telemetry drain: the copy of ") + what +
+                           " did not finish within " + std::to_string(drain_copy_limit.count()) +
+                           " ms (cudaStreamQuery on the drain stream still returns "
+                           "cudaErrorNotReady)");
 }
 
 }  // namespace

@@ -211,7 +211,12 @@ void be_runner::retire(const flight& f, std::uint64_t floor) {
   const auto bytes = static_cast<std::size_t>(call.blocks) * sizeof(std::uint32_t);
   RESIDENT_CUDA_TRY(cudaMemcpyAsync(_done_host.data(), done_words(m), bytes, cudaMemcpyDeviceToHost,
                                     _copy->get()));
-  _copy->synchronize();
+  if (!_copy->synchronize_for(_options.stop_timeout)) {
+    throw std::runtime_error("be_runner '" + _options.name + "': the copy of launch " +
+                             std::to_string(f.id) + "'s done words (call '" + call.name +
+                             "') did not finish within " +
+                             std::to_string(_options.stop_timeout.count()) + " ms");
+  }
   const auto* done = _done_host.data_as<const std::uint32_t>();
   std::vector<std::int64_t> blocks;
   for (std::int32_t b = 0; b < call.blocks; ++b) {

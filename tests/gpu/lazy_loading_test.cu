@@ -116,8 +116,10 @@ TEST(LazyLoading, StopReportsALaunchThatCannotFinish) {
     EXPECT_NE(what.find("did not finish within 200 ms"), std::string::npos) << what;
   }
   EXPECT_LT(std::chrono::steady_clock::now() - t0, 5s);
+  EXPECT_FALSE(s.synchronize_for(50ms));  // still blocked: a bounded wait says so
   std::atomic_ref<std::uint32_t>(*host_flag).store(1);
-  s.synchronize();  // the queued launches run now; nothing is left in flight on the GPU
+  // The queued launches run now; nothing is left in flight on the GPU.
+  EXPECT_TRUE(s.synchronize_for(10s));
 }
 
 }  // namespace

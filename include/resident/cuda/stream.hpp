@@ -4,6 +4,8 @@
 
 #include <cuda_runtime_api.h>
 
+#include <chrono>
+
 namespace resident {
 
 /// Non-owning handle to a stream; cheap to copy.
@@ -15,6 +17,10 @@ class stream_view {
   constexpr operator cudaStream_t() const noexcept { return _stream; }  // NOLINT
 
   void synchronize() const;
+  /// Waits for the work enqueued so far, polling, for at most `limit`: true when it completed,
+  /// false when it had not by then (for callers that must not hang on a stream the GPU does not
+  /// run, e.g. beside a resident loop). Throws on an asynchronous error.
+  [[nodiscard]] bool synchronize_for(std::chrono::nanoseconds limit) const;
   /// True once all work enqueued so far has completed; throws on an asynchronous error.
   [[nodiscard]] bool ready() const;
 
@@ -39,6 +45,9 @@ class stream {
   [[nodiscard]] stream_view view() const noexcept { return {_stream}; }
   operator stream_view() const noexcept { return view(); }  // NOLINT
   void synchronize() const { view().synchronize(); }
+  [[nodiscard]] bool synchronize_for(std::chrono::nanoseconds limit) const {
+    return view().synchronize_for(limit);
+  }
 
  private:
   struct adopt_tag {};
