@@ -2,7 +2,7 @@
 // launches must already be loaded (under lazy module loading a first launch may wait for the
 // loop to end), and a launch that cannot finish must be reported by stop(), never hang it.
 //
-// LazyLoading.* means most in a process of its own with CUDA_MODULE_LOADING=LAZY, where no
+// LazyLoading.* matters most in a process of its own with CUDA_MODULE_LOADING=LAZY, where no
 // earlier test has loaded the kernels: scripts/gpu-check runs it so. In the whole suite (eager
 // loading, see support.cu) it still checks that the work finishes and is right.
 
@@ -11,7 +11,6 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
-#include <random>
 #include <string>
 #include <thread>
 
@@ -30,10 +29,7 @@ TEST(LazyLoading, BeRunnerMadeBeforeTheLoopRunsBesideIt) {
   // The model and the runner are made before the loop starts; nothing has launched their
   // kernels yet.
   sched::mlp_model model(64, {128, 128, 64}, 11);
-  std::mt19937 rng(5);
-  std::uniform_real_distribution<float> dist(-1.0F, 1.0F);
-  std::vector<float> x(model.input_elements());
-  for (auto& v : x) v = dist(rng);
+  const std::vector<float> x = random_floats(model.input_elements());
   model.set_input(x);
   const auto want = model.reference(x);
   sched::preempt_signal signal;
