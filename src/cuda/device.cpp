@@ -9,6 +9,28 @@
 
 namespace resident {
 
+namespace {
+
+// Process-wide (CUDA_MODULE_LOADING): "lazy", "eager", or "unknown" when the driver cannot say.
+std::string module_loading_mode() {
+  using get_mode = CUresult (*)(CUmoduleLoadingMode*);
+  void* fn = nullptr;
+  cudaDriverEntryPointQueryResult found{};
+  std::string mode_name = "unknown";
+  if (cudaGetDriverEntryPointByVersion("cuModuleGetLoadingMode", &fn, 12020, cudaEnableDefault,
+                                       &found) == cudaSuccess &&
+      found == cudaDriverEntryPointSuccess && fn != nullptr) {
+    CUmoduleLoadingMode mode{};
+    if (reinterpret_cast<get_mode>(fn)(&mode) == CUDA_SUCCESS) {
+      mode_name = mode == CU_MODULE_LAZY_LOADING ? "lazy" : "eager";
+    }
+  }
+  (void)cudaGetLastError();
+  return mode_name;
+}
+
+}  // namespace
+
 int device_count() noexcept {
   int count = 0;
   if (cudaGetDeviceCount(&count) != cudaSuccess) {
@@ -44,27 +66,11 @@ device_info query_device(int ordinal) {
   info.can_map_host_memory = value != 0;
   RESIDENT_CUDA_TRY(cudaDeviceGetAttribute(&value, cudaDevAttrHostNativeAtomicSupported, ordinal));
   info.host_native_atomics = value != 0;
-  using get_mode = CUresult (*)(CUmoduleLoadingMode*);
-  void* fn = nullptr;
-  cudaDriverEntryPointQueryResult found{};
-  info.module_loading = "unknown";
-  if (cudaGetDriverEntryPointByVersion("cuModuleGetLoadingMode", &fn, 12020, cudaEnableDefault,
-                                       &found) == cudaSuccess &&
-      found == cudaDriverEntryPointSuccess && fn != nullptr) {
-    CUmoduleLoadingMode mode{};
-    if (reinterpret_cast<get_mode>(fn)(&mode) == CUDA_SUCCESS) {
-      info.module_loading = mode == CU_MODULE_LAZY_LOADING ? "lazy" : "eager";
-    }
-  }
-  (void)cudaGetLastError();
+  info.module_loading = module_loading_mode();
   return info;
 }
 
-bool lazy_module_loading() {
-  int current = 0;
-  RESIDENT_CUDA_TRY(cudaGetDevice(&current));
-  return query_device(current).module_loading == "lazy";
-}
+bool lazy_module_loading() { return module_loading_mode() == "lazy"; }
 
 void load_kernel(const void* kernel, const char* name) {
   cudaFuncAttributes attributes{};

@@ -22,11 +22,7 @@ std::string loop_name(const Application& app, execution_mode mode) {
 void note_lazy_loading() {
   static std::once_flag once;
   std::call_once(once, [] {
-    try {
-      if (!lazy_module_loading()) return;
-    } catch (const std::exception&) {
-      return;  // the driver cannot say: nothing to note
-    }
+    if (!lazy_module_loading()) return;  // eager, or the driver cannot say
     std::fprintf(stderr,
                  "resident: note: CUDA loads kernels lazily in this process "
                  "(CUDA_MODULE_LOADING is not EAGER). A kernel launched for the first time while "

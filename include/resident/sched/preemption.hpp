@@ -96,9 +96,8 @@ struct be_runner_options {
   /// until the thread is done. E.g. a partition::green_context::current_scope, so the events
   /// are created in, and the launches made from, the context that owns the stream.
   std::function<std::shared_ptr<void>()> thread_scope;
-  /// How long stop() waits for the launches in flight to finish, and the runner for the copy
-  /// of a finished launch's done words. Past it, the runner throws, naming the launch, instead
-  /// of hanging on a stream the GPU does not run.
+  /// How long stop() waits for the launches in flight to finish. Past it, stop() throws,
+  /// naming the oldest launch, instead of hanging on a stream the GPU does not run.
   std::chrono::milliseconds stop_timeout{10000};
 };
 
