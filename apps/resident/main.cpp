@@ -398,10 +398,6 @@ int main(int argc, char** argv) {
       ->add_option("--be-checkpoint-min-steps", reef.be_checkpoint_min_steps,
                    "a cut block keeps its sums only after this many K-steps of its attempt")
       ->capture_default_str();
-  reef_cmd
-      ->add_option("--be-device-resume", reef.be_device_resume,
-                   "preempted BE work resumes behind a device gate, not the host (on/off)")
-      ->capture_default_str();
   reef_cmd->add_option("--rt-batch", reef.rt_batch, "rows of the RT MLP's input")
       ->capture_default_str();
   reef_cmd->add_option("--split-sms", reef.split_sms, "green-split: SMs of the RT partition")

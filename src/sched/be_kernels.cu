@@ -121,22 +121,6 @@ __global__ void __launch_bounds__(be_block_threads, 4) be_counter_kernel(be_laun
   }
 }
 
-__global__ void resume_gate_kernel(const std::uint32_t* word, std::uint64_t limit_ns) {
-  if (threadIdx.x != 0) return;
-  std::uint64_t start = 0;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
-  for (;;) {
-    const std::uint32_t raised = cuda::atomic_ref<std::uint32_t, cuda::thread_scope_system>(
-                                     const_cast<std::uint32_t&>(*word))
-                                     .load(cuda::memory_order_acquire);
-    if (raised == 0U) return;
-    std::uint64_t now = 0;
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
-    if (now - start >= limit_ns) return;
-    __nanosleep(256);
-  }
-}
-
 template <class Args>
 void load_kernels_of(const char* name) {
   load_kernel(be_kernel<Args>, name);
@@ -280,14 +264,7 @@ void launch_row_sum(cudaStream_t s, const be_launch_view& v, const row_sum_args&
   launch("row_sum", s, v, a, row_sum_blocks(a));
 }
 
-void launch_resume_gate(cudaStream_t s, const std::uint32_t* preempt_word, std::uint64_t limit_ns) {
-  if (preempt_word == nullptr) throw std::invalid_argument("launch_resume_gate: no preempt word");
-  resume_gate_kernel<<<1, 32, 0, s>>>(preempt_word, limit_ns);
-  RESIDENT_CUDA_CHECK_LAUNCH("resume_gate_kernel");
-}
-
 void load_be_kernels() {
-  load_kernel(resume_gate_kernel, "resume_gate");
   load_kernels_of<gemm_args>("gemm");
   load_kernels_of<conv2d_args>("conv2d");
   load_kernels_of<bias_act_args>("bias_act");

@@ -232,8 +232,7 @@ void be_runner::retire(const flight& f, std::uint64_t floor) {
     (void)_queue.preempt();
     ++_stats.preemptions;
     _queue.preempted_exit(f.id);
-    // (With device_resume the resubmission waits on the device gate: no flood to guard against.)
-    if (_options.rt_sms == nullptr && !_options.device_resume) {
+    if (_options.rt_sms == nullptr) {
       _await_raise = true;
       _await_floor = floor;
       _await_since_ns = steady_ns();
@@ -252,14 +251,11 @@ void be_runner::poll_once(bool submit, bool enqueue) {
   const std::uint64_t raises_seen = watch ? _signal->raises() : 0;
   const bool raised = watch && _signal->raised();
   const bool spatial = _options.rt_sms != nullptr;
-  // device_resume: what a raise cut is resubmitted behind a device gate while the word is still
-  // up, so only a raise the runner has not handled yet (a new count) preempts.
-  const bool gated = _options.device_resume && _options.preemptible && !spatial;
   if (_options.preemptible && !spatial) {
     const std::uint64_t raises = _signal->raises();
     const bool new_raise = raises != _seen_raises;
     _seen_raises = raises;
-    if ((new_raise || (raised && !gated)) && !_queue.preempted()) {
+    if ((raised || new_raise) && !_queue.preempted()) {
       (void)_queue.preempt();  // stop submitting; what is in flight drains on the word
       ++_stats.preemptions;
     }
@@ -284,13 +280,8 @@ void be_runner::poll_once(bool submit, bool enqueue) {
   }
   // Spatial: the blocks a raised word stopped go back at once; the SMs they find busy with
   // real-time work stop them again, the others run them.
-  if (_queue.preempted() && _in_flight.empty() && (!raised || spatial || gated) && !_await_raise) {
+  if (_queue.preempted() && _in_flight.empty() && (!raised || spatial) && !_await_raise) {
     _queue.resume();
-    if (gated && raised) {
-      // The resubmissions start the moment the real-time work clears the word.
-      launch_resume_gate(_stream, _signal->word());
-      ++_stats.gated_resumes;
-    }
     // Stream-ordered before every resubmission: the halt a preempted block set is lifted.
     RESIDENT_CUDA_TRY(cudaMemsetAsync(_words.data(), 0, sizeof(std::uint32_t), _stream));
   }

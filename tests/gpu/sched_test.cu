@@ -439,7 +439,8 @@ TEST(SchedLoop, EveryModeRaisesAndClearsThePreemptWordOncePerSample) {
   }
 }
 
-void check_loop_preempts_be_work(bool device_resume) {
+TEST(SchedLoop, ResidentLoopPreemptsBestEffortWorkWithoutTheHost) {
+  RESIDENT_REQUIRE_GPU();
   lab_app app(1024);
   sched::preempt_signal signal;
   run_options o;
@@ -455,9 +456,7 @@ void check_loop_preempts_be_work(bool device_resume) {
   slow_sum a(20000, 20'000);
   slow_sum b(10000, 20'000);
   slow_sum c(10000, 20'000);
-  sched::be_runner_options ro;
-  ro.device_resume = device_resume;
-  sched::be_runner runner({a.call("a"), b.call("b"), c.call("c")}, s.get(), &signal, ro);
+  sched::be_runner runner({a.call("a"), b.call("b"), c.call("c")}, s.get(), &signal, {});
   runner.start();
   std::vector<std::vector<float>> samples;
   for (int i = 0; i < 40; ++i) samples.push_back(random_floats(1024));
@@ -487,22 +486,6 @@ void check_loop_preempts_be_work(bool device_resume) {
     EXPECT_GE(k->read(), k->expected(stats.sequences));
     EXPECT_LE(k->read(), k->expected(stats.sequences + 1));
   }
-  if (device_resume) {
-    EXPECT_GT(stats.gated_resumes, 0U);
-  } else {
-    EXPECT_EQ(stats.gated_resumes, 0U);
-  }
-}
-
-TEST(SchedLoop, ResidentLoopPreemptsBestEffortWorkWithoutTheHost) {
-  RESIDENT_REQUIRE_GPU();
-  check_loop_preempts_be_work(false);
-}
-
-// The resume too: cut launches wait behind a device gate for the loop to clear the word.
-TEST(SchedLoop, ResidentLoopPreemptsAndBestEffortWorkResumesOnTheDevice) {
-  RESIDENT_REQUIRE_GPU();
-  check_loop_preempts_be_work(true);
 }
 
 }  // namespace

@@ -451,7 +451,6 @@ nlohmann::json run_policy(const reef_settings& s, const std::string& policy,
       ro.window = s.be_window;
       ro.checkpoint = s.be_checkpoint;
       ro.checkpoint_min_steps = s.be_checkpoint_min_steps;
-      ro.device_resume = s.be_device_resume;
       ro.sequential = pc.sequential;
       if (pc.spatial) ro.rt_sms = rt_sms.data_as<std::uint32_t>();
       if (pc.split) {
@@ -642,7 +641,6 @@ nlohmann::json run_policy(const reef_settings& s, const std::string& policy,
                    {"blocks_rerun", st.blocks_rerun},
                    {"early_exits", st.early_exits},
                    {"checkpoints", st.checkpoints},
-                   {"gated_resumes", st.gated_resumes},
                    {"repeated_commits_non_idempotent", st.repeated_commits}});
   }
   const double seq_gflop = be_gflop(s.be_model);
@@ -803,8 +801,7 @@ measure::receipt run_reef_bench(const reef_settings& s, std::ostream& log) {
                         {"gflop_per_inference", be_gflop(s.be_model)},
                         {"window", s.be_window},
                         {"checkpoint", s.be_checkpoint},
-                        {"checkpoint_min_steps", s.be_checkpoint_min_steps},
-                        {"device_resume", s.be_device_resume}}},
+                        {"checkpoint_min_steps", s.be_checkpoint_min_steps}}},
                       {"split_sms", s.split_sms},
                       {"cpus", {{"sensor", cpus.sensor}, {"actuator", cpus.actuator}}},
                       {"realtime_requested", s.realtime}};

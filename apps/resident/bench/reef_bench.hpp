@@ -29,7 +29,6 @@ struct reef_settings {
   std::size_t be_window{1};                  // BE launches in flight per client (see docs/sched.md)
   bool be_checkpoint{true};                  // preempted gemm/conv2d blocks keep their partial sums
   std::uint32_t be_checkpoint_min_steps{1};  // ... when they added at least this many K-steps
-  bool be_device_resume{false};  // resubmit behind a device gate (be_runner_options::device_resume)
   std::int32_t rt_batch{32};
   int split_sms{32};           // green-split, preempt-sm: SMs of the RT partition
   double pad_tolerance{0.05};  // padded RT kernel within this of the kernel alone

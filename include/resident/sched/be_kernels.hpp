@@ -143,12 +143,6 @@ void launch_maxpool2d(cudaStream_t s, const be_launch_view& v, const maxpool2d_a
 void launch_row_sum(cudaStream_t s, const be_launch_view& v, const row_sum_args& a);
 void launch_fill(cudaStream_t s, const be_launch_view& v, const fill_args& a);
 
-/// One block that returns once *preempt_word is 0 (or after `limit_ns`, so a word left raised
-/// cannot hold the stream for ever): the work queued behind it on `s` starts when real-time work
-/// clears the word, with no host in between (be_runner_options::device_resume).
-void launch_resume_gate(cudaStream_t s, const std::uint32_t* preempt_word,
-                        std::uint64_t limit_ns = 100'000'000);
-
 /// Loads every kernel above into the current context (resident::load_kernel). Under lazy module
 /// loading a kernel's first launch can wait for the context to go idle, which never happens
 /// while a resident loop runs; be_runner calls this before it launches anything.

@@ -96,12 +96,6 @@ struct be_runner_options {
   /// until the thread is done. E.g. a partition::green_context::current_scope, so the events
   /// are created in, and the launches made from, the context that owns the stream.
   std::function<std::shared_ptr<void>()> thread_scope;
-  /// Resume without the host (time-shared preemption only): once the launches a raise cut have
-  /// drained, the runner resubmits them at once, behind a one-block gate kernel on the stream
-  /// that waits on the device for the word to clear, instead of waiting on the host to see the
-  /// clear. Only a new raise (the mirror's count) preempts again. Off: resume after the host
-  /// sees the word clear.
-  bool device_resume{false};
   /// How long stop() waits for the launches in flight to finish. Past it, stop() throws,
   /// naming the oldest launch, instead of hanging on a stream the GPU does not run.
   std::chrono::milliseconds stop_timeout{10000};
@@ -126,8 +120,7 @@ struct be_runner_stats {
   /// Commits of a non-idempotent block that had already committed (0: every resume was
   /// exact), counted on the device.
   std::uint64_t repeated_commits{};
-  std::uint64_t submissions{};    // launch attempts
-  std::uint64_t gated_resumes{};  // resumes queued behind a device gate (device_resume)
+  std::uint64_t submissions{};  // launch attempts
 };
 
 /// Runs a BE call sequence (e.g. a model's inference) over and over on one stream. Not
