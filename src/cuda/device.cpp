@@ -72,26 +72,6 @@ device_info query_device(int ordinal) {
 
 bool lazy_module_loading() { return module_loading_mode() == "lazy"; }
 
-std::optional<bool> kernel_loaded(const void* kernel) {
-  using is_loaded = CUresult (*)(CUfunctionLoadingState*, CUfunction);
-  void* fn = nullptr;
-  cudaDriverEntryPointQueryResult found{};
-  if (cudaGetDriverEntryPointByVersion("cuFuncIsLoaded", &fn, 12040, cudaEnableDefault, &found) !=
-          cudaSuccess ||
-      found != cudaDriverEntryPointSuccess || fn == nullptr) {
-    (void)cudaGetLastError();
-    return std::nullopt;
-  }
-  cudaFunction_t function = nullptr;
-  RESIDENT_CUDA_TRY(cudaGetFuncBySymbol(&function, kernel));
-  CUfunctionLoadingState state{};
-  if (reinterpret_cast<is_loaded>(fn)(&state, reinterpret_cast<CUfunction>(function)) !=
-      CUDA_SUCCESS) {
-    return std::nullopt;
-  }
-  return state == CU_FUNCTION_LOADING_STATE_LOADED;
-}
-
 void load_kernel(const void* kernel, const char* name) {
   cudaFuncAttributes attributes{};
   // Querying a kernel's attributes loads it (the documented way to load one ahead of time

@@ -127,15 +127,6 @@ void load_kernels_of(const char* name) {
   load_kernel(be_counter_kernel<Args>, name);
 }
 
-// nullopt as soon as one answer is unknown; otherwise whether both kernels are loaded.
-template <class Args>
-std::optional<bool> kernels_of_loaded() {
-  const std::optional<bool> a = kernel_loaded(be_kernel<Args>);
-  const std::optional<bool> b = kernel_loaded(be_counter_kernel<Args>);
-  if (!a || !b) return std::nullopt;
-  return *a && *b;
-}
-
 template <class Args>
 void launch(const char* kernel, cudaStream_t s, const be_launch_view& v, const Args& a,
             std::int32_t blocks) {
@@ -271,18 +262,6 @@ void load_be_kernels() {
   load_kernels_of<maxpool2d_args>("maxpool2d");
   load_kernels_of<row_sum_args>("row_sum");
   load_kernels_of<fill_args>("fill");
-}
-
-std::optional<bool> be_kernels_loaded() {
-  bool all = true;
-  for (const std::optional<bool> one :
-       {kernels_of_loaded<gemm_args>(), kernels_of_loaded<conv2d_args>(),
-        kernels_of_loaded<bias_act_args>(), kernels_of_loaded<maxpool2d_args>(),
-        kernels_of_loaded<row_sum_args>(), kernels_of_loaded<fill_args>()}) {
-    if (!one) return std::nullopt;
-    all = all && *one;
-  }
-  return all;
 }
 
 void launch_fill(cudaStream_t s, const be_launch_view& v, const fill_args& a) {

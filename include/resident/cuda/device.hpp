@@ -46,13 +46,4 @@ void load_kernel(void (*kernel)(Args...), const char* name) {
   load_kernel(reinterpret_cast<const void*>(kernel), name);
 }
 
-/// Whether `kernel` is loaded in the current context (cuFuncIsLoaded); nullopt when the driver
-/// cannot say (before CUDA 12.4).
-[[nodiscard]] std::optional<bool> kernel_loaded(const void* kernel);
-
-template <class... Args>
-[[nodiscard]] std::optional<bool> kernel_loaded(void (*kernel)(Args...)) {
-  return kernel_loaded(reinterpret_cast<const void*>(kernel));
-}
-
 }  // namespace resident

@@ -16,7 +16,6 @@
 
 #include <cstdint>
 #include <functional>
-#include <optional>
 #include <string>
 
 #include "resident/sched/preemptible.hpp"
@@ -147,10 +146,6 @@ void launch_fill(cudaStream_t s, const be_launch_view& v, const fill_args& a);
 /// loading a kernel's first launch can wait for the context to go idle, which never happens
 /// while a resident loop runs; be_runner calls this before it launches anything.
 void load_be_kernels();
-
-/// Whether every kernel load_be_kernels() loads is loaded in the current context; nullopt when
-/// the driver cannot say (resident::kernel_loaded).
-[[nodiscard]] std::optional<bool> be_kernels_loaded();
 
 /// One kernel launch of a BE sequence, as the scheduler sees it.
 struct be_call {
