@@ -400,6 +400,10 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   reef_cmd->add_option("--rt-batch", reef.rt_batch, "rows of the RT MLP's input")
       ->capture_default_str();
+  reef_cmd
+      ->add_option("--rt-out-copy", reef.rt_out_copy,
+                   "the RT scores into the output port: memcpy (node) or kernel")
+      ->capture_default_str();
   reef_cmd->add_option("--split-sms", reef.split_sms, "green-split: SMs of the RT partition")
       ->capture_default_str();
   reef_cmd

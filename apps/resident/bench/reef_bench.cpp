@@ -208,8 +208,11 @@ struct pad_source {
 class rt_mlp_op final : public Operator {
  public:
   rt_mlp_op(std::shared_ptr<const rt_model> model, std::shared_ptr<pad_source> pad,
-            std::vector<layer_padding> pads)
-      : _model(std::move(model)), _pad(std::move(pad)), _pads(std::move(pads)) {}
+            std::vector<layer_padding> pads, bool copy_kernel)
+      : _model(std::move(model)),
+        _pad(std::move(pad)),
+        _pads(std::move(pads)),
+        _copy_kernel(copy_kernel) {}
   void setup(OperatorSpec& spec) override {
     spec.device_input("in", 8);
     spec.device_output("out", 8);
@@ -230,28 +233,35 @@ class rt_mlp_op final : public Operator {
     }
     sched::launch_fill(ctx.stream(), m.view(sched::fill_blocks(m.fill())), m.fill());
     sched::launch_row_sum(ctx.stream(), m.view(sched::row_sum_blocks(m.sum())), m.sum());
-    RESIDENT_CUDA_TRY(cudaMemcpyAsync(ctx.device_memory<std::byte>("out"), m.scores(), 8,
-                                      cudaMemcpyDeviceToDevice, ctx.stream()));
+    if (_copy_kernel) {
+      // A kernel, not a memcpy node: the copy cannot wait behind other streams' copies.
+      ops::detail::launch_copy(m.scores(), ctx.device_memory<float>("out"), 2, ctx.stream());
+    } else {
+      RESIDENT_CUDA_TRY(cudaMemcpyAsync(ctx.device_memory<std::byte>("out"), m.scores(), 8,
+                                        cudaMemcpyDeviceToDevice, ctx.stream()));
+    }
   }
 
  private:
   std::shared_ptr<const rt_model> _model;
   std::shared_ptr<pad_source> _pad;
   std::vector<layer_padding> _pads;
+  bool _copy_kernel;
 };
 
 class reef_rt_app final : public Application {
  public:
   reef_rt_app(std::shared_ptr<const rt_model> model, std::shared_ptr<pad_source> pad,
-              std::vector<layer_padding> pads)
+              std::vector<layer_padding> pads, bool copy_kernel)
       : Application("reef-rt"),
         _model(std::move(model)),
         _pad(std::move(pad)),
         _pads(std::move(pads)),
+        _copy_kernel(copy_kernel),
         _mailbox(std::make_shared<io::mailbox>(io::mailbox::config{8, 8, 4})) {}
   void compose() override {
     auto rx = make_operator<io::mailbox_rx>("rx", _mailbox);
-    auto rt = make_operator<rt_mlp_op>("rt_mlp", _model, _pad, _pads);
+    auto rt = make_operator<rt_mlp_op>("rt_mlp", _model, _pad, _pads, _copy_kernel);
     auto tx = make_operator<io::mailbox_tx>("tx", _mailbox);
     register_data_ready_handler(_mailbox->make_handler(rx));
     add_flow(rx, rt, {{"sample", "in"}});
@@ -272,6 +282,7 @@ class reef_rt_app final : public Application {
   std::shared_ptr<const rt_model> _model;
   std::shared_ptr<pad_source> _pad;
   std::vector<layer_padding> _pads;
+  bool _copy_kernel;
   std::shared_ptr<io::mailbox> _mailbox;
 };
 
@@ -463,7 +474,8 @@ nlohmann::json run_policy(const reef_settings& s, const std::string& policy,
                                                            streams.back().get(), &signal, ro));
     }
   }
-  reef_rt_app app(model, pad, pc.pad ? pads : std::vector<layer_padding>{});
+  reef_rt_app app(model, pad, pc.pad ? pads : std::vector<layer_padding>{},
+                  s.rt_out_copy == "kernel");
   run_options o;
   o.poll_ns = s.poll_ns;
   o.telemetry_samples = static_cast<std::size_t>(s.samples + s.warmup) + 64;
@@ -721,6 +733,10 @@ void reef_settings::validate() const {
   if (!(pad_tolerance >= 0.0) || pad_tolerance > 1.0) {
     throw std::invalid_argument("bench reef: --pad-tolerance must be in [0, 1]");
   }
+  if (rt_out_copy != "memcpy" && rt_out_copy != "kernel") {
+    throw std::invalid_argument("bench reef: --rt-out-copy must be memcpy or kernel, got '" +
+                                rt_out_copy + "'");
+  }
 }
 
 nlohmann::json reef_targets(const nlohmann::json& results) {
@@ -803,6 +819,7 @@ measure::receipt run_reef_bench(const reef_settings& s, std::ostream& log) {
                         {"checkpoint", s.be_checkpoint},
                         {"checkpoint_min_steps", s.be_checkpoint_min_steps}}},
                       {"split_sms", s.split_sms},
+                      {"rt_out_copy", s.rt_out_copy},
                       {"cpus", {{"sensor", cpus.sensor}, {"actuator", cpus.actuator}}},
                       {"realtime_requested", s.realtime}};
   if (any_pad) receipt.settings["padding"] = padding_report;
