@@ -282,13 +282,8 @@ void be_runner::poll_once(bool submit, bool enqueue) {
   // real-time work stop them again, the others run them.
   if (_queue.preempted() && _in_flight.empty() && (!raised || spatial) && !_await_raise) {
     _queue.resume();
-    // The resubmissions carry the next epoch, which the halt word a preempted block set does
-    // not stop. Only when the epoch wraps (after 2^32 - 1 resumes) is the word cleared,
-    // stream-ordered before them.
-    if (++_halt_epoch == 0) {
-      RESIDENT_CUDA_TRY(cudaMemsetAsync(_words.data(), 0, sizeof(std::uint32_t), _stream));
-      _halt_epoch = 1;
-    }
+    // Stream-ordered before every resubmission: the halt a preempted block set is lifted.
+    RESIDENT_CUDA_TRY(cudaMemsetAsync(_words.data(), 0, sizeof(std::uint32_t), _stream));
   }
   if (!submit) return;
   if (_options.sequential && raised) return;  // best-effort waits for the real-time iteration
@@ -299,7 +294,6 @@ void be_runner::poll_once(bool submit, bool enqueue) {
     be_launch_view v;
     v.preempt = _options.preemptible ? _signal->word() : nullptr;
     v.halt = _options.preemptible && !spatial ? _words.data_as<std::uint32_t>() : nullptr;
-    v.halt_epoch = _halt_epoch;
     v.rt_sms = _options.preemptible ? _options.rt_sms : nullptr;
     if (v.rt_sms != nullptr) {
       // Spatial: work from a counter, reset stream-ordered before each launch.

@@ -139,7 +139,7 @@ class be_block {
  private:
   __device__ bool raised() const {
     if (_v.preempt == nullptr) return false;
-    if (_v.halt != nullptr && load(_v.halt) >= _v.halt_epoch) return true;
+    if (_v.halt != nullptr && load(_v.halt) != 0U) return true;
     if (load(_v.preempt) == 0U) return false;
     if (_v.rt_sms == nullptr) return true;
     std::uint32_t sm;
@@ -147,7 +147,7 @@ class be_block {
     return ((_v.rt_sms[(sm >> 5) & 7U] >> (sm & 31U)) & 1U) != 0U;  // only the RT SMs clear
   }
   __device__ void note_exit() const {
-    if (_v.halt != nullptr) store(_v.halt, _v.halt_epoch);
+    if (_v.halt != nullptr) store(_v.halt, 1U);
     if (_v.exits != nullptr) atomicAdd(_v.exits, 1U);
   }
   __device__ static std::uint32_t load(const std::uint32_t* p) {

@@ -23,13 +23,11 @@ struct be_launch_view {
   /// preemptible and runs every block (policies without preemption).
   const std::uint32_t* preempt{nullptr};
   /// Device-memory word shared by every launch of one BE stream, or null. The first block that
-  /// stops on the preempt word writes `halt_epoch` there, and every block of the stream whose
-  /// launch has that epoch (or an older one) stops on it too: a later launch must not run on
-  /// the unfinished output of a preempted one, even when the preempt word is already clear
-  /// again by the time it starts. The host lifts the halt by submitting its resubmissions with
-  /// the next epoch, so a resume costs no extra memset on the stream.
+  /// stops on the preempt word sets it, and every block of the stream stops on it too: a later
+  /// launch must not run on the unfinished output of a preempted one, even when the preempt
+  /// word is already clear again by the time it starts. The host clears it, stream-ordered,
+  /// before resubmitting.
   std::uint32_t* halt{nullptr};
-  std::uint32_t halt_epoch{1};  // nonzero; see halt
   /// Spatial preemption: a bitmap (8 words, bit s = SM s, device memory) of the SMs real-time
   /// work runs on, or null. When set, the preempt word stops only blocks on those SMs; the
   /// others run on. Such launches leave `halt` null (their runner keeps one launch in flight).

@@ -211,8 +211,6 @@ class be_runner {
   std::atomic<std::uint64_t> _live_retired{0};
   std::uint64_t _next_sequence{0};
   std::uint64_t _seen_raises{0};
-  /// be_launch_view::halt_epoch of the launches submitted now; a resume moves to the next.
-  std::uint32_t _halt_epoch{1};
   /// A launch came back short before the mirror showed the raise that cut it (the mirror is
   /// written just after the word). Resuming before that raise is visible would resubmit work
   /// that leaves at once, over and over, flooding the SMs the real-time work needs; so the
