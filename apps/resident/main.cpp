@@ -401,6 +401,11 @@ int main(int argc, char** argv) {
   reef_cmd->add_option("--rt-batch", reef.rt_batch, "rows of the RT MLP's input")
       ->capture_default_str();
   reef_cmd
+      ->add_option("--be-bounded-grid", reef.be_bounded_grid,
+                   "preemptible BE launches keep at most this many blocks per SM on the grid, "
+                   "taking work from a counter (0: one block per logical block)")
+      ->capture_default_str();
+  reef_cmd
       ->add_option("--rt-out-copy", reef.rt_out_copy,
                    "the RT scores into the output port: memcpy (node) or kernel")
       ->capture_default_str();

@@ -1,5 +1,6 @@
 #include "resident/sched/be_kernels.hpp"
 
+#include <algorithm>
 #include <limits>
 #include <stdexcept>
 #include <string>
@@ -62,6 +63,14 @@ void check_view(const char* kernel, const be_launch_view& v, std::int32_t blocks
     throw std::invalid_argument(std::string(kernel) + ": view.first_block is " +
                                 std::to_string(v.first_block) + "; it must be >= 0");
   }
+  if (v.max_grid < 0 || (v.max_grid > 0 && v.next == nullptr)) {
+    throw std::invalid_argument(std::string(kernel) + ": view.max_grid is " +
+                                std::to_string(v.max_grid) +
+                                "; it must be >= 0, and nonzero only with view.next");
+  }
+  if (v.next_left != nullptr && v.next == nullptr) {
+    throw std::invalid_argument(std::string(kernel) + ": view.next_left is set but view.next is null");
+  }
   if (v.saved != nullptr && v.progress == nullptr) {
     throw std::invalid_argument(std::string(kernel) +
                                 ": view.saved is set but view.progress "
@@ -100,7 +109,7 @@ __global__ void __launch_bounds__(be_block_threads, 4) be_kernel(be_launch_view 
 // Work taken from a counter: a block that must stop takes nothing more, so the blocks on the
 // SMs that stay free finish the launch (spatial preemption leaves no stragglers).
 template <class Args>
-__global__ void __launch_bounds__(be_block_threads, 4) be_counter_kernel(be_launch_view v, Args a) {
+__device__ void counter_loop(const be_launch_view& v, const Args& a) {
   __shared__ std::int32_t item;
   const std::int32_t total = grid_blocks(v);
   for (;;) {
@@ -122,6 +131,20 @@ __global__ void __launch_bounds__(be_block_threads, 4) be_counter_kernel(be_laun
 }
 
 template <class Args>
+__global__ void __launch_bounds__(be_block_threads, 4) be_counter_kernel(be_launch_view v, Args a) {
+  counter_loop(v, a);
+  // Only thread 0 takes work, and it has taken its last item: the last block to get here
+  // leaves both words zero for the next launch.
+  if (v.next_left != nullptr && threadIdx.x == 0) {
+    __threadfence();
+    if (atomicAdd(v.next_left, 1U) == gridDim.x - 1U) {
+      atomicExch(v.next, 0U);
+      atomicExch(v.next_left, 0U);
+    }
+  }
+}
+
+template <class Args>
 void load_kernels_of(const char* name) {
   load_kernel(be_kernel<Args>, name);
   load_kernel(be_counter_kernel<Args>, name);
@@ -131,8 +154,9 @@ template <class Args>
 void launch(const char* kernel, cudaStream_t s, const be_launch_view& v, const Args& a,
             std::int32_t blocks) {
   check_view(kernel, v, blocks);
-  const std::int32_t grid = grid_blocks(v);
+  std::int32_t grid = grid_blocks(v);
   if (grid == 0) return;
+  if (v.max_grid > 0) grid = std::min(grid, v.max_grid);
   if (v.next == nullptr) {
     be_kernel<Args><<<grid, be_block_threads, 0, s>>>(v, a);
   } else {

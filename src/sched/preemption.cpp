@@ -100,6 +100,10 @@ std::size_t effective_window(const be_runner_options& o) {
   if (o.window == 0) {
     throw std::invalid_argument("be_runner '" + o.name + "': window must be at least 1");
   }
+  if (o.bounded_grid_per_sm < 0) {
+    throw std::invalid_argument("be_runner '" + o.name + "': bounded_grid_per_sm is " +
+                                std::to_string(o.bounded_grid_per_sm) + "; it must be >= 0");
+  }
   return o.sequential || o.rt_sms != nullptr ? 1 : o.window;
 }
 
@@ -165,6 +169,15 @@ void be_runner::prepare() {
   RESIDENT_CUDA_TRY(cudaMemsetAsync(_runs.data(), 0, _runs.size(), _stream));
   if (_progress.size() > 0) {
     RESIDENT_CUDA_TRY(cudaMemsetAsync(_progress.data(), 0, _progress.size(), _stream));
+  }
+  if (_options.bounded_grid_per_sm > 0) {
+    int device = 0;
+    int sms = 0;
+    RESIDENT_CUDA_TRY(cudaGetDevice(&device));
+    RESIDENT_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+    _max_grid = _options.bounded_grid_per_sm * sms;
+    _counters = device_buffer(2 * _queue.window() * sizeof(std::uint32_t));
+    RESIDENT_CUDA_TRY(cudaMemsetAsync(_counters.data(), 0, _counters.size(), _stream));
   }
   for (std::size_t i = 0; i < _queue.window(); ++i) {
     _events.emplace_back(false);
@@ -295,10 +308,16 @@ void be_runner::poll_once(bool submit, bool enqueue) {
     v.preempt = _options.preemptible ? _signal->word() : nullptr;
     v.halt = _options.preemptible && !spatial ? _words.data_as<std::uint32_t>() : nullptr;
     v.rt_sms = _options.preemptible ? _options.rt_sms : nullptr;
+    const std::size_t ev = _free_events.back();
     if (v.rt_sms != nullptr) {
       // Spatial: work from a counter, reset stream-ordered before each launch.
       v.next = _words.data_as<std::uint32_t>() + 3;
       RESIDENT_CUDA_TRY(cudaMemsetAsync(v.next, 0, sizeof(std::uint32_t), _stream));
+    } else if (_max_grid > 0 && _options.preemptible) {
+      // This event slot's counter pair: zero, since its last launch's last block left.
+      v.next = _counters.data_as<std::uint32_t>() + 2 * ev;
+      v.next_left = v.next + 1;
+      v.max_grid = _max_grid;
     }
     v.done = done_words(m);
     v.runs = _runs.data_as<std::uint32_t>() + m.parity * _record_words + _offsets[m.call];
@@ -318,7 +337,6 @@ void be_runner::poll_once(bool submit, bool enqueue) {
     // A non-idempotent one must; an idempotent one may re-run them, which wastes the work.
     v.skip_done = v.attempt > 1 && (!call.idempotent || _options.exact_resume_always) ? 1U : 0U;
     call.launch(_stream, v);
-    const std::size_t ev = _free_events.back();
     _free_events.pop_back();
     _events[ev].record(_stream);
     _in_flight.push_back({sub->id, v.attempt, ev, raises_seen});

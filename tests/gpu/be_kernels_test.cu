@@ -356,6 +356,77 @@ TEST(be_kernels, a_resume_that_skips_done_blocks_runs_every_block_exactly_once) 
   }
 }
 
+// ---- bounded grids (be_launch_view::next, next_left, max_grid) ---------------------------------
+
+/// A (next, next_left) pair in device memory, shared by the launches of one test.
+class work_counter {
+ public:
+  work_counter() { RESIDENT_CUDA_TRY(cudaMemset(_words.data(), 0, _words.size())); }
+  [[nodiscard]] be_launch_view bound(be_launch_view v, std::int32_t grid) const {
+    v.next = _words.data_as<std::uint32_t>();
+    v.next_left = v.next + 1;
+    v.max_grid = grid;
+    return v;
+  }
+  [[nodiscard]] std::vector<std::uint32_t> read() const {
+    std::vector<std::uint32_t> w(2);
+    RESIDENT_CUDA_TRY(cudaMemcpy(w.data(), _words.data(), _words.size(), cudaMemcpyDeviceToHost));
+    return w;
+  }
+
+ private:
+  device_buffer _words{2 * sizeof(std::uint32_t)};
+};
+
+TEST(be_kernels, a_bounded_grid_runs_every_block_once_and_leaves_its_counter_zero) {
+  RESIDENT_REQUIRE_GPU();
+  const work_counter counter;  // every launch below reuses it, with no reset in between
+  stream s;
+  for (const kernel_case& c : every_kernel()) {
+    SCOPED_TRACE(c.call.name);
+    launch_record rec(c.call.blocks);
+    c.call.launch(s.get(), counter.bound(rec.view(), 2));  // two blocks take every logical one
+    s.synchronize();
+    expect_output(c);
+    expect_every(rec.done(), 1, "done");
+    expect_every(rec.runs(), 1, "runs");
+    EXPECT_THAT(counter.read(), ElementsAre(0U, 0U));
+  }
+  // Stopped by a raised word, then resumed exactly, on the same counter.
+  for (const kernel_case& c : every_kernel()) {
+    SCOPED_TRACE(c.call.name + " (resumed)");
+    launch_record rec(c.call.blocks);
+    rec.raise(true);
+    c.call.launch(s.get(), counter.bound(rec.view(1), 3));
+    s.synchronize();
+    expect_every(rec.done(), 0, "done");
+    EXPECT_THAT(counter.read(), ElementsAre(0U, 0U));
+    rec.raise(false);
+    c.call.launch(s.get(), counter.bound(rec.view(2, 0, true), 3));
+    s.synchronize();
+    expect_output(c);
+    expect_every(rec.done(), 2, "done");
+    expect_every(rec.runs(), 1, "runs");
+    EXPECT_THAT(counter.read(), ElementsAre(0U, 0U));
+  }
+}
+
+TEST(be_kernels, a_bounded_grid_needs_a_work_counter) {
+  RESIDENT_REQUIRE_GPU();
+  const kernel_case c = fill_case(2500, 1.0F);
+  launch_record rec(c.call.blocks);
+  stream s;
+  be_launch_view no_counter = rec.view();
+  no_counter.max_grid = 2;
+  EXPECT_THROW(c.call.launch(s.get(), no_counter), std::invalid_argument);
+  const work_counter counter;
+  be_launch_view negative = counter.bound(rec.view(), -1);
+  EXPECT_THROW(c.call.launch(s.get(), negative), std::invalid_argument);
+  be_launch_view left_only = counter.bound(rec.view(), 0);
+  left_only.next = nullptr;
+  EXPECT_THROW(c.call.launch(s.get(), left_only), std::invalid_argument);
+}
+
 /// Raises the word once the launch has committed its first block (or after a second, if it
 /// has not started by then): the launch is cut short somewhere in its grid.
 void raise_while_running(const launch_record& rec) {

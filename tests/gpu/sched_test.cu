@@ -135,7 +135,8 @@ TEST(SchedPreemption, RaiseAndClearBetweenPollsStaysExact) {
   EXPECT_EQ(stats.resumed_launches, stats.preempted_launches);
 }
 
-void check_model(sched::be_model& model, bool preempt, const std::uint32_t* rt_sms = nullptr) {
+void check_model(sched::be_model& model, bool preempt, const std::uint32_t* rt_sms = nullptr,
+                 std::int32_t bounded_grid_per_sm = 0) {
   std::mt19937_64 rng(11);
   std::uniform_real_distribution<float> dist(-1.0F, 1.0F);
   std::vector<float> x(model.input_elements());
@@ -147,6 +148,7 @@ void check_model(sched::be_model& model, bool preempt, const std::uint32_t* rt_s
   sched::be_runner_options o;
   o.preemptible = preempt;
   o.rt_sms = rt_sms;
+  o.bounded_grid_per_sm = bounded_grid_per_sm;
   sched::be_runner runner(model.calls(), s.get(), preempt ? &signal : nullptr, o);
   const auto t0 = std::chrono::steady_clock::now();
   const auto stats = runner.run_sequences(
@@ -184,6 +186,26 @@ TEST(SchedPreemption, MlpPreemptedAndResumedMatchesReference) {
   check_model(plain, false);
   sched::mlp_model preempted(128, {256, 1024, 512, 128}, 3);
   check_model(preempted, true);
+}
+
+// One block per SM: the bias, pooling and row-sum launches loop over many logical blocks each,
+// and every launch of a slot reuses the counter pair its last launch left zero.
+TEST(SchedPreemption, ModelsPreemptedAndResumedOnABoundedGridMatchTheirReferences) {
+  RESIDENT_REQUIRE_GPU();
+  sched::mlp_model mlp(512, {256, 1024, 512, 128}, 3);
+  check_model(mlp, true, nullptr, 1);
+  sched::cnn_model cnn(32, 5);
+  check_model(cnn, true, nullptr, 1);
+}
+
+TEST(SchedPreemption, ABoundedGridMustNotBeNegative) {
+  RESIDENT_REQUIRE_GPU();
+  sched::mlp_model mlp(16, {64, 64}, 3);
+  sched::preempt_signal signal;
+  stream s(0);
+  sched::be_runner_options o;
+  o.bounded_grid_per_sm = -1;
+  EXPECT_THROW(sched::be_runner(mlp.calls(), s.get(), &signal, o), std::invalid_argument);
 }
 
 TEST(SchedPreemption, CnnPreemptedAndResumedMatchesReference) {

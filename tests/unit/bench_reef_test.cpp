@@ -50,6 +50,7 @@ TEST(reef_settings, defaults_run_every_policy_and_bad_flags_are_clear) {
   EXPECT_THAT(with([](auto& x) { x.be_clients = 9; }), HasSubstr("--be-clients"));
   EXPECT_THAT(with([](auto& x) { x.pad_tolerance = -0.1; }), HasSubstr("--pad-tolerance"));
   EXPECT_THAT(with([](auto& x) { x.rt_out_copy = "dma"; }), HasSubstr("--rt-out-copy"));
+  EXPECT_THAT(with([](auto& x) { x.be_bounded_grid = -1; }), HasSubstr("--be-bounded-grid"));
 }
 
 nlohmann::json result(const std::string& policy, double p99, double preempt_p99, double gflops) {

@@ -462,6 +462,7 @@ nlohmann::json run_policy(const reef_settings& s, const std::string& policy,
       ro.window = s.be_window;
       ro.checkpoint = s.be_checkpoint;
       ro.checkpoint_min_steps = s.be_checkpoint_min_steps;
+      ro.bounded_grid_per_sm = s.be_bounded_grid;
       ro.sequential = pc.sequential;
       if (pc.spatial) ro.rt_sms = rt_sms.data_as<std::uint32_t>();
       if (pc.split) {
@@ -720,6 +721,9 @@ void reef_settings::validate() const {
   if (be_window < 1 || be_window > 8) {
     throw std::invalid_argument("bench reef: --be-window must be in 1..8");
   }
+  if (be_bounded_grid < 0 || be_bounded_grid > 64) {
+    throw std::invalid_argument("bench reef: --be-bounded-grid must be in 0..64");
+  }
   if (be_checkpoint_min_steps < 1) {
     throw std::invalid_argument("bench reef: --be-checkpoint-min-steps must be at least 1");
   }
@@ -817,7 +821,8 @@ measure::receipt run_reef_bench(const reef_settings& s, std::ostream& log) {
                         {"gflop_per_inference", be_gflop(s.be_model)},
                         {"window", s.be_window},
                         {"checkpoint", s.be_checkpoint},
-                        {"checkpoint_min_steps", s.be_checkpoint_min_steps}}},
+                        {"checkpoint_min_steps", s.be_checkpoint_min_steps},
+                        {"bounded_grid_per_sm", s.be_bounded_grid}}},
                       {"split_sms", s.split_sms},
                       {"rt_out_copy", s.rt_out_copy},
                       {"cpus", {{"sensor", cpus.sensor}, {"actuator", cpus.actuator}}},

@@ -37,6 +37,14 @@ struct be_launch_view {
   /// block the word stops takes nothing more: with rt_sms, the blocks on the other SMs finish
   /// the launch.
   std::uint32_t* next{nullptr};
+  /// With `next`: a device word, zero before the launch, that counts the blocks that have
+  /// left. The last one to leave sets both words back to zero, so the next launch can use them
+  /// without a memset in between. Null: whoever launches resets `next` itself.
+  std::uint32_t* next_left{nullptr};
+  /// With `next`: at most this many blocks on the grid (0: one per logical block). They loop
+  /// over the logical blocks, so a raised word waits only for the blocks on the SMs, not for
+  /// thousands of queued short blocks that each start, see the word and leave.
+  std::int32_t max_grid{0};
   /// One word per logical block (host-mapped): 0 until the block commits, then the attempt
   /// that committed it. Required.
   std::uint32_t* done{nullptr};

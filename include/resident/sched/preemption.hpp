@@ -92,6 +92,12 @@ struct be_runner_options {
   /// with one launch in flight, and resubmits a launch's stopped blocks at once (they land
   /// elsewhere, or wait until the word is clear).
   const std::uint32_t* rt_sms{nullptr};
+  /// Time-shared preemption: when nonzero, every launch takes its logical blocks from a work
+  /// counter, with at most this many blocks per SM on the grid (be_launch_view::max_grid). A
+  /// raise then waits for the blocks on the SMs, instead of also for the queued blocks of a
+  /// short kernel (thousands, for a bias or a row sum) to start, see the word and leave. 0:
+  /// one grid block per logical block.
+  std::int32_t bounded_grid_per_sm{0};
   /// Called first on the scheduler thread (start(), run_sequences()); what it returns lives
   /// until the thread is done. E.g. a partition::green_context::current_scope, so the events
   /// are created in, and the launches made from, the context that owns the stream.
@@ -202,6 +208,10 @@ class be_runner {
   /// Device words: [0] halt (be_launch_view::halt of this stream), [1] exits, [2] repeats,
   /// [3] the work counter of spatial launches, [4] checkpoints.
   device_buffer _words;
+  /// bounded_grid_per_sm: a (next, next_left) pair per event slot, so each launch in flight
+  /// has its own; the launch's last block zeroes them.
+  device_buffer _counters;
+  std::int32_t _max_grid{0};  // bounded_grid_per_sm x SMs, set by prepare()
   std::vector<event> _events;  // created by prepare()
   std::shared_ptr<void> _scope;
   std::vector<std::size_t> _free_events;
