@@ -69,7 +69,8 @@ void check_view(const char* kernel, const be_launch_view& v, std::int32_t blocks
                                 "; it must be >= 0, and nonzero only with view.next");
   }
   if (v.next_left != nullptr && v.next == nullptr) {
-    throw std::invalid_argument(std::string(kernel) + ": view.next_left is set but view.next is null");
+    throw std::invalid_argument(std::string(kernel) +
+                                ": view.next_left is set but view.next is null");
   }
   if (v.saved != nullptr && v.progress == nullptr) {
     throw std::invalid_argument(std::string(kernel) +

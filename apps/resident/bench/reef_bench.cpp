@@ -234,7 +234,8 @@ class rt_mlp_op final : public Operator {
     sched::launch_fill(ctx.stream(), m.view(sched::fill_blocks(m.fill())), m.fill());
     sched::launch_row_sum(ctx.stream(), m.view(sched::row_sum_blocks(m.sum())), m.sum());
     if (_copy_kernel) {
-      // A kernel, not a memcpy node: the copy cannot wait behind other streams' copies.
+      // A kernel, not a memcpy node, so the copy cannot queue behind other streams' copies (an
+      // experiment: bench reef showed no difference, bench/results/h200/README.md).
       ops::detail::launch_copy(m.scores(), ctx.device_memory<float>("out"), 2, ctx.stream());
     } else {
       RESIDENT_CUDA_TRY(cudaMemcpyAsync(ctx.device_memory<std::byte>("out"), m.scores(), 8,

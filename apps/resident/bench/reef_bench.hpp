@@ -27,12 +27,12 @@ struct reef_settings {
   std::string be_model{"mlp"};               // mlp or cnn
   int be_clients{1};                         // closed-loop BE clients (one stream each)
   std::size_t be_window{1};                  // BE launches in flight per client (see docs/sched.md)
-  std::int32_t be_bounded_grid{4};  // be_runner_options::bounded_grid_per_sm (0: off)
+  std::int32_t be_bounded_grid{4};           // be_runner_options::bounded_grid_per_sm (0: off)
   bool be_checkpoint{true};                  // preempted gemm/conv2d blocks keep their partial sums
   std::uint32_t be_checkpoint_min_steps{1};  // ... when they added at least this many K-steps
   std::int32_t rt_batch{32};
-  int split_sms{32};           // green-split, preempt-sm: SMs of the RT partition
-  double pad_tolerance{0.05};  // padded RT kernel within this of the kernel alone
+  int split_sms{32};                  // green-split, preempt-sm: SMs of the RT partition
+  double pad_tolerance{0.05};         // padded RT kernel within this of the kernel alone
   std::string rt_out_copy{"memcpy"};  // the RT scores into the output port: memcpy or kernel
   std::uint64_t poll_ns{20'000'000};
   std::uint64_t seed{7};

@@ -211,7 +211,7 @@ class be_runner {
   /// bounded_grid_per_sm: a (next, next_left) pair per event slot, so each launch in flight
   /// has its own; the launch's last block zeroes them.
   device_buffer _counters;
-  std::int32_t _max_grid{0};  // bounded_grid_per_sm x SMs, set by prepare()
+  std::int32_t _max_grid{0};   // bounded_grid_per_sm x SMs, set by prepare()
   std::vector<event> _events;  // created by prepare()
   std::shared_ptr<void> _scope;
   std::vector<std::size_t> _free_events;
