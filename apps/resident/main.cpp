@@ -406,6 +406,10 @@ int main(int argc, char** argv) {
                    "taking work from a counter (0: one block per logical block)")
       ->capture_default_str();
   reef_cmd
+      ->add_option("--be-bounded-grid-counter", reef.be_bounded_grid_counter,
+                   "bounded BE grids take work from a counter instead of a fixed stride (on/off)")
+      ->capture_default_str();
+  reef_cmd
       ->add_option("--rt-out-copy", reef.rt_out_copy,
                    "the RT scores into the output port: memcpy (node) or kernel")
       ->capture_default_str();

@@ -63,10 +63,9 @@ void check_view(const char* kernel, const be_launch_view& v, std::int32_t blocks
     throw std::invalid_argument(std::string(kernel) + ": view.first_block is " +
                                 std::to_string(v.first_block) + "; it must be >= 0");
   }
-  if (v.max_grid < 0 || (v.max_grid > 0 && v.next == nullptr)) {
+  if (v.max_grid < 0) {
     throw std::invalid_argument(std::string(kernel) + ": view.max_grid is " +
-                                std::to_string(v.max_grid) +
-                                "; it must be >= 0, and nonzero only with view.next");
+                                std::to_string(v.max_grid) + "; it must be >= 0");
   }
   if (v.next_left != nullptr && v.next == nullptr) {
     throw std::invalid_argument(std::string(kernel) +
@@ -145,9 +144,28 @@ __global__ void __launch_bounds__(be_block_threads, 4) be_counter_kernel(be_laun
   }
 }
 
+// A bounded grid without a counter: grid block i runs logical blocks i, i + grid, ... and
+// stops at the first one the word stops. Time-shared preemption stops every block anyway, so
+// nothing is left for a counter to hand out, and there is no counter to reset.
+template <class Args>
+__global__ void __launch_bounds__(be_block_threads, 4) be_strided_kernel(be_launch_view v, Args a) {
+  const std::int32_t total = grid_blocks(v);
+  for (auto t = static_cast<std::int32_t>(blockIdx.x); t < total;
+       t += static_cast<std::int32_t>(gridDim.x)) {
+    be_block blk(v, v.first_block + t);
+    if (!blk.begin()) {
+      if (blk.stopped()) return;
+      continue;  // already done (a resumed attempt)
+    }
+    run_block(a, blk);
+    if (blk.stopped()) return;
+  }
+}
+
 template <class Args>
 void load_kernels_of(const char* name) {
   load_kernel(be_kernel<Args>, name);
+  load_kernel(be_strided_kernel<Args>, name);
   load_kernel(be_counter_kernel<Args>, name);
 }
 
@@ -157,10 +175,12 @@ void launch(const char* kernel, cudaStream_t s, const be_launch_view& v, const A
   check_view(kernel, v, blocks);
   std::int32_t grid = grid_blocks(v);
   if (grid == 0) return;
-  if (v.max_grid > 0) grid = std::min(grid, v.max_grid);
-  if (v.next == nullptr) {
+  if (v.next == nullptr && v.max_grid > 0 && grid > v.max_grid) {
+    be_strided_kernel<Args><<<v.max_grid, be_block_threads, 0, s>>>(v, a);
+  } else if (v.next == nullptr) {
     be_kernel<Args><<<grid, be_block_threads, 0, s>>>(v, a);
   } else {
+    if (v.max_grid > 0) grid = std::min(grid, v.max_grid);
     be_counter_kernel<Args><<<grid, be_block_threads, 0, s>>>(v, a);
   }
   RESIDENT_CUDA_CHECK_LAUNCH(kernel);

@@ -176,8 +176,10 @@ void be_runner::prepare() {
     RESIDENT_CUDA_TRY(cudaGetDevice(&device));
     RESIDENT_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
     _max_grid = _options.bounded_grid_per_sm * sms;
-    _counters = device_buffer(2 * _queue.window() * sizeof(std::uint32_t));
-    RESIDENT_CUDA_TRY(cudaMemsetAsync(_counters.data(), 0, _counters.size(), _stream));
+    if (_options.bounded_grid_counter) {
+      _counters = device_buffer(2 * _queue.window() * sizeof(std::uint32_t));
+      RESIDENT_CUDA_TRY(cudaMemsetAsync(_counters.data(), 0, _counters.size(), _stream));
+    }
   }
   for (std::size_t i = 0; i < _queue.window(); ++i) {
     _events.emplace_back(false);
@@ -314,10 +316,12 @@ void be_runner::poll_once(bool submit, bool enqueue) {
       v.next = _words.data_as<std::uint32_t>() + 3;
       RESIDENT_CUDA_TRY(cudaMemsetAsync(v.next, 0, sizeof(std::uint32_t), _stream));
     } else if (_max_grid > 0 && _options.preemptible) {
-      // This event slot's counter pair: zero, since its last launch's last block left.
-      v.next = _counters.data_as<std::uint32_t>() + 2 * ev;
-      v.next_left = v.next + 1;
       v.max_grid = _max_grid;
+      if (_options.bounded_grid_counter) {
+        // This event slot's counter pair: zero, since its last launch's last block left.
+        v.next = _counters.data_as<std::uint32_t>() + 2 * ev;
+        v.next_left = v.next + 1;
+      }
     }
     v.done = done_words(m);
     v.runs = _runs.data_as<std::uint32_t>() + m.parity * _record_words + _offsets[m.call];

@@ -136,7 +136,7 @@ TEST(SchedPreemption, RaiseAndClearBetweenPollsStaysExact) {
 }
 
 void check_model(sched::be_model& model, bool preempt, const std::uint32_t* rt_sms = nullptr,
-                 std::int32_t bounded_grid_per_sm = 0) {
+                 std::int32_t bounded_grid_per_sm = 0, bool bounded_grid_counter = false) {
   std::mt19937_64 rng(11);
   std::uniform_real_distribution<float> dist(-1.0F, 1.0F);
   std::vector<float> x(model.input_elements());
@@ -149,6 +149,7 @@ void check_model(sched::be_model& model, bool preempt, const std::uint32_t* rt_s
   o.preemptible = preempt;
   o.rt_sms = rt_sms;
   o.bounded_grid_per_sm = bounded_grid_per_sm;
+  o.bounded_grid_counter = bounded_grid_counter;
   sched::be_runner runner(model.calls(), s.get(), preempt ? &signal : nullptr, o);
   const auto t0 = std::chrono::steady_clock::now();
   const auto stats = runner.run_sequences(
@@ -192,10 +193,13 @@ TEST(SchedPreemption, MlpPreemptedAndResumedMatchesReference) {
 // and every launch of a slot reuses the counter pair its last launch left zero.
 TEST(SchedPreemption, ModelsPreemptedAndResumedOnABoundedGridMatchTheirReferences) {
   RESIDENT_REQUIRE_GPU();
-  sched::mlp_model mlp(512, {256, 1024, 512, 128}, 3);
-  check_model(mlp, true, nullptr, 1);
-  sched::cnn_model cnn(32, 5);
-  check_model(cnn, true, nullptr, 1);
+  for (const bool counter : {false, true}) {
+    SCOPED_TRACE(counter ? "counter" : "stride");
+    sched::mlp_model mlp(512, {256, 1024, 512, 128}, 3);
+    check_model(mlp, true, nullptr, 1, counter);
+    sched::cnn_model cnn(32, 5);
+    check_model(cnn, true, nullptr, 1, counter);
+  }
 }
 
 TEST(SchedPreemption, ABoundedGridMustNotBeNegative) {

@@ -28,6 +28,7 @@ struct reef_settings {
   int be_clients{1};                         // closed-loop BE clients (one stream each)
   std::size_t be_window{1};                  // BE launches in flight per client (see docs/sched.md)
   std::int32_t be_bounded_grid{4};           // be_runner_options::bounded_grid_per_sm (0: off)
+  bool be_bounded_grid_counter{false};       // ... taking work from a counter, not a stride
   bool be_checkpoint{true};                  // preempted gemm/conv2d blocks keep their partial sums
   std::uint32_t be_checkpoint_min_steps{1};  // ... when they added at least this many K-steps
   std::int32_t rt_batch{32};

@@ -41,9 +41,11 @@ struct be_launch_view {
   /// left. The last one to leave sets both words back to zero, so the next launch can use them
   /// without a memset in between. Null: whoever launches resets `next` itself.
   std::uint32_t* next_left{nullptr};
-  /// With `next`: at most this many blocks on the grid (0: one per logical block). They loop
-  /// over the logical blocks, so a raised word waits only for the blocks on the SMs, not for
-  /// thousands of queued short blocks that each start, see the word and leave.
+  /// At most this many blocks on the grid (0: one per logical block). They loop over the
+  /// logical blocks, so a raised word waits only for the blocks on the SMs, not for thousands
+  /// of queued short blocks that each start, see the word and leave. With `next` they take the
+  /// logical blocks from the counter; without, grid block i runs i, i + max_grid, ... (library
+  /// kernels; a block the word stops takes nothing more either way).
   std::int32_t max_grid{0};
   /// One word per logical block (host-mapped): 0 until the block commits, then the attempt
   /// that committed it. Required.

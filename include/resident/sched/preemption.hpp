@@ -92,12 +92,15 @@ struct be_runner_options {
   /// with one launch in flight, and resubmits a launch's stopped blocks at once (they land
   /// elsewhere, or wait until the word is clear).
   const std::uint32_t* rt_sms{nullptr};
-  /// Time-shared preemption: when nonzero, every launch takes its logical blocks from a work
-  /// counter, with at most this many blocks per SM on the grid (be_launch_view::max_grid). A
-  /// raise then waits for the blocks on the SMs, instead of also for the queued blocks of a
-  /// short kernel (thousands, for a bias or a row sum) to start, see the word and leave. 0:
-  /// one grid block per logical block.
+  /// Time-shared preemption: when nonzero, every launch keeps at most this many blocks per SM
+  /// on the grid (be_launch_view::max_grid), and they loop over the logical blocks. A raise
+  /// then waits for the blocks on the SMs, instead of also for the queued blocks of a short
+  /// kernel (thousands, for a bias or a row sum) to start, see the word and leave. 0: one grid
+  /// block per logical block.
   std::int32_t bounded_grid_per_sm{0};
+  /// With bounded_grid_per_sm: the blocks take their logical blocks from a work counter (a
+  /// pair per launch in flight, zeroed by each launch's last block) instead of a fixed stride.
+  bool bounded_grid_counter{false};
   /// Called first on the scheduler thread (start(), run_sequences()); what it returns lives
   /// until the thread is done. E.g. a partition::green_context::current_scope, so the events
   /// are created in, and the launches made from, the context that owns the stream.
