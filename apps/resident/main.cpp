@@ -233,7 +233,7 @@ int main(int argc, char** argv) {
   // Before any CUDA call: every kernel is loaded when the context is made. Under lazy loading a
   // kernel first launched beside a running resident loop (a best-effort kernel, another loop's
   // graph) can wait for that loop to end. An explicit CUDA_MODULE_LOADING is kept.
-  setenv("CUDA_MODULE_LOADING", "EAGER", 0);
+  resident::request_eager_module_loading();
   CLI::App cli{"resident: timing-predictable GPU pipelines"};
   cli.require_subcommand(1);
   cli.add_subcommand("info", "show the GPU and build this binary sees");

@@ -45,7 +45,7 @@ int main() {
   using namespace std::chrono_literals;
   // Before the first CUDA call: load every kernel now, not at its first launch, which beside a
   // running resident loop can wait for the loop to end (docs/api.md, "Running").
-  setenv("CUDA_MODULE_LOADING", "EAGER", 0);
+  resident::request_eager_module_loading();
   if (resident::device_count() == 0) {
     std::fprintf(stderr, "resident minimal example: no CUDA GPU on this machine (%s).\n",
                  resident::no_device_reason().c_str());

@@ -3,6 +3,7 @@
 #include <cuda.h>
 #include <cuda_runtime_api.h>
 
+#include <cstdlib>
 #include <string>
 
 #include "resident/cuda/error.hpp"
@@ -30,6 +31,10 @@ std::string module_loading_mode() {
 }
 
 }  // namespace
+
+bool request_eager_module_loading() noexcept {
+  return ::setenv("CUDA_MODULE_LOADING", "EAGER", 0) == 0;
+}
 
 int device_count() noexcept {
   int count = 0;

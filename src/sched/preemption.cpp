@@ -344,7 +344,6 @@ void be_runner::poll_once(bool submit, bool enqueue) {
     _free_events.pop_back();
     _events[ev].record(_stream);
     _in_flight.push_back({sub->id, v.attempt, ev, raises_seen});
-    ++_stats.submissions;
     _live_submissions.fetch_add(1, std::memory_order_relaxed);
   }
 }
@@ -370,6 +369,7 @@ void be_runner::drain() {
 
 be_runner_stats be_runner::collect() const {
   be_runner_stats s = _stats;
+  s.submissions = _live_submissions.load(std::memory_order_relaxed);
   const be_counters& c = _queue.counters();
   s.kernels = c.completed;
   s.preempted_launches = c.preempted_launches;

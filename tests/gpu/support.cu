@@ -10,9 +10,7 @@ namespace {
 // As the CLI does, before any CUDA call (static initialization; nothing here calls CUDA): tests
 // start loops and launch other kernels beside them. lazy_loading.* tests run in a process of
 // their own with CUDA_MODULE_LOADING=LAZY set (scripts/gpu-check), which this keeps.
-[[maybe_unused]] const bool eager_loading = [] {
-  return setenv("CUDA_MODULE_LOADING", "EAGER", 0) == 0;
-}();
+[[maybe_unused]] const bool eager_loading = resident::request_eager_module_loading();
 }  // namespace
 
 std::vector<float> random_floats(std::size_t n) {

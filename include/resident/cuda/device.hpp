@@ -37,6 +37,11 @@ struct device_info {
 /// driver cannot say (drivers before CUDA 12.2 load eagerly).
 [[nodiscard]] bool lazy_module_loading();
 
+/// Asks the driver to load every kernel when the context is made (CUDA_MODULE_LOADING=EAGER),
+/// unless the environment already chose a mode, which is kept. Call it before the process's
+/// first CUDA call (the driver reads the variable once); false when it could not be set.
+bool request_eager_module_loading() noexcept;
+
 /// Loads `kernel` (a __global__ function's address) into the current context now, so that its
 /// first launch does not load it. `name` is for the error message.
 void load_kernel(const void* kernel, const char* name);
