@@ -147,15 +147,8 @@ __global__ void __launch_bounds__(be_block_threads, 4) be_counter_kernel(be_laun
 // A bounded grid without a counter: grid block i runs logical blocks i, i + grid, ... and
 // stops at the first one the word stops. Time-shared preemption stops every block anyway, so
 // nothing is left for a counter to hand out, and there is no counter to reset.
-//
-// Compiled to fit five blocks per SM (48 registers; gemm spills 40 bytes), so that a bounded
-// grid of four per SM, the runner's default, leaves one block's registers free on every SM:
-// the RT loop's controller and its first blocks start at once instead of waiting for BE blocks
-// to reach a tile boundary and leave.
-inline constexpr int strided_min_blocks_per_sm = 5;
 template <class Args>
-__global__ void __launch_bounds__(be_block_threads, strided_min_blocks_per_sm)
-    be_strided_kernel(be_launch_view v, Args a) {
+__global__ void __launch_bounds__(be_block_threads, 4) be_strided_kernel(be_launch_view v, Args a) {
   const std::int32_t total = grid_blocks(v);
   for (auto t = static_cast<std::int32_t>(blockIdx.x); t < total;
        t += static_cast<std::int32_t>(gridDim.x)) {
