@@ -403,11 +403,16 @@ int main(int argc, char** argv) {
   reef_cmd
       ->add_option("--be-bounded-grid", reef.be_bounded_grid,
                    "preemptible BE launches keep at most this many blocks per SM on the grid, "
-                   "taking work from a counter (0: one block per logical block)")
+                   "each taking logical blocks at a fixed stride (0: one block per logical "
+                   "block)")
       ->capture_default_str();
   reef_cmd
       ->add_option("--be-bounded-grid-counter", reef.be_bounded_grid_counter,
                    "bounded BE grids take work from a counter instead of a fixed stride (on/off)")
+      ->capture_default_str();
+  reef_cmd
+      ->add_option("--rt-l2-persist", reef.rt_l2_persist,
+                   "keep the RT model's weights and activations in an L2 set-aside (on/off)")
       ->capture_default_str();
   reef_cmd
       ->add_option("--rt-out-copy", reef.rt_out_copy,

@@ -12,6 +12,7 @@
 #include <cstring>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <ostream>
 #include <random>
 #include <sstream>
@@ -84,7 +85,7 @@ constexpr std::uint64_t rt_seed = 4242;
 class rt_model {
  public:
   rt_model(std::int32_t batch, std::vector<std::int32_t> widths)
-      : _batch(batch), _widths(std::move(widths)) {
+      : _batch(batch), _widths(std::move(widths)), _arena(arena_bytes(batch, _widths)) {
     std::mt19937_64 rng(rt_seed);
     std::uniform_real_distribution<float> in_dist(-1.0F, 1.0F);
     std::vector<float> x(static_cast<std::size_t>(batch) * _widths[0]);
@@ -146,6 +147,10 @@ class rt_model {
     return v;
   }
   [[nodiscard]] const float* scores() const noexcept { return _scores; }
+  /// Every buffer of the model (input, weights, biases, activations, scores) lies in this
+  /// range, so one access-policy window covers the RT loop's working set.
+  [[nodiscard]] const void* arena() const noexcept { return _arena.data(); }
+  [[nodiscard]] std::size_t arena_used() const noexcept { return _used; }
   [[nodiscard]] const std::array<float, 2>& probe() const noexcept { return _probe; }
   [[nodiscard]] double gflop() const {
     double f = 0;
@@ -156,9 +161,24 @@ class rt_model {
   }
 
  private:
+  // Buffers start on 256-byte boundaries within the arena.
+  static std::size_t padded(std::size_t elements) { return (elements + 63) / 64 * 64; }
+  static std::size_t arena_bytes(std::int32_t batch, const std::vector<std::int32_t>& w) {
+    const auto rows = static_cast<std::size_t>(batch);
+    std::size_t floats = padded(rows * w[0]) + padded(rows);  // input, scores
+    for (std::size_t l = 0; l + 1 < w.size(); ++l) {
+      const auto k = static_cast<std::size_t>(w[l]);
+      const auto n = static_cast<std::size_t>(w[l + 1]);
+      floats += padded(k * n) + padded(n) + padded(rows * n);
+    }
+    return floats * sizeof(float);
+  }
   float* allocate(std::size_t elements) {
-    _buffers.emplace_back(elements * sizeof(float));
-    return _buffers.back().data_as<float>();
+    const std::size_t bytes = padded(elements) * sizeof(float);
+    if (_used + bytes > _arena.size()) throw std::logic_error("rt_model: arena too small");
+    float* p = reinterpret_cast<float*>(_arena.data_as<std::byte>() + _used);
+    _used += bytes;
+    return p;
   }
   float* upload(const std::vector<float>& host) {
     float* d = allocate(host.size());
@@ -169,7 +189,8 @@ class rt_model {
 
   std::int32_t _batch;
   std::vector<std::int32_t> _widths;
-  std::vector<device_buffer> _buffers;
+  device_buffer _arena;
+  std::size_t _used{0};
   const float* _input{};
   std::vector<const float*> _weights, _biases;
   std::vector<float*> _acts;
@@ -208,11 +229,15 @@ struct pad_source {
 class rt_mlp_op final : public Operator {
  public:
   rt_mlp_op(std::shared_ptr<const rt_model> model, std::shared_ptr<pad_source> pad,
-            std::vector<layer_padding> pads, bool copy_kernel)
+            std::vector<layer_padding> pads, bool copy_kernel,
+            std::optional<cudaAccessPolicyWindow> l2_window,
+            std::shared_ptr<std::atomic<int>> l2_marked)
       : _model(std::move(model)),
         _pad(std::move(pad)),
         _pads(std::move(pads)),
-        _copy_kernel(copy_kernel) {}
+        _copy_kernel(copy_kernel),
+        _l2_window(l2_window),
+        _l2_marked(std::move(l2_marked)) {}
   void setup(OperatorSpec& spec) override {
     spec.device_input("in", 8);
     spec.device_output("out", 8);
@@ -224,19 +249,29 @@ class rt_mlp_op final : public Operator {
     auto* stamp = reinterpret_cast<unsigned long long*>(
         reinterpret_cast<std::byte*>(ctx.loop()) + offsetof(loop_state, stamp_ns) +
         sizeof(std::uint64_t) * static_cast<std::size_t>(stage::body_start));
+    // With a window, each kernel node just captured keeps the model's lines in the L2
+    // set-aside, so BE work between iterations cannot evict them.
+    const auto persist = [&] {
+      if (_l2_window) *_l2_marked += mark_captured_kernels(ctx.stream(), *_l2_window);
+    };
     for (std::size_t l = 0; l < m.layers(); ++l) {
       const layer_padding p = l < _pads.size() ? _pads[l] : layer_padding{};
       sched::launch_padded_gemm(ctx.stream(), m.gemm(l), _pad->args(), _pad->job, p,
                                 l == 0 ? stamp : nullptr);
+      persist();
       const auto b = m.bias(l);
       sched::launch_bias_act(ctx.stream(), m.view(sched::bias_act_blocks(b)), b);
+      persist();
     }
     sched::launch_fill(ctx.stream(), m.view(sched::fill_blocks(m.fill())), m.fill());
+    persist();
     sched::launch_row_sum(ctx.stream(), m.view(sched::row_sum_blocks(m.sum())), m.sum());
+    persist();
     if (_copy_kernel) {
       // A kernel, not a memcpy node, so the copy cannot queue behind other streams' copies (an
       // experiment: bench reef showed no difference, bench/results/h200/README.md).
       ops::detail::launch_copy(m.scores(), ctx.device_memory<float>("out"), 2, ctx.stream());
+      persist();
     } else {
       RESIDENT_CUDA_TRY(cudaMemcpyAsync(ctx.device_memory<std::byte>("out"), m.scores(), 8,
                                         cudaMemcpyDeviceToDevice, ctx.stream()));
@@ -248,27 +283,34 @@ class rt_mlp_op final : public Operator {
   std::shared_ptr<pad_source> _pad;
   std::vector<layer_padding> _pads;
   bool _copy_kernel;
+  std::optional<cudaAccessPolicyWindow> _l2_window;
+  std::shared_ptr<std::atomic<int>> _l2_marked;
 };
 
 class reef_rt_app final : public Application {
  public:
   reef_rt_app(std::shared_ptr<const rt_model> model, std::shared_ptr<pad_source> pad,
-              std::vector<layer_padding> pads, bool copy_kernel)
+              std::vector<layer_padding> pads, bool copy_kernel,
+              std::optional<cudaAccessPolicyWindow> l2_window)
       : Application("reef-rt"),
         _model(std::move(model)),
         _pad(std::move(pad)),
         _pads(std::move(pads)),
         _copy_kernel(copy_kernel),
+        _l2_window(l2_window),
         _mailbox(std::make_shared<io::mailbox>(io::mailbox::config{8, 8, 4})) {}
   void compose() override {
     auto rx = make_operator<io::mailbox_rx>("rx", _mailbox);
-    auto rt = make_operator<rt_mlp_op>("rt_mlp", _model, _pad, _pads, _copy_kernel);
+    auto rt = make_operator<rt_mlp_op>("rt_mlp", _model, _pad, _pads, _copy_kernel, _l2_window,
+                                       _l2_marked);
     auto tx = make_operator<io::mailbox_tx>("tx", _mailbox);
     register_data_ready_handler(_mailbox->make_handler(rx));
     add_flow(rx, rt, {{"sample", "in"}});
     add_flow(rt, tx);
   }
   [[nodiscard]] io::mailbox& mailbox() const noexcept { return *_mailbox; }
+  /// Kernel nodes of the RT op that carry the L2 window (every capture adds its own).
+  [[nodiscard]] int l2_marked() const noexcept { return _l2_marked->load(); }
   [[nodiscard]] bool output_matches(std::span<const std::byte> out) const {
     float got[2];
     std::memcpy(got, out.data(), 8);
@@ -284,6 +326,8 @@ class reef_rt_app final : public Application {
   std::shared_ptr<pad_source> _pad;
   std::vector<layer_padding> _pads;
   bool _copy_kernel;
+  std::optional<cudaAccessPolicyWindow> _l2_window;
+  std::shared_ptr<std::atomic<int>> _l2_marked{std::make_shared<std::atomic<int>>(0)};
   std::shared_ptr<io::mailbox> _mailbox;
 };
 
@@ -418,7 +462,7 @@ nlohmann::json run_policy(const reef_settings& s, const std::string& policy,
                           const std::shared_ptr<const rt_model>& model,
                           const std::shared_ptr<pad_source>& pad,
                           const std::vector<layer_padding>& pads, const cpu_roles& cpus,
-                          std::ostream& log) {
+                          std::optional<cudaAccessPolicyWindow> l2_window, std::ostream& log) {
   const policy_config pc = config_of(policy);
   int least = 0;
   int greatest = 0;
@@ -478,7 +522,7 @@ nlohmann::json run_policy(const reef_settings& s, const std::string& policy,
     }
   }
   reef_rt_app app(model, pad, pc.pad ? pads : std::vector<layer_padding>{},
-                  s.rt_out_copy == "kernel");
+                  s.rt_out_copy == "kernel", l2_window);
   run_options o;
   o.poll_ns = s.poll_ns;
   o.telemetry_samples = static_cast<std::size_t>(s.samples + s.warmup) + 64;
@@ -673,6 +717,10 @@ nlohmann::json run_policy(const reef_settings& s, const std::string& policy,
   const preempt_mirror mirror = signal.mirror();
   r["preempt_word"] = {{"raises", mirror.raises}, {"clears", mirror.clears}};
   r["rt_stream_priority"] = o.stream_priority;
+  r["rt_l2_marked_kernels"] = app.l2_marked();
+  if (l2_window && app.l2_marked() == 0) {
+    throw std::runtime_error("bench reef --rt-l2-persist: no RT kernel node took the L2 window");
+  }
   r["threads"] = {{"sensor", measure::to_json(sensor_grant)},
                   {"actuator", measure::to_json(actuator_grant)}};
   if (pc.split) {
@@ -802,6 +850,17 @@ measure::receipt run_reef_bench(const reef_settings& s, std::ostream& log) {
       std::find(s.policies.begin(), s.policies.end(), "preempt-pad") != s.policies.end();
   std::vector<layer_padding> pads;
   if (any_pad) pads = plan_padding(*model, *pad, s.pad_tolerance, padding_report);
+  // After the padding profiles (measured without it), for every policy alike.
+  std::optional<l2_set_aside> l2;
+  std::optional<cudaAccessPolicyWindow> l2_window;
+  if (s.rt_l2_persist) {
+    l2.emplace(model->arena_used());
+    if (l2->granted() == 0) {
+      throw std::runtime_error("bench reef --rt-l2-persist: the device sets no L2 aside");
+    }
+    // A window larger than the set-aside would make its lines evict each other.
+    l2_window = persisting_window(model->arena(), std::min(model->arena_used(), l2->granted()));
+  }
 
   measure::receipt receipt("reef", s.command);
   describe_machine(receipt);
@@ -828,11 +887,16 @@ measure::receipt run_reef_bench(const reef_settings& s, std::ostream& log) {
                         {"bounded_grid_counter", s.be_bounded_grid_counter}}},
                       {"split_sms", s.split_sms},
                       {"rt_out_copy", s.rt_out_copy},
+                      {"rt_l2_persist",
+                       {{"on", s.rt_l2_persist},
+                        {"model_bytes", model->arena_used()},
+                        {"set_aside_bytes", l2 ? l2->granted() : 0},
+                        {"window_bytes", l2_window ? l2_window->num_bytes : 0}}},
                       {"cpus", {{"sensor", cpus.sensor}, {"actuator", cpus.actuator}}},
                       {"realtime_requested", s.realtime}};
   if (any_pad) receipt.settings["padding"] = padding_report;
   for (const auto& p : s.policies) {
-    receipt.results.push_back(run_policy(s, p, model, pad, pads, cpus, log));
+    receipt.results.push_back(run_policy(s, p, model, pad, pads, cpus, l2_window, log));
   }
   // Each policy against the baselines: the RT latency increase over exclusive, the BE
   // throughput against sequential.
