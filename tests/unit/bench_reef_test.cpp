@@ -27,6 +27,10 @@ TEST(reef_settings, defaults_run_every_policy_and_bad_flags_are_clear) {
   EXPECT_EQ(s.policies, reef_policies());
   EXPECT_EQ(reef_policies().size(), 8U);
   EXPECT_TRUE(s.be_checkpoint);
+  // The measured defaults (docs/sched.md): strided bounded grids of 4 per SM, the RT model in L2.
+  EXPECT_EQ(s.be_bounded_grid, 4);
+  EXPECT_FALSE(s.be_bounded_grid_counter);
+  EXPECT_TRUE(s.rt_l2_persist);
   s.make_quick();
   EXPECT_EQ(error_of(s), "");
   auto with = [](auto change) {

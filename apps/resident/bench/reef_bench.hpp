@@ -35,7 +35,7 @@ struct reef_settings {
   int split_sms{32};                  // green-split, preempt-sm: SMs of the RT partition
   double pad_tolerance{0.05};         // padded RT kernel within this of the kernel alone
   std::string rt_out_copy{"memcpy"};  // the RT scores into the output port: memcpy or kernel
-  bool rt_l2_persist{false};          // RT kernels' accesses to the RT model persist in L2
+  bool rt_l2_persist{true};           // RT kernels' accesses to the RT model persist in L2
   std::uint64_t poll_ns{20'000'000};
   std::uint64_t seed{7};
   bool realtime{true};
