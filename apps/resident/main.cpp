@@ -415,6 +415,11 @@ int main(int argc, char** argv) {
                    "keep the RT model's weights and activations in an L2 set-aside (on/off)")
       ->capture_default_str();
   reef_cmd
+      ->add_option("--rt-arena", reef.rt_arena,
+                   "the RT model in one allocation (off: one per buffer; needs "
+                   "--rt-l2-persist off)")
+      ->capture_default_str();
+  reef_cmd
       ->add_option("--rt-out-copy", reef.rt_out_copy,
                    "the RT scores into the output port: memcpy (node) or kernel")
       ->capture_default_str();

@@ -54,6 +54,12 @@ TEST(reef_settings, defaults_run_every_policy_and_bad_flags_are_clear) {
   EXPECT_THAT(with([](auto& x) { x.be_clients = 9; }), HasSubstr("--be-clients"));
   EXPECT_THAT(with([](auto& x) { x.pad_tolerance = -0.1; }), HasSubstr("--pad-tolerance"));
   EXPECT_THAT(with([](auto& x) { x.rt_out_copy = "dma"; }), HasSubstr("--rt-out-copy"));
+  EXPECT_THAT(with([](auto& x) { x.rt_arena = false; }), HasSubstr("--rt-arena on"));
+  EXPECT_EQ(with([](auto& x) {
+              x.rt_arena = false;
+              x.rt_l2_persist = false;
+            }),
+            "");
   EXPECT_THAT(with([](auto& x) { x.be_bounded_grid = -1; }), HasSubstr("--be-bounded-grid"));
 }
 

@@ -84,8 +84,13 @@ constexpr std::uint64_t rt_seed = 4242;
 /// after the last), then the scores of the first two samples go to the actuator.
 class rt_model {
  public:
-  rt_model(std::int32_t batch, std::vector<std::int32_t> widths)
-      : _batch(batch), _widths(std::move(widths)), _arena(arena_bytes(batch, _widths)) {
+  /// `arena`: every buffer in one allocation (what an L2 window needs); otherwise one
+  /// cudaMalloc per buffer, as before the arena (an A/B of the layout alone).
+  rt_model(std::int32_t batch, std::vector<std::int32_t> widths, bool arena = true)
+      : _batch(batch),
+        _widths(std::move(widths)),
+        _arena(arena ? device_buffer(arena_bytes(batch, _widths)) : device_buffer{}),
+        _one_arena(arena) {
     std::mt19937_64 rng(rt_seed);
     std::uniform_real_distribution<float> in_dist(-1.0F, 1.0F);
     std::vector<float> x(static_cast<std::size_t>(batch) * _widths[0]);
@@ -147,8 +152,9 @@ class rt_model {
     return v;
   }
   [[nodiscard]] const float* scores() const noexcept { return _scores; }
-  /// Every buffer of the model (input, weights, biases, activations, scores) lies in this
-  /// range, so one access-policy window covers the RT loop's working set.
+  /// With an arena, every buffer of the model (input, weights, biases, activations, scores)
+  /// lies in this range, so one access-policy window covers the RT loop's working set.
+  [[nodiscard]] bool one_arena() const noexcept { return _one_arena; }
   [[nodiscard]] const void* arena() const noexcept { return _arena.data(); }
   [[nodiscard]] std::size_t arena_used() const noexcept { return _used; }
   [[nodiscard]] const std::array<float, 2>& probe() const noexcept { return _probe; }
@@ -175,6 +181,11 @@ class rt_model {
   }
   float* allocate(std::size_t elements) {
     const std::size_t bytes = padded(elements) * sizeof(float);
+    if (!_one_arena) {
+      _separate.emplace_back(bytes);
+      _used += bytes;
+      return _separate.back().data_as<float>();
+    }
     if (_used + bytes > _arena.size()) throw std::logic_error("rt_model: arena too small");
     float* p = reinterpret_cast<float*>(_arena.data_as<std::byte>() + _used);
     _used += bytes;
@@ -190,6 +201,8 @@ class rt_model {
   std::int32_t _batch;
   std::vector<std::int32_t> _widths;
   device_buffer _arena;
+  bool _one_arena;
+  std::vector<device_buffer> _separate;  // without the arena
   std::size_t _used{0};
   const float* _input{};
   std::vector<const float*> _weights, _biases;
@@ -787,6 +800,10 @@ void reef_settings::validate() const {
   if (!(pad_tolerance >= 0.0) || pad_tolerance > 1.0) {
     throw std::invalid_argument("bench reef: --pad-tolerance must be in [0, 1]");
   }
+  if (rt_l2_persist && !rt_arena) {
+    throw std::invalid_argument(
+        "bench reef: --rt-l2-persist needs --rt-arena on (one window covers one address range)");
+  }
   if (rt_out_copy != "memcpy" && rt_out_copy != "kernel") {
     throw std::invalid_argument("bench reef: --rt-out-copy must be memcpy or kernel, got '" +
                                 rt_out_copy + "'");
@@ -839,7 +856,7 @@ measure::receipt run_reef_bench(const reef_settings& s, std::ostream& log) {
   }
   RESIDENT_CUDA_TRY(cudaSetDevice(0));
   const std::vector<std::int32_t> rt_widths{256, 512, 512, 256};
-  auto model = std::make_shared<const rt_model>(s.rt_batch, rt_widths);
+  auto model = std::make_shared<const rt_model>(s.rt_batch, rt_widths, s.rt_arena);
   std::int32_t rt_capacity = 0;
   for (std::size_t l = 0; l < model->layers(); ++l) {
     rt_capacity = std::max(rt_capacity, sched::gemm_blocks(model->gemm(l)));
@@ -889,6 +906,7 @@ measure::receipt run_reef_bench(const reef_settings& s, std::ostream& log) {
                       {"rt_out_copy", s.rt_out_copy},
                       {"rt_l2_persist",
                        {{"on", s.rt_l2_persist},
+                        {"arena", s.rt_arena},
                         {"model_bytes", model->arena_used()},
                         {"set_aside_bytes", l2 ? l2->granted() : 0},
                         {"window_bytes", l2_window ? l2_window->num_bytes : 0}}},

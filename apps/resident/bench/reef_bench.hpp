@@ -36,6 +36,7 @@ struct reef_settings {
   double pad_tolerance{0.05};         // padded RT kernel within this of the kernel alone
   std::string rt_out_copy{"memcpy"};  // the RT scores into the output port: memcpy or kernel
   bool rt_l2_persist{true};           // RT kernels' accesses to the RT model persist in L2
+  bool rt_arena{true};                // the RT model in one allocation (off: one per buffer)
   std::uint64_t poll_ns{20'000'000};
   std::uint64_t seed{7};
   bool realtime{true};
