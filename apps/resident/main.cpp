@@ -420,6 +420,11 @@ int main(int argc, char** argv) {
                    "--rt-l2-persist off)")
       ->capture_default_str();
   reef_cmd
+      ->add_option("--rt-split-body", reef.rt_split_body,
+                   "stamp the end of the RT compute, splitting the body into compute and egress "
+                   "(adds a one-thread kernel to the RT graph)")
+      ->capture_default_str();
+  reef_cmd
       ->add_option("--rt-out-copy", reef.rt_out_copy,
                    "the RT scores into the output port: memcpy (node) or kernel")
       ->capture_default_str();

@@ -20,6 +20,7 @@
 #include <thread>
 
 #include "bench/common.hpp"
+#include "bench/reef_kernels.hpp"
 #include "resident/cuda/error.hpp"
 #include "resident/measure/threads.hpp"
 #include "resident/partition/green_context.hpp"
@@ -244,13 +245,16 @@ class rt_mlp_op final : public Operator {
   rt_mlp_op(std::shared_ptr<const rt_model> model, std::shared_ptr<pad_source> pad,
             std::vector<layer_padding> pads, bool copy_kernel,
             std::optional<cudaAccessPolicyWindow> l2_window,
-            std::shared_ptr<std::atomic<int>> l2_marked)
+            std::shared_ptr<std::atomic<int>> l2_marked, rt_done_stamp* done_ring,
+            std::uint32_t done_capacity)
       : _model(std::move(model)),
         _pad(std::move(pad)),
         _pads(std::move(pads)),
         _copy_kernel(copy_kernel),
         _l2_window(l2_window),
-        _l2_marked(std::move(l2_marked)) {}
+        _l2_marked(std::move(l2_marked)),
+        _done_ring(done_ring),
+        _done_capacity(done_capacity) {}
   void setup(OperatorSpec& spec) override {
     spec.device_input("in", 8);
     spec.device_output("out", 8);
@@ -280,6 +284,10 @@ class rt_mlp_op final : public Operator {
     persist();
     sched::launch_row_sum(ctx.stream(), m.view(sched::row_sum_blocks(m.sum())), m.sum());
     persist();
+    // --rt-split-body: where the compute ends, so the body splits into compute and egress.
+    if (_done_ring != nullptr && ctx.loop() != nullptr) {
+      launch_rt_done_stamp(ctx.stream(), ctx.loop(), _done_ring, _done_capacity);
+    }
     if (_copy_kernel) {
       // A kernel, not a memcpy node, so the copy cannot queue behind other streams' copies (an
       // experiment: bench reef showed no difference, bench/results/h200/README.md).
@@ -298,24 +306,29 @@ class rt_mlp_op final : public Operator {
   bool _copy_kernel;
   std::optional<cudaAccessPolicyWindow> _l2_window;
   std::shared_ptr<std::atomic<int>> _l2_marked;
+  rt_done_stamp* _done_ring;
+  std::uint32_t _done_capacity;
 };
 
 class reef_rt_app final : public Application {
  public:
   reef_rt_app(std::shared_ptr<const rt_model> model, std::shared_ptr<pad_source> pad,
               std::vector<layer_padding> pads, bool copy_kernel,
-              std::optional<cudaAccessPolicyWindow> l2_window)
+              std::optional<cudaAccessPolicyWindow> l2_window, rt_done_stamp* done_ring = nullptr,
+              std::uint32_t done_capacity = 0)
       : Application("reef-rt"),
         _model(std::move(model)),
         _pad(std::move(pad)),
         _pads(std::move(pads)),
         _copy_kernel(copy_kernel),
         _l2_window(l2_window),
+        _done_ring(done_ring),
+        _done_capacity(done_capacity),
         _mailbox(std::make_shared<io::mailbox>(io::mailbox::config{8, 8, 4})) {}
   void compose() override {
     auto rx = make_operator<io::mailbox_rx>("rx", _mailbox);
     auto rt = make_operator<rt_mlp_op>("rt_mlp", _model, _pad, _pads, _copy_kernel, _l2_window,
-                                       _l2_marked);
+                                       _l2_marked, _done_ring, _done_capacity);
     auto tx = make_operator<io::mailbox_tx>("tx", _mailbox);
     register_data_ready_handler(_mailbox->make_handler(rx));
     add_flow(rx, rt, {{"sample", "in"}});
@@ -340,6 +353,8 @@ class reef_rt_app final : public Application {
   std::vector<layer_padding> _pads;
   bool _copy_kernel;
   std::optional<cudaAccessPolicyWindow> _l2_window;
+  rt_done_stamp* _done_ring;
+  std::uint32_t _done_capacity;
   std::shared_ptr<std::atomic<int>> _l2_marked{std::make_shared<std::atomic<int>>(0)};
   std::shared_ptr<io::mailbox> _mailbox;
 };
@@ -534,8 +549,16 @@ nlohmann::json run_policy(const reef_settings& s, const std::string& policy,
                                                            streams.back().get(), &signal, ro));
     }
   }
+  // --rt-split-body: one stamp per sample, indexed by sequence number (no wrap in a run).
+  const auto done_capacity = static_cast<std::uint32_t>(s.samples + s.warmup) + 64U;
+  device_buffer done_ring;
+  if (s.rt_split_body) {
+    done_ring = device_buffer(done_capacity * sizeof(rt_done_stamp));
+    RESIDENT_CUDA_TRY(cudaMemset(done_ring.data(), 0, done_ring.size()));
+  }
   reef_rt_app app(model, pad, pc.pad ? pads : std::vector<layer_padding>{},
-                  s.rt_out_copy == "kernel", l2_window);
+                  s.rt_out_copy == "kernel", l2_window,
+                  s.rt_split_body ? done_ring.data_as<rt_done_stamp>() : nullptr, done_capacity);
   run_options o;
   o.poll_ns = s.poll_ns;
   o.telemetry_samples = static_cast<std::size_t>(s.samples + s.warmup) + 64;
@@ -664,6 +687,14 @@ nlohmann::json run_policy(const reef_settings& s, const std::string& policy,
   std::vector<double> body_us;
   std::vector<double> to_controller_us;  // detect -> controller start
   std::vector<double> release_us;        // controller end (IF predicate set) -> body start
+  std::vector<double> compute_us;        // body start -> RT compute done (--rt-split-body)
+  std::vector<double> egress_us;         // RT compute done -> commit
+  std::vector<rt_done_stamp> done;
+  if (s.rt_split_body) {
+    done.resize(done_capacity);
+    RESIDENT_CUDA_TRY(
+        cudaMemcpy(done.data(), done_ring.data(), done_ring.size(), cudaMemcpyDeviceToHost));
+  }
   const std::uint64_t first = base + static_cast<std::uint64_t>(s.warmup) + 1;
   for (const telemetry_entry& e : handle->telemetry()) {
     if (e.seq < first || e.seq > final_seq || e.repeat != 0) continue;
@@ -682,6 +713,14 @@ nlohmann::json run_policy(const reef_settings& s, const std::string& policy,
     if (at(stage::body_start) != 0 && at(stage::commit) > at(stage::body_start)) {
       body_us.push_back(static_cast<double>(at(stage::commit) - at(stage::body_start)) / 1e3);
     }
+    if (!done.empty()) {
+      const rt_done_stamp& d = done[e.seq % done.size()];
+      if (d.seq == e.seq && d.ns > at(stage::body_start) && at(stage::commit) >= d.ns &&
+          at(stage::body_start) != 0) {
+        compute_us.push_back(static_cast<double>(d.ns - at(stage::body_start)) / 1e3);
+        egress_us.push_back(static_cast<double>(at(stage::commit) - d.ns) / 1e3);
+      }
+    }
   }
 
   const measure::summary sum = measure::summarize(latencies);
@@ -696,6 +735,9 @@ nlohmann::json run_policy(const reef_settings& s, const std::string& policy,
   r["preemption_latency"] = measure::summary_fields(
       preempt_us.empty() ? measure::summary{} : measure::summarize(preempt_us));
   r["rt_body"] = brief(body_us);
+  if (s.rt_split_body) {
+    r["rt_body_split"] = {{"compute", brief(compute_us)}, {"egress", brief(egress_us)}};
+  }
   r["preemption_breakdown"] = {{"detect_to_controller", brief(to_controller_us)},
                                {"controller_end_to_body_start", brief(release_us)}};
   nlohmann::json be = {{"clients", runners.size()}, {"seconds", be_seconds}};
@@ -907,6 +949,7 @@ measure::receipt run_reef_bench(const reef_settings& s, std::ostream& log) {
                       {"rt_l2_persist",
                        {{"on", s.rt_l2_persist},
                         {"arena", s.rt_arena},
+                        {"split_body", s.rt_split_body},
                         {"model_bytes", model->arena_used()},
                         {"set_aside_bytes", l2 ? l2->granted() : 0},
                         {"window_bytes", l2_window ? l2_window->num_bytes : 0}}},

@@ -37,6 +37,7 @@ struct reef_settings {
   std::string rt_out_copy{"memcpy"};  // the RT scores into the output port: memcpy or kernel
   bool rt_l2_persist{true};           // RT kernels' accesses to the RT model persist in L2
   bool rt_arena{true};                // the RT model in one allocation (off: one per buffer)
+  bool rt_split_body{false};          // stamp the end of the RT compute: body = compute + egress
   std::uint64_t poll_ns{20'000'000};
   std::uint64_t seed{7};
   bool realtime{true};
