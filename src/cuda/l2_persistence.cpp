@@ -18,7 +18,13 @@ l2_set_aside::l2_set_aside(std::size_t bytes) {
   const std::size_t want = std::min(bytes, static_cast<std::size_t>(most));
   RESIDENT_CUDA_TRY(cudaDeviceSetLimit(cudaLimitPersistingL2CacheSize, want));
   _active = true;
-  RESIDENT_CUDA_TRY(cudaDeviceGetLimit(&_granted, cudaLimitPersistingL2CacheSize));
+  // A constructor that throws runs no destructor: give the set-aside back here.
+  try {
+    RESIDENT_CUDA_TRY(cudaDeviceGetLimit(&_granted, cudaLimitPersistingL2CacheSize));
+  } catch (...) {
+    release();
+    throw;
+  }
 }
 
 l2_set_aside::l2_set_aside(l2_set_aside&& other) noexcept

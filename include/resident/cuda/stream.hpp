@@ -45,6 +45,8 @@ class stream {
   [[nodiscard]] stream_view view() const noexcept { return {_stream}; }
   operator stream_view() const noexcept { return view(); }  // NOLINT
   void synchronize() const { view().synchronize(); }
+  /// Whether every operation submitted so far has completed (cudaStreamQuery; errors throw).
+  [[nodiscard]] bool ready() const { return view().ready(); }
   [[nodiscard]] bool synchronize_for(std::chrono::nanoseconds limit) const {
     return view().synchronize_for(limit);
   }
