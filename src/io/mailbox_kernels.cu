@@ -119,7 +119,10 @@ __global__ void __launch_bounds__(max_threads)
     }
     if (pick == 0 || pick == last) {
       // No copy for a repeat: the "sample" port still holds the last sample's payload.
-      if (threadIdx.x == 0) device::publish(loop, pick);
+      if (threadIdx.x == 0) {
+        device::publish(loop, pick);
+        device::stamp(loop, stage::handler_end);
+      }
       return;
     }
     block_copy<true>(sample, mb.slots + (pick % mb.depth) * mb.slot_stride + header_bytes,
@@ -128,7 +131,10 @@ __global__ void __launch_bounds__(max_threads)
     if (threadIdx.x == 0) {
       cuda::atomic_thread_fence(cuda::memory_order_acquire, cuda::thread_scope_system);
       consistent = load_acquire_system(slot_seq(mb, pick)) == pick;
-      if (consistent) device::publish(loop, pick);
+      if (consistent) {
+        device::publish(loop, pick);
+        device::stamp(loop, stage::handler_end);
+      }
     }
     __syncthreads();
     if (consistent) return;

@@ -688,6 +688,8 @@ nlohmann::json run_policy(const reef_settings& s, const std::string& policy,
   std::vector<double> body_us;
   std::vector<double> to_controller_us;  // detect -> controller start
   std::vector<double> release_us;        // controller end (IF predicate set) -> body start
+  std::vector<double> copy_in_us;        // detect -> handler end (the sample copied in)
+  std::vector<double> handoff_us;        // handler end -> controller start
   std::vector<double> compute_us;        // body start -> RT compute done (--rt-split-body)
   std::vector<double> egress_us;         // RT compute done -> commit
   std::vector<rt_done_stamp> done;
@@ -706,6 +708,12 @@ nlohmann::json run_policy(const reef_settings& s, const std::string& policy,
     if (at(stage::detect) != 0 && at(stage::controller_start) > at(stage::detect)) {
       to_controller_us.push_back(
           static_cast<double>(at(stage::controller_start) - at(stage::detect)) / 1e3);
+    }
+    if (at(stage::detect) != 0 && at(stage::handler_end) >= at(stage::detect) &&
+        at(stage::controller_start) > at(stage::handler_end)) {
+      copy_in_us.push_back(static_cast<double>(at(stage::handler_end) - at(stage::detect)) / 1e3);
+      handoff_us.push_back(
+          static_cast<double>(at(stage::controller_start) - at(stage::handler_end)) / 1e3);
     }
     if (at(stage::controller_end) != 0 && at(stage::body_start) > at(stage::controller_end)) {
       release_us.push_back(static_cast<double>(at(stage::body_start) - at(stage::controller_end)) /
@@ -740,6 +748,8 @@ nlohmann::json run_policy(const reef_settings& s, const std::string& policy,
     r["rt_body_split"] = {{"compute", brief(compute_us)}, {"egress", brief(egress_us)}};
   }
   r["preemption_breakdown"] = {{"detect_to_controller", brief(to_controller_us)},
+                               {"detect_to_handler_end", brief(copy_in_us)},
+                               {"handler_end_to_controller", brief(handoff_us)},
                                {"controller_end_to_body_start", brief(release_us)}};
   nlohmann::json be = {{"clients", runners.size()}, {"seconds", be_seconds}};
   std::uint64_t sequences = 0;

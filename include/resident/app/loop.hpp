@@ -60,7 +60,8 @@ enum class stage : std::uint32_t {
   body_start = 4,        // first DAG work (stamped by operators that choose to)
   commit = 5,            // egress made the output visible to the actuator
   end_marker = 6,        // the end marker began
-  count = 7,
+  handler_end = 7,       // the handler's last step (the sample copied in, or nothing to take)
+  count = 8,
 };
 inline constexpr std::size_t stage_count = static_cast<std::size_t>(stage::count);
 
