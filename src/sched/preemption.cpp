@@ -295,8 +295,11 @@ void be_runner::poll_once(bool submit, bool enqueue) {
       ++_stats.preemptions;
     }
   }
-  // Retire in submission order: a stream finishes its launches in that order.
-  while (!_in_flight.empty()) {
+  // Retire in submission order: a stream finishes its launches in that order. With
+  // defer_retire, not while real-time work holds the word (stop()'s drain retires regardless).
+  const bool hold = _options.defer_retire && submit && raised && _options.preemptible && !spatial &&
+                    !_options.gate;
+  while (!_in_flight.empty() && !hold) {
     const flight f = _in_flight.front();
     const cudaError_t q = cudaEventQuery(_events[f.event].get());
     if (q == cudaErrorNotReady) break;

@@ -137,7 +137,7 @@ TEST(SchedPreemption, RaiseAndClearBetweenPollsStaysExact) {
 
 void check_model(sched::be_model& model, bool preempt, const std::uint32_t* rt_sms = nullptr,
                  std::int32_t bounded_grid_per_sm = 0, bool bounded_grid_counter = false,
-                 bool gate = false) {
+                 bool gate = false, bool defer_retire = false) {
   std::mt19937_64 rng(11);
   std::uniform_real_distribution<float> dist(-1.0F, 1.0F);
   std::vector<float> x(model.input_elements());
@@ -152,6 +152,7 @@ void check_model(sched::be_model& model, bool preempt, const std::uint32_t* rt_s
   o.bounded_grid_per_sm = bounded_grid_per_sm;
   o.bounded_grid_counter = bounded_grid_counter;
   o.gate = gate;
+  o.defer_retire = defer_retire;
   sched::be_runner runner(model.calls(), s.get(), preempt ? &signal : nullptr, o);
   const auto t0 = std::chrono::steady_clock::now();
   const auto stats = runner.run_sequences(
@@ -215,6 +216,15 @@ TEST(SchedPreemption, ModelsPreemptedAndResumedBehindGatesMatchTheirReferences) 
     sched::cnn_model cnn(32, 5);
     check_model(cnn, true, nullptr, per_sm, false, true);
   }
+}
+
+// Drained launches retired only once the word is clear: the same results.
+TEST(SchedPreemption, ModelsWithRetireDeferredMatchTheirReferences) {
+  RESIDENT_REQUIRE_GPU();
+  sched::mlp_model mlp(512, {256, 1024, 512, 128}, 3);
+  check_model(mlp, true, nullptr, 4, false, false, true);
+  sched::cnn_model cnn(32, 5);
+  check_model(cnn, true, nullptr, 0, false, false, true);
 }
 
 // Non-idempotent blocks behind gates: resumed exactly, never twice, with the word raised while

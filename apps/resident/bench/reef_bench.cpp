@@ -538,6 +538,7 @@ nlohmann::json run_policy(const reef_settings& s, const std::string& policy,
       ro.bounded_grid_per_sm = s.be_bounded_grid;
       ro.bounded_grid_counter = s.be_bounded_grid_counter;
       ro.gate = s.be_gate && pc.preemptible && !pc.spatial;
+      ro.defer_retire = s.be_defer_retire;
       ro.sequential = pc.sequential;
       if (pc.spatial) ro.rt_sms = rt_sms.data_as<std::uint32_t>();
       if (pc.split) {
@@ -955,7 +956,8 @@ measure::receipt run_reef_bench(const reef_settings& s, std::ostream& log) {
                         {"checkpoint_min_steps", s.be_checkpoint_min_steps},
                         {"bounded_grid_per_sm", s.be_bounded_grid},
                         {"bounded_grid_counter", s.be_bounded_grid_counter},
-                        {"gate", s.be_gate}}},
+                        {"gate", s.be_gate},
+                        {"defer_retire", s.be_defer_retire}}},
                       {"split_sms", s.split_sms},
                       {"rt_out_copy", s.rt_out_copy},
                       {"rt_l2_persist",

@@ -30,7 +30,8 @@ struct reef_settings {
   std::int32_t be_bounded_grid{4};      // be_runner_options::bounded_grid_per_sm (0: off)
   bool be_bounded_grid_counter{false};  // ... taking work from a counter, not a stride
   bool be_gate{false};                  // preempt, preempt-pad: a gate kernel before each BE launch
-  bool be_checkpoint{true};             // preempted gemm/conv2d blocks keep their partial sums
+  bool be_defer_retire{false};  // preempt, preempt-pad: retire drained launches after the clear
+  bool be_checkpoint{true};     // preempted gemm/conv2d blocks keep their partial sums
   std::uint32_t be_checkpoint_min_steps{1};  // ... when they added at least this many K-steps
   std::int32_t rt_batch{32};
   int split_sms{32};                  // green-split, preempt-sm: SMs of the RT partition

@@ -111,6 +111,11 @@ struct be_runner_options {
   /// How long a gate waits for the clear before it lets its launch go anyway (whose blocks
   /// then leave on the word as without a gate).
   std::chrono::microseconds gate_limit{50000};
+  /// Time-shared preemption without a gate: a launch the word drained is retired (its done
+  /// words copied to the host) only once the word is clear, so that copy does not cross PCIe
+  /// while the real-time loop copies its sample in. The resumption, which waits for the clear
+  /// anyway, then also waits for the copy.
+  bool defer_retire{false};
   /// Called first on the scheduler thread (start(), run_sequences()); what it returns lives
   /// until the thread is done. E.g. a partition::green_context::current_scope, so the events
   /// are created in, and the launches made from, the context that owns the stream.
