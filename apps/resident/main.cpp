@@ -411,16 +411,6 @@ int main(int argc, char** argv) {
                    "bounded BE grids take work from a counter instead of a fixed stride (on/off)")
       ->capture_default_str();
   reef_cmd
-      ->add_option("--be-gate", reef.be_gate,
-                   "time-shared preemptive policies put a one-thread gate kernel before each BE "
-                   "launch, holding it while the preempt word is raised (on/off)")
-      ->capture_default_str();
-  reef_cmd
-      ->add_option("--be-defer-retire", reef.be_defer_retire,
-                   "time-shared preemptive policies retire a drained BE launch (copy its done "
-                   "words to the host) only after the RT iteration clears the word (on/off)")
-      ->capture_default_str();
-  reef_cmd
       ->add_option("--rt-l2-persist", reef.rt_l2_persist,
                    "keep the RT model's weights and activations in an L2 set-aside (on/off)")
       ->capture_default_str();

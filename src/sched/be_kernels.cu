@@ -194,26 +194,7 @@ be_call call_for(std::string name, const Args& a, std::int32_t blocks, bool idem
           [a, launcher](cudaStream_t s, const be_launch_view& v) { launcher(s, v, a); }};
 }
 
-// One thread: returns once the word is clear, or after limit_ns however the word stands (the
-// launch behind it then meets the raised word itself and leaves at once: correct either way).
-__global__ void be_gate_kernel(const std::uint32_t* word, std::uint64_t limit_ns) {
-  std::uint64_t start = 0;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
-  cuda::atomic_ref<const std::uint32_t, cuda::thread_scope_system> w(*word);
-  while (w.load(cuda::memory_order_relaxed) != 0U) {
-    std::uint64_t now = 0;
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
-    if (now - start >= limit_ns) return;
-  }
-}
-
 }  // namespace
-
-void launch_gate(cudaStream_t s, const std::uint32_t* word, std::uint64_t limit_ns) {
-  if (word == nullptr) throw std::invalid_argument("launch_gate: the preempt word is null");
-  be_gate_kernel<<<1, 1, 0, s>>>(word, limit_ns);
-  RESIDENT_CUDA_CHECK_LAUNCH("gate");
-}
 
 std::int32_t gemm_blocks(const gemm_args& a) {
   constexpr const char* kernel = "gemm";
@@ -326,7 +307,6 @@ void load_be_kernels() {
   load_kernels_of<maxpool2d_args>("maxpool2d");
   load_kernels_of<row_sum_args>("row_sum");
   load_kernels_of<fill_args>("fill");
-  load_kernel(be_gate_kernel, "gate");
 }
 
 void launch_fill(cudaStream_t s, const be_launch_view& v, const fill_args& a) {

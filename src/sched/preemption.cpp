@@ -126,14 +126,6 @@ be_runner::be_runner(std::vector<be_call> calls, cudaStream_t stream, const pree
   if (_signal == nullptr && (_options.preemptible || _options.sequential)) {
     throw std::invalid_argument(who + ": preemptible and sequential runs need a preempt_signal");
   }
-  if (_options.gate &&
-      (!_options.preemptible || _options.sequential || _options.rt_sms != nullptr)) {
-    throw std::invalid_argument(
-        who + ": gate needs time-shared preemption (preemptible, not sequential, no rt_sms)");
-  }
-  if (_options.gate && _options.gate_limit.count() <= 0) {
-    throw std::invalid_argument(who + ": gate_limit must be positive");
-  }
   for (const auto& c : _calls) {
     if (c.blocks <= 0 || !c.launch) {
       throw std::invalid_argument(who + ": call '" + c.name +
@@ -288,18 +280,13 @@ void be_runner::poll_once(bool submit, bool enqueue) {
     const std::uint64_t raises = _signal->raises();
     const bool new_raise = raises != _seen_raises;
     _seen_raises = raises;
-    // Gated: only a new raise preempts. The runner resubmits while the word is still up (the
-    // gate holds the launch), so the level alone would preempt its own resumption again.
-    if ((new_raise || (raised && !_options.gate)) && !_queue.preempted()) {
+    if ((raised || new_raise) && !_queue.preempted()) {
       (void)_queue.preempt();  // stop submitting; what is in flight drains on the word
       ++_stats.preemptions;
     }
   }
-  // Retire in submission order: a stream finishes its launches in that order. With
-  // defer_retire, not while real-time work holds the word (stop()'s drain retires regardless).
-  const bool hold = _options.defer_retire && submit && raised && _options.preemptible && !spatial &&
-                    !_options.gate;
-  while (!_in_flight.empty() && !hold) {
+  // Retire in submission order: a stream finishes its launches in that order.
+  while (!_in_flight.empty()) {
     const flight f = _in_flight.front();
     const cudaError_t q = cudaEventQuery(_events[f.event].get());
     if (q == cudaErrorNotReady) break;
@@ -317,11 +304,8 @@ void be_runner::poll_once(bool submit, bool enqueue) {
     _await_raise = false;
   }
   // Spatial: the blocks a raised word stopped go back at once; the SMs they find busy with
-  // real-time work stop them again, the others run them. Gated: they go back at once too,
-  // behind a gate that holds them until the word is clear, so they start within microseconds
-  // of the clear instead of after this thread has seen it and launched.
-  if (_queue.preempted() && _in_flight.empty() && (!raised || spatial || _options.gate) &&
-      !_await_raise) {
+  // real-time work stop them again, the others run them.
+  if (_queue.preempted() && _in_flight.empty() && (!raised || spatial) && !_await_raise) {
     _queue.resume();
     // Stream-ordered before every resubmission: the halt a preempted block set is lifted.
     RESIDENT_CUDA_TRY(cudaMemsetAsync(_words.data(), 0, sizeof(std::uint32_t), _stream));
@@ -366,12 +350,6 @@ void be_runner::poll_once(bool submit, bool enqueue) {
     // Only a resumed attempt has done blocks to skip (the first spares every block the read).
     // A non-idempotent one must; an idempotent one may re-run them, which wastes the work.
     v.skip_done = v.attempt > 1 && (!call.idempotent || _options.exact_resume_always) ? 1U : 0U;
-    if (_options.gate) {
-      launch_gate(
-          _stream, v.preempt,
-          static_cast<std::uint64_t>(
-              std::chrono::duration_cast<std::chrono::nanoseconds>(_options.gate_limit).count()));
-    }
     call.launch(_stream, v);
     _free_events.pop_back();
     _events[ev].record(_stream);

@@ -113,9 +113,11 @@ TEST(LazyLoading, StopReportsALaunchThatCannotFinish) {
   }
   EXPECT_LT(std::chrono::steady_clock::now() - t0, 5s);
   EXPECT_FALSE(s.synchronize_for(50ms));  // still blocked: a bounded wait says so
+  EXPECT_FALSE(s.ready());
   std::atomic_ref<std::uint32_t>(*host_flag).store(1);
   // The queued launches run now; nothing is left in flight on the GPU.
   EXPECT_TRUE(s.synchronize_for(10s));
+  EXPECT_TRUE(s.ready());
 }
 
 }  // namespace

@@ -136,8 +136,7 @@ TEST(SchedPreemption, RaiseAndClearBetweenPollsStaysExact) {
 }
 
 void check_model(sched::be_model& model, bool preempt, const std::uint32_t* rt_sms = nullptr,
-                 std::int32_t bounded_grid_per_sm = 0, bool bounded_grid_counter = false,
-                 bool gate = false, bool defer_retire = false) {
+                 std::int32_t bounded_grid_per_sm = 0, bool bounded_grid_counter = false) {
   std::mt19937_64 rng(11);
   std::uniform_real_distribution<float> dist(-1.0F, 1.0F);
   std::vector<float> x(model.input_elements());
@@ -151,8 +150,6 @@ void check_model(sched::be_model& model, bool preempt, const std::uint32_t* rt_s
   o.rt_sms = rt_sms;
   o.bounded_grid_per_sm = bounded_grid_per_sm;
   o.bounded_grid_counter = bounded_grid_counter;
-  o.gate = gate;
-  o.defer_retire = defer_retire;
   sched::be_runner runner(model.calls(), s.get(), preempt ? &signal : nullptr, o);
   const auto t0 = std::chrono::steady_clock::now();
   const auto stats = runner.run_sequences(
@@ -203,78 +200,6 @@ TEST(SchedPreemption, ModelsPreemptedAndResumedOnABoundedGridMatchTheirReference
     sched::cnn_model cnn(32, 5);
     check_model(cnn, true, nullptr, 1, counter);
   }
-}
-
-// Gated: a preempted launch goes back while the word is still raised, behind a gate kernel,
-// and the launch queued behind a running one (window 2) waits at its gate instead of starting.
-TEST(SchedPreemption, ModelsPreemptedAndResumedBehindGatesMatchTheirReferences) {
-  RESIDENT_REQUIRE_GPU();
-  for (const std::int32_t per_sm : {0, 1}) {
-    SCOPED_TRACE(per_sm == 0 ? "one block per logical block" : "strided grid");
-    sched::mlp_model mlp(512, {256, 1024, 512, 128}, 3);
-    check_model(mlp, true, nullptr, per_sm, false, true);
-    sched::cnn_model cnn(32, 5);
-    check_model(cnn, true, nullptr, per_sm, false, true);
-  }
-}
-
-// Drained launches retired only once the word is clear: the same results.
-TEST(SchedPreemption, ModelsWithRetireDeferredMatchTheirReferences) {
-  RESIDENT_REQUIRE_GPU();
-  sched::mlp_model mlp(512, {256, 1024, 512, 128}, 3);
-  check_model(mlp, true, nullptr, 4, false, false, true);
-  sched::cnn_model cnn(32, 5);
-  check_model(cnn, true, nullptr, 0, false, false, true);
-}
-
-// Non-idempotent blocks behind gates: resumed exactly, never twice, with the word raised while
-// the runner resubmits.
-TEST(SchedPreemption, GatedNonIdempotentKernelResumesExactly) {
-  RESIDENT_REQUIRE_GPU();
-  sched::preempt_signal signal;
-  stream s(0);
-  slow_sum a(2000, 20'000);
-  slow_sum b(1500, 20'000);
-  slow_sum c(1000, 20'000);
-  sched::be_runner_options o;
-  o.gate = true;
-  sched::be_runner runner({a.call("a"), b.call("b"), c.call("c")}, s.get(), &signal, o);
-  const auto stats = runner.run_sequences(3, raise_and_clear(signal, 400, 3, 150));
-  s.synchronize();
-  EXPECT_EQ(stats.sequences, 3U);
-  EXPECT_EQ(a.read(), a.expected(3));
-  EXPECT_EQ(b.read(), b.expected(3));
-  EXPECT_EQ(c.read(), c.expected(3));
-  EXPECT_GT(stats.preemptions, 0U);
-  EXPECT_GT(stats.preempted_launches, 0U);
-  EXPECT_EQ(stats.resumed_launches, stats.preempted_launches);
-  EXPECT_EQ(stats.repeated_commits, 0U);
-  EXPECT_EQ(stats.blocks_rerun, 0U);
-  EXPECT_EQ(stats.blocks_completed, 3U * (2000 + 1500 + 1000));
-}
-
-// The gate holds the stream while the word is raised, lets it go on the clear, and gives up
-// after its limit.
-TEST(SchedGate, HoldsItsStreamWhileTheWordIsRaised) {
-  RESIDENT_REQUIRE_GPU();
-  sched::preempt_signal signal;
-  stream s(0);
-  event done;
-  signal.raise();
-  sched::launch_gate(s.get(), signal.word(), 10'000'000'000ULL);
-  done.record(s);
-  std::this_thread::sleep_for(20ms);
-  EXPECT_FALSE(done.ready()) << "the gate let its stream go while the word was raised";
-  signal.clear();
-  EXPECT_TRUE(s.synchronize_for(2s)) << "the gate held its stream after the clear";
-  // Raised and never cleared: the limit (5 ms) lets the stream go.
-  signal.raise();
-  const auto t0 = std::chrono::steady_clock::now();
-  sched::launch_gate(s.get(), signal.word(), 5'000'000ULL);
-  EXPECT_TRUE(s.synchronize_for(2s)) << "the gate ignored its limit";
-  EXPECT_GE(std::chrono::steady_clock::now() - t0, 5ms);
-  signal.clear();
-  EXPECT_THROW(sched::launch_gate(s.get(), nullptr, 1000), std::invalid_argument);
 }
 
 TEST(SchedPreemption, ABoundedGridMustNotBeNegative) {
@@ -383,25 +308,6 @@ TEST(SchedPreemption, RunnerRefusesBadConfigurations) {
   // Fewer calls than the window.
   sched::preempt_signal signal;
   EXPECT_THROW(sched::be_runner({a.call("a")}, s.get(), &signal, {}), std::invalid_argument);
-  // A gate needs time-shared preemption and a positive limit.
-  auto gated = [&](auto change) {
-    sched::be_runner_options o;
-    o.gate = true;
-    change(o);
-    return o;
-  };
-  EXPECT_THROW(sched::be_runner({a.call("a"), a.call("b")}, s.get(), &signal,
-                                gated([](auto& o) { o.preemptible = false; })),
-               std::invalid_argument);
-  EXPECT_THROW(sched::be_runner({a.call("a"), a.call("b")}, s.get(), &signal,
-                                gated([](auto& o) { o.sequential = true; })),
-               std::invalid_argument);
-  EXPECT_THROW(sched::be_runner({a.call("a"), a.call("b")}, s.get(), &signal, gated([](auto& o) {
-                                  o.gate_limit = std::chrono::microseconds(0);
-                                })),
-               std::invalid_argument);
-  EXPECT_NO_THROW(
-      sched::be_runner({a.call("a"), a.call("b")}, s.get(), &signal, gated([](auto&) {})));
 }
 
 // ---- dynamic kernel padding --------------------------------------------------------------------

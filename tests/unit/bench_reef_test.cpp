@@ -30,8 +30,6 @@ TEST(reef_settings, defaults_run_every_policy_and_bad_flags_are_clear) {
   // The measured defaults (docs/sched.md): strided bounded grids of 4 per SM, the RT model in L2.
   EXPECT_EQ(s.be_bounded_grid, 4);
   EXPECT_FALSE(s.be_bounded_grid_counter);
-  EXPECT_FALSE(s.be_gate);
-  EXPECT_FALSE(s.be_defer_retire);
   EXPECT_TRUE(s.rt_l2_persist);
   s.make_quick();
   EXPECT_EQ(error_of(s), "");

@@ -537,8 +537,6 @@ nlohmann::json run_policy(const reef_settings& s, const std::string& policy,
       ro.checkpoint_min_steps = s.be_checkpoint_min_steps;
       ro.bounded_grid_per_sm = s.be_bounded_grid;
       ro.bounded_grid_counter = s.be_bounded_grid_counter;
-      ro.gate = s.be_gate && pc.preemptible && !pc.spatial;
-      ro.defer_retire = s.be_defer_retire;
       ro.sequential = pc.sequential;
       if (pc.spatial) ro.rt_sms = rt_sms.data_as<std::uint32_t>();
       if (pc.split) {
@@ -955,9 +953,7 @@ measure::receipt run_reef_bench(const reef_settings& s, std::ostream& log) {
                         {"checkpoint", s.be_checkpoint},
                         {"checkpoint_min_steps", s.be_checkpoint_min_steps},
                         {"bounded_grid_per_sm", s.be_bounded_grid},
-                        {"bounded_grid_counter", s.be_bounded_grid_counter},
-                        {"gate", s.be_gate},
-                        {"defer_retire", s.be_defer_retire}}},
+                        {"bounded_grid_counter", s.be_bounded_grid_counter}}},
                       {"split_sms", s.split_sms},
                       {"rt_out_copy", s.rt_out_copy},
                       {"rt_l2_persist",

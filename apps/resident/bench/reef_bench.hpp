@@ -24,14 +24,12 @@ struct reef_settings {
   double rate_hz{4000.0};           // RT requests per second
   std::int64_t samples{5000};       // measured RT requests per policy
   std::int64_t warmup{500};
-  std::string be_model{"mlp"};          // mlp or cnn
-  int be_clients{1};                    // closed-loop BE clients (one stream each)
-  std::size_t be_window{1};             // BE launches in flight per client (see docs/sched.md)
-  std::int32_t be_bounded_grid{4};      // be_runner_options::bounded_grid_per_sm (0: off)
-  bool be_bounded_grid_counter{false};  // ... taking work from a counter, not a stride
-  bool be_gate{false};                  // preempt, preempt-pad: a gate kernel before each BE launch
-  bool be_defer_retire{false};  // preempt, preempt-pad: retire drained launches after the clear
-  bool be_checkpoint{true};     // preempted gemm/conv2d blocks keep their partial sums
+  std::string be_model{"mlp"};               // mlp or cnn
+  int be_clients{1};                         // closed-loop BE clients (one stream each)
+  std::size_t be_window{1};                  // BE launches in flight per client (see docs/sched.md)
+  std::int32_t be_bounded_grid{4};           // be_runner_options::bounded_grid_per_sm (0: off)
+  bool be_bounded_grid_counter{false};       // ... taking work from a counter, not a stride
+  bool be_checkpoint{true};                  // preempted gemm/conv2d blocks keep their partial sums
   std::uint32_t be_checkpoint_min_steps{1};  // ... when they added at least this many K-steps
   std::int32_t rt_batch{32};
   int split_sms{32};                  // green-split, preempt-sm: SMs of the RT partition

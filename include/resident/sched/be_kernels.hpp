@@ -142,12 +142,6 @@ void launch_maxpool2d(cudaStream_t s, const be_launch_view& v, const maxpool2d_a
 void launch_row_sum(cudaStream_t s, const be_launch_view& v, const row_sum_args& a);
 void launch_fill(cudaStream_t s, const be_launch_view& v, const fill_args& a);
 
-/// A one-thread kernel on `s` that returns once `word` (a preempt word) reads 0, or after
-/// `limit_ns`. A launch queued behind it stays off the SMs while real-time work holds the word,
-/// instead of starting, seeing the word and leaving (be_runner_options::gate).
-/// invalid_argument for a null word; cuda_error when the launch fails.
-void launch_gate(cudaStream_t s, const std::uint32_t* word, std::uint64_t limit_ns);
-
 /// Loads every kernel above into the current context (resident::load_kernel). Under lazy module
 /// loading a kernel's first launch can wait for the context to go idle, which never happens
 /// while a resident loop runs; be_runner calls this before it launches anything.

@@ -101,21 +101,6 @@ struct be_runner_options {
   /// With bounded_grid_per_sm: the blocks take their logical blocks from a work counter (a
   /// pair per launch in flight, zeroed by each launch's last block) instead of a fixed stride.
   bool bounded_grid_counter{false};
-  /// Time-shared preemption only: every launch is preceded on the stream by a one-thread gate
-  /// kernel (launch_gate) that waits while the word is raised. Launches queued behind a running
-  /// one (window >= 2) then stay off the SMs during real-time work instead of starting, seeing
-  /// the word and leaving; and a preempted launch is resubmitted as soon as it has drained,
-  /// word still raised, so it resumes within microseconds of the clear rather than after the
-  /// runner thread has noticed the clear and launched. Costs one tiny kernel per launch.
-  bool gate{false};
-  /// How long a gate waits for the clear before it lets its launch go anyway (whose blocks
-  /// then leave on the word as without a gate).
-  std::chrono::microseconds gate_limit{50000};
-  /// Time-shared preemption without a gate: a launch the word drained is retired (its done
-  /// words copied to the host) only once the word is clear, so that copy does not cross PCIe
-  /// while the real-time loop copies its sample in. The resumption, which waits for the clear
-  /// anyway, then also waits for the copy.
-  bool defer_retire{false};
   /// Called first on the scheduler thread (start(), run_sequences()); what it returns lives
   /// until the thread is done. E.g. a partition::green_context::current_scope, so the events
   /// are created in, and the launches made from, the context that owns the stream.
