@@ -10,23 +10,16 @@
 #include <cuda.h>
 #include <cuda_runtime.h>
 
+#include <time.h>
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
 #include <string>
-#include <time.h>
 #include <vector>
 
-#define CHECK(call)                                                                              \
-  do {                                                                                           \
-    const cudaError_t e_ = (call);                                                               \
-    if (e_ != cudaSuccess) {                                                                     \
-      std::fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_)); \
-      std::exit(1);                                                                              \
-    }                                                                                            \
-  } while (0)
+#include "probe_check.hpp"
 
 #define CHECK_DRV(call)                                                      \
   do {                                                                       \
@@ -143,21 +136,15 @@ int main(int argc, char** argv) {
   float* d = buf + 3072;
   int len = 4096;
 
-  print("<<<1,1>>> empty, legacy stream", measure(n, 0, nullptr, [] {
-          empty_kernel<<<1, 1>>>();
-        }));
-  print("<<<1,1>>> empty, blocking stream", measure(n, 0, bs, [&] {
-          empty_kernel<<<1, 1, 0, bs>>>();
-        }));
-  print("<<<1,1>>> empty, non-blocking stream", measure(n, 0, ns, [&] {
-          empty_kernel<<<1, 1, 0, ns>>>();
-        }));
-  print("<<<1,1>>> empty, non-blocking, drained each", measure(n, 1, ns, [&] {
-          empty_kernel<<<1, 1, 0, ns>>>();
-        }));
-  print("<<<1,1>>> empty, non-blocking, drained /16", measure(n, 16, ns, [&] {
-          empty_kernel<<<1, 1, 0, ns>>>();
-        }));
+  print("<<<1,1>>> empty, legacy stream", measure(n, 0, nullptr, [] { empty_kernel<<<1, 1>>>(); }));
+  print("<<<1,1>>> empty, blocking stream",
+        measure(n, 0, bs, [&] { empty_kernel<<<1, 1, 0, bs>>>(); }));
+  print("<<<1,1>>> empty, non-blocking stream",
+        measure(n, 0, ns, [&] { empty_kernel<<<1, 1, 0, ns>>>(); }));
+  print("<<<1,1>>> empty, non-blocking, drained each",
+        measure(n, 1, ns, [&] { empty_kernel<<<1, 1, 0, ns>>>(); }));
+  print("<<<1,1>>> empty, non-blocking, drained /16",
+        measure(n, 16, ns, [&] { empty_kernel<<<1, 1, 0, ns>>>(); }));
   print("cudaLaunchKernel empty, non-blocking", measure(n, 0, ns, [&] {
           CHECK(cudaLaunchKernel(reinterpret_cast<const void*>(empty_kernel), dim3(1), dim3(1),
                                  nullptr, 0, ns));
@@ -177,9 +164,8 @@ int main(int argc, char** argv) {
           CHECK_DRV(cu_launch(reinterpret_cast<CUfunction>(empty_fn), 1, 1, 1, 1, 1, 1, 0,
                               CU_STREAM_LEGACY, nullptr, nullptr));
         }));
-  print("<<<16,256>>> 5 args, non-blocking", measure(n, 0, ns, [&] {
-          args_kernel<<<16, 256, 0, ns>>>(a, b, c, d, len);
-        }));
+  print("<<<16,256>>> 5 args, non-blocking",
+        measure(n, 0, ns, [&] { args_kernel<<<16, 256, 0, ns>>>(a, b, c, d, len); }));
   print("cuLaunchKernel 5 args, non-blocking", measure(n, 0, ns, [&] {
           void* params[] = {&a, &b, &c, &d, &len};
           CHECK_DRV(cu_launch(reinterpret_cast<CUfunction>(args_fn), 16, 1, 1, 256, 1, 1, 0,
@@ -190,9 +176,8 @@ int main(int argc, char** argv) {
         }));
   cudaEvent_t ev = nullptr;
   CHECK(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming));
-  print("cudaEventRecord (no timing), non-blocking", measure(n, 0, ns, [&] {
-          CHECK(cudaEventRecord(ev, ns));
-        }));
+  print("cudaEventRecord (no timing), non-blocking",
+        measure(n, 0, ns, [&] { CHECK(cudaEventRecord(ev, ns)); }));
 
   // Graphs of 1 and 4 empty kernels.
   for (int k : {1, 4}) {
@@ -203,9 +188,8 @@ int main(int argc, char** argv) {
     cudaGraphExec_t ge = nullptr;
     CHECK(cudaGraphInstantiate(&ge, g, 0));
     CHECK(cudaGraphUpload(ge, ns));
-    print("cudaGraphLaunch " + std::to_string(k) + " empty kernel(s)", measure(n, 0, ns, [&] {
-            CHECK(cudaGraphLaunch(ge, ns));
-          }));
+    print("cudaGraphLaunch " + std::to_string(k) + " empty kernel(s)",
+          measure(n, 0, ns, [&] { CHECK(cudaGraphLaunch(ge, ns)); }));
     CHECK(cudaGraphExecDestroy(ge));
     CHECK(cudaGraphDestroy(g));
   }
