@@ -150,7 +150,7 @@ be_runner::be_runner(std::vector<be_call> calls, cudaStream_t stream, const pree
   for (const auto& c : _calls) most = std::max(most, c.blocks);
   _done_host = pinned_buffer(static_cast<std::size_t>(most) * sizeof(std::uint32_t));
   _runs = device_buffer(2 * _record_words * sizeof(std::uint32_t));
-  _words = device_buffer(5 * sizeof(std::uint32_t));
+  _words = device_buffer(k_words * k_word_stride * sizeof(std::uint32_t));
   // Under lazy module loading a kernel's first launch beside a running resident loop can wait
   // for ever (seen on the H200: the second launch of a BE sequence never started, and no copy on
   // any other stream finished after it). Loaded here, a runner made before the loop starts is
@@ -192,6 +192,10 @@ be_runner::~be_runner() {
     _stop.store(true);
     _thread.join();
   }
+}
+
+std::uint32_t* be_runner::word(std::size_t i) const {
+  return _words.data_as<std::uint32_t>() + i * k_word_stride;
 }
 
 std::uint32_t* be_runner::done_words(const launch_meta& m) const {
@@ -318,12 +322,12 @@ void be_runner::poll_once(bool submit, bool enqueue) {
     const be_call& call = _calls[m.call];
     be_launch_view v;
     v.preempt = _options.preemptible ? _signal->word() : nullptr;
-    v.halt = _options.preemptible && !spatial ? _words.data_as<std::uint32_t>() : nullptr;
+    v.halt = _options.preemptible && !spatial ? word(0) : nullptr;
     v.rt_sms = _options.preemptible ? _options.rt_sms : nullptr;
     const std::size_t ev = _free_events.back();
     if (v.rt_sms != nullptr) {
       // Spatial: work from a counter, reset stream-ordered before each launch.
-      v.next = _words.data_as<std::uint32_t>() + 3;
+      v.next = word(3);
       RESIDENT_CUDA_TRY(cudaMemsetAsync(v.next, 0, sizeof(std::uint32_t), _stream));
     } else if (_max_grid > 0 && _options.preemptible) {
       v.max_grid = _max_grid;
@@ -335,12 +339,12 @@ void be_runner::poll_once(bool submit, bool enqueue) {
     }
     v.done = done_words(m);
     v.runs = _runs.data_as<std::uint32_t>() + m.parity * _record_words + _offsets[m.call];
-    v.exits = _words.data_as<std::uint32_t>() + 1;
-    v.repeats = _words.data_as<std::uint32_t>() + 2;
+    v.exits = word(1);
+    v.repeats = word(2);
     if (_saved.size() > 0 && call.saved_floats > 0) {
       v.saved = _saved.data_as<float>() + m.parity * _saved_per_parity + _saved_offsets[m.call];
       v.progress = _progress.data_as<std::uint32_t>() + m.parity * _record_words + _offsets[m.call];
-      v.saves = _words.data_as<std::uint32_t>() + 4;
+      v.saves = word(4);
       v.saved_floats = call.saved_floats;
       v.min_saved_steps = _options.checkpoint_min_steps;
     }
@@ -387,13 +391,13 @@ be_runner_stats be_runner::collect() const {
   s.blocks_completed = c.blocks_completed;
   s.blocks_rerun = c.blocks_rerun;
   if (!_events.empty()) {
-    std::uint32_t words[5] = {};
+    std::uint32_t words[k_words * k_word_stride] = {};
     // The runner has drained (or is idle): nothing of its stream still writes these. A plain
     // copy, because the caller's thread need not be in the stream's (green) context.
     RESIDENT_CUDA_TRY(cudaMemcpy(words, _words.data(), sizeof words, cudaMemcpyDeviceToHost));
-    s.early_exits = words[1];
-    s.repeated_commits = words[2];
-    s.checkpoints = words[4];
+    s.early_exits = words[1 * k_word_stride];
+    s.repeated_commits = words[2 * k_word_stride];
+    s.checkpoints = words[4 * k_word_stride];
   }
   return s;
 }

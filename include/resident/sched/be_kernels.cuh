@@ -79,7 +79,7 @@ __device__ inline void save_tile(be_block& blk, const float (&acc)[tile_per_lane
   for (int i = 0; i < tile_per_lane; ++i) {
 #pragma unroll
     for (int j = 0; j < tile_per_lane; ++j)
-      s[(i * tile_per_lane + j) * be_block_threads] = acc[i][j];
+      __stcs(&s[(i * tile_per_lane + j) * be_block_threads], acc[i][j]);
   }
   blk.checkpoint(static_cast<std::uint32_t>(k0 / be_k_step));
 }

@@ -184,6 +184,7 @@ class be_runner {
   void retire(const flight& f, std::uint64_t floor);
   /// Device address of a launch's done words.
   [[nodiscard]] std::uint32_t* done_words(const launch_meta& m) const;
+  [[nodiscard]] std::uint32_t* word(std::size_t i) const;
   void drain();
   /// On the scheduler thread, once: the events and the cleared halt word.
   void prepare();
@@ -208,8 +209,12 @@ class be_runner {
   pinned_buffer _done_host;       // the copy of one launch's words
   std::unique_ptr<stream> _copy;  // created by prepare(), in the thread's context
   device_buffer _runs;            // the same layout, device atomics
-  /// Device words: [0] halt (be_launch_view::halt of this stream), [1] exits, [2] repeats,
-  /// [3] the work counter of spatial launches, [4] checkpoints.
+  /// Device words, each on its own 128-byte line (word(i)): [0] halt (be_launch_view::halt of
+  /// this stream), [1] exits, [2] repeats, [3] the work counter of spatial launches,
+  /// [4] checkpoints. Apart, because every BE block reads the halt word at each check while,
+  /// when the preempt word goes up, hundreds of blocks add to the exit and checkpoint counts.
+  static constexpr std::size_t k_words = 5;
+  static constexpr std::size_t k_word_stride = 32;
   device_buffer _words;
   /// bounded_grid_per_sm: a (next, next_left) pair per event slot, so each launch in flight
   /// has its own; the launch's last block zeroes them.
