@@ -184,6 +184,7 @@ class be_runner {
   void retire(const flight& f, std::uint64_t floor);
   /// Device address of a launch's done words.
   [[nodiscard]] std::uint32_t* done_words(const launch_meta& m) const;
+  /// Device address of control word i of _words (its own 128-byte line).
   [[nodiscard]] std::uint32_t* word(std::size_t i) const;
   void drain();
   /// On the scheduler thread, once: the events and the cleared halt word.
