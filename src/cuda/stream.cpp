@@ -9,12 +9,13 @@ namespace resident {
 
 void stream_view::synchronize() const { RESIDENT_CUDA_TRY(cudaStreamSynchronize(_stream)); }
 
-bool stream_view::synchronize_for(std::chrono::nanoseconds limit) const {
+bool stream_view::synchronize_for(std::chrono::nanoseconds limit,
+                                  std::chrono::nanoseconds poll) const {
   const auto deadline = std::chrono::steady_clock::now() + limit;
   for (;;) {
     if (ready()) return true;
     if (std::chrono::steady_clock::now() >= deadline) return false;
-    std::this_thread::sleep_for(std::chrono::microseconds(20));
+    if (poll > std::chrono::nanoseconds::zero()) std::this_thread::sleep_for(poll);
   }
 }
 

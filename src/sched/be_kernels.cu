@@ -106,6 +106,17 @@ __global__ void __launch_bounds__(be_block_threads, 4) be_kernel(be_launch_view 
   run_block(a, blk);
 }
 
+// One logical block, shared by the counter and strided loops: false when the word stopped the
+// block (before or during its work) and the loop must take nothing more; true when it ran to
+// the end or was already done by an earlier attempt.
+template <class Args>
+__device__ bool run_logical(const be_launch_view& v, const Args& a, std::int32_t logical) {
+  be_block blk(v, logical);
+  if (!blk.begin()) return !blk.stopped();  // already done (a resumed attempt), or stopped
+  run_block(a, blk);
+  return !blk.stopped();
+}
+
 // Work taken from a counter: a block that must stop takes nothing more, so the blocks on the
 // SMs that stay free finish the launch (spatial preemption leaves no stragglers).
 template <class Args>
@@ -120,13 +131,7 @@ __device__ void counter_loop(const be_launch_view& v, const Args& a) {
     const std::int32_t t = item;
     __syncthreads();
     if (t >= total) return;
-    be_block blk(v, v.first_block + t);
-    if (!blk.begin()) {
-      if (blk.stopped()) return;
-      continue;  // already done (a resumed attempt)
-    }
-    run_block(a, blk);
-    if (blk.stopped()) return;
+    if (!run_logical(v, a, v.first_block + t)) return;
   }
 }
 
@@ -152,13 +157,7 @@ __global__ void __launch_bounds__(be_block_threads, 4) be_strided_kernel(be_laun
   const std::int32_t total = grid_blocks(v);
   for (auto t = static_cast<std::int32_t>(blockIdx.x); t < total;
        t += static_cast<std::int32_t>(gridDim.x)) {
-    be_block blk(v, v.first_block + t);
-    if (!blk.begin()) {
-      if (blk.stopped()) return;
-      continue;  // already done (a resumed attempt)
-    }
-    run_block(a, blk);
-    if (blk.stopped()) return;
+    if (!run_logical(v, a, v.first_block + t)) return;
   }
 }
 

@@ -235,14 +235,11 @@ void be_runner::retire(const flight& f, std::uint64_t floor) {
   // --quick, since with one launch in flight the next submission waits for this retire), but
   // not forever: a copy still pending after stop_timeout means the device is stuck, and the
   // runner says so instead of hanging its thread.
-  const auto deadline = std::chrono::steady_clock::now() + _options.stop_timeout;
-  while (!_copy->ready()) {
-    if (std::chrono::steady_clock::now() >= deadline) {
-      throw std::runtime_error("be_runner '" + _options.name + "': the copy of launch " +
-                               std::to_string(f.id) + " (call '" + call.name + "', attempt " +
-                               std::to_string(f.attempt) + ")'s done words did not finish within " +
-                               std::to_string(_options.stop_timeout.count()) + " ms");
-    }
+  if (!_copy->synchronize_for(_options.stop_timeout, std::chrono::nanoseconds::zero())) {
+    throw std::runtime_error("be_runner '" + _options.name + "': the copy of launch " +
+                             std::to_string(f.id) + " (call '" + call.name + "', attempt " +
+                             std::to_string(f.attempt) + ")'s done words did not finish within " +
+                             std::to_string(_options.stop_timeout.count()) + " ms");
   }
   const auto* done = _done_host.data_as<const std::uint32_t>();
   std::vector<std::int64_t> blocks;

@@ -113,6 +113,10 @@ TEST(LazyLoading, StopReportsALaunchThatCannotFinish) {
   }
   EXPECT_LT(std::chrono::steady_clock::now() - t0, 5s);
   EXPECT_FALSE(s.synchronize_for(50ms));  // still blocked: a bounded wait says so
+  // The spinning form (poll 0, as be_runner::retire waits) is bounded the same way.
+  const auto spin0 = std::chrono::steady_clock::now();
+  EXPECT_FALSE(s.synchronize_for(30ms, 0ns));
+  EXPECT_GE(std::chrono::steady_clock::now() - spin0, 30ms);
   EXPECT_FALSE(s.ready());
   std::atomic_ref<std::uint32_t>(*host_flag).store(1);
   // The queued launches run now; nothing is left in flight on the GPU.

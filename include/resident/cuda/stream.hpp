@@ -19,8 +19,12 @@ class stream_view {
   void synchronize() const;
   /// Waits for the work enqueued so far, polling, for at most `limit`: true when it completed,
   /// false when it had not by then (for callers that must not hang on a stream the GPU does not
-  /// run, e.g. beside a resident loop). Throws on an asynchronous error.
-  [[nodiscard]] bool synchronize_for(std::chrono::nanoseconds limit) const;
+  /// run, e.g. beside a resident loop). Sleeps `poll` between queries; zero spins, for waits
+  /// known to last microseconds where a sleep would cost more than it saves. Throws on an
+  /// asynchronous error.
+  [[nodiscard]] bool synchronize_for(std::chrono::nanoseconds limit,
+                                     std::chrono::nanoseconds poll = default_poll) const;
+  static constexpr std::chrono::nanoseconds default_poll = std::chrono::microseconds(20);
   /// True once all work enqueued so far has completed; throws on an asynchronous error.
   [[nodiscard]] bool ready() const;
 
@@ -47,8 +51,10 @@ class stream {
   void synchronize() const { view().synchronize(); }
   /// Whether every operation submitted so far has completed (cudaStreamQuery; errors throw).
   [[nodiscard]] bool ready() const { return view().ready(); }
-  [[nodiscard]] bool synchronize_for(std::chrono::nanoseconds limit) const {
-    return view().synchronize_for(limit);
+  [[nodiscard]] bool synchronize_for(
+      std::chrono::nanoseconds limit,
+      std::chrono::nanoseconds poll = stream_view::default_poll) const {
+    return view().synchronize_for(limit, poll);
   }
 
  private:
