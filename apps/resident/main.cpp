@@ -363,6 +363,14 @@ int main(int argc, char** argv) {
                    "cores for host-driven loop threads (0: one each while cores last)")
       ->capture_default_str();
   loops_cmd->add_flag("--no-fifo", loops_no_fifo, "do not ask for SCHED_FIFO");
+  bool loops_no_telemetry = false;
+  loops_cmd->add_flag("--no-telemetry", loops_no_telemetry,
+                      "no device timestamps per sample (no in-loop split of the latency)");
+  loops_cmd
+      ->add_option("--disturbance-ns", loops.disturbance_ns,
+                   "a sample is 'disturbed' when the sensor's publish or the actuator's round "
+                   "over the loops before the sighting took longer than this")
+      ->capture_default_str();
   loops_cmd->add_flag("--stress-ng", loops.stress_ng, "use stress-ng for the stress level");
   loops_cmd->add_flag("--quick", loops_quick, "counts 1,5,10 and few samples");
   loops_cmd->add_option("--json", out.json, "write the JSON receipt here");
@@ -568,6 +576,7 @@ int main(int argc, char** argv) {
       loops.modes = split_list(loop_modes);
       loops.contention = split_list(loop_contention);
       loops.realtime = !loops_no_fifo;
+      loops.telemetry = !loops_no_telemetry;
       loops.validate();
       if (resident::device_count() == 0) return no_gpu("bench loops");
       const auto receipt = resident::bench::run_loops_bench(loops, std::cerr);

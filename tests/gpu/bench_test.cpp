@@ -119,6 +119,25 @@ TEST(bench_loops, partitioned_loops_in_both_modes_account_for_every_sample) {
     EXPECT_GE(r["n"].get<std::int64_t>(), loops * settings.samples * 9 / 10);
     const bool resident = r["mode"] == "while";
     EXPECT_EQ(r["host_cores_for_loops"].get<int>(), resident ? 0 : std::min(loops, 13));
+    // Disturbed samples are counted, never dropped from the statistics.
+    const auto n = r["n"].get<std::int64_t>();
+    const auto disturbed = r["disturbed"].get<std::int64_t>();
+    EXPECT_GE(disturbed, 0);
+    EXPECT_LE(disturbed, n);
+    if (disturbed < n) {
+      EXPECT_EQ(r["undisturbed_n"].get<std::int64_t>(), n - disturbed);
+    }
+    // Telemetry splits each sample into the loop's part and the rest: the device's detect ->
+    // commit is positive and shorter than the whole sensor -> actuator latency.
+    const auto& m = r["measurement"];
+    ASSERT_TRUE(m["in_loop_us"].contains("n")) << m.dump();
+    EXPECT_GE(m["in_loop_us"]["n"].get<std::int64_t>(), n * 9 / 10);
+    EXPECT_GT(m["in_loop_us"]["p50_us"].get<double>(), 0.0);
+    EXPECT_LT(m["in_loop_us"]["p50_us"].get<double>(), r["p50_us"].get<double>());
+    EXPECT_GT(m["outside_us"]["p50_us"].get<double>(), 0.0);
+    ASSERT_FALSE(m["slowest"].empty());
+    EXPECT_DOUBLE_EQ(m["slowest"][0]["latency_us"].get<double>(), r["max_us"].get<double>());
+    ASSERT_EQ(r["breakdown_per_loop"].size(), static_cast<std::size_t>(loops));
   }
 }
 

@@ -43,6 +43,8 @@ TEST(loops_settings, defaults_follow_the_issue_and_bad_flags_are_clear) {
   EXPECT_THAT(with([](loops_settings& x) { x.rate_hz = 0; }), HasSubstr("--rate"));
   EXPECT_THAT(with([](loops_settings& x) { x.samples = 0; }), HasSubstr("--samples"));
   EXPECT_THAT(with([](loops_settings& x) { x.host_cores = -1; }), HasSubstr("--host-cores"));
+  EXPECT_THAT(with([](loops_settings& x) { x.disturbance_ns = 0; }),
+              HasSubstr("--disturbance-ns must be positive"));
 }
 
 TEST(loops_settings, backend_defaults_to_green_and_takes_mps) {

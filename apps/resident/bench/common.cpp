@@ -89,4 +89,29 @@ nlohmann::json brief(const std::vector<double>& values_us) {
   return {{"n", s.n}, {"mean_us", s.mean}, {"p50_us", s.p50}, {"p99_us", s.p99}, {"max_us", s.max}};
 }
 
+nlohmann::json telemetry_breakdown(const std::vector<telemetry_entry>& entries,
+                                   std::uint64_t first_seq, std::uint64_t last_seq) {
+  std::vector<double> release;
+  std::vector<double> body;
+  std::vector<double> end;
+  const auto at = [](const telemetry_entry& e, stage s) {
+    return e.stamp_ns[static_cast<std::size_t>(s)];
+  };
+  for (const auto& e : entries) {
+    if (e.repeat != 0 || e.seq < first_seq || e.seq > last_seq) continue;
+    const std::uint64_t detect = at(e, stage::detect);
+    const std::uint64_t released = at(e, stage::controller_end);
+    const std::uint64_t commit = at(e, stage::commit);
+    const std::uint64_t finished = at(e, stage::end_marker);
+    if (detect == 0 || released < detect || commit < released || finished < commit) continue;
+    release.push_back(static_cast<double>(released - detect) / 1000.0);
+    body.push_back(static_cast<double>(commit - released) / 1000.0);
+    end.push_back(static_cast<double>(finished - commit) / 1000.0);
+  }
+  return {{"method", "device %globaltimer per processed sample"},
+          {"detect_to_release", brief(release)},
+          {"release_to_commit", brief(body)},
+          {"commit_to_end_marker", brief(end)}};
+}
+
 }  // namespace resident::bench

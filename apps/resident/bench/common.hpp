@@ -51,13 +51,29 @@ bool wait_for_sample(const run_handle& handle, std::uint64_t seq, std::int64_t t
 
 /// What the emulated endpoints record for one loop: release and first-sight times and wrong
 /// outputs per sample (1-based), sized before the threads start so they never allocate.
+/// Also how sure each latency is. The sensor stamps before it publishes and again after: a long
+/// publish means its thread lost the CPU in between. The actuator notes when it last polled
+/// before the sighting: a long gap means it was off the CPU when the output may have landed.
 struct sample_log {
   explicit sample_log(std::size_t total)
-      : release_ns(total + 1), seen_ns(total + 1, -1), wrong(total + 1, 0) {}
+      : release_ns(total + 1),
+        seen_ns(total + 1, -1),
+        wrong(total + 1, 0),
+        publish_ns(total + 1, 0),
+        poll_gap_ns(total + 1, 0) {}
   std::vector<std::atomic<std::int64_t>> release_ns;  // sensor -> actuator
   std::vector<std::int64_t> seen_ns;                  // actuator only
   std::vector<std::uint8_t> wrong;                    // actuator only
+  std::vector<std::int64_t> publish_ns;               // sensor only
+  std::vector<std::int64_t> poll_gap_ns;              // actuator only
 };
+
+/// The in-loop part of each processed sample, from the loop's device timestamps: detect ->
+/// controller release -> commit -> end marker, for samples first_seq..last_seq (repeats left
+/// out). Summaries of each step under {detect_to_release, release_to_commit,
+/// commit_to_end_marker}.
+[[nodiscard]] nlohmann::json telemetry_breakdown(const std::vector<telemetry_entry>& entries,
+                                                 std::uint64_t first_seq, std::uint64_t last_seq);
 
 /// A compact summary for breakdown tables: {n, mean_us, p50_us, p99_us, max_us}.
 [[nodiscard]] nlohmann::json brief(const std::vector<double>& values_us);

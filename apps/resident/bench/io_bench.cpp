@@ -56,41 +56,6 @@ namespace {
 
 using namespace std::chrono_literals;
 
-nlohmann::json breakdown(const std::vector<telemetry_entry>& entries, std::uint64_t first_seq,
-                         std::uint64_t last_seq) {
-  std::vector<double> release;
-  std::vector<double> body;
-  std::vector<double> end;
-  const auto at = [](const telemetry_entry& e, stage s) {
-    return e.stamp_ns[static_cast<std::size_t>(s)];
-  };
-  for (const auto& e : entries) {
-    if (e.repeat != 0 || e.seq < first_seq || e.seq > last_seq) continue;
-    const std::uint64_t detect = at(e, stage::detect);
-    const std::uint64_t released = at(e, stage::controller_end);
-    const std::uint64_t commit = at(e, stage::commit);
-    const std::uint64_t finished = at(e, stage::end_marker);
-    if (detect == 0 || released < detect || commit < released || finished < commit) continue;
-    release.push_back(static_cast<double>(released - detect) / 1000.0);
-    body.push_back(static_cast<double>(commit - released) / 1000.0);
-    end.push_back(static_cast<double>(finished - commit) / 1000.0);
-  }
-  return {{"method", "device %globaltimer per processed sample"},
-          {"detect_to_release", brief(release)},
-          {"release_to_commit", brief(body)},
-          {"commit_to_end_marker", brief(end)}};
-}
-
-// Also how sure each latency is. The sensor stamps before it publishes and again after: a long
-// publish means its thread lost the CPU in between. The actuator notes when it last polled
-// before the sighting: a long gap means it was off the CPU when the output may have landed.
-struct io_log : sample_log {
-  explicit io_log(std::size_t total)
-      : sample_log(total), publish_ns(total + 1, 0), poll_gap_ns(total + 1, 0) {}
-  std::vector<std::int64_t> publish_ns;   // sensor only
-  std::vector<std::int64_t> poll_gap_ns;  // actuator only
-};
-
 class io_runner {
  public:
   io_runner(const io_settings& s, std::map<std::string, int> cpus, std::ostream& log)
@@ -99,7 +64,7 @@ class io_runner {
   nlohmann::json run(io_app& app, execution_mode mode, const std::string& contention,
                      measure::csv_writer* csv) {
     const auto total = static_cast<std::size_t>(_s.warmup + _s.samples);
-    io_log samples(total);
+    sample_log samples(total);
 
     run_options options;
     options.policy = sample_policy::skip_duplicate;
@@ -245,7 +210,7 @@ class io_runner {
         {"actuator_disturbed", actuator_disturbed},
         {"publish_us", brief(publish_us)},
         {"poll_gap_us", brief(poll_gap_us)}};
-    result["breakdown"] = breakdown(handle->telemetry(), base + _s.warmup + 1, final_seq);
+    result["breakdown"] = telemetry_breakdown(handle->telemetry(), base + _s.warmup + 1, final_seq);
     result["telemetry_lost"] = handle->telemetry_lost();
     nlohmann::json threads = {{"sensor", measure::to_json(sensor_grant)},
                               {"actuator", measure::to_json(actuator_grant)}};

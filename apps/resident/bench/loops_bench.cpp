@@ -12,6 +12,7 @@
 #include <sstream>
 #include <stdexcept>
 #include <thread>
+#include <tuple>
 
 #include "bench/common.hpp"
 #include "bench/workloads.hpp"
@@ -58,6 +59,7 @@ void loops_settings::validate() const {
   }
   if (samples <= 0) throw std::invalid_argument("--samples must be positive");
   if (warmup < 0) throw std::invalid_argument("--warmup must be >= 0");
+  if (disturbance_ns <= 0) throw std::invalid_argument("--disturbance-ns must be positive");
 }
 
 partition_choice choose_partition(int sm_count, int max_count, int min_partition, int alignment,
@@ -166,6 +168,7 @@ nlohmann::json run_config(const loops_settings& s, execution_mode mode, int coun
     o.policy = sample_policy::skip_duplicate;
     o.idle_sleep_ns = s.sleep_ns;
     o.poll_ns = s.poll_ns;
+    o.telemetry_samples = s.telemetry ? total + 64 : 0;
     o.stall_timeout = std::max<std::chrono::milliseconds>(
         2000ms, std::chrono::milliseconds(4 * (s.sleep_ns + s.poll_ns) / 1'000'000 + 1));
     if (host_driven) {
@@ -195,13 +198,20 @@ nlohmann::json run_config(const loops_settings& s, execution_mode mode, int coun
     for (int i = 0; i < count; ++i)
       last[static_cast<std::size_t>(i)] = apps[static_cast<std::size_t>(i)]->mailbox().output_seq();
     std::array<std::byte, 8> out{};
+    // Per loop, the clock read before the round whose read last found its output unchanged (as
+    // in bench io): `t - polled` bounds how late a sighting can be, one round when undisturbed.
+    std::vector<std::int64_t> polled(static_cast<std::size_t>(count), now_ns());
     while (!stop.load(std::memory_order_relaxed)) {
       bool any = false;
+      const std::int64_t round = now_ns();
       for (int i = 0; i < count; ++i) {
         const auto li = static_cast<std::size_t>(i);
         io::mailbox& mb = apps[li]->mailbox();
         const std::uint64_t seq = mb.output_seq();
-        if (seq == last[li]) continue;
+        if (seq == last[li]) {
+          polled[li] = round;
+          continue;
+        }
         any = true;
         const std::int64_t t = now_ns();
         const std::uint64_t read = mb.read_output(out);
@@ -209,11 +219,13 @@ nlohmann::json run_config(const loops_settings& s, execution_mode mode, int coun
         const std::uint64_t k = seq - lg.base;
         if (seq > lg.base && k <= total && lg.seen_ns[k] < 0) {
           lg.seen_ns[k] = t;
+          lg.poll_gap_ns[k] = t - polled[li];
           if (read == seq && !apps[li]->output_matches(io_app::token(seq), out)) lg.wrong[k] = 1;
         } else {
           ++stray;
         }
         last[li] = seq;
+        polled[li] = now_ns();  // nothing newer than `seq` was checked for before this
       }
       if (!any) cpu_relax();
     }
@@ -228,8 +240,10 @@ nlohmann::json run_config(const loops_settings& s, execution_mode mode, int coun
         wait_until(start + static_cast<std::int64_t>(k - 1) * period + period * i / count);
         const auto li = static_cast<std::size_t>(i);
         const std::uint64_t token = io_app::token(logs[li]->base + k);
-        logs[li]->release_ns[k].store(now_ns(), std::memory_order_release);
+        const std::int64_t t = now_ns();
+        logs[li]->release_ns[k].store(t, std::memory_order_release);
         apps[li]->mailbox().publish(std::as_bytes(std::span(&token, 1)));
+        logs[li]->publish_ns[k] = now_ns() - t;
       }
     }
   });
@@ -263,12 +277,37 @@ nlohmann::json run_config(const loops_settings& s, execution_mode mode, int coun
   }
 
   std::vector<double> pooled;
+  std::vector<double> undisturbed;  // neither measuring thread lost its CPU around the sample
+  std::vector<double> in_loop_us;   // detect -> commit on the device, per sample with telemetry
+  std::vector<double> outside_us;   // the rest of the same samples' latency
+  std::vector<double> publish_us;
+  std::vector<double> poll_gap_us;
+  std::int64_t sensor_disturbed = 0, actuator_disturbed = 0;
+  // (latency, loop, sample) of the slowest samples, to tell the loop's part from the rest.
+  std::vector<std::tuple<double, int, std::size_t>> slowest;
+  std::vector<std::vector<double>> in_loop_of(static_cast<std::size_t>(count));
   nlohmann::json per_loop = nlohmann::json::array();
   std::uint64_t processed = 0, dropped = 0, repeated = 0;
   std::int64_t wrong_total = 0, unobserved_total = 0;
+  nlohmann::json breakdowns = nlohmann::json::array();
   for (int i = 0; i < count; ++i) {
     const auto li = static_cast<std::size_t>(i);
     const loop_log& lg = *logs[li];
+    // The device's detect -> commit per sample (negative: no entry for it).
+    std::vector<double>& in_loop = in_loop_of[li];
+    in_loop.assign(total + 1, -1.0);
+    for (const telemetry_entry& e : handles[li]->telemetry()) {
+      if (e.repeat != 0 || e.seq <= lg.base || e.seq - lg.base > total) continue;
+      const std::uint64_t detect = e.stamp_ns[static_cast<std::size_t>(stage::detect)];
+      const std::uint64_t commit = e.stamp_ns[static_cast<std::size_t>(stage::commit)];
+      if (detect == 0 || commit < detect) continue;
+      in_loop[e.seq - lg.base] = static_cast<double>(commit - detect) / 1000.0;
+    }
+    if (s.telemetry) {
+      breakdowns.push_back(telemetry_breakdown(handles[li]->telemetry(),
+                                               lg.base + static_cast<std::uint64_t>(s.warmup) + 1,
+                                               lg.base + total));
+    }
     std::vector<double> lat;
     std::int64_t unobserved = 0, wrong = 0;
     for (std::size_t k = static_cast<std::size_t>(s.warmup) + 1; k <= total; ++k) {
@@ -276,10 +315,27 @@ nlohmann::json run_config(const loops_settings& s, execution_mode mode, int coun
         ++unobserved;
         continue;
       }
-      lat.push_back(
+      const double us =
           static_cast<double>(lg.seen_ns[k] - lg.release_ns[k].load(std::memory_order_acquire)) /
-          1000.0);
+          1000.0;
+      lat.push_back(us);
       wrong += lg.wrong[k];
+      const bool sensor_late = lg.publish_ns[k] > s.disturbance_ns;
+      const bool actuator_late = lg.poll_gap_ns[k] > s.disturbance_ns;
+      sensor_disturbed += sensor_late ? 1 : 0;
+      actuator_disturbed += actuator_late ? 1 : 0;
+      if (!sensor_late && !actuator_late) undisturbed.push_back(us);
+      publish_us.push_back(static_cast<double>(lg.publish_ns[k]) / 1000.0);
+      poll_gap_us.push_back(static_cast<double>(lg.poll_gap_ns[k]) / 1000.0);
+      if (in_loop[k] >= 0) {
+        in_loop_us.push_back(in_loop[k]);
+        outside_us.push_back(us - in_loop[k]);
+      }
+      slowest.emplace_back(us, i, k);
+      if (slowest.size() > 64) {  // keep the 10 largest without holding every sample twice
+        std::nth_element(slowest.begin(), slowest.begin() + 10, slowest.end(), std::greater<>());
+        slowest.resize(10);
+      }
     }
     pooled.insert(pooled.end(), lat.begin(), lat.end());
     nlohmann::json one = {{"loop", i}};
@@ -333,10 +389,51 @@ nlohmann::json run_config(const loops_settings& s, execution_mode mode, int coun
       worst_loop_p999 = std::max(worst_loop_p999, l["p999_us"].get<double>());
   }
   r["worst_loop_p999_us"] = worst_loop_p999;
+  // Every latency stays in the statistics above. These say how many of them the measuring
+  // threads may have stretched, and how the slowest split between the loop and the rest.
+  r["disturbed"] = static_cast<std::int64_t>(pooled.size() - undisturbed.size());
+  if (!undisturbed.empty()) {
+    const measure::summary clean = measure::summarize(undisturbed);
+    r["undisturbed_n"] = clean.n;
+    r["undisturbed_p999_us"] = clean.p999;
+    r["undisturbed_max_us"] = clean.max;
+    r["undisturbed_stddev_us"] = clean.stddev;
+  }
+  std::sort(slowest.begin(), slowest.end(), std::greater<>());
+  if (slowest.size() > 10) slowest.resize(10);
+  nlohmann::json slow = nlohmann::json::array();
+  for (const auto& [us, loop, k] : slowest) {
+    const loop_log& lg = *logs[static_cast<std::size_t>(loop)];
+    const double inside = in_loop_of[static_cast<std::size_t>(loop)][k];
+    nlohmann::json one = {{"loop", loop},
+                          {"sample", k},
+                          {"latency_us", us},
+                          {"publish_us", static_cast<double>(lg.publish_ns[k]) / 1000.0},
+                          {"poll_gap_us", static_cast<double>(lg.poll_gap_ns[k]) / 1000.0}};
+    if (inside >= 0) one["in_loop_us"] = inside;
+    slow.push_back(one);
+  }
+  r["measurement"] = {
+      {"method",
+       "a sample is disturbed when the sensor took longer than the threshold to publish it "
+       "(clock read before and after) or the actuator's round over the loops before it saw "
+       "the output was longer than the threshold; in_loop: the device's detect -> commit "
+       "(%globaltimer), outside: the rest of the same sample's latency (sensor publish, "
+       "detection, egress to the actuator)"},
+      {"threshold_us", static_cast<double>(s.disturbance_ns) / 1000.0},
+      {"sensor_disturbed", sensor_disturbed},
+      {"actuator_disturbed", actuator_disturbed},
+      {"publish_us", brief(publish_us)},
+      {"poll_gap_us", brief(poll_gap_us)},
+      {"in_loop_us", brief(in_loop_us)},
+      {"outside_us", brief(outside_us)},
+      {"slowest", slow}};
+  if (s.telemetry) r["breakdown_per_loop"] = breakdowns;
   log << "loops: " << to_string(mode) << " x" << count << " (" << s.backend << ", " << pc.sms
       << " SMs each, probes reached " << reached.size() << " SMs in all): p50 "
       << r["p50_us"].get<double>() << " us, p99.9 " << r["p999_us"].get<double>() << " us, max "
-      << r["max_us"].get<double>() << " us\n";
+      << r["max_us"].get<double>() << " us, " << r["disturbed"].get<std::int64_t>()
+      << " disturbed\n";
   return r;
 }
 
@@ -462,6 +559,8 @@ measure::receipt run_loops_bench(const loops_settings& s, std::ostream& log) {
       {"policy", "skip-duplicate"},
       {"cpus", {{"sensor", cpus.sensor}, {"actuator", cpus.actuator}, {"others", cpus.others}}},
       {"host_cores", s.host_cores},
+      {"disturbance_ns", s.disturbance_ns},
+      {"telemetry", s.telemetry},
       {"realtime_requested", s.realtime}};
   for (const auto& level : s.contention) {
     for (const int count : s.counts) {
@@ -482,7 +581,7 @@ std::string loops_table(const measure::receipt& receipt) {
     os << "partitions: " << receipt.settings["sm_resource"].value("kind", "") << "\n";
   }
   os << "mode        loops  SMs  contend       n     mean      p50     p99   p99.9      max  "
-        "stddev  worst-loop-p99.9  dropped wrong  (us)\n";
+        "stddev  worst-loop-p99.9  dropped wrong  disturbed  undisturbed-max  (us)\n";
   for (const auto& r : receipt.results) {
     os << std::left << std::setw(12) << r["mode"].get<std::string>() << std::right << std::setw(5)
        << r["loops"].get<int>() << std::setw(5) << r["partition_sms"].get<int>() << "  "
@@ -492,7 +591,9 @@ std::string loops_table(const measure::receipt& receipt) {
        << std::setw(8) << r["p999_us"].get<double>() << std::setw(9) << r["max_us"].get<double>()
        << std::setw(8) << r["stddev_us"].get<double>() << std::setw(18)
        << r["worst_loop_p999_us"].get<double>() << std::setw(9) << r["dropped"].get<std::uint64_t>()
-       << std::setw(6) << r["wrong_outputs"].get<std::int64_t>() << "\n";
+       << std::setw(6) << r["wrong_outputs"].get<std::int64_t>() << std::setw(11)
+       << r.value("disturbed", std::int64_t{0}) << std::setw(17)
+       << r.value("undisturbed_max_us", 0.0) << "\n";
   }
   if (receipt.settings.contains("targets")) {
     for (const auto& t : receipt.settings["targets"]) {

@@ -30,6 +30,12 @@ struct loops_settings {
   int host_cores{0};
   bool realtime{true};
   bool stress_ng{false};
+  /// A sample whose sensor publish or actuator poll gap (one actuator round over every loop)
+  /// exceeds this is counted as disturbed; see bench io.
+  std::int64_t disturbance_ns{10'000};
+  /// Device timestamps per sample (the in-loop part of each latency); off for an A/B of their
+  /// cost. Host-driven modes file them too.
+  bool telemetry{true};
   std::string command;
 
   void make_quick();
