@@ -138,6 +138,13 @@ TEST(bench_loops, partitioned_loops_in_both_modes_account_for_every_sample) {
     ASSERT_FALSE(m["slowest"].empty());
     EXPECT_DOUBLE_EQ(m["slowest"][0]["latency_us"].get<double>(), r["max_us"].get<double>());
     ASSERT_EQ(r["breakdown_per_loop"].size(), static_cast<std::size_t>(loops));
+    // The actuator's own stalls are logged with their phase in the sensor period.
+    const auto& stalls = m["actuator_stalls"];
+    int phased = 0;
+    for (const auto& c : stalls["phase"]) phased += c.get<int>();
+    EXPECT_EQ(phased, stalls["count"].get<int>());
+    EXPECT_EQ(stalls["lost"].get<int>(), 0);
+    EXPECT_DOUBLE_EQ(stalls["phase_period_us"].get<double>(), 1e6 / settings.rate_hz);
   }
 }
 

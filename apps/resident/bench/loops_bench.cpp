@@ -17,6 +17,7 @@
 #include "bench/common.hpp"
 #include "bench/workloads.hpp"
 #include "resident/measure/contention.hpp"
+#include "resident/measure/host_noise.hpp"
 #include "resident/measure/threads.hpp"
 #include "resident/partition/green_context.hpp"
 
@@ -187,6 +188,12 @@ nlohmann::json run_config(const loops_settings& s, execution_mode mode, int coun
   }
 
   std::atomic<bool> stop{false};
+  // The actuator's own stalls: rounds over the loops that took longer than the threshold.
+  measure::stall_log actuator_stalls(1 << 16);
+  const auto irq_actuator0 = measure::read_interrupts(cpus.actuator);
+  const auto irq_sensor0 = measure::read_interrupts(cpus.sensor);
+  const auto period = static_cast<std::int64_t>(1e9 / s.rate_hz);
+  std::int64_t start = 0;  // the sensors' first period, set before the threads start
   measure::thread_grant sensor_grant;
   measure::thread_grant actuator_grant;
   std::atomic<std::int64_t> stray{0};
@@ -201,9 +208,14 @@ nlohmann::json run_config(const loops_settings& s, execution_mode mode, int coun
     // Per loop, the clock read before the round whose read last found its output unchanged (as
     // in bench io): `t - polled` bounds how late a sighting can be, one round when undisturbed.
     std::vector<std::int64_t> polled(static_cast<std::size_t>(count), now_ns());
+    std::int64_t previous_round = now_ns();
     while (!stop.load(std::memory_order_relaxed)) {
       bool any = false;
       const std::int64_t round = now_ns();
+      if (round - previous_round > s.disturbance_ns) {
+        actuator_stalls.record(previous_round, round - previous_round);
+      }
+      previous_round = round;
       for (int i = 0; i < count; ++i) {
         const auto li = static_cast<std::size_t>(i);
         io::mailbox& mb = apps[li]->mailbox();
@@ -230,10 +242,9 @@ nlohmann::json run_config(const loops_settings& s, execution_mode mode, int coun
       if (!any) cpu_relax();
     }
   });
+  start = now_ns() + 5'000'000;
   std::thread sensor([&] {
     sensor_grant = measure::configure_current_thread(cpus.sensor, s.realtime);
-    const auto period = static_cast<std::int64_t>(1e9 / s.rate_hz);
-    const std::int64_t start = now_ns() + 5'000'000;
     for (std::size_t k = 1; k <= total; ++k) {
       for (int i = 0; i < count; ++i) {
         // Independent sensors: phases spread evenly over the period.
@@ -260,7 +271,10 @@ nlohmann::json run_config(const loops_settings& s, execution_mode mode, int coun
   stop = true;
   actuator.join();
   const double cpu_used = cpu_seconds() - cpu0;
-  const double wall = static_cast<double>(now_ns() - wall0) * 1e-9;
+  const std::int64_t wall_ns = now_ns() - wall0;
+  const double wall = static_cast<double>(wall_ns) * 1e-9;
+  const auto irq_actuator1 = measure::read_interrupts(cpus.actuator);
+  const auto irq_sensor1 = measure::read_interrupts(cpus.sensor);
   std::string errors;
   std::vector<loop_counters> counters;
   for (int i = 0; i < count; ++i) {
@@ -427,7 +441,12 @@ nlohmann::json run_config(const loops_settings& s, execution_mode mode, int coun
       {"poll_gap_us", brief(poll_gap_us)},
       {"in_loop_us", brief(in_loop_us)},
       {"outside_us", brief(outside_us)},
-      {"slowest", slow}};
+      {"slowest", slow},
+      // When and how long the actuator was off its core (phase: within the sensor period,
+      // from the first release), and what the kernel delivered to its and the sensor's cores.
+      {"actuator_stalls", actuator_stalls.summary(wall_ns, period, start)},
+      {"actuator_core_interrupts", measure::interrupt_delta(irq_actuator0, irq_actuator1)},
+      {"sensor_core_interrupts", measure::interrupt_delta(irq_sensor0, irq_sensor1)}};
   if (s.telemetry) r["breakdown_per_loop"] = breakdowns;
   log << "loops: " << to_string(mode) << " x" << count << " (" << s.backend << ", " << pc.sms
       << " SMs each, probes reached " << reached.size() << " SMs in all): p50 "
