@@ -69,6 +69,14 @@ TEST(bench_io, quick_run_covers_every_configuration_with_checked_outputs) {
     EXPECT_GE(
         m["sensor_disturbed"].get<std::int64_t>() + m["actuator_disturbed"].get<std::int64_t>(),
         disturbed);
+    // The actuator's stalls, each placed in the sensor period, and the measuring cores'
+    // interrupts (a loop core only where a host-driven loop thread ran on it).
+    int phased = 0;
+    for (const auto& c : m["actuator_stalls"]["phase"]) phased += c.get<int>();
+    EXPECT_EQ(phased, m["actuator_stalls"]["count"].get<int>());
+    EXPECT_TRUE(m["core_interrupts"].contains("sensor"));
+    EXPECT_TRUE(m["core_interrupts"].contains("actuator"));
+    EXPECT_EQ(m["core_interrupts"].contains("loop"), r["mode"] != "while" && r["mode"] != "tail");
   }
 }
 

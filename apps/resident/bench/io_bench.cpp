@@ -18,6 +18,7 @@
 #include "bench/common.hpp"
 #include "bench/workloads.hpp"
 #include "resident/measure/contention.hpp"
+#include "resident/measure/host_noise.hpp"
 #include "resident/measure/threads.hpp"
 
 namespace resident::bench {
@@ -85,6 +86,13 @@ class io_runner {
     std::atomic<std::int64_t> stray{0};
     measure::thread_grant sensor_grant;
     measure::thread_grant actuator_grant;
+    // The actuator's stalls (consecutive polls further apart than the threshold) and the
+    // interrupts the measuring threads' cores took: what the disturbed samples ran into.
+    measure::stall_log actuator_stalls(1 << 16);
+    std::map<std::string, std::map<std::string, std::uint64_t>> irq0;
+    for (const auto& [role, cpu] : _cpus) irq0[role] = measure::read_interrupts(cpu);
+    const auto period = static_cast<std::int64_t>(1e9 / _s.rate_hz);
+    const std::int64_t start = now_ns() + 5'000'000;  // let the actuator settle first
     const double cpu0 = cpu_seconds();
     const std::int64_t wall0 = now_ns();
 
@@ -96,8 +104,12 @@ class io_runner {
       // now landed after it, so `t - polled` bounds how late the sighting can be. (Taken
       // after the read instead, a preemption between the two would hide in the bound.)
       std::int64_t polled = now_ns();
+      std::int64_t previous = polled;
       while (!stop.load(std::memory_order_relaxed)) {
         const std::int64_t before = now_ns();
+        if (before - previous > _s.disturbance_ns)
+          actuator_stalls.record(previous, before - previous);
+        previous = before;
         const std::uint64_t seq = mb.output_seq();
         if (seq == last) {
           polled = before;
@@ -120,8 +132,6 @@ class io_runner {
     });
     std::thread sensor([&] {
       sensor_grant = measure::configure_current_thread(_cpus.at("sensor"), _s.realtime);
-      const auto period = static_cast<std::int64_t>(1e9 / _s.rate_hz);
-      const std::int64_t start = now_ns() + 5'000'000;  // let the actuator settle first
       for (std::size_t i = 1; i <= total; ++i) {
         wait_until(start + static_cast<std::int64_t>(i - 1) * period);
         const std::uint64_t token = io_app::token(base + i);
@@ -138,7 +148,13 @@ class io_runner {
     stop = true;
     actuator.join();
     const double cpu_used = cpu_seconds() - cpu0;
-    const double wall = static_cast<double>(now_ns() - wall0) * 1e-9;
+    const std::int64_t wall_ns = now_ns() - wall0;
+    const double wall = static_cast<double>(wall_ns) * 1e-9;
+    nlohmann::json interrupts = nlohmann::json::object();
+    for (const auto& [role, cpu] : _cpus) {
+      if (role == "loop" && is_resident(mode)) continue;  // no loop thread: nothing ran there
+      interrupts[role] = measure::interrupt_delta(irq0[role], measure::read_interrupts(cpu));
+    }
     const tear_down_report report = handle->tear_down();
     if (!report.stopped || !report.error.empty()) {
       throw std::runtime_error(std::string(to_string(mode)) + " loop: " + report.error);
@@ -209,7 +225,9 @@ class io_runner {
         {"sensor_disturbed", sensor_disturbed},
         {"actuator_disturbed", actuator_disturbed},
         {"publish_us", brief(publish_us)},
-        {"poll_gap_us", brief(poll_gap_us)}};
+        {"poll_gap_us", brief(poll_gap_us)},
+        {"actuator_stalls", actuator_stalls.summary(wall_ns, period, start)},
+        {"core_interrupts", interrupts}};
     result["breakdown"] = telemetry_breakdown(handle->telemetry(), base + _s.warmup + 1, final_seq);
     result["telemetry_lost"] = handle->telemetry_lost();
     nlohmann::json threads = {{"sensor", measure::to_json(sensor_grant)},
