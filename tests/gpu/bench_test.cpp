@@ -146,6 +146,17 @@ TEST(bench_loops, partitioned_loops_in_both_modes_account_for_every_sample) {
     ASSERT_FALSE(m["slowest"].empty());
     EXPECT_DOUBLE_EQ(m["slowest"][0]["latency_us"].get<double>(), r["max_us"].get<double>());
     ASSERT_EQ(r["breakdown_per_loop"].size(), static_cast<std::size_t>(loops));
+    // The slowest samples' growth over the sample before, split by part of the path, adds up.
+    for (const auto& slow : m["slowest"]) {
+      if (!slow.contains("vs_previous_us")) continue;
+      const auto& v = slow["vs_previous_us"];
+      EXPECT_NEAR(v["release_to_detect"].get<double>() + v["detect_to_commit"].get<double>() +
+                      v["commit_to_seen"].get<double>(),
+                  slow["latency_us"].get<double>() - slow["previous_latency_us"].get<double>(),
+                  1e-6)
+          << slow.dump();
+      EXPECT_GE(slow["handler_polled_us"].get<double>(), 0.0);
+    }
     // The actuator's own stalls are logged with their phase in the sensor period.
     const auto& stalls = m["actuator_stalls"];
     int phased = 0;

@@ -299,6 +299,13 @@ nlohmann::json run_config(const loops_settings& s, execution_mode mode, int coun
   std::int64_t sensor_disturbed = 0, actuator_disturbed = 0;
   // (latency, loop, sample) of the slowest samples, to tell the loop's part from the rest.
   std::vector<std::tuple<double, int, std::size_t>> slowest;
+  // Device stamps per loop and sample (0: no telemetry entry for it).
+  struct device_stamps {
+    std::uint64_t handler_start{0};
+    std::uint64_t detect{0};
+    std::uint64_t commit{0};
+  };
+  std::vector<std::vector<device_stamps>> stamps_of(static_cast<std::size_t>(count));
   std::vector<std::vector<double>> in_loop_of(static_cast<std::size_t>(count));
   nlohmann::json per_loop = nlohmann::json::array();
   std::uint64_t processed = 0, dropped = 0, repeated = 0;
@@ -310,12 +317,16 @@ nlohmann::json run_config(const loops_settings& s, execution_mode mode, int coun
     // The device's detect -> commit per sample (negative: no entry for it).
     std::vector<double>& in_loop = in_loop_of[li];
     in_loop.assign(total + 1, -1.0);
+    std::vector<device_stamps>& stamps = stamps_of[li];
+    stamps.assign(total + 1, device_stamps{});
     for (const telemetry_entry& e : handles[li]->telemetry()) {
       if (e.repeat != 0 || e.seq <= lg.base || e.seq - lg.base > total) continue;
       const std::uint64_t detect = e.stamp_ns[static_cast<std::size_t>(stage::detect)];
       const std::uint64_t commit = e.stamp_ns[static_cast<std::size_t>(stage::commit)];
       if (detect == 0 || commit < detect) continue;
       in_loop[e.seq - lg.base] = static_cast<double>(commit - detect) / 1000.0;
+      stamps[e.seq - lg.base] = {e.stamp_ns[static_cast<std::size_t>(stage::handler_start)], detect,
+                                 commit};
     }
     if (s.telemetry) {
       breakdowns.push_back(telemetry_breakdown(handles[li]->telemetry(),
@@ -425,6 +436,31 @@ nlohmann::json run_config(const loops_settings& s, execution_mode mode, int coun
                           {"publish_us", static_cast<double>(lg.publish_ns[k]) / 1000.0},
                           {"poll_gap_us", static_cast<double>(lg.poll_gap_ns[k]) / 1000.0}};
     if (inside >= 0) one["in_loop_us"] = inside;
+    // Against the sample before it (host and device clocks each only differenced with
+    // themselves, so their offset cancels): which part of the path grew. Their sum is the
+    // growth of the latency.
+    const auto& st = stamps_of[static_cast<std::size_t>(loop)];
+    if (k > 1 && st[k].detect != 0 && st[k - 1].detect != 0 && lg.seen_ns[k - 1] >= 0) {
+      const auto dev = [](std::uint64_t a, std::uint64_t b) {
+        return static_cast<double>(static_cast<std::int64_t>(a - b)) / 1000.0;
+      };
+      const auto host = [](std::int64_t a, std::int64_t b) {
+        return static_cast<double>(a - b) / 1000.0;
+      };
+      const std::int64_t rel = lg.release_ns[k].load(std::memory_order_acquire);
+      const std::int64_t rel_prev = lg.release_ns[k - 1].load(std::memory_order_acquire);
+      one["previous_latency_us"] = host(lg.seen_ns[k - 1], rel_prev);
+      one["vs_previous_us"] = {
+          {"release_to_detect", dev(st[k].detect, st[k - 1].detect) - host(rel, rel_prev)},
+          {"detect_to_commit",
+           dev(st[k].commit, st[k].detect) - dev(st[k - 1].commit, st[k - 1].detect)},
+          {"commit_to_seen",
+           host(lg.seen_ns[k], lg.seen_ns[k - 1]) - dev(st[k].commit, st[k - 1].commit)}};
+      // How long the handler had been polling when it saw the sample: long means the GPU was
+      // waiting and the sample's write reached it late; short means the loop came back late.
+      if (st[k].handler_start != 0)
+        one["handler_polled_us"] = dev(st[k].detect, st[k].handler_start);
+    }
     slow.push_back(one);
   }
   r["measurement"] = {
