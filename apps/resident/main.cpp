@@ -271,6 +271,11 @@ int main(int argc, char** argv) {
   io_cmd->add_option("--sensor-cpu", io.sensor_cpu, "core for the sensor thread (-1: auto)");
   io_cmd->add_option("--actuator-cpu", io.actuator_cpu, "core for the actuator (-1: auto)");
   io_cmd->add_option("--loop-cpu", io.loop_cpu, "core for host-driven loops (-1: auto)");
+  io_cmd
+      ->add_option("--observers", io.observers,
+                   "actuator threads, each on its own core, each polling the output (earliest "
+                   "sighting counts)")
+      ->capture_default_str();
   io_cmd->add_flag("--no-fifo", no_fifo, "do not ask for SCHED_FIFO");
   io_cmd->add_flag("--stress-ng", io.stress_ng, "use stress-ng for the stress level");
   io_cmd->add_flag("--quick", quick, "every configuration in about 20 s");
@@ -366,6 +371,11 @@ int main(int argc, char** argv) {
   bool loops_no_telemetry = false;
   loops_cmd->add_flag("--no-telemetry", loops_no_telemetry,
                       "no device timestamps per sample (no in-loop split of the latency)");
+  loops_cmd
+      ->add_option("--observers", loops.observers,
+                   "actuator threads, each on its own core, each polling every loop (earliest "
+                   "sighting counts)")
+      ->capture_default_str();
   loops_cmd
       ->add_option("--disturbance-ns", loops.disturbance_ns,
                    "a sample is 'disturbed' when the sensor's publish or the actuator's round "

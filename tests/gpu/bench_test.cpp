@@ -69,11 +69,17 @@ TEST(bench_io, quick_run_covers_every_configuration_with_checked_outputs) {
     EXPECT_GE(
         m["sensor_disturbed"].get<std::int64_t>() + m["actuator_disturbed"].get<std::int64_t>(),
         disturbed);
-    // The actuator's stalls, each placed in the sensor period, and the measuring cores'
-    // interrupts (a loop core only where a host-driven loop thread ran on it).
-    int phased = 0;
-    for (const auto& c : m["actuator_stalls"]["phase"]) phased += c.get<int>();
-    EXPECT_EQ(phased, m["actuator_stalls"]["count"].get<int>());
+    // Each observer's stalls, placed in the sensor period; their first sightings cover n. And
+    // the measuring cores' interrupts (a loop core only where a host-driven loop thread ran).
+    ASSERT_EQ(m["observers"].size(), static_cast<std::size_t>(settings.observers));
+    std::int64_t firsts = 0;
+    for (const auto& ob : m["observers"]) {
+      int phased = 0;
+      for (const auto& c : ob["stalls"]["phase"]) phased += c.get<int>();
+      EXPECT_EQ(phased, ob["stalls"]["count"].get<int>());
+      firsts += ob["first_sightings"].get<std::int64_t>();
+    }
+    EXPECT_EQ(firsts, n);
     EXPECT_TRUE(m["core_interrupts"].contains("sensor"));
     EXPECT_TRUE(m["core_interrupts"].contains("actuator"));
     EXPECT_EQ(m["core_interrupts"].contains("loop"), r["mode"] != "while" && r["mode"] != "tail");
@@ -157,13 +163,20 @@ TEST(bench_loops, partitioned_loops_in_both_modes_account_for_every_sample) {
           << slow.dump();
       EXPECT_GE(slow["handler_polled_us"].get<double>(), 0.0);
     }
-    // The actuator's own stalls are logged with their phase in the sensor period.
-    const auto& stalls = m["actuator_stalls"];
-    int phased = 0;
-    for (const auto& c : stalls["phase"]) phased += c.get<int>();
-    EXPECT_EQ(phased, stalls["count"].get<int>());
-    EXPECT_EQ(stalls["lost"].get<int>(), 0);
-    EXPECT_DOUBLE_EQ(stalls["phase_period_us"].get<double>(), 1e6 / settings.rate_hz);
+    // Each observer's stalls are logged with their phase in the sensor period, and the
+    // observers' first sightings add up to the samples seen.
+    ASSERT_EQ(m["observers"].size(), static_cast<std::size_t>(settings.observers));
+    std::int64_t firsts = 0;
+    for (const auto& ob : m["observers"]) {
+      const auto& stalls = ob["stalls"];
+      int phased = 0;
+      for (const auto& c : stalls["phase"]) phased += c.get<int>();
+      EXPECT_EQ(phased, stalls["count"].get<int>());
+      EXPECT_EQ(stalls["lost"].get<int>(), 0);
+      EXPECT_DOUBLE_EQ(stalls["phase_period_us"].get<double>(), 1e6 / settings.rate_hz);
+      firsts += ob["first_sightings"].get<std::int64_t>();
+    }
+    EXPECT_EQ(firsts, n);
   }
 }
 

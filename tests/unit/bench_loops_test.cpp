@@ -45,6 +45,9 @@ TEST(loops_settings, defaults_follow_the_issue_and_bad_flags_are_clear) {
   EXPECT_THAT(with([](loops_settings& x) { x.host_cores = -1; }), HasSubstr("--host-cores"));
   EXPECT_THAT(with([](loops_settings& x) { x.disturbance_ns = 0; }),
               HasSubstr("--disturbance-ns must be positive"));
+  EXPECT_EQ(s.observers, 2);
+  EXPECT_THAT(with([](loops_settings& x) { x.observers = 0; }), HasSubstr("--observers"));
+  EXPECT_THAT(with([](loops_settings& x) { x.observers = 5; }), HasSubstr("1..4, got 5"));
 }
 
 TEST(loops_settings, backend_defaults_to_green_and_takes_mps) {

@@ -28,6 +28,15 @@ TEST(io_settings, defaults_are_valid_and_quick_shrinks_every_configuration) {
   EXPECT_LE(s.samples + s.warmup, 2000);
 }
 
+TEST(io_settings, observers_default_to_two_and_are_bounded) {
+  io_settings s;
+  EXPECT_EQ(s.observers, 2);
+  s.observers = 0;
+  EXPECT_THAT(error_of(s), HasSubstr("--observers must be in 1..4, got 0"));
+  s.observers = 4;
+  EXPECT_EQ(error_of(s), "");
+}
+
 TEST(io_settings, unknown_mode_lists_the_modes) {
   io_settings s;
   s.modes = {"while", "warp"};

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstring>
+#include <functional>
 #include <iomanip>
 #include <map>
 #include <memory>
@@ -51,11 +52,29 @@ void io_settings::validate() const {
   if (samples <= 0) throw std::invalid_argument("--samples must be positive");
   if (warmup < 0) throw std::invalid_argument("--warmup must be >= 0");
   if (disturbance_ns <= 0) throw std::invalid_argument("--disturbance-ns must be positive");
+  if (observers < 1 || observers > 4) {
+    throw std::invalid_argument("--observers must be in 1..4, got " + std::to_string(observers));
+  }
 }
 
 namespace {
 
 using namespace std::chrono_literals;
+
+// One actuator thread's sightings. With several observers (each on its own core, each polling
+// the output) a sample counts as seen at the earliest sighting, so one observer losing its
+// core does not hold a sighting back while another still polls.
+struct io_observer {
+  explicit io_observer(std::size_t total)
+      : seen_ns(total + 1, -1), poll_gap_ns(total + 1, 0), wrong(total + 1, 0), stalls(1 << 16) {}
+  std::vector<std::int64_t> seen_ns;
+  std::vector<std::int64_t> poll_gap_ns;
+  std::vector<std::uint8_t> wrong;
+  std::int64_t stray{0};
+  measure::stall_log stalls;  // consecutive polls further apart than the threshold
+  measure::thread_grant grant;
+  int cpu{-1};
+};
 
 class io_runner {
  public:
@@ -83,12 +102,14 @@ class io_runner {
     io::mailbox& mb = app.mailbox();
     const std::uint64_t base = mb.published();
     std::atomic<bool> stop{false};
-    std::atomic<std::int64_t> stray{0};
     measure::thread_grant sensor_grant;
-    measure::thread_grant actuator_grant;
-    // The actuator's stalls (consecutive polls further apart than the threshold) and the
-    // interrupts the measuring threads' cores took: what the disturbed samples ran into.
-    measure::stall_log actuator_stalls(1 << 16);
+    std::vector<std::unique_ptr<io_observer>> observers;
+    for (const auto& [role, cpu] : _cpus) {
+      if (role.rfind("actuator", 0) != 0) continue;
+      observers.push_back(std::make_unique<io_observer>(total));
+      observers.back()->cpu = cpu;
+    }
+    // The interrupts the measuring threads' cores took: what disturbed samples ran into.
     std::map<std::string, std::map<std::string, std::uint64_t>> irq0;
     for (const auto& [role, cpu] : _cpus) irq0[role] = measure::read_interrupts(cpu);
     const auto period = static_cast<std::int64_t>(1e9 / _s.rate_hz);
@@ -96,8 +117,8 @@ class io_runner {
     const double cpu0 = cpu_seconds();
     const std::int64_t wall0 = now_ns();
 
-    std::thread actuator([&] {
-      actuator_grant = measure::configure_current_thread(_cpus.at("actuator"), _s.realtime);
+    const auto observe = [&](io_observer& ob) {
+      ob.grant = measure::configure_current_thread(ob.cpu, _s.realtime);
       std::uint64_t last = mb.output_seq();
       std::array<std::byte, 8> out{};
       // Clock read just before the last read that found the output unchanged: an output seen
@@ -107,8 +128,7 @@ class io_runner {
       std::int64_t previous = polled;
       while (!stop.load(std::memory_order_relaxed)) {
         const std::int64_t before = now_ns();
-        if (before - previous > _s.disturbance_ns)
-          actuator_stalls.record(previous, before - previous);
+        if (before - previous > _s.disturbance_ns) ob.stalls.record(previous, before - previous);
         previous = before;
         const std::uint64_t seq = mb.output_seq();
         if (seq == last) {
@@ -119,17 +139,19 @@ class io_runner {
         const std::int64_t t = now_ns();  // first sight of this output
         const std::uint64_t read = mb.read_output(out);
         const std::uint64_t i = seq - base;
-        if (seq > base && i <= total && samples.seen_ns[i] < 0) {
-          samples.seen_ns[i] = t;
-          samples.poll_gap_ns[i] = t - polled;
-          if (read == seq && !app.output_matches(io_app::token(seq), out)) samples.wrong[i] = 1;
+        if (seq > base && i <= total && ob.seen_ns[i] < 0) {
+          ob.seen_ns[i] = t;
+          ob.poll_gap_ns[i] = t - polled;
+          if (read == seq && !app.output_matches(io_app::token(seq), out)) ob.wrong[i] = 1;
         } else {
-          ++stray;
+          ++ob.stray;
         }
         last = seq;
         polled = now_ns();  // nothing newer than `seq` was checked for before this
       }
-    });
+    };
+    std::vector<std::thread> actuators;
+    for (auto& ob : observers) actuators.emplace_back(observe, std::ref(*ob));
     std::thread sensor([&] {
       sensor_grant = measure::configure_current_thread(_cpus.at("sensor"), _s.realtime);
       for (std::size_t i = 1; i <= total; ++i) {
@@ -146,7 +168,24 @@ class io_runner {
     wait_for_sample(*handle, final_seq, 2'000'000'000);
     std::this_thread::sleep_for(2ms);  // the final output reaches the actuator
     stop = true;
-    actuator.join();
+    for (auto& a : actuators) a.join();
+    // Each sample's sighting: the earliest observer's, with its poll gap; a wrong output seen by
+    // any observer counts.
+    std::vector<std::int64_t> first_by(observers.size(), 0);
+    for (std::size_t i = 1; i <= total; ++i) {
+      std::size_t best = observers.size();
+      for (std::size_t o = 0; o < observers.size(); ++o) {
+        const std::int64_t t = observers[o]->seen_ns[i];
+        if (t >= 0 && (best == observers.size() || t < observers[best]->seen_ns[i])) best = o;
+        samples.wrong[i] |= observers[o]->wrong[i];
+      }
+      if (best == observers.size()) continue;
+      samples.seen_ns[i] = observers[best]->seen_ns[i];
+      samples.poll_gap_ns[i] = observers[best]->poll_gap_ns[i];
+      if (i > static_cast<std::size_t>(_s.warmup)) ++first_by[best];
+    }
+    std::int64_t stray = 0;
+    for (const auto& ob : observers) stray += ob->stray;
     const double cpu_used = cpu_seconds() - cpu0;
     const std::int64_t wall_ns = now_ns() - wall0;
     const double wall = static_cast<double>(wall_ns) * 1e-9;
@@ -203,7 +242,7 @@ class io_runner {
     result["warmup"] = _s.warmup;
     result["unobserved"] = unobserved;
     result["wrong_outputs"] = wrong;
-    result["stray_outputs"] = stray.load();
+    result["stray_outputs"] = stray;
     result["host_cpu_cores"] = wall > 0 ? cpu_used / wall : 0.0;
     result["mean_iteration_us"] = report.mean_iteration_ns / 1000.0;
     // Every latency stays in the statistics above. These say how many of them the measuring
@@ -219,19 +258,26 @@ class io_runner {
     result["measurement"] = {
         {"method",
          "a sample is disturbed when the sensor took longer than the threshold to publish it "
-         "(clock read before and after) or the actuator's previous poll was longer than the "
+         "(clock read before and after) or the previous poll of the observer that saw it first was "
+         "longer than the "
          "threshold before it saw the output"},
         {"threshold_us", static_cast<double>(_s.disturbance_ns) / 1000.0},
         {"sensor_disturbed", sensor_disturbed},
         {"actuator_disturbed", actuator_disturbed},
         {"publish_us", brief(publish_us)},
         {"poll_gap_us", brief(poll_gap_us)},
-        {"actuator_stalls", actuator_stalls.summary(wall_ns, period, start)},
         {"core_interrupts", interrupts}};
+    nlohmann::json obs = nlohmann::json::array();
+    for (std::size_t o = 0; o < observers.size(); ++o) {
+      obs.push_back({{"cpu", observers[o]->cpu},
+                     {"first_sightings", first_by[o]},
+                     {"stalls", observers[o]->stalls.summary(wall_ns, period, start)}});
+    }
+    result["measurement"]["observers"] = obs;
     result["breakdown"] = telemetry_breakdown(handle->telemetry(), base + _s.warmup + 1, final_seq);
     result["telemetry_lost"] = handle->telemetry_lost();
-    nlohmann::json threads = {{"sensor", measure::to_json(sensor_grant)},
-                              {"actuator", measure::to_json(actuator_grant)}};
+    nlohmann::json threads = {{"sensor", measure::to_json(sensor_grant)}};
+    for (const auto& ob : observers) threads["actuators"].push_back(measure::to_json(ob->grant));
     if (!is_resident(mode)) threads["loop"] = measure::to_json(loop_grant);
     result["threads"] = threads;
     return result;
@@ -257,8 +303,10 @@ measure::receipt run_io_bench(const io_settings& s, std::ostream& log) {
     throw std::runtime_error("bench io needs a CUDA GPU; none is usable here (" +
                              no_device_reason() + ")");
   }
-  const auto cpus = measure::assign_cpus(
-      {{"sensor", s.sensor_cpu}, {"actuator", s.actuator_cpu}, {"loop", s.loop_cpu}});
+  std::vector<std::pair<std::string, int>> roles{
+      {"sensor", s.sensor_cpu}, {"actuator", s.actuator_cpu}, {"loop", s.loop_cpu}};
+  for (int o = 1; o < s.observers; ++o) roles.emplace_back("actuator-" + std::to_string(o), -1);
+  const auto cpus = measure::assign_cpus(roles);
   std::vector<int> used;
   for (const auto& [role, cpu] : cpus) used.push_back(cpu);
   // Every other thread this process starts from here on (run supervisors, CUDA's helpers)
@@ -280,8 +328,10 @@ measure::receipt run_io_bench(const io_settings& s, std::ostream& log) {
                       {"contention", s.contention},
                       {"realtime_requested", s.realtime},
                       {"cpus", cpus},
+                      {"observers", s.observers},
                       {"latency",
-                       "actuator CLOCK_MONOTONIC at first sight of the output minus "
+                       "actuator CLOCK_MONOTONIC at the first sight of the output (the earliest "
+                       "of the observers') minus "
                        "sensor CLOCK_MONOTONIC just before publishing the sample"}};
   std::unique_ptr<measure::csv_writer> csv;
   if (!s.csv_path.empty()) {

@@ -25,6 +25,9 @@ struct io_settings {
   int sensor_cpu{-1};  // -1: chosen automatically (highest free cores)
   int actuator_cpu{-1};
   int loop_cpu{-1};
+  /// Actuator threads (the first on actuator_cpu, the rest on the highest free cores), each
+  /// polling the output; a sample counts as seen at the earliest sighting. 1..4.
+  int observers{2};
   bool realtime{true};    // ask for SCHED_FIFO for the three pinned threads
   bool stress_ng{false};  // use stress-ng for "stress" instead of the built-in hogs
   std::string csv_path;   // raw samples, when set

@@ -5,7 +5,9 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <iomanip>
+#include <map>
 #include <memory>
 #include <ostream>
 #include <set>
@@ -61,6 +63,9 @@ void loops_settings::validate() const {
   if (samples <= 0) throw std::invalid_argument("--samples must be positive");
   if (warmup < 0) throw std::invalid_argument("--warmup must be >= 0");
   if (disturbance_ns <= 0) throw std::invalid_argument("--disturbance-ns must be positive");
+  if (observers < 1 || observers > 4) {
+    throw std::invalid_argument("--observers must be in 1..4, got " + std::to_string(observers));
+  }
 }
 
 partition_choice choose_partition(int sm_count, int max_count, int min_partition, int alignment,
@@ -96,8 +101,27 @@ struct loop_log : sample_log {
 
 struct cpu_plan {
   int sensor{-1};
-  int actuator{-1};
-  std::vector<int> others;  // everything else the process may use
+  std::vector<int> actuators;  // one per observer
+  std::vector<int> others;     // everything else the process may use
+};
+
+// One actuator thread's view of every loop's output. Each observer polls all loops; a sample's
+// sighting is the earliest of theirs, so an observer that loses its core does not hold a
+// sighting back while another still polls.
+struct observer_log {
+  observer_log(std::size_t loops, std::size_t total)
+      : seen_ns(loops, std::vector<std::int64_t>(total + 1, -1)),
+        poll_gap_ns(loops, std::vector<std::int64_t>(total + 1, 0)),
+        wrong(loops, std::vector<std::uint8_t>(total + 1, 0)),
+        stalls(1 << 16) {}
+  std::vector<std::vector<std::int64_t>> seen_ns;  // [loop][sample]
+  std::vector<std::vector<std::int64_t>> poll_gap_ns;
+  std::vector<std::vector<std::uint8_t>> wrong;
+  std::int64_t stray{0};
+  // Rounds over the loops that took longer than the threshold: the observer's own stalls.
+  measure::stall_log stalls;
+  measure::thread_grant grant;
+  std::map<std::string, std::uint64_t> irq_before;
 };
 
 nlohmann::json run_config(const loops_settings& s, execution_mode mode, int count,
@@ -188,19 +212,19 @@ nlohmann::json run_config(const loops_settings& s, execution_mode mode, int coun
   }
 
   std::atomic<bool> stop{false};
-  // The actuator's own stalls: rounds over the loops that took longer than the threshold.
-  measure::stall_log actuator_stalls(1 << 16);
-  const auto irq_actuator0 = measure::read_interrupts(cpus.actuator);
+  std::vector<std::unique_ptr<observer_log>> observers;
+  for (const int cpu : cpus.actuators) {
+    observers.push_back(std::make_unique<observer_log>(static_cast<std::size_t>(count), total));
+    observers.back()->irq_before = measure::read_interrupts(cpu);
+  }
   const auto irq_sensor0 = measure::read_interrupts(cpus.sensor);
   const auto period = static_cast<std::int64_t>(1e9 / s.rate_hz);
   std::int64_t start = 0;  // the sensors' first period, set before the threads start
   measure::thread_grant sensor_grant;
-  measure::thread_grant actuator_grant;
-  std::atomic<std::int64_t> stray{0};
   const double cpu0 = cpu_seconds();
   const std::int64_t wall0 = now_ns();
-  std::thread actuator([&] {
-    actuator_grant = measure::configure_current_thread(cpus.actuator, s.realtime);
+  const auto observe = [&](observer_log& ob, int cpu) {
+    ob.grant = measure::configure_current_thread(cpu, s.realtime);
     std::vector<std::uint64_t> last(static_cast<std::size_t>(count));
     for (int i = 0; i < count; ++i)
       last[static_cast<std::size_t>(i)] = apps[static_cast<std::size_t>(i)]->mailbox().output_seq();
@@ -213,7 +237,7 @@ nlohmann::json run_config(const loops_settings& s, execution_mode mode, int coun
       bool any = false;
       const std::int64_t round = now_ns();
       if (round - previous_round > s.disturbance_ns) {
-        actuator_stalls.record(previous_round, round - previous_round);
+        ob.stalls.record(previous_round, round - previous_round);
       }
       previous_round = round;
       for (int i = 0; i < count; ++i) {
@@ -227,21 +251,27 @@ nlohmann::json run_config(const loops_settings& s, execution_mode mode, int coun
         any = true;
         const std::int64_t t = now_ns();
         const std::uint64_t read = mb.read_output(out);
-        loop_log& lg = *logs[li];
-        const std::uint64_t k = seq - lg.base;
-        if (seq > lg.base && k <= total && lg.seen_ns[k] < 0) {
-          lg.seen_ns[k] = t;
-          lg.poll_gap_ns[k] = t - polled[li];
-          if (read == seq && !apps[li]->output_matches(io_app::token(seq), out)) lg.wrong[k] = 1;
+        const std::uint64_t base = logs[li]->base;
+        const std::uint64_t k = seq - base;
+        if (seq > base && k <= total && ob.seen_ns[li][k] < 0) {
+          ob.seen_ns[li][k] = t;
+          ob.poll_gap_ns[li][k] = t - polled[li];
+          if (read == seq && !apps[li]->output_matches(io_app::token(seq), out)) {
+            ob.wrong[li][k] = 1;
+          }
         } else {
-          ++stray;
+          ++ob.stray;
         }
         last[li] = seq;
         polled[li] = now_ns();  // nothing newer than `seq` was checked for before this
       }
       if (!any) cpu_relax();
     }
-  });
+  };
+  std::vector<std::thread> actuators;
+  for (std::size_t o = 0; o < observers.size(); ++o) {
+    actuators.emplace_back(observe, std::ref(*observers[o]), cpus.actuators[o]);
+  }
   start = now_ns() + 5'000'000;
   std::thread sensor([&] {
     sensor_grant = measure::configure_current_thread(cpus.sensor, s.realtime);
@@ -269,12 +299,30 @@ nlohmann::json run_config(const loops_settings& s, execution_mode mode, int coun
   }
   std::this_thread::sleep_for(2ms);
   stop = true;
-  actuator.join();
+  for (auto& a : actuators) a.join();
   const double cpu_used = cpu_seconds() - cpu0;
   const std::int64_t wall_ns = now_ns() - wall0;
   const double wall = static_cast<double>(wall_ns) * 1e-9;
-  const auto irq_actuator1 = measure::read_interrupts(cpus.actuator);
   const auto irq_sensor1 = measure::read_interrupts(cpus.sensor);
+  // Each sample's sighting: the earliest observer's, with that observer's poll gap; a wrong
+  // output seen by any observer counts.
+  std::vector<std::int64_t> first_by(observers.size(), 0);  // sightings each observer made first
+  for (int i = 0; i < count; ++i) {
+    const auto li = static_cast<std::size_t>(i);
+    loop_log& lg = *logs[li];
+    for (std::size_t k = 1; k <= total; ++k) {
+      std::size_t best = observers.size();
+      for (std::size_t o = 0; o < observers.size(); ++o) {
+        const std::int64_t t = observers[o]->seen_ns[li][k];
+        if (t >= 0 && (best == observers.size() || t < observers[best]->seen_ns[li][k])) best = o;
+        lg.wrong[k] |= observers[o]->wrong[li][k];
+      }
+      if (best == observers.size()) continue;
+      lg.seen_ns[k] = observers[best]->seen_ns[li][k];
+      lg.poll_gap_ns[k] = observers[best]->poll_gap_ns[li][k];
+      if (k > static_cast<std::size_t>(s.warmup)) ++first_by[best];
+    }
+  }
   std::string errors;
   std::vector<loop_counters> counters;
   for (int i = 0; i < count; ++i) {
@@ -399,14 +447,17 @@ nlohmann::json run_config(const loops_settings& s, execution_mode mode, int coun
   r["per_loop"] = per_loop;
   r["wrong_outputs"] = wrong_total;
   r["unobserved"] = unobserved_total;
-  r["stray_outputs"] = stray.load();
+  std::int64_t stray = 0;
+  for (const auto& ob : observers) stray += ob->stray;
+  r["stray_outputs"] = stray;
   r["released_per_loop"] = total;
   r["host_cpu_cores"] = wall > 0 ? cpu_used / wall : 0.0;
   std::set<int> distinct(loop_cpus.begin(), loop_cpus.end());
   r["host_cores_for_loops"] = distinct.size();
   r["loop_threads"] = host_driven ? count : 0;
-  r["threads"] = {{"sensor", measure::to_json(sensor_grant)},
-                  {"actuator", measure::to_json(actuator_grant)}};
+  nlohmann::json observer_grants = nlohmann::json::array();
+  for (const auto& ob : observers) observer_grants.push_back(measure::to_json(ob->grant));
+  r["threads"] = {{"sensor", measure::to_json(sensor_grant)}, {"actuators", observer_grants}};
   if (hogs) r["contention_detail"] = hogs->to_json();
   double worst_loop_p999 = 0;
   for (const auto& l : per_loop) {
@@ -466,8 +517,9 @@ nlohmann::json run_config(const loops_settings& s, execution_mode mode, int coun
   r["measurement"] = {
       {"method",
        "a sample is disturbed when the sensor took longer than the threshold to publish it "
-       "(clock read before and after) or the actuator's round over the loops before it saw "
-       "the output was longer than the threshold; in_loop: the device's detect -> commit "
+       "(clock read before and after) or the round over the loops before the first sighting "
+       "(the earliest of the observers') was longer than the threshold; in_loop: the device's "
+       "detect -> commit "
        "(%globaltimer), outside: the rest of the same sample's latency (sensor publish, "
        "detection, egress to the actuator)"},
       {"threshold_us", static_cast<double>(s.disturbance_ns) / 1000.0},
@@ -478,11 +530,19 @@ nlohmann::json run_config(const loops_settings& s, execution_mode mode, int coun
       {"in_loop_us", brief(in_loop_us)},
       {"outside_us", brief(outside_us)},
       {"slowest", slow},
-      // When and how long the actuator was off its core (phase: within the sensor period,
-      // from the first release), and what the kernel delivered to its and the sensor's cores.
-      {"actuator_stalls", actuator_stalls.summary(wall_ns, period, start)},
-      {"actuator_core_interrupts", measure::interrupt_delta(irq_actuator0, irq_actuator1)},
       {"sensor_core_interrupts", measure::interrupt_delta(irq_sensor0, irq_sensor1)}};
+  // Per observer: how many sightings it made first, when and how long it was off its core
+  // (phase: within the sensor period, from the first release), what its core took.
+  nlohmann::json obs = nlohmann::json::array();
+  for (std::size_t o = 0; o < observers.size(); ++o) {
+    obs.push_back({{"cpu", cpus.actuators[o]},
+                   {"first_sightings", first_by[o]},
+                   {"stalls", observers[o]->stalls.summary(wall_ns, period, start)},
+                   {"core_interrupts",
+                    measure::interrupt_delta(observers[o]->irq_before,
+                                             measure::read_interrupts(cpus.actuators[o]))}});
+  }
+  r["measurement"]["observers"] = obs;
   if (s.telemetry) r["breakdown_per_loop"] = breakdowns;
   log << "loops: " << to_string(mode) << " x" << count << " (" << s.backend << ", " << pc.sms
       << " SMs each, probes reached " << reached.size() << " SMs in all): p50 "
@@ -546,12 +606,21 @@ measure::receipt run_loops_bench(const loops_settings& s, std::ostream& log) {
     throw std::runtime_error("bench loops needs a CUDA GPU; none is usable here (" +
                              no_device_reason() + ")");
   }
-  const auto roles = measure::assign_cpus({{"sensor", -1}, {"actuator", -1}});
+  std::vector<std::pair<std::string, int>> wanted{{"sensor", -1}};
+  for (int o = 0; o < s.observers; ++o) wanted.emplace_back("actuator-" + std::to_string(o), -1);
+  const auto roles = measure::assign_cpus(wanted);
   cpu_plan cpus;
   cpus.sensor = roles.at("sensor");
-  cpus.actuator = roles.at("actuator");
-  cpus.others = measure::remaining_cpus({cpus.sensor, cpus.actuator});
-  if (cpus.others.empty()) throw std::runtime_error("bench loops needs at least 3 cores");
+  std::vector<int> used{cpus.sensor};
+  for (int o = 0; o < s.observers; ++o) {
+    cpus.actuators.push_back(roles.at("actuator-" + std::to_string(o)));
+    used.push_back(cpus.actuators.back());
+  }
+  cpus.others = measure::remaining_cpus(used);
+  if (cpus.others.empty()) {
+    throw std::runtime_error("bench loops needs a core besides the sensor's and the " +
+                             std::to_string(s.observers) + " actuators'");
+  }
   // Every other thread (supervisors, CUDA's helpers, host loop threads before they pin) stays
   // off the sensor's and actuator's cores.
   if (!measure::confine_process(cpus.others)) {
@@ -612,7 +681,8 @@ measure::receipt run_loops_bench(const loops_settings& s, std::ostream& log) {
       {"sleep_ns", s.sleep_ns},
       {"poll_ns", s.poll_ns},
       {"policy", "skip-duplicate"},
-      {"cpus", {{"sensor", cpus.sensor}, {"actuator", cpus.actuator}, {"others", cpus.others}}},
+      {"cpus", {{"sensor", cpus.sensor}, {"actuators", cpus.actuators}, {"others", cpus.others}}},
+      {"observers", s.observers},
       {"host_cores", s.host_cores},
       {"disturbance_ns", s.disturbance_ns},
       {"telemetry", s.telemetry},

@@ -36,6 +36,10 @@ struct loops_settings {
   /// Device timestamps per sample (the in-loop part of each latency); off for an A/B of their
   /// cost. Host-driven modes file them too.
   bool telemetry{true};
+  /// Actuator threads, each on its own core, each polling every loop's output; a sample counts
+  /// as seen at the earliest sighting. More than one keeps one observer's lost core (a stall of
+  /// the measuring thread, not of the loop) out of the latency. 1..4.
+  int observers{2};
   std::string command;
 
   void make_quick();
