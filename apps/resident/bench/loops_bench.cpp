@@ -474,6 +474,7 @@ nlohmann::json run_config(const loops_settings& s, execution_mode mode, int coun
     r["undisturbed_p999_us"] = clean.p999;
     r["undisturbed_max_us"] = clean.max;
     r["undisturbed_stddev_us"] = clean.stddev;
+    r["undisturbed_jitter_us"] = clean.jitter;
   }
   std::sort(slowest.begin(), slowest.end(), std::greater<>());
   if (slowest.size() > 10) slowest.resize(10);
