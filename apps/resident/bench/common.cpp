@@ -89,6 +89,18 @@ nlohmann::json brief(const std::vector<double>& values_us) {
   return {{"n", s.n}, {"mean_us", s.mean}, {"p50_us", s.p50}, {"p99_us", s.p99}, {"max_us", s.max}};
 }
 
+void add_undisturbed(nlohmann::json& result, std::size_t all,
+                     const std::vector<double>& undisturbed_us) {
+  result["disturbed"] = static_cast<std::int64_t>(all - undisturbed_us.size());
+  if (undisturbed_us.empty()) return;
+  const measure::summary clean = measure::summarize(undisturbed_us);
+  result["undisturbed_n"] = clean.n;
+  result["undisturbed_p999_us"] = clean.p999;
+  result["undisturbed_max_us"] = clean.max;
+  result["undisturbed_stddev_us"] = clean.stddev;
+  result["undisturbed_jitter_us"] = clean.jitter;
+}
+
 nlohmann::json telemetry_breakdown(const std::vector<telemetry_entry>& entries,
                                    std::uint64_t first_seq, std::uint64_t last_seq) {
   std::vector<double> release;

@@ -68,6 +68,12 @@ struct sample_log {
   std::vector<std::int64_t> poll_gap_ns;              // actuator only
 };
 
+/// Writes `disturbed` (all minus the undisturbed) and, when any are left, the undisturbed
+/// samples' `undisturbed_n`, `_p999_us`, `_max_us`, `_stddev_us` and `_jitter_us` into a
+/// latency result. Every sample stays in the result's main statistics.
+void add_undisturbed(nlohmann::json& result, std::size_t all,
+                     const std::vector<double>& undisturbed_us);
+
 /// The in-loop part of each processed sample, from the loop's device timestamps: detect ->
 /// controller release -> commit -> end marker, for samples first_seq..last_seq (repeats left
 /// out). Summaries of each step under {detect_to_release, release_to_commit,

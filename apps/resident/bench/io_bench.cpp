@@ -247,14 +247,7 @@ class io_runner {
     result["mean_iteration_us"] = report.mean_iteration_ns / 1000.0;
     // Every latency stays in the statistics above. These say how many of them the measuring
     // threads themselves may have stretched, and what the rest look like.
-    result["disturbed"] = static_cast<std::int64_t>(latencies.size() - undisturbed.size());
-    if (!undisturbed.empty()) {
-      const measure::summary clean = measure::summarize(undisturbed);
-      result["undisturbed_n"] = clean.n;
-      result["undisturbed_p999_us"] = clean.p999;
-      result["undisturbed_max_us"] = clean.max;
-      result["undisturbed_jitter_us"] = clean.jitter;
-    }
+    add_undisturbed(result, latencies.size(), undisturbed);
     result["measurement"] = {
         {"method",
          "a sample is disturbed when the sensor took longer than the threshold to publish it "

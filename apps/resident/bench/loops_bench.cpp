@@ -467,15 +467,7 @@ nlohmann::json run_config(const loops_settings& s, execution_mode mode, int coun
   r["worst_loop_p999_us"] = worst_loop_p999;
   // Every latency stays in the statistics above. These say how many of them the measuring
   // threads may have stretched, and how the slowest split between the loop and the rest.
-  r["disturbed"] = static_cast<std::int64_t>(pooled.size() - undisturbed.size());
-  if (!undisturbed.empty()) {
-    const measure::summary clean = measure::summarize(undisturbed);
-    r["undisturbed_n"] = clean.n;
-    r["undisturbed_p999_us"] = clean.p999;
-    r["undisturbed_max_us"] = clean.max;
-    r["undisturbed_stddev_us"] = clean.stddev;
-    r["undisturbed_jitter_us"] = clean.jitter;
-  }
+  add_undisturbed(r, pooled.size(), undisturbed);
   std::sort(slowest.begin(), slowest.end(), std::greater<>());
   if (slowest.size() > 10) slowest.resize(10);
   nlohmann::json slow = nlohmann::json::array();
