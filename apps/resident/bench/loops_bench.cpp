@@ -512,9 +512,8 @@ nlohmann::json run_config(const loops_settings& s, execution_mode mode, int coun
        "a sample is disturbed when the sensor took longer than the threshold to publish it "
        "(clock read before and after) or the round over the loops before the first sighting "
        "(the earliest of the observers') was longer than the threshold; in_loop: the device's "
-       "detect -> commit "
-       "(%globaltimer), outside: the rest of the same sample's latency (sensor publish, "
-       "detection, egress to the actuator)"},
+       "detect -> commit (%globaltimer), outside: the rest of the same sample's latency "
+       "(sensor publish, detection, egress to the actuator)"},
       {"threshold_us", static_cast<double>(s.disturbance_ns) / 1000.0},
       {"sensor_disturbed", sensor_disturbed},
       {"actuator_disturbed", actuator_disturbed},
