@@ -361,12 +361,46 @@ std::vector<latency_group> group_latency_results(const json& results) {
   return groups;
 }
 
+// The slowest samples a result lists (measurement.slowest: bench loops), each against the
+// sample before it on the same loop: which part of the path grew. "-" where a sample has no
+// such split (no device stamps for it or its predecessor).
+constexpr std::size_t slowest_shown = 3;
+const std::vector<std::string> slowest_header = {
+    "mode",           "workload",      "loop",        "sample",   "latency", "previous",
+    "release>detect", "detect>commit", "commit>seen", "poll gap", "publish"};
+
+std::vector<std::vector<std::string>> slowest_rows(const json& r) {
+  std::vector<std::vector<std::string>> rows;
+  const auto m = r.find("measurement");
+  if (m == r.end() || !m->is_object()) return rows;
+  const auto slow = m->find("slowest");
+  if (slow == m->end() || !slow->is_array()) return rows;
+  for (std::size_t i = 0; i < slow->size() && i < slowest_shown; ++i) {
+    const json& s = (*slow)[i];
+    const json none = json::object();
+    const auto v = s.find("vs_previous_us");
+    const json& split = v != s.end() ? *v : none;
+    rows.push_back({text_field(r, "mode"), text_field(r, "workload"), count_field(s, "loop"),
+                    count_field(s, "sample"), us_field(s, "latency_us"),
+                    us_field(s, "previous_latency_us"), us_field(split, "release_to_detect"),
+                    us_field(split, "detect_to_commit"), us_field(split, "commit_to_seen"),
+                    us_field(s, "poll_gap_us"), us_field(s, "publish_us")});
+  }
+  return rows;
+}
+
+constexpr const char* slowest_note =
+    "slowest samples, each against the sample before it on the same loop: how much each part "
+    "of the path grew (release>detect, detect>commit from device stamps; commit>seen at the "
+    "actuator), the first sighting's poll gap and the sensor's publish time";
+
 }  // namespace
 
 std::string render_text(const std::vector<receipt>& receipts) {
   if (receipts.empty()) return "no receipts\n";
   std::string out;
   std::vector<std::vector<std::string>> rows;
+  std::vector<std::vector<std::string>> slow_rows;
   std::string others;
   for (const receipt& rc : receipts) {
     out += rc.benchmark + ": git " + rc.git_commit + ", started " + rc.started_at + ", " +
@@ -380,6 +414,7 @@ std::string render_text(const std::vector<receipt>& receipts) {
                         us_field(r, "max_us"), us_field(r, "jitter_us"),
                         count_field(r, "processed"), count_field(r, "dropped"),
                         count_field(r, "disturbed"), us_field(r, "undisturbed_jitter_us")});
+        for (auto& row : slowest_rows(r)) slow_rows.push_back(std::move(row));
         continue;
       }
       // Appends piece by piece: "literal" + temporary trips a GCC 12 -Wrestrict false positive.
@@ -406,6 +441,14 @@ std::string render_text(const std::vector<receipt>& receipts) {
     out +=
         "\njitter*: over the samples that neither measuring thread disturbed (`disturbed` counts "
         "the others; - when the receipt predates the count)\n";
+  }
+  if (!slow_rows.empty()) {
+    out += "\n";
+    out += slowest_note;
+    out += " (\xC2\xB5s)\n";
+    std::vector<bool> right(slowest_header.size(), true);
+    right[0] = right[1] = false;
+    out += render_columns(slowest_header, right, slow_rows);
   }
   if (!others.empty()) out += "\n" + others;
   return out;
@@ -541,6 +584,27 @@ void render_receipt(std::ostringstream& html, const receipt& rc, const report_op
     }
     if (!boxes.empty()) {
       html << "<figure>\n" << detail::box_plot_svg(boxes, options.scale) << "\n</figure>\n";
+    }
+    std::vector<std::vector<std::string>> slow;
+    for (const json* r : g.results) {
+      for (auto& row : slowest_rows(*r)) slow.push_back(std::move(row));
+    }
+    if (!slow.empty()) {
+      html << "<p class=\"legend\">" << html_escape(slowest_note) << " (&#181;s).</p>\n";
+      html << "<table class=\"results\">\n<thead><tr>";
+      for (std::size_t c = 0; c < slowest_header.size(); ++c) {
+        html << (c < 2 ? "<th>" : "<th class=\"num\">") << html_escape(slowest_header[c])
+             << "</th>";
+      }
+      html << "</tr></thead>\n<tbody>\n";
+      for (const auto& row : slow) {
+        html << "<tr>";
+        for (std::size_t c = 0; c < row.size(); ++c) {
+          html << (c < 2 ? "<td>" : "<td class=\"num\">") << html_escape(row[c]) << "</td>";
+        }
+        html << "</tr>\n";
+      }
+      html << "</tbody>\n</table>\n";
     }
   }
   std::vector<const json*> others;

@@ -103,6 +103,72 @@ TEST(report, text_lists_other_results_as_key_value) {
   EXPECT_THAT(text, Not(HasSubstr("p99.9")));  // no latency table
 }
 
+// A bench loops result whose measurement lists its slowest samples: the first with the split
+// against the sample before it, the second without (no device stamps for it).
+receipt loops_receipt() {
+  receipt r("loops", "resident bench loops");
+  r.git_commit = "def5678";
+  json slowest = json::array();
+  slowest.push_back(
+      {{"loop", 14},
+       {"sample", 1296},
+       {"latency_us", 199.154},
+       {"previous_latency_us", 79.87},
+       {"poll_gap_us", 137.6},
+       {"publish_us", 0.21},
+       {"vs_previous_us",
+        {{"release_to_detect", 0.31}, {"detect_to_commit", 1.28}, {"commit_to_seen", 117.69}}}});
+  slowest.push_back({{"loop", 0}, {"sample", 5233}, {"latency_us", 155.44}, {"poll_gap_us", 0.26}});
+  for (int i = 0; i < 4; ++i) slowest.push_back({{"loop", 1}, {"latency_us", 90.0 - i}});
+  r.results.push_back({{"mode", "while"},
+                       {"workload", "matmul256x2, 20 loops"},
+                       {"contention", "none"},
+                       {"n", 100000},
+                       {"mean_us", 79.9},
+                       {"p50_us", 79.9},
+                       {"min_us", 75.0},
+                       {"max_us", 199.154},
+                       {"measurement", {{"slowest", slowest}}}});
+  r.results.push_back({{"mode", "host-graph"},
+                       {"workload", "matmul256x2, 20 loops"},
+                       {"contention", "none"},
+                       {"mean_us", 139.8},
+                       {"p50_us", 86.1},
+                       {"min_us", 78.0},
+                       {"max_us", 6452.7}});
+  return r;
+}
+
+TEST(report, text_splits_the_slowest_samples_where_the_receipt_lists_them) {
+  const std::string text = render_text({loops_receipt()});
+  EXPECT_THAT(text, HasSubstr("slowest samples, each against the sample before it"));
+  EXPECT_THAT(text, HasSubstr("commit>seen"));
+  // The first: latency, previous, then its three parts, poll gap and publish.
+  const std::regex first(
+      R"(while +matmul256x2, 20 loops +14 +1296 +199\.15 +79\.87 +0\.31 +1\.28 +117\.69 +137\.60 +0\.21)");
+  EXPECT_TRUE(std::regex_search(text, first)) << text;
+  // The second has no split: dashes, not zeros.
+  const std::regex second(
+      R"(while +matmul256x2, 20 loops +0 +5233 +155\.44 +- +- +- +- +0\.26 +-)");
+  EXPECT_TRUE(std::regex_search(text, second)) << text;
+  EXPECT_THAT(text, Not(HasSubstr("88.00")));  // three shown per result: 89.00 is the last
+  // The host-graph result lists no slowest samples, so it has no row in that section.
+  EXPECT_THAT(text.substr(text.find("slowest samples")), Not(HasSubstr("host-graph")));
+}
+
+TEST(report, receipts_without_slowest_samples_get_no_such_section) {
+  EXPECT_THAT(render_text({receipt::read(fixture)}), Not(HasSubstr("slowest samples")));
+  EXPECT_THAT(render_html({receipt::read(fixture)}), Not(HasSubstr("slowest samples")));
+}
+
+TEST(report, html_tables_the_slowest_samples_under_their_group) {
+  const std::string html = render_html({loops_receipt()});
+  EXPECT_THAT(html, HasSubstr("slowest samples, each against the sample before it"));
+  EXPECT_THAT(html, HasSubstr("<th class=\"num\">commit&gt;seen</th>"));
+  EXPECT_THAT(html, HasSubstr("<td class=\"num\">117.69</td>"));
+  EXPECT_EQ(count(html, "<td class=\"num\">1296</td>"), 1U);
+}
+
 TEST(report, text_of_nothing) { EXPECT_EQ(render_text({}), "no receipts\n"); }
 
 // ---- HTML --------------------------------------------------------------------------------------
