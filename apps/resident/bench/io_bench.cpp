@@ -251,9 +251,8 @@ class io_runner {
     result["measurement"] = {
         {"method",
          "a sample is disturbed when the sensor took longer than the threshold to publish it "
-         "(clock read before and after) or the previous poll of the observer that saw it first was "
-         "longer than the "
-         "threshold before it saw the output"},
+         "(clock read before and after) or the previous poll of the observer that saw it "
+         "first was longer than the threshold before it saw the output"},
         {"threshold_us", static_cast<double>(_s.disturbance_ns) / 1000.0},
         {"sensor_disturbed", sensor_disturbed},
         {"actuator_disturbed", actuator_disturbed},
