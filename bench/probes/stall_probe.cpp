@@ -5,25 +5,16 @@
 //
 //   resident_stall_probe [seconds=5] [cpu=-1: highest allowed] [threshold_ns=10000]
 
-#include <time.h>
-
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
 
+#include "bench/common.hpp"
 #include "resident/measure/host_noise.hpp"
 #include "resident/measure/threads.hpp"
 
-namespace {
-
-std::int64_t now_ns() {
-  timespec ts{};
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<std::int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
-}
-
-}  // namespace
+using resident::bench::now_ns;
 
 int main(int argc, char** argv) {
   try {

@@ -309,7 +309,7 @@ void be_runner::poll_once(bool submit, bool enqueue) {
   if (_queue.preempted() && _in_flight.empty() && (!raised || spatial) && !_await_raise) {
     _queue.resume();
     // Stream-ordered before every resubmission: the halt a preempted block set is lifted.
-    RESIDENT_CUDA_TRY(cudaMemsetAsync(_words.data(), 0, sizeof(std::uint32_t), _stream));
+    RESIDENT_CUDA_TRY(cudaMemsetAsync(word(0), 0, sizeof(std::uint32_t), _stream));
   }
   if (!submit) return;
   if (_options.sequential && raised) return;  // best-effort waits for the real-time iteration

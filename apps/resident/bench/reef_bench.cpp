@@ -90,8 +90,7 @@ class rt_model {
   rt_model(std::int32_t batch, std::vector<std::int32_t> widths, bool arena = true)
       : _batch(batch),
         _widths(std::move(widths)),
-        _arena(arena ? device_buffer(arena_bytes(batch, _widths)) : device_buffer{}),
-        _one_arena(arena) {
+        _arena(arena ? device_buffer(arena_bytes(batch, _widths)) : device_buffer{}) {
     std::mt19937_64 rng(rt_seed);
     std::uniform_real_distribution<float> in_dist(-1.0F, 1.0F);
     std::vector<float> x(static_cast<std::size_t>(batch) * _widths[0]);
@@ -155,7 +154,6 @@ class rt_model {
   [[nodiscard]] const float* scores() const noexcept { return _scores; }
   /// With an arena, every buffer of the model (input, weights, biases, activations, scores)
   /// lies in this range, so one access-policy window covers the RT loop's working set.
-  [[nodiscard]] bool one_arena() const noexcept { return _one_arena; }
   [[nodiscard]] const void* arena() const noexcept { return _arena.data(); }
   [[nodiscard]] std::size_t arena_used() const noexcept { return _used; }
   [[nodiscard]] const std::array<float, 2>& probe() const noexcept { return _probe; }
@@ -182,7 +180,7 @@ class rt_model {
   }
   float* allocate(std::size_t elements) {
     const std::size_t bytes = padded(elements) * sizeof(float);
-    if (!_one_arena) {
+    if (_arena.size() == 0) {  // no arena: one allocation per buffer
       _separate.emplace_back(bytes);
       _used += bytes;
       return _separate.back().data_as<float>();
@@ -201,8 +199,7 @@ class rt_model {
 
   std::int32_t _batch;
   std::vector<std::int32_t> _widths;
-  device_buffer _arena;
-  bool _one_arena;
+  device_buffer _arena;                  // empty without the arena
   std::vector<device_buffer> _separate;  // without the arena
   std::size_t _used{0};
   const float* _input{};
