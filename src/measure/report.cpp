@@ -361,13 +361,15 @@ std::vector<latency_group> group_latency_results(const json& results) {
   return groups;
 }
 
-// The slowest samples a result lists (measurement.slowest: bench loops), each against the
-// sample before it on the same loop: which part of the path grew. "-" where a sample has no
-// such split (no device stamps for it or its predecessor).
+// The slowest samples a result lists (measurement.slowest: bench loops and bench io), each
+// against the sample before it on the same loop: which part of the path grew. "-" where a
+// sample has no such split (no device stamps for it or its predecessor) and in the loop column
+// of a one-loop bench.
 constexpr std::size_t slowest_shown = 3;
 const std::vector<std::string> slowest_header = {
-    "mode",           "workload",      "loop",        "sample",   "latency", "previous",
-    "release>detect", "detect>commit", "commit>seen", "poll gap", "publish"};
+    "mode",     "workload",       "contention",    "loop",        "sample",   "latency",
+    "previous", "release>detect", "detect>commit", "commit>seen", "poll gap", "publish"};
+constexpr std::size_t slowest_text_columns = 3;  // left-aligned
 
 std::vector<std::vector<std::string>> slowest_rows(const json& r) {
   std::vector<std::vector<std::string>> rows;
@@ -380,8 +382,8 @@ std::vector<std::vector<std::string>> slowest_rows(const json& r) {
     const json none = json::object();
     const auto v = s.find("vs_previous_us");
     const json& split = v != s.end() ? *v : none;
-    rows.push_back({text_field(r, "mode"), text_field(r, "workload"), count_field(s, "loop"),
-                    count_field(s, "sample"), us_field(s, "latency_us"),
+    rows.push_back({text_field(r, "mode"), text_field(r, "workload"), text_field(r, "contention"),
+                    count_field(s, "loop"), count_field(s, "sample"), us_field(s, "latency_us"),
                     us_field(s, "previous_latency_us"), us_field(split, "release_to_detect"),
                     us_field(split, "detect_to_commit"), us_field(split, "commit_to_seen"),
                     us_field(s, "poll_gap_us"), us_field(s, "publish_us")});
@@ -447,7 +449,7 @@ std::string render_text(const std::vector<receipt>& receipts) {
     out += slowest_note;
     out += " (\xC2\xB5s)\n";
     std::vector<bool> right(slowest_header.size(), true);
-    right[0] = right[1] = false;
+    for (std::size_t c = 0; c < slowest_text_columns; ++c) right[c] = false;
     out += render_columns(slowest_header, right, slow_rows);
   }
   if (!others.empty()) out += "\n" + others;
@@ -593,14 +595,15 @@ void render_receipt(std::ostringstream& html, const receipt& rc, const report_op
       html << "<p class=\"legend\">" << html_escape(slowest_note) << " (&#181;s).</p>\n";
       html << "<table class=\"results\">\n<thead><tr>";
       for (std::size_t c = 0; c < slowest_header.size(); ++c) {
-        html << (c < 2 ? "<th>" : "<th class=\"num\">") << html_escape(slowest_header[c])
-             << "</th>";
+        html << (c < slowest_text_columns ? "<th>" : "<th class=\"num\">")
+             << html_escape(slowest_header[c]) << "</th>";
       }
       html << "</tr></thead>\n<tbody>\n";
       for (const auto& row : slow) {
         html << "<tr>";
         for (std::size_t c = 0; c < row.size(); ++c) {
-          html << (c < 2 ? "<td>" : "<td class=\"num\">") << html_escape(row[c]) << "</td>";
+          html << (c < slowest_text_columns ? "<td>" : "<td class=\"num\">") << html_escape(row[c])
+               << "</td>";
         }
         html << "</tr>\n";
       }

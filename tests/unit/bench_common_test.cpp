@@ -28,5 +28,107 @@ TEST(add_undisturbed, all_disturbed_leaves_no_undisturbed_fields) {
   EXPECT_FALSE(r.contains("undisturbed_jitter_us"));
 }
 
+// A telemetry entry with handler start, detect and commit stamped (ns); other stages 0.
+telemetry_entry entry(std::uint64_t seq, std::uint64_t handler_start, std::uint64_t detect,
+                      std::uint64_t commit, std::uint64_t repeat = 0) {
+  telemetry_entry e{seq, repeat, {}};
+  e.stamp_ns[static_cast<std::size_t>(stage::handler_start)] = handler_start;
+  e.stamp_ns[static_cast<std::size_t>(stage::detect)] = detect;
+  e.stamp_ns[static_cast<std::size_t>(stage::commit)] = commit;
+  return e;
+}
+
+TEST(stamps_by_sample, lays_entries_out_by_sample_and_skips_repeats_and_strays) {
+  const std::uint64_t base = 100;
+  const std::vector<telemetry_entry> entries = {
+      entry(101, 5, 10, 20),
+      entry(102, 30, 40, 55),
+      entry(102, 60, 70, 80, /*repeat=*/1),  // the loop re-ran 102: not its first processing
+      entry(103, 90, 0, 0),                  // no detect stamp
+      entry(104, 100, 120, 110),             // commit before detect: a torn entry
+      entry(99, 1, 2, 3),                    // before this run
+      entry(106, 1, 2, 3)};                  // beyond total
+  const auto st = stamps_by_sample(entries, base, 5);
+  ASSERT_EQ(st.size(), 6U);
+  EXPECT_EQ(st[1].detect, 10U);
+  EXPECT_EQ(st[1].commit, 20U);
+  EXPECT_EQ(st[1].handler_start, 5U);
+  EXPECT_EQ(st[2].detect, 40U);  // the first processing, not the repeat
+  EXPECT_EQ(st[2].commit, 55U);
+  EXPECT_EQ(st[3].detect, 0U);
+  EXPECT_EQ(st[4].detect, 0U);
+  EXPECT_EQ(st[5].detect, 0U);
+  EXPECT_DOUBLE_EQ(in_loop_us(st[2]), 0.015);
+  EXPECT_LT(in_loop_us(st[3]), 0.0);
+}
+
+TEST(split_against_previous, parts_add_up_to_the_growth_of_the_latency) {
+  sample_log log(3);
+  // Host clock (ns). Sample 1: released 1000, seen 13000 (12 us). Sample 2: released 201000,
+  // seen 251000 (50 us).
+  log.release_ns[1] = 1000;
+  log.seen_ns[1] = 13000;
+  log.release_ns[2] = 201000;
+  log.seen_ns[2] = 251000;
+  log.publish_ns[2] = 300;
+  log.poll_gap_ns[2] = 26000;
+  // Device clock, offset from the host's by an unknown constant (here 7e9).
+  const std::uint64_t off = 7'000'000'000;
+  std::vector<device_stamps> st(4);
+  st[1] = {off + 1500, off + 4000, off + 6000};  // detect 3 us after release, 2 us in the loop
+  // Sample 2: detected 5 us after release (2 us later than sample 1), 3 us in the loop (1 us
+  // more), so the rest (commit -> seen) grew by 50 - 12 - 2 - 1 = 35 us.
+  st[2] = {off + 201000, off + 206000, off + 209000};
+  const nlohmann::json one = split_against_previous(log, st, 2);
+  EXPECT_EQ(one["sample"].get<std::size_t>(), 2U);
+  EXPECT_DOUBLE_EQ(one["latency_us"].get<double>(), 50.0);
+  EXPECT_DOUBLE_EQ(one["previous_latency_us"].get<double>(), 12.0);
+  EXPECT_DOUBLE_EQ(one["in_loop_us"].get<double>(), 3.0);
+  EXPECT_DOUBLE_EQ(one["publish_us"].get<double>(), 0.3);
+  EXPECT_DOUBLE_EQ(one["poll_gap_us"].get<double>(), 26.0);
+  const auto& v = one["vs_previous_us"];
+  EXPECT_DOUBLE_EQ(v["release_to_detect"].get<double>(), 2.0);
+  EXPECT_DOUBLE_EQ(v["detect_to_commit"].get<double>(), 1.0);
+  EXPECT_DOUBLE_EQ(v["commit_to_seen"].get<double>(), 35.0);
+  EXPECT_DOUBLE_EQ(v["release_to_detect"].get<double>() + v["detect_to_commit"].get<double>() +
+                       v["commit_to_seen"].get<double>(),
+                   50.0 - 12.0);
+  EXPECT_DOUBLE_EQ(one["handler_polled_us"].get<double>(), 5.0);
+}
+
+TEST(split_against_previous, no_split_without_stamps_for_both_samples) {
+  sample_log log(3);
+  log.release_ns[1] = 0;
+  log.seen_ns[1] = 10000;
+  log.release_ns[2] = 100000;
+  log.seen_ns[2] = 140000;
+  std::vector<device_stamps> st(4);
+  st[2] = {100500, 101000, 102000};  // sample 1 has no stamps
+  const nlohmann::json one = split_against_previous(log, st, 2);
+  EXPECT_DOUBLE_EQ(one["latency_us"].get<double>(), 40.0);
+  EXPECT_DOUBLE_EQ(one["in_loop_us"].get<double>(), 1.0);
+  EXPECT_FALSE(one.contains("vs_previous_us"));
+  EXPECT_FALSE(one.contains("previous_latency_us"));
+  // The first sample has no predecessor at all.
+  st[1] = {1, 2, 3};
+  EXPECT_FALSE(split_against_previous(log, st, 1).contains("vs_previous_us"));
+}
+
+TEST(slowest_samples, keeps_the_largest_in_order_over_many_offers) {
+  slowest_samples kept(3);
+  for (std::size_t k = 1; k <= 1000; ++k) {
+    // Peaks at 500 (value 1000), 250 (900) and 750 (800); everything else below 100.
+    const double us = k == 500 ? 1000.0 : k == 250 ? 900.0 : k == 750 ? 800.0 : double(k % 100);
+    kept.offer(us, static_cast<int>(k % 7), k);
+  }
+  const auto out = kept.sorted();
+  ASSERT_EQ(out.size(), 3U);
+  EXPECT_EQ(std::get<2>(out[0]), 500U);
+  EXPECT_EQ(std::get<2>(out[1]), 250U);
+  EXPECT_EQ(std::get<2>(out[2]), 750U);
+  EXPECT_EQ(std::get<1>(out[1]), 250 % 7);
+  EXPECT_TRUE(slowest_samples(5).sorted().empty());
+}
+
 }  // namespace
 }  // namespace resident::bench

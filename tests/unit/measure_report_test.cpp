@@ -145,15 +145,42 @@ TEST(report, text_splits_the_slowest_samples_where_the_receipt_lists_them) {
   EXPECT_THAT(text, HasSubstr("commit>seen"));
   // The first: latency, previous, then its three parts, poll gap and publish.
   const std::regex first(
-      R"(while +matmul256x2, 20 loops +14 +1296 +199\.15 +79\.87 +0\.31 +1\.28 +117\.69 +137\.60 +0\.21)");
+      R"(while +matmul256x2, 20 loops +none +14 +1296 +199\.15 +79\.87 +0\.31 +1\.28 +117\.69 +137\.60 +0\.21)");
   EXPECT_TRUE(std::regex_search(text, first)) << text;
   // The second has no split: dashes, not zeros.
   const std::regex second(
-      R"(while +matmul256x2, 20 loops +0 +5233 +155\.44 +- +- +- +- +0\.26 +-)");
+      R"(while +matmul256x2, 20 loops +none +0 +5233 +155\.44 +- +- +- +- +0\.26 +-)");
   EXPECT_TRUE(std::regex_search(text, second)) << text;
   EXPECT_THAT(text, Not(HasSubstr("88.00")));  // three shown per result: 89.00 is the last
   // The host-graph result lists no slowest samples, so it has no row in that section.
   EXPECT_THAT(text.substr(text.find("slowest samples")), Not(HasSubstr("host-graph")));
+}
+
+// bench io lists its slowest samples without a loop number (one loop per result).
+TEST(report, text_shows_the_slowest_samples_of_a_one_loop_bench) {
+  receipt r("io", "resident bench io");
+  json slowest = json::array();
+  slowest.push_back(
+      {{"sample", 77},
+       {"latency_us", 41.5},
+       {"previous_latency_us", 12.25},
+       {"poll_gap_us", 0.1},
+       {"publish_us", 0.3},
+       {"vs_previous_us",
+        {{"release_to_detect", 27.0}, {"detect_to_commit", 2.0}, {"commit_to_seen", 0.25}}}});
+  r.results.push_back({{"mode", "tail"},
+                       {"workload", "empty"},
+                       {"contention", "stress"},
+                       {"n", 100},
+                       {"mean_us", 13.0},
+                       {"p50_us", 12.5},
+                       {"min_us", 11.0},
+                       {"max_us", 41.5},
+                       {"measurement", {{"slowest", slowest}}}});
+  const std::string text = render_text({r});
+  const std::regex row(
+      R"(tail +empty +stress +- +77 +41\.50 +12\.25 +27\.00 +2\.00 +0\.25 +0\.10 +0\.30)");
+  EXPECT_TRUE(std::regex_search(text, row)) << text;
 }
 
 TEST(report, receipts_without_slowest_samples_get_no_such_section) {

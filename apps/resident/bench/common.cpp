@@ -2,7 +2,9 @@
 
 #include <sys/resource.h>
 
+#include <algorithm>
 #include <cstdio>
+#include <functional>
 #include <sstream>
 
 #include "resident/cuda/device.hpp"
@@ -124,6 +126,70 @@ nlohmann::json telemetry_breakdown(const std::vector<telemetry_entry>& entries,
           {"detect_to_release", brief(release)},
           {"release_to_commit", brief(body)},
           {"commit_to_end_marker", brief(end)}};
+}
+
+std::vector<device_stamps> stamps_by_sample(const std::vector<telemetry_entry>& entries,
+                                            std::uint64_t base, std::size_t total) {
+  std::vector<device_stamps> stamps(total + 1);
+  for (const telemetry_entry& e : entries) {
+    if (e.repeat != 0 || e.seq <= base || e.seq - base > total) continue;
+    const std::uint64_t detect = e.stamp_ns[static_cast<std::size_t>(stage::detect)];
+    const std::uint64_t commit = e.stamp_ns[static_cast<std::size_t>(stage::commit)];
+    if (detect == 0 || commit < detect) continue;
+    stamps[e.seq - base] = {e.stamp_ns[static_cast<std::size_t>(stage::handler_start)], detect,
+                            commit};
+  }
+  return stamps;
+}
+
+double in_loop_us(const device_stamps& st) {
+  if (st.detect == 0) return -1.0;
+  return static_cast<double>(st.commit - st.detect) / 1000.0;
+}
+
+nlohmann::json split_against_previous(const sample_log& log,
+                                      const std::vector<device_stamps>& stamps, std::size_t k) {
+  const auto host = [](std::int64_t a, std::int64_t b) {
+    return static_cast<double>(a - b) / 1000.0;
+  };
+  const auto dev = [](std::uint64_t a, std::uint64_t b) {
+    return static_cast<double>(static_cast<std::int64_t>(a - b)) / 1000.0;
+  };
+  const std::int64_t rel = log.release_ns[k].load(std::memory_order_acquire);
+  nlohmann::json one = {{"sample", k},
+                        {"latency_us", host(log.seen_ns[k], rel)},
+                        {"publish_us", static_cast<double>(log.publish_ns[k]) / 1000.0},
+                        {"poll_gap_us", static_cast<double>(log.poll_gap_ns[k]) / 1000.0}};
+  const device_stamps& st = stamps[k];
+  if (st.detect != 0) one["in_loop_us"] = in_loop_us(st);
+  if (k < 2 || st.detect == 0 || stamps[k - 1].detect == 0 || log.seen_ns[k - 1] < 0) return one;
+  const device_stamps& prev = stamps[k - 1];
+  const std::int64_t rel_prev = log.release_ns[k - 1].load(std::memory_order_acquire);
+  one["previous_latency_us"] = host(log.seen_ns[k - 1], rel_prev);
+  one["vs_previous_us"] = {
+      {"release_to_detect", dev(st.detect, prev.detect) - host(rel, rel_prev)},
+      {"detect_to_commit", dev(st.commit, st.detect) - dev(prev.commit, prev.detect)},
+      {"commit_to_seen", host(log.seen_ns[k], log.seen_ns[k - 1]) - dev(st.commit, prev.commit)}};
+  // Long: the GPU was waiting and the sample's write reached it late. Short: the loop came
+  // back late.
+  if (st.handler_start != 0) one["handler_polled_us"] = dev(st.detect, st.handler_start);
+  return one;
+}
+
+void slowest_samples::offer(double latency_us, int loop, std::size_t sample) {
+  _kept.emplace_back(latency_us, loop, sample);
+  if (_kept.size() > 4 * _keep + 16) {
+    std::nth_element(_kept.begin(), _kept.begin() + static_cast<std::ptrdiff_t>(_keep), _kept.end(),
+                     std::greater<>());
+    _kept.resize(_keep);
+  }
+}
+
+std::vector<std::tuple<double, int, std::size_t>> slowest_samples::sorted() const {
+  auto out = _kept;
+  std::sort(out.begin(), out.end(), std::greater<>());
+  if (out.size() > _keep) out.resize(_keep);
+  return out;
 }
 
 }  // namespace resident::bench

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <ctime>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "resident/exec/run_handle.hpp"
@@ -80,6 +81,44 @@ void add_undisturbed(nlohmann::json& result, std::size_t all,
 /// commit_to_end_marker}.
 [[nodiscard]] nlohmann::json telemetry_breakdown(const std::vector<telemetry_entry>& entries,
                                                  std::uint64_t first_seq, std::uint64_t last_seq);
+
+/// The device stamps of one sample (0: the loop left no telemetry entry for it).
+struct device_stamps {
+  std::uint64_t handler_start{0};
+  std::uint64_t detect{0};
+  std::uint64_t commit{0};
+};
+
+/// One loop's telemetry laid out by sample like a sample_log: entry k holds the stamps of
+/// sequence number base + k (k in 1..total; repeats and incomplete entries left at 0).
+[[nodiscard]] std::vector<device_stamps> stamps_by_sample(
+    const std::vector<telemetry_entry>& entries, std::uint64_t base, std::size_t total);
+
+/// The device's detect -> commit of sample k in microseconds, or a negative value when it has
+/// no stamps.
+[[nodiscard]] double in_loop_us(const device_stamps& st);
+
+/// Sample k of `log` (a slow one) split against sample k - 1: the ends' records and, when both
+/// samples have device stamps, `vs_previous_us` {release_to_detect, detect_to_commit,
+/// commit_to_seen}, which add up to the growth of the latency over the previous sample's. Host
+/// and device clocks are each only differenced with themselves, so their offset cancels.
+/// `handler_polled_us`: how long the handler had been polling when it saw the sample.
+[[nodiscard]] nlohmann::json split_against_previous(const sample_log& log,
+                                                    const std::vector<device_stamps>& stamps,
+                                                    std::size_t k);
+
+/// Keeps the `keep` largest (latency, loop, sample) offers without holding every sample twice.
+class slowest_samples {
+ public:
+  explicit slowest_samples(std::size_t keep = 10) : _keep(keep) {}
+  void offer(double latency_us, int loop, std::size_t sample);
+  /// The kept ones, slowest first.
+  [[nodiscard]] std::vector<std::tuple<double, int, std::size_t>> sorted() const;
+
+ private:
+  std::size_t _keep;
+  std::vector<std::tuple<double, int, std::size_t>> _kept;
+};
 
 /// A compact summary for breakdown tables: {n, mean_us, p50_us, p99_us, max_us}.
 [[nodiscard]] nlohmann::json brief(const std::vector<double>& values_us);

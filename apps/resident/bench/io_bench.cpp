@@ -205,6 +205,10 @@ class io_runner {
     undisturbed.reserve(static_cast<std::size_t>(_s.samples));
     std::vector<double> publish_us;
     std::vector<double> poll_gap_us;
+    const std::vector<device_stamps> stamps = stamps_by_sample(handle->telemetry(), base, total);
+    std::vector<double> in_loop;  // detect -> commit on the device, per sample with telemetry
+    std::vector<double> outside;  // the rest of the same samples' latency
+    slowest_samples slowest;
     std::int64_t sensor_disturbed = 0;
     std::int64_t actuator_disturbed = 0;
     std::int64_t unobserved = 0;
@@ -225,6 +229,11 @@ class io_runner {
       sensor_disturbed += sensor_late ? 1 : 0;
       actuator_disturbed += actuator_late ? 1 : 0;
       if (!sensor_late && !actuator_late) undisturbed.push_back(us);
+      if (const double inside = in_loop_us(stamps[i]); inside >= 0) {
+        in_loop.push_back(inside);
+        outside.push_back(us - inside);
+      }
+      slowest.offer(us, 0, i);
       wrong += samples.wrong[i];
       if (csv != nullptr) {
         csv->row({std::string(to_string(mode)), app.workload(), contention,
@@ -248,16 +257,25 @@ class io_runner {
     // Every latency stays in the statistics above. These say how many of them the measuring
     // threads themselves may have stretched, and what the rest look like.
     add_undisturbed(result, latencies.size(), undisturbed);
+    nlohmann::json slow = nlohmann::json::array();
+    for (const auto& [us, loop, k] : slowest.sorted()) {
+      slow.push_back(split_against_previous(samples, stamps, k));
+    }
     result["measurement"] = {
         {"method",
          "a sample is disturbed when the sensor took longer than the threshold to publish it "
          "(clock read before and after) or the previous poll of the observer that saw it "
-         "first was longer than the threshold before it saw the output"},
+         "first was longer than the threshold before it saw the output; in_loop: the device's "
+         "detect -> commit (%globaltimer), outside: the rest of the same sample's latency; "
+         "slowest: the slowest samples, each split against the sample before it"},
         {"threshold_us", static_cast<double>(_s.disturbance_ns) / 1000.0},
         {"sensor_disturbed", sensor_disturbed},
         {"actuator_disturbed", actuator_disturbed},
         {"publish_us", brief(publish_us)},
         {"poll_gap_us", brief(poll_gap_us)},
+        {"in_loop_us", brief(in_loop)},
+        {"outside_us", brief(outside)},
+        {"slowest", slow},
         {"core_interrupts", interrupts}};
     nlohmann::json obs = nlohmann::json::array();
     for (std::size_t o = 0; o < observers.size(); ++o) {

@@ -340,21 +340,14 @@ nlohmann::json run_config(const loops_settings& s, execution_mode mode, int coun
 
   std::vector<double> pooled;
   std::vector<double> undisturbed;  // neither measuring thread lost its CPU around the sample
-  std::vector<double> in_loop_us;   // detect -> commit on the device, per sample with telemetry
-  std::vector<double> outside_us;   // the rest of the same samples' latency
+  std::vector<double> in_loop;      // detect -> commit on the device, per sample with telemetry
+  std::vector<double> outside;      // the rest of the same samples' latency
   std::vector<double> publish_us;
   std::vector<double> poll_gap_us;
   std::int64_t sensor_disturbed = 0, actuator_disturbed = 0;
-  // (latency, loop, sample) of the slowest samples, to tell the loop's part from the rest.
-  std::vector<std::tuple<double, int, std::size_t>> slowest;
-  // Device stamps per loop and sample (0: no telemetry entry for it).
-  struct device_stamps {
-    std::uint64_t handler_start{0};
-    std::uint64_t detect{0};
-    std::uint64_t commit{0};
-  };
+  // The slowest samples over all loops, to tell the loop's part from the rest.
+  slowest_samples slowest;
   std::vector<std::vector<device_stamps>> stamps_of(static_cast<std::size_t>(count));
-  std::vector<std::vector<double>> in_loop_of(static_cast<std::size_t>(count));
   nlohmann::json per_loop = nlohmann::json::array();
   std::uint64_t processed = 0, dropped = 0, repeated = 0;
   std::int64_t wrong_total = 0, unobserved_total = 0;
@@ -362,20 +355,8 @@ nlohmann::json run_config(const loops_settings& s, execution_mode mode, int coun
   for (int i = 0; i < count; ++i) {
     const auto li = static_cast<std::size_t>(i);
     const loop_log& lg = *logs[li];
-    // The device's detect -> commit per sample (negative: no entry for it).
-    std::vector<double>& in_loop = in_loop_of[li];
-    in_loop.assign(total + 1, -1.0);
-    std::vector<device_stamps>& stamps = stamps_of[li];
-    stamps.assign(total + 1, device_stamps{});
-    for (const telemetry_entry& e : handles[li]->telemetry()) {
-      if (e.repeat != 0 || e.seq <= lg.base || e.seq - lg.base > total) continue;
-      const std::uint64_t detect = e.stamp_ns[static_cast<std::size_t>(stage::detect)];
-      const std::uint64_t commit = e.stamp_ns[static_cast<std::size_t>(stage::commit)];
-      if (detect == 0 || commit < detect) continue;
-      in_loop[e.seq - lg.base] = static_cast<double>(commit - detect) / 1000.0;
-      stamps[e.seq - lg.base] = {e.stamp_ns[static_cast<std::size_t>(stage::handler_start)], detect,
-                                 commit};
-    }
+    const std::vector<device_stamps>& stamps = stamps_of[li] =
+        stamps_by_sample(handles[li]->telemetry(), lg.base, total);
     if (s.telemetry) {
       breakdowns.push_back(telemetry_breakdown(handles[li]->telemetry(),
                                                lg.base + static_cast<std::uint64_t>(s.warmup) + 1,
@@ -400,15 +381,11 @@ nlohmann::json run_config(const loops_settings& s, execution_mode mode, int coun
       if (!sensor_late && !actuator_late) undisturbed.push_back(us);
       publish_us.push_back(static_cast<double>(lg.publish_ns[k]) / 1000.0);
       poll_gap_us.push_back(static_cast<double>(lg.poll_gap_ns[k]) / 1000.0);
-      if (in_loop[k] >= 0) {
-        in_loop_us.push_back(in_loop[k]);
-        outside_us.push_back(us - in_loop[k]);
+      if (const double inside = in_loop_us(stamps[k]); inside >= 0) {
+        in_loop.push_back(inside);
+        outside.push_back(us - inside);
       }
-      slowest.emplace_back(us, i, k);
-      if (slowest.size() > 64) {  // keep the 10 largest without holding every sample twice
-        std::nth_element(slowest.begin(), slowest.begin() + 10, slowest.end(), std::greater<>());
-        slowest.resize(10);
-      }
+      slowest.offer(us, i, k);
     }
     pooled.insert(pooled.end(), lat.begin(), lat.end());
     nlohmann::json one = {{"loop", i}};
@@ -468,44 +445,12 @@ nlohmann::json run_config(const loops_settings& s, execution_mode mode, int coun
   // Every latency stays in the statistics above. These say how many of them the measuring
   // threads may have stretched, and how the slowest split between the loop and the rest.
   add_undisturbed(r, pooled.size(), undisturbed);
-  std::sort(slowest.begin(), slowest.end(), std::greater<>());
-  if (slowest.size() > 10) slowest.resize(10);
   nlohmann::json slow = nlohmann::json::array();
-  for (const auto& [us, loop, k] : slowest) {
-    const loop_log& lg = *logs[static_cast<std::size_t>(loop)];
-    const double inside = in_loop_of[static_cast<std::size_t>(loop)][k];
-    nlohmann::json one = {{"loop", loop},
-                          {"sample", k},
-                          {"latency_us", us},
-                          {"publish_us", static_cast<double>(lg.publish_ns[k]) / 1000.0},
-                          {"poll_gap_us", static_cast<double>(lg.poll_gap_ns[k]) / 1000.0}};
-    if (inside >= 0) one["in_loop_us"] = inside;
-    // Against the sample before it (host and device clocks each only differenced with
-    // themselves, so their offset cancels): which part of the path grew. Their sum is the
-    // growth of the latency.
-    const auto& st = stamps_of[static_cast<std::size_t>(loop)];
-    if (k > 1 && st[k].detect != 0 && st[k - 1].detect != 0 && lg.seen_ns[k - 1] >= 0) {
-      const auto dev = [](std::uint64_t a, std::uint64_t b) {
-        return static_cast<double>(static_cast<std::int64_t>(a - b)) / 1000.0;
-      };
-      const auto host = [](std::int64_t a, std::int64_t b) {
-        return static_cast<double>(a - b) / 1000.0;
-      };
-      const std::int64_t rel = lg.release_ns[k].load(std::memory_order_acquire);
-      const std::int64_t rel_prev = lg.release_ns[k - 1].load(std::memory_order_acquire);
-      one["previous_latency_us"] = host(lg.seen_ns[k - 1], rel_prev);
-      one["vs_previous_us"] = {
-          {"release_to_detect", dev(st[k].detect, st[k - 1].detect) - host(rel, rel_prev)},
-          {"detect_to_commit",
-           dev(st[k].commit, st[k].detect) - dev(st[k - 1].commit, st[k - 1].detect)},
-          {"commit_to_seen",
-           host(lg.seen_ns[k], lg.seen_ns[k - 1]) - dev(st[k].commit, st[k - 1].commit)}};
-      // How long the handler had been polling when it saw the sample: long means the GPU was
-      // waiting and the sample's write reached it late; short means the loop came back late.
-      if (st[k].handler_start != 0)
-        one["handler_polled_us"] = dev(st[k].detect, st[k].handler_start);
-    }
-    slow.push_back(one);
+  for (const auto& [us, loop, k] : slowest.sorted()) {
+    const auto l = static_cast<std::size_t>(loop);
+    nlohmann::json one = split_against_previous(*logs[l], stamps_of[l], k);
+    one["loop"] = loop;
+    slow.push_back(std::move(one));
   }
   r["measurement"] = {
       {"method",
@@ -519,8 +464,8 @@ nlohmann::json run_config(const loops_settings& s, execution_mode mode, int coun
       {"actuator_disturbed", actuator_disturbed},
       {"publish_us", brief(publish_us)},
       {"poll_gap_us", brief(poll_gap_us)},
-      {"in_loop_us", brief(in_loop_us)},
-      {"outside_us", brief(outside_us)},
+      {"in_loop_us", brief(in_loop)},
+      {"outside_us", brief(outside)},
       {"slowest", slow},
       {"sensor_core_interrupts", measure::interrupt_delta(irq_sensor0, irq_sensor1)}};
   // Per observer: how many sightings it made first, when and how long it was off its core
