@@ -443,6 +443,11 @@ int main(int argc, char** argv) {
                    "(adds a one-thread kernel to the RT graph)")
       ->capture_default_str();
   reef_cmd
+      ->add_option("--be-trace", reef.be_trace,
+                   "BE blocks trace when they run; each RT sample records whether they shared "
+                   "the GPU with its body (adds the --rt-split-body kernel)")
+      ->capture_default_str();
+  reef_cmd
       ->add_option("--rt-out-copy", reef.rt_out_copy,
                    "the RT scores into the output port: memcpy (node) or kernel")
       ->capture_default_str();

@@ -315,6 +315,43 @@ TEST(be_kernels, a_raised_word_stops_every_block_before_it_writes) {
   }
 }
 
+// The diagnostics trace: every block that ran is counted in and out, with its clock; a block
+// the word stopped never enters it.
+TEST(be_kernels, a_traced_launch_counts_every_running_block_in_and_out) {
+  RESIDENT_REQUIRE_GPU();
+  device_buffer trace_mem(sizeof(be_trace));
+  const auto read = [&] {
+    be_trace t;
+    RESIDENT_CUDA_TRY(cudaMemcpy(&t, trace_mem.data(), sizeof(t), cudaMemcpyDeviceToHost));
+    return t;
+  };
+  stream s;
+  for (const kernel_case& c : every_kernel()) {
+    SCOPED_TRACE(c.call.name);
+    RESIDENT_CUDA_TRY(cudaMemset(trace_mem.data(), 0, sizeof(be_trace)));
+    launch_record rec(c.call.blocks);
+    rec.raise(true);
+    be_launch_view v = rec.view();
+    v.trace = trace_mem.data_as<be_trace>();
+    c.call.launch(s.get(), v);
+    s.synchronize();
+    be_trace t = read();
+    EXPECT_EQ(t.running, 0U);
+    EXPECT_EQ(t.last_begin_ns, 0U);  // every block stopped at begin(): none ran
+    EXPECT_EQ(t.last_end_ns, 0U);
+    rec.raise(false);
+    v = rec.view(2, 0, true);
+    v.trace = trace_mem.data_as<be_trace>();
+    c.call.launch(s.get(), v);
+    s.synchronize();
+    expect_output(c);
+    t = read();
+    EXPECT_EQ(t.running, 0U);  // every block that began also ended
+    EXPECT_GT(t.last_begin_ns, 0U);
+    EXPECT_GE(t.last_end_ns, t.last_begin_ns);
+  }
+}
+
 TEST(be_kernels, a_resume_after_a_raised_word_computes_the_result) {
   RESIDENT_REQUIRE_GPU();
   for (const kernel_case& c : every_kernel()) {

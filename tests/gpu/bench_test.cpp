@@ -7,12 +7,14 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 #include "bench/io_bench.hpp"
 #include "bench/loops_bench.hpp"
 #include "bench/overhead_bench.hpp"
 #include "bench/plan_command.hpp"
+#include "bench/reef_bench.hpp"
 #include "gpu/support.hpp"
 #include "resident/measure/threads.hpp"
 
@@ -105,6 +107,37 @@ TEST(bench_overhead, quick_run_reports_every_fixed_cost) {
         "handler/while", "end_marker_and_loop_back/while"}) {
     EXPECT_THAT(names, ::testing::Contains(std::string(want)));
   }
+}
+
+// bench reef --be-trace: a policy without BE work has no trace; one whose BE kernels run beside
+// the RT loop (multi-stream: nothing stops them) shows them in RT bodies; every traced sample
+// has its RT output checked.
+TEST(bench_reef, be_trace_sees_best_effort_blocks_beside_the_real_time_body) {
+  RESIDENT_REQUIRE_GPU();
+  bench::reef_settings settings;
+  settings.make_quick();
+  settings.policies = {"exclusive", "multi-stream", "preempt"};
+  settings.be_trace = true;
+  std::ostringstream log;
+  const measure::receipt receipt = bench::run_reef_bench(settings, log);
+  std::map<std::string, nlohmann::json> by_policy;
+  for (const auto& r : receipt.results) {
+    if (r.contains("policy")) by_policy[r["policy"].get<std::string>()] = r;
+  }
+  ASSERT_EQ(by_policy.size(), 3U) << log.str();
+  EXPECT_FALSE(by_policy["exclusive"].contains("be_trace"));
+  for (const char* p : {"multi-stream", "preempt"}) {
+    SCOPED_TRACE(p);
+    const nlohmann::json& r = by_policy[p];
+    EXPECT_EQ(r["wrong_outputs"].get<std::int64_t>(), 0);
+    ASSERT_TRUE(r.contains("be_trace")) << r.dump();
+    const nlohmann::json& t = r["be_trace"];
+    EXPECT_GT(t["samples"].get<std::int64_t>(), settings.samples / 2);
+    EXPECT_EQ(t["rt_body_overlapped"]["n"].get<std::int64_t>() +
+                  t["rt_body_clean"]["n"].get<std::int64_t>(),
+              t["samples"].get<std::int64_t>());
+  }
+  EXPECT_GT(by_policy["multi-stream"]["be_trace"]["overlapped"].get<std::int64_t>(), 0);
 }
 
 TEST(bench_loops, partitioned_loops_in_both_modes_account_for_every_sample) {

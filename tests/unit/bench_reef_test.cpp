@@ -91,5 +91,40 @@ TEST(reef_targets, compare_preemption_with_exclusive_and_sequential) {
   EXPECT_EQ(alone[0]["name"], "preempt: preemption latency p99 (us)");
 }
 
+// --be-trace's summary on hand-made samples (device clock in ns, latency in us).
+TEST(be_overlap, tells_overlapped_bodies_from_clean_ones) {
+  std::vector<rt_sample_trace> v;
+  // 200 clean samples: body 10 us, the last BE block ended 5 us before the body started.
+  for (int i = 0; i < 200; ++i) {
+    const std::uint64_t t0 = 1'000'000 * static_cast<std::uint64_t>(i + 1);
+    v.push_back({20.0, t0, t0 + 8'000, t0 + 10'000, 0, t0 - 9'000, t0 - 5'000});
+  }
+  // Two overlapped ones, also the slowest: a BE block ended 12 us into a 30 us body; another
+  // began 4 us into a 25 us body and was still running at the compute's end.
+  const std::uint64_t a = 500'000'000, b = 600'000'000;
+  v.push_back({45.0, a, a + 28'000, a + 30'000, 0, a - 50'000, a + 12'000});
+  v.push_back({40.0, b, b + 23'000, b + 25'000, 3, b + 4'000, b - 1'000});
+  // Dropped: no body start.
+  v.push_back({-1.0, 0, 0, 0, 0, 0, 0});
+  const nlohmann::json j = be_overlap(v);
+  EXPECT_EQ(j["samples"].get<std::int64_t>(), 202);
+  EXPECT_EQ(j["overlapped"].get<std::int64_t>(), 2);
+  EXPECT_EQ(j["began_in_body"].get<std::int64_t>(), 1);
+  EXPECT_EQ(j["ended_in_body"].get<std::int64_t>(), 1);
+  EXPECT_EQ(j["running_at_compute_end"].get<std::int64_t>(), 1);
+  EXPECT_DOUBLE_EQ(j["rt_body_clean"]["max_us"].get<double>(), 10.0);
+  EXPECT_EQ(j["rt_body_clean"]["n"].get<std::int64_t>(), 200);
+  EXPECT_DOUBLE_EQ(j["rt_body_overlapped"]["mean_us"].get<double>(), 27.5);
+  EXPECT_DOUBLE_EQ(j["last_be_end_into_body_us"]["max_us"].get<double>(), 12.0);
+  EXPECT_EQ(j["last_be_end_into_body_us"]["n"].get<std::int64_t>(), 1);
+  // 1% of 202 samples: the two slowest, both overlapped.
+  EXPECT_EQ(j["slowest_1pct_body"]["n"].get<std::int64_t>(), 2);
+  EXPECT_EQ(j["slowest_1pct_body"]["overlapped"].get<std::int64_t>(), 2);
+  EXPECT_DOUBLE_EQ(j["slowest_1pct_body"]["from_us"].get<double>(), 25.0);
+  EXPECT_EQ(j["slowest_1pct_latency"]["overlapped"].get<std::int64_t>(), 2);
+  EXPECT_TRUE(be_overlap({}).contains("samples"));
+  EXPECT_EQ(be_overlap({})["slowest_1pct_body"]["n"].get<std::int64_t>(), 0);
+}
+
 }  // namespace
 }  // namespace resident::bench

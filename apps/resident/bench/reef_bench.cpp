@@ -243,7 +243,7 @@ class rt_mlp_op final : public Operator {
             std::vector<layer_padding> pads, bool copy_kernel,
             std::optional<cudaAccessPolicyWindow> l2_window,
             std::shared_ptr<std::atomic<int>> l2_marked, rt_done_stamp* done_ring,
-            std::uint32_t done_capacity)
+            std::uint32_t done_capacity, const sched::be_trace* be_trace)
       : _model(std::move(model)),
         _pad(std::move(pad)),
         _pads(std::move(pads)),
@@ -251,7 +251,8 @@ class rt_mlp_op final : public Operator {
         _l2_window(l2_window),
         _l2_marked(std::move(l2_marked)),
         _done_ring(done_ring),
-        _done_capacity(done_capacity) {}
+        _done_capacity(done_capacity),
+        _be_trace(be_trace) {}
   void setup(OperatorSpec& spec) override {
     spec.device_input("in", 8);
     spec.device_output("out", 8);
@@ -283,7 +284,7 @@ class rt_mlp_op final : public Operator {
     persist();
     // --rt-split-body: where the compute ends, so the body splits into compute and egress.
     if (_done_ring != nullptr && ctx.loop() != nullptr) {
-      launch_rt_done_stamp(ctx.stream(), ctx.loop(), _done_ring, _done_capacity);
+      launch_rt_done_stamp(ctx.stream(), ctx.loop(), _done_ring, _done_capacity, _be_trace);
     }
     if (_copy_kernel) {
       // A kernel, not a memcpy node, so the copy cannot queue behind other streams' copies (an
@@ -305,6 +306,7 @@ class rt_mlp_op final : public Operator {
   std::shared_ptr<std::atomic<int>> _l2_marked;
   rt_done_stamp* _done_ring;
   std::uint32_t _done_capacity;
+  const sched::be_trace* _be_trace;
 };
 
 class reef_rt_app final : public Application {
@@ -312,7 +314,7 @@ class reef_rt_app final : public Application {
   reef_rt_app(std::shared_ptr<const rt_model> model, std::shared_ptr<pad_source> pad,
               std::vector<layer_padding> pads, bool copy_kernel,
               std::optional<cudaAccessPolicyWindow> l2_window, rt_done_stamp* done_ring = nullptr,
-              std::uint32_t done_capacity = 0)
+              std::uint32_t done_capacity = 0, const sched::be_trace* be_trace = nullptr)
       : Application("reef-rt"),
         _model(std::move(model)),
         _pad(std::move(pad)),
@@ -321,11 +323,12 @@ class reef_rt_app final : public Application {
         _l2_window(l2_window),
         _done_ring(done_ring),
         _done_capacity(done_capacity),
+        _be_trace(be_trace),
         _mailbox(std::make_shared<io::mailbox>(io::mailbox::config{8, 8, 4})) {}
   void compose() override {
     auto rx = make_operator<io::mailbox_rx>("rx", _mailbox);
     auto rt = make_operator<rt_mlp_op>("rt_mlp", _model, _pad, _pads, _copy_kernel, _l2_window,
-                                       _l2_marked, _done_ring, _done_capacity);
+                                       _l2_marked, _done_ring, _done_capacity, _be_trace);
     auto tx = make_operator<io::mailbox_tx>("tx", _mailbox);
     register_data_ready_handler(_mailbox->make_handler(rx));
     add_flow(rx, rt, {{"sample", "in"}});
@@ -352,6 +355,7 @@ class reef_rt_app final : public Application {
   std::optional<cudaAccessPolicyWindow> _l2_window;
   rt_done_stamp* _done_ring;
   std::uint32_t _done_capacity;
+  const sched::be_trace* _be_trace;
   std::shared_ptr<std::atomic<int>> _l2_marked{std::make_shared<std::atomic<int>>(0)};
   std::shared_ptr<io::mailbox> _mailbox;
 };
@@ -516,6 +520,13 @@ nlohmann::json run_policy(const reef_settings& s, const std::string& policy,
   }
 
   sched::preempt_signal signal;
+  // --be-trace: where the BE blocks were, read by the RT op at the end of its compute.
+  device_buffer trace_mem;
+  if (s.be_trace && pc.be) {
+    trace_mem = device_buffer(sizeof(sched::be_trace));
+    RESIDENT_CUDA_TRY(cudaMemset(trace_mem.data(), 0, trace_mem.size()));
+  }
+  auto* trace = trace_mem.size() > 0 ? trace_mem.data_as<sched::be_trace>() : nullptr;
   // BE clients: each its own model, stream and runner, made before the RT loop starts (the
   // runner loads its kernels then: see be_runner) and started once the loop is resident.
   std::vector<std::unique_ptr<sched::be_model>> models;
@@ -535,6 +546,7 @@ nlohmann::json run_policy(const reef_settings& s, const std::string& policy,
       ro.bounded_grid_per_sm = s.be_bounded_grid;
       ro.bounded_grid_counter = s.be_bounded_grid_counter;
       ro.sequential = pc.sequential;
+      ro.trace = trace;
       if (pc.spatial) ro.rt_sms = rt_sms.data_as<std::uint32_t>();
       if (pc.split) {
         // Events and launches from the context that owns the BE streams.
@@ -546,16 +558,18 @@ nlohmann::json run_policy(const reef_settings& s, const std::string& policy,
                                                            streams.back().get(), &signal, ro));
     }
   }
-  // --rt-split-body: one stamp per sample, indexed by sequence number (no wrap in a run).
+  // --rt-split-body, --be-trace: one stamp per sample, indexed by sequence number (no wrap in a
+  // run).
   const auto done_capacity = static_cast<std::uint32_t>(s.samples + s.warmup) + 64U;
   device_buffer done_ring;
-  if (s.rt_split_body) {
+  const bool stamp_done = s.rt_split_body || s.be_trace;
+  if (stamp_done) {
     done_ring = device_buffer(done_capacity * sizeof(rt_done_stamp));
     RESIDENT_CUDA_TRY(cudaMemset(done_ring.data(), 0, done_ring.size()));
   }
   reef_rt_app app(model, pad, pc.pad ? pads : std::vector<layer_padding>{},
                   s.rt_out_copy == "kernel", l2_window,
-                  s.rt_split_body ? done_ring.data_as<rt_done_stamp>() : nullptr, done_capacity);
+                  stamp_done ? done_ring.data_as<rt_done_stamp>() : nullptr, done_capacity, trace);
   run_options o;
   o.poll_ns = s.poll_ns;
   o.telemetry_samples = static_cast<std::size_t>(s.samples + s.warmup) + 64;
@@ -688,8 +702,9 @@ nlohmann::json run_policy(const reef_settings& s, const std::string& policy,
   std::vector<double> handoff_us;        // handler end -> controller start
   std::vector<double> compute_us;        // body start -> RT compute done (--rt-split-body)
   std::vector<double> egress_us;         // RT compute done -> commit
+  std::vector<rt_sample_trace> traced;   // --be-trace
   std::vector<rt_done_stamp> done;
-  if (s.rt_split_body) {
+  if (stamp_done) {
     done.resize(done_capacity);
     RESIDENT_CUDA_TRY(
         cudaMemcpy(done.data(), done_ring.data(), done_ring.size(), cudaMemcpyDeviceToHost));
@@ -724,6 +739,23 @@ nlohmann::json run_policy(const reef_settings& s, const std::string& policy,
           at(stage::body_start) != 0) {
         compute_us.push_back(static_cast<double>(d.ns - at(stage::body_start)) / 1e3);
         egress_us.push_back(static_cast<double>(at(stage::commit) - d.ns) / 1e3);
+        if (trace != nullptr) {
+          const std::size_t i = e.seq - base;
+          rt_sample_trace t;
+          if (samples.seen_ns[i] >= 0) {
+            t.latency_us =
+                static_cast<double>(samples.seen_ns[i] -
+                                    samples.release_ns[i].load(std::memory_order_acquire)) /
+                1000.0;
+          }
+          t.body_start = at(stage::body_start);
+          t.compute_end = d.ns;
+          t.commit = at(stage::commit);
+          t.be_running = d.be_running;
+          t.be_last_begin = d.be_last_begin_ns;
+          t.be_last_end = d.be_last_end_ns;
+          traced.push_back(t);
+        }
       }
     }
   }
@@ -743,6 +775,7 @@ nlohmann::json run_policy(const reef_settings& s, const std::string& policy,
   if (s.rt_split_body) {
     r["rt_body_split"] = {{"compute", brief(compute_us)}, {"egress", brief(egress_us)}};
   }
+  if (trace != nullptr) r["be_trace"] = be_overlap(traced);
   r["preemption_breakdown"] = {{"detect_to_controller", brief(to_controller_us)},
                                {"detect_to_handler_end", brief(copy_in_us)},
                                {"handler_end_to_controller", brief(handoff_us)},
@@ -808,6 +841,55 @@ const nlohmann::json* find_policy(const nlohmann::json& results, const std::stri
 }  // namespace
 
 const std::vector<std::string>& reef_policies() { return k_policies; }
+
+nlohmann::json be_overlap(const std::vector<rt_sample_trace>& samples) {
+  const auto us = [](std::uint64_t a, std::uint64_t b) {
+    return static_cast<double>(static_cast<std::int64_t>(a - b)) / 1000.0;
+  };
+  std::vector<double> with, without, into_body;
+  std::int64_t began = 0, ended = 0, running = 0;
+  std::vector<std::pair<double, bool>> by_body, by_latency;  // (value, overlapped)
+  for (const rt_sample_trace& t : samples) {
+    if (t.body_start == 0 || t.commit < t.body_start) continue;
+    const bool b = t.be_last_begin > t.body_start;
+    const bool e = t.be_last_end > t.body_start;
+    const bool r = t.be_running > 0;
+    began += b ? 1 : 0;
+    ended += e ? 1 : 0;
+    running += r ? 1 : 0;
+    const bool overlapped = b || e || r;
+    const double body = us(t.commit, t.body_start);
+    (overlapped ? with : without).push_back(body);
+    if (e) into_body.push_back(us(t.be_last_end, t.body_start));
+    by_body.emplace_back(body, overlapped);
+    if (t.latency_us >= 0) by_latency.emplace_back(t.latency_us, overlapped);
+  }
+  // Of the slowest 1% (at least one), how many overlapped.
+  const auto slowest = [](std::vector<std::pair<double, bool>> v) -> nlohmann::json {
+    if (v.empty()) return {{"n", 0}, {"overlapped", 0}};
+    const std::size_t n = std::max<std::size_t>(1, v.size() / 100);
+    std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(n - 1), v.end(),
+                     [](const auto& a, const auto& b) { return a.first > b.first; });
+    std::int64_t hit = 0;
+    double floor = v[n - 1].first;
+    for (std::size_t i = 0; i < n; ++i) hit += v[i].second ? 1 : 0;
+    return {{"n", n}, {"overlapped", hit}, {"from_us", floor}};
+  };
+  return {{"method",
+           "BE blocks record on the device when they begin and end and how many run; the RT "
+           "op reads that at the end of its compute. A body overlapped when a BE block began "
+           "or ended after the body started, or was still running at the compute's end"},
+          {"samples", with.size() + without.size()},
+          {"overlapped", with.size()},
+          {"began_in_body", began},
+          {"ended_in_body", ended},
+          {"running_at_compute_end", running},
+          {"rt_body_overlapped", brief(with)},
+          {"rt_body_clean", brief(without)},
+          {"last_be_end_into_body_us", brief(into_body)},
+          {"slowest_1pct_body", slowest(by_body)},
+          {"slowest_1pct_latency", slowest(by_latency)}};
+}
 
 void reef_settings::make_quick() {
   samples = 1000;
@@ -960,6 +1042,7 @@ measure::receipt run_reef_bench(const reef_settings& s, std::ostream& log) {
                         {"model_bytes", model->arena_used()},
                         {"set_aside_bytes", l2 ? l2->granted() : 0},
                         {"window_bytes", l2_window ? l2_window->num_bytes : 0}}},
+                      {"be_trace", s.be_trace},
                       {"cpus", {{"sensor", cpus.sensor}, {"actuator", cpus.actuator}}},
                       {"realtime_requested", s.realtime}};
   if (any_pad) receipt.settings["padding"] = padding_report;

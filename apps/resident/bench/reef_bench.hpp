@@ -38,6 +38,7 @@ struct reef_settings {
   bool rt_l2_persist{true};           // RT kernels' accesses to the RT model persist in L2
   bool rt_arena{true};                // the RT model in one allocation (off: one per buffer)
   bool rt_split_body{false};          // stamp the end of the RT compute: body = compute + egress
+  bool be_trace{false};  // BE blocks trace themselves; each RT sample says whether they overlapped
   std::uint64_t poll_ns{20'000'000};
   std::uint64_t seed{7};
   bool realtime{true};
@@ -48,6 +49,23 @@ struct reef_settings {
   /// Throws std::invalid_argument naming the bad value.
   void validate() const;
 };
+
+/// One RT sample as --be-trace sees it (device %globaltimer, ns; host latency in us).
+struct rt_sample_trace {
+  double latency_us{-1};  // sensor -> actuator; negative: not observed
+  std::uint64_t body_start{0};
+  std::uint64_t compute_end{0};  // the RT compute's last kernel done
+  std::uint64_t commit{0};
+  std::uint32_t be_running{0};     // BE blocks running at compute_end
+  std::uint64_t be_last_begin{0};  // latest BE block begin before compute_end
+  std::uint64_t be_last_end{0};    // latest BE block end before compute_end
+};
+
+/// Whether BE blocks shared the GPU with each RT body (began in it, ended in it, or were
+/// still running at its compute's end), the RT body's summary with and without such overlap,
+/// how far into the body the last BE block ran, and how many of the slowest 1% of bodies and
+/// of latencies overlapped.
+[[nodiscard]] nlohmann::json be_overlap(const std::vector<rt_sample_trace>& samples);
 
 /// The policy names bench reef knows, in its default order.
 [[nodiscard]] const std::vector<std::string>& reef_policies();

@@ -7,19 +7,28 @@ namespace resident::bench {
 
 namespace {
 
-__global__ void rt_done_kernel(const loop_state* loop, rt_done_stamp* ring,
-                               std::uint32_t capacity) {
+__global__ void rt_done_kernel(const loop_state* loop, rt_done_stamp* ring, std::uint32_t capacity,
+                               const sched::be_trace* trace) {
   const std::uint64_t seq = device::current_sample(loop);
   rt_done_stamp& slot = ring[seq % capacity];
   slot.ns = device::globaltimer_ns();
+  if (trace != nullptr) {
+    // The BE blocks update these with atomics while this runs: read them as such.
+    const auto* t = const_cast<sched::be_trace*>(trace);
+    slot.be_running = atomicAdd(const_cast<std::uint32_t*>(&t->running), 0U);
+    slot.be_last_begin_ns = atomicAdd(
+        reinterpret_cast<unsigned long long*>(const_cast<std::uint64_t*>(&t->last_begin_ns)), 0ULL);
+    slot.be_last_end_ns = atomicAdd(
+        reinterpret_cast<unsigned long long*>(const_cast<std::uint64_t*>(&t->last_end_ns)), 0ULL);
+  }
   slot.seq = seq;
 }
 
 }  // namespace
 
 void launch_rt_done_stamp(cudaStream_t s, const loop_state* loop, rt_done_stamp* ring,
-                          std::uint32_t capacity) {
-  rt_done_kernel<<<1, 1, 0, s>>>(loop, ring, capacity);
+                          std::uint32_t capacity, const sched::be_trace* trace) {
+  rt_done_kernel<<<1, 1, 0, s>>>(loop, ring, capacity, trace);
   RESIDENT_CUDA_CHECK_LAUNCH("rt_done_kernel");
 }
 

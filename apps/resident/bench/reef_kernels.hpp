@@ -6,18 +6,25 @@
 #include <cstdint>
 
 #include "resident/app/loop.hpp"
+#include "resident/sched/preemptible.hpp"
 
 namespace resident::bench {
 
-/// When the RT op's last compute kernel finished, for one sample (bench reef --rt-split-body).
+/// When the RT op's last compute kernel finished, for one sample (bench reef --rt-split-body),
+/// and what the BE blocks' trace said then (bench reef --be-trace; zeros without it).
 struct rt_done_stamp {
   std::uint64_t seq;
   std::uint64_t ns;  // %globaltimer
+  std::uint64_t be_last_begin_ns;
+  std::uint64_t be_last_end_ns;
+  std::uint32_t be_running;
+  std::uint32_t reserved;
 };
 
-/// One thread stamps ring[seq % capacity] = {seq, now} for the loop's current sample: the end
-/// of the RT compute, before the output copy and the mailbox's egress.
+/// One thread stamps ring[seq % capacity] = {seq, now, trace} for the loop's current sample:
+/// the end of the RT compute, before the output copy and the mailbox's egress. `trace` may be
+/// null.
 void launch_rt_done_stamp(cudaStream_t s, const loop_state* loop, rt_done_stamp* ring,
-                          std::uint32_t capacity);
+                          std::uint32_t capacity, const sched::be_trace* trace);
 
 }  // namespace resident::bench

@@ -33,6 +33,15 @@ class be_block {
   }
 
   __device__ be_block(const be_launch_view& v, std::int32_t logical) : _v(v), _index(logical) {}
+  /// A block that ran leaves the trace here, however it ends (commit, stop or plain return).
+  __device__ ~be_block() {
+    if (_traced) {
+      atomicSub(&_v.trace->running, 1U);
+      atomicMax(reinterpret_cast<unsigned long long*>(&_v.trace->last_end_ns), now_ns());
+    }
+  }
+  be_block(const be_block&) = delete;
+  be_block& operator=(const be_block&) = delete;
 
   [[nodiscard]] __device__ std::int32_t index() const { return _index; }
 
@@ -49,6 +58,11 @@ class be_block {
         note_exit();
       }
       if (run != 0U && _v.skip_done != 0U && load(_v.done + _index) != 0U) run = 0U;
+      if (run == 1U && _v.trace != nullptr) {
+        atomicAdd(&_v.trace->running, 1U);
+        atomicMax(reinterpret_cast<unsigned long long*>(&_v.trace->last_begin_ns), now_ns());
+        _traced = true;  // thread 0 only: it alone updates the trace
+      }
       verdict = run;
     }
     __syncthreads();
@@ -137,6 +151,11 @@ class be_block {
   }
 
  private:
+  __device__ static unsigned long long now_ns() {
+    unsigned long long t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    return t;
+  }
   __device__ bool raised() const {
     if (_v.preempt == nullptr) return false;
     if (_v.halt != nullptr && load(_v.halt) != 0U) return true;
@@ -163,6 +182,7 @@ class be_block {
   const be_launch_view& _v;
   std::int32_t _index;
   bool _stopped{false};
+  bool _traced{false};
 };
 
 }  // namespace resident::sched

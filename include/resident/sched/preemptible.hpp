@@ -17,6 +17,18 @@ namespace resident::sched {
 /// merged (padded) launch.
 inline constexpr int be_block_threads = 256;
 
+/// Diagnostics: when BE blocks were on the GPU, on its own clock. One per BE client (device
+/// memory, zeroed before use); launches that point at it update it, others leave it alone.
+/// Real-time work that reads it (e.g. at the end of its kernels) learns whether BE blocks
+/// shared the GPU with it.
+struct be_trace {
+  /// Logical blocks between a begin() that let them run and their end (commit or stop).
+  std::uint32_t running{0};
+  std::uint32_t reserved{0};
+  std::uint64_t last_begin_ns{0};  // %globaltimer at the latest such begin()
+  std::uint64_t last_end_ns{0};    // %globaltimer at the latest end of such a block
+};
+
 /// The device's view of one attempt of one BE launch. Plain data: passed by value to kernels.
 struct be_launch_view {
   /// The preempt word (device or host-mapped memory); nonzero: stop. Null: the launch is not
@@ -85,6 +97,8 @@ struct be_launch_view {
   /// (idempotent launches, cheaper: no extra load per block). A first attempt has nothing done
   /// yet and may leave it 0 either way.
   std::uint32_t skip_done{0};
+  /// Where the blocks that run record themselves (diagnostics), or null: not traced.
+  be_trace* trace{nullptr};
 };
 
 /// Blocks a launch of this attempt puts on the grid.

@@ -101,6 +101,9 @@ struct be_runner_options {
   /// With bounded_grid_per_sm: the blocks take their logical blocks from a work counter (a
   /// pair per launch in flight, zeroed by each launch's last block) instead of a fixed stride.
   bool bounded_grid_counter{false};
+  /// Diagnostics: every launch records its running blocks here (be_launch_view::trace), or
+  /// null.
+  be_trace* trace{nullptr};
   /// Called first on the scheduler thread (start(), run_sequences()); what it returns lives
   /// until the thread is done. E.g. a partition::green_context::current_scope, so the events
   /// are created in, and the launches made from, the context that owns the stream.
