@@ -126,6 +126,13 @@ TEST(bench_reef, be_trace_sees_best_effort_blocks_beside_the_real_time_body) {
   }
   ASSERT_EQ(by_policy.size(), 3U) << log.str();
   EXPECT_FALSE(by_policy["exclusive"].contains("be_trace"));
+  for (const auto& [p, r] : by_policy) {  // the clock probe runs in every policy
+    SCOPED_TRACE(p);
+    ASSERT_TRUE(r.contains("rt_clock")) << r.dump();
+    EXPECT_GT(r["rt_clock"]["n"].get<std::int64_t>(), settings.samples / 2);
+    EXPECT_GT(r["rt_clock"]["sm_mhz"]["min"].get<double>(), 100.0);
+    EXPECT_LT(r["rt_clock"]["sm_mhz"]["max"].get<double>(), 5000.0);
+  }
   for (const char* p : {"multi-stream", "preempt"}) {
     SCOPED_TRACE(p);
     const nlohmann::json& r = by_policy[p];

@@ -126,5 +126,40 @@ TEST(be_overlap, tells_overlapped_bodies_from_clean_ones) {
   EXPECT_EQ(be_overlap({})["slowest_1pct_body"]["n"].get<std::int64_t>(), 0);
 }
 
+// --be-trace's clock summary: the slowest compute ran at a lower clock for the same cycles.
+TEST(rt_clock, compares_the_slowest_computes_clock_with_the_rest) {
+  std::vector<rt_sample_trace> v;
+  for (int i = 0; i < 99; ++i) {
+    const std::uint64_t t0 = 1'000'000 * static_cast<std::uint64_t>(i + 1);
+    rt_sample_trace t;
+    t.body_start = t0;
+    t.compute_end = t0 + 100'000;  // 100 us at 1980 MHz
+    t.sm_khz = 1'980'000;
+    v.push_back(t);
+  }
+  rt_sample_trace slow;
+  slow.body_start = 500'000'000;
+  slow.compute_end = slow.body_start + 132'000;  // 132 us at 1500 MHz: the same 198k cycles
+  slow.sm_khz = 1'500'000;
+  v.push_back(slow);
+  rt_sample_trace unmeasured;  // no clock: left out
+  unmeasured.body_start = 1;
+  unmeasured.compute_end = 900'000;
+  v.push_back(unmeasured);
+  const nlohmann::json j = rt_clock(v);
+  EXPECT_EQ(j["n"].get<std::int64_t>(), 100);
+  EXPECT_DOUBLE_EQ(j["sm_mhz"]["min"].get<double>(), 1500.0);
+  EXPECT_DOUBLE_EQ(j["sm_mhz"]["max"].get<double>(), 1980.0);
+  const auto& s = j["slowest_1pct_compute"];
+  EXPECT_EQ(s["n"].get<std::int64_t>(), 1);
+  EXPECT_DOUBLE_EQ(s["mean_compute_us"].get<double>(), 132.0);
+  EXPECT_DOUBLE_EQ(s["mean_sm_mhz"].get<double>(), 1500.0);
+  EXPECT_DOUBLE_EQ(s["mean_kcycles_at_that_clock"].get<double>(), 198.0);
+  const auto& o = j["other_computes"];
+  EXPECT_EQ(o["n"].get<std::int64_t>(), 99);
+  EXPECT_DOUBLE_EQ(o["mean_kcycles_at_that_clock"].get<double>(), 198.0);
+  EXPECT_EQ(rt_clock({}).value("n", -1), 0);
+}
+
 }  // namespace
 }  // namespace resident::bench

@@ -243,7 +243,7 @@ class rt_mlp_op final : public Operator {
             std::vector<layer_padding> pads, bool copy_kernel,
             std::optional<cudaAccessPolicyWindow> l2_window,
             std::shared_ptr<std::atomic<int>> l2_marked, rt_done_stamp* done_ring,
-            std::uint32_t done_capacity, const sched::be_trace* be_trace)
+            std::uint32_t done_capacity, const sched::be_trace* be_trace, bool clock_probe)
       : _model(std::move(model)),
         _pad(std::move(pad)),
         _pads(std::move(pads)),
@@ -252,7 +252,8 @@ class rt_mlp_op final : public Operator {
         _l2_marked(std::move(l2_marked)),
         _done_ring(done_ring),
         _done_capacity(done_capacity),
-        _be_trace(be_trace) {}
+        _be_trace(be_trace),
+        _clock_probe(clock_probe) {}
   void setup(OperatorSpec& spec) override {
     spec.device_input("in", 8);
     spec.device_output("out", 8);
@@ -284,7 +285,8 @@ class rt_mlp_op final : public Operator {
     persist();
     // --rt-split-body: where the compute ends, so the body splits into compute and egress.
     if (_done_ring != nullptr && ctx.loop() != nullptr) {
-      launch_rt_done_stamp(ctx.stream(), ctx.loop(), _done_ring, _done_capacity, _be_trace);
+      launch_rt_done_stamp(ctx.stream(), ctx.loop(), _done_ring, _done_capacity, _be_trace,
+                           _clock_probe);
     }
     if (_copy_kernel) {
       // A kernel, not a memcpy node, so the copy cannot queue behind other streams' copies (an
@@ -307,6 +309,7 @@ class rt_mlp_op final : public Operator {
   rt_done_stamp* _done_ring;
   std::uint32_t _done_capacity;
   const sched::be_trace* _be_trace;
+  bool _clock_probe;
 };
 
 class reef_rt_app final : public Application {
@@ -314,7 +317,8 @@ class reef_rt_app final : public Application {
   reef_rt_app(std::shared_ptr<const rt_model> model, std::shared_ptr<pad_source> pad,
               std::vector<layer_padding> pads, bool copy_kernel,
               std::optional<cudaAccessPolicyWindow> l2_window, rt_done_stamp* done_ring = nullptr,
-              std::uint32_t done_capacity = 0, const sched::be_trace* be_trace = nullptr)
+              std::uint32_t done_capacity = 0, const sched::be_trace* be_trace = nullptr,
+              bool clock_probe = false)
       : Application("reef-rt"),
         _model(std::move(model)),
         _pad(std::move(pad)),
@@ -324,11 +328,13 @@ class reef_rt_app final : public Application {
         _done_ring(done_ring),
         _done_capacity(done_capacity),
         _be_trace(be_trace),
+        _clock_probe(clock_probe),
         _mailbox(std::make_shared<io::mailbox>(io::mailbox::config{8, 8, 4})) {}
   void compose() override {
     auto rx = make_operator<io::mailbox_rx>("rx", _mailbox);
-    auto rt = make_operator<rt_mlp_op>("rt_mlp", _model, _pad, _pads, _copy_kernel, _l2_window,
-                                       _l2_marked, _done_ring, _done_capacity, _be_trace);
+    auto rt =
+        make_operator<rt_mlp_op>("rt_mlp", _model, _pad, _pads, _copy_kernel, _l2_window,
+                                 _l2_marked, _done_ring, _done_capacity, _be_trace, _clock_probe);
     auto tx = make_operator<io::mailbox_tx>("tx", _mailbox);
     register_data_ready_handler(_mailbox->make_handler(rx));
     add_flow(rx, rt, {{"sample", "in"}});
@@ -356,6 +362,7 @@ class reef_rt_app final : public Application {
   rt_done_stamp* _done_ring;
   std::uint32_t _done_capacity;
   const sched::be_trace* _be_trace;
+  bool _clock_probe;
   std::shared_ptr<std::atomic<int>> _l2_marked{std::make_shared<std::atomic<int>>(0)};
   std::shared_ptr<io::mailbox> _mailbox;
 };
@@ -569,7 +576,8 @@ nlohmann::json run_policy(const reef_settings& s, const std::string& policy,
   }
   reef_rt_app app(model, pad, pc.pad ? pads : std::vector<layer_padding>{},
                   s.rt_out_copy == "kernel", l2_window,
-                  stamp_done ? done_ring.data_as<rt_done_stamp>() : nullptr, done_capacity, trace);
+                  stamp_done ? done_ring.data_as<rt_done_stamp>() : nullptr, done_capacity, trace,
+                  s.be_trace);
   run_options o;
   o.poll_ns = s.poll_ns;
   o.telemetry_samples = static_cast<std::size_t>(s.samples + s.warmup) + 64;
@@ -739,7 +747,7 @@ nlohmann::json run_policy(const reef_settings& s, const std::string& policy,
           at(stage::body_start) != 0) {
         compute_us.push_back(static_cast<double>(d.ns - at(stage::body_start)) / 1e3);
         egress_us.push_back(static_cast<double>(at(stage::commit) - d.ns) / 1e3);
-        if (trace != nullptr) {
+        if (s.be_trace) {
           const std::size_t i = e.seq - base;
           rt_sample_trace t;
           if (samples.seen_ns[i] >= 0) {
@@ -754,6 +762,7 @@ nlohmann::json run_policy(const reef_settings& s, const std::string& policy,
           t.be_running = d.be_running;
           t.be_last_begin = d.be_last_begin_ns;
           t.be_last_end = d.be_last_end_ns;
+          t.sm_khz = d.sm_khz;
           traced.push_back(t);
         }
       }
@@ -772,10 +781,11 @@ nlohmann::json run_policy(const reef_settings& s, const std::string& policy,
   r["preemption_latency"] = measure::summary_fields(
       preempt_us.empty() ? measure::summary{} : measure::summarize(preempt_us));
   r["rt_body"] = brief(body_us);
-  if (s.rt_split_body) {
+  if (stamp_done) {
     r["rt_body_split"] = {{"compute", brief(compute_us)}, {"egress", brief(egress_us)}};
   }
   if (trace != nullptr) r["be_trace"] = be_overlap(traced);
+  if (s.be_trace) r["rt_clock"] = rt_clock(traced);
   r["preemption_breakdown"] = {{"detect_to_controller", brief(to_controller_us)},
                                {"detect_to_handler_end", brief(copy_in_us)},
                                {"handler_end_to_controller", brief(handoff_us)},
@@ -841,6 +851,45 @@ const nlohmann::json* find_policy(const nlohmann::json& results, const std::stri
 }  // namespace
 
 const std::vector<std::string>& reef_policies() { return k_policies; }
+
+nlohmann::json rt_clock(const std::vector<rt_sample_trace>& samples) {
+  std::vector<double> mhz;
+  std::vector<std::pair<double, double>> by_compute;  // (compute us, MHz)
+  for (const rt_sample_trace& t : samples) {
+    if (t.sm_khz == 0 || t.body_start == 0 || t.compute_end < t.body_start) continue;
+    const double m = t.sm_khz / 1000.0;
+    mhz.push_back(m);
+    by_compute.emplace_back(static_cast<double>(t.compute_end - t.body_start) / 1000.0, m);
+  }
+  nlohmann::json out = {
+      {"method",
+       "SM cycles (clock64) over 4 us of %globaltimer, counted by one thread right after the "
+       "RT compute's last kernel; compute: body start -> that kernel's stamp"},
+      {"n", mhz.size()}};
+  if (mhz.empty()) return out;
+  const measure::summary m = measure::summarize(mhz);
+  out["sm_mhz"] = {{"mean", m.mean}, {"min", m.min}, {"p50", m.p50}, {"max", m.max}};
+  // Slowest 1% of computes against the rest: a lower clock there means the GPU ran slower
+  // (power or thermal limits), an equal one that the compute took more cycles (memory).
+  std::sort(by_compute.begin(), by_compute.end(), std::greater<>());
+  const std::size_t n = std::max<std::size_t>(1, by_compute.size() / 100);
+  const auto group = [&](std::size_t from, std::size_t to) -> nlohmann::json {
+    double us = 0, mh = 0, kcycles = 0;
+    for (std::size_t i = from; i < to; ++i) {
+      us += by_compute[i].first;
+      mh += by_compute[i].second;
+      kcycles += by_compute[i].first * by_compute[i].second / 1000.0;
+    }
+    const auto k = static_cast<double>(to - from);
+    return {{"n", to - from},
+            {"mean_compute_us", us / k},
+            {"mean_sm_mhz", mh / k},
+            {"mean_kcycles_at_that_clock", kcycles / k}};
+  };
+  out["slowest_1pct_compute"] = group(0, n);
+  if (by_compute.size() > n) out["other_computes"] = group(n, by_compute.size());
+  return out;
+}
 
 nlohmann::json be_overlap(const std::vector<rt_sample_trace>& samples) {
   const auto us = [](std::uint64_t a, std::uint64_t b) {

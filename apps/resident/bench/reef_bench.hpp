@@ -59,6 +59,7 @@ struct rt_sample_trace {
   std::uint32_t be_running{0};     // BE blocks running at compute_end
   std::uint64_t be_last_begin{0};  // latest BE block begin before compute_end
   std::uint64_t be_last_end{0};    // latest BE block end before compute_end
+  std::uint32_t sm_khz{0};         // SM clock right after the compute (0: not measured)
 };
 
 /// Whether BE blocks shared the GPU with each RT body (began in it, ended in it, or were
@@ -66,6 +67,11 @@ struct rt_sample_trace {
 /// how far into the body the last BE block ran, and how many of the slowest 1% of bodies and
 /// of latencies overlapped.
 [[nodiscard]] nlohmann::json be_overlap(const std::vector<rt_sample_trace>& samples);
+
+/// The SM clock right after each RT compute (--be-trace, every policy): its range, and the
+/// slowest 1% of computes against the rest (time, clock, and time x clock: the cycles they
+/// would take at that clock).
+[[nodiscard]] nlohmann::json rt_clock(const std::vector<rt_sample_trace>& samples);
 
 /// The policy names bench reef knows, in its default order.
 [[nodiscard]] const std::vector<std::string>& reef_policies();

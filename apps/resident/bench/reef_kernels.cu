@@ -8,7 +8,7 @@ namespace resident::bench {
 namespace {
 
 __global__ void rt_done_kernel(const loop_state* loop, rt_done_stamp* ring, std::uint32_t capacity,
-                               const sched::be_trace* trace) {
+                               const sched::be_trace* trace, bool clock_probe) {
   const std::uint64_t seq = device::current_sample(loop);
   rt_done_stamp& slot = ring[seq % capacity];
   slot.ns = device::globaltimer_ns();
@@ -21,14 +21,25 @@ __global__ void rt_done_kernel(const loop_state* loop, rt_done_stamp* ring, std:
     slot.be_last_end_ns = atomicAdd(
         reinterpret_cast<unsigned long long*>(const_cast<std::uint64_t*>(&t->last_end_ns)), 0ULL);
   }
+  slot.sm_khz = 0;
+  if (clock_probe) {
+    // 4 us of %globaltimer (32 ns steps: under 1% error) against the SM's cycle counter.
+    const std::uint64_t t0 = device::globaltimer_ns();
+    const long long c0 = clock64();
+    std::uint64_t t1 = t0;
+    while (t1 - t0 < 4000) t1 = device::globaltimer_ns();
+    const long long c1 = clock64();
+    slot.sm_khz = static_cast<std::uint32_t>(static_cast<double>(c1 - c0) * 1e6 /
+                                             static_cast<double>(t1 - t0));
+  }
   slot.seq = seq;
 }
 
 }  // namespace
 
 void launch_rt_done_stamp(cudaStream_t s, const loop_state* loop, rt_done_stamp* ring,
-                          std::uint32_t capacity, const sched::be_trace* trace) {
-  rt_done_kernel<<<1, 1, 0, s>>>(loop, ring, capacity, trace);
+                          std::uint32_t capacity, const sched::be_trace* trace, bool clock_probe) {
+  rt_done_kernel<<<1, 1, 0, s>>>(loop, ring, capacity, trace, clock_probe);
   RESIDENT_CUDA_CHECK_LAUNCH("rt_done_kernel");
 }
 

@@ -18,13 +18,14 @@ struct rt_done_stamp {
   std::uint64_t be_last_begin_ns;
   std::uint64_t be_last_end_ns;
   std::uint32_t be_running;
-  std::uint32_t reserved;
+  std::uint32_t sm_khz;  // the SM clock just after the compute (--be-trace), 0 without
 };
 
 /// One thread stamps ring[seq % capacity] = {seq, now, trace} for the loop's current sample:
 /// the end of the RT compute, before the output copy and the mailbox's egress. `trace` may be
-/// null.
+/// null. With `clock_probe`, it then counts SM cycles over a few microseconds of %globaltimer
+/// to give the SM clock at that moment (the probe lies after the stamp, inside the egress).
 void launch_rt_done_stamp(cudaStream_t s, const loop_state* loop, rt_done_stamp* ring,
-                          std::uint32_t capacity, const sched::be_trace* trace);
+                          std::uint32_t capacity, const sched::be_trace* trace, bool clock_probe);
 
 }  // namespace resident::bench
