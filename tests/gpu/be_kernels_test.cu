@@ -339,6 +339,8 @@ TEST(be_kernels, a_traced_launch_counts_every_running_block_in_and_out) {
     EXPECT_EQ(t.running, 0U);
     EXPECT_EQ(t.last_begin_ns, 0U);  // every block stopped at begin(): none ran
     EXPECT_EQ(t.last_end_ns, 0U);
+    EXPECT_EQ(t.stops, static_cast<std::uint32_t>(c.call.blocks));  // ... each turned away
+    EXPECT_GT(t.last_stop_ns, 0U);
     rec.raise(false);
     v = rec.view(2, 0, true);
     v.trace = trace_mem.data_as<be_trace>();
@@ -349,6 +351,7 @@ TEST(be_kernels, a_traced_launch_counts_every_running_block_in_and_out) {
     EXPECT_EQ(t.running, 0U);  // every block that began also ended
     EXPECT_GT(t.last_begin_ns, 0U);
     EXPECT_GE(t.last_end_ns, t.last_begin_ns);
+    EXPECT_EQ(t.stops, static_cast<std::uint32_t>(c.call.blocks));  // none more on the resume
   }
 }
 

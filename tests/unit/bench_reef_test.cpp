@@ -92,38 +92,57 @@ TEST(reef_targets, compare_preemption_with_exclusive_and_sequential) {
 }
 
 // --be-trace's summary on hand-made samples (device clock in ns, latency in us).
-TEST(be_overlap, tells_overlapped_bodies_from_clean_ones) {
+TEST(be_overlap, tells_overlapped_bodies_from_turned_away_and_quiet_ones) {
   std::vector<rt_sample_trace> v;
-  // 200 clean samples: body 10 us, the last BE block ended 5 us before the body started.
+  const auto sample = [](double latency, std::uint64_t t0, std::uint64_t body_ns,
+                         std::uint32_t running, std::uint64_t begin, std::uint64_t end,
+                         std::uint64_t stop) {
+    rt_sample_trace t;
+    t.latency_us = latency;
+    t.body_start = t0;
+    t.compute_end = t0 + body_ns - 2'000;
+    t.commit = t0 + body_ns;
+    t.be_running = running;
+    t.be_last_begin = begin;
+    t.be_last_end = end;
+    t.be_last_stop = stop;
+    return t;
+  };
+  // 200 quiet samples: body 10 us, the last BE block ended 5 us before the body started and
+  // the last one turned away 3 us before it.
   for (int i = 0; i < 200; ++i) {
     const std::uint64_t t0 = 1'000'000 * static_cast<std::uint64_t>(i + 1);
-    v.push_back({20.0, t0, t0 + 8'000, t0 + 10'000, 0, t0 - 9'000, t0 - 5'000});
+    v.push_back(sample(20.0, t0, 10'000, 0, t0 - 9'000, t0 - 5'000, t0 - 3'000));
   }
-  // Two overlapped ones, also the slowest: a BE block ended 12 us into a 30 us body; another
-  // began 4 us into a 25 us body and was still running at the compute's end.
-  const std::uint64_t a = 500'000'000, b = 600'000'000;
-  v.push_back({45.0, a, a + 28'000, a + 30'000, 0, a - 50'000, a + 12'000});
-  v.push_back({40.0, b, b + 23'000, b + 25'000, 3, b + 4'000, b - 1'000});
-  // Dropped: no body start.
-  v.push_back({-1.0, 0, 0, 0, 0, 0, 0});
+  // The three slowest: a BE block ended 12 us into a 30 us body; another began 4 us into a
+  // 25 us body and was still running at the compute's end; in a 20 us body, none ran but one
+  // reached an SM 2 us in and was turned away.
+  const std::uint64_t a = 500'000'000, b = 600'000'000, c = 700'000'000;
+  v.push_back(sample(45.0, a, 30'000, 0, a - 50'000, a + 12'000, a - 60'000));
+  v.push_back(sample(40.0, b, 25'000, 3, b + 4'000, b - 1'000, b - 2'000));
+  v.push_back(sample(35.0, c, 20'000, 0, c - 9'000, c - 5'000, c + 2'000));
+  v.push_back(sample(-1.0, 0, 0, 0, 0, 0, 0));  // dropped: no body start
   const nlohmann::json j = be_overlap(v);
-  EXPECT_EQ(j["samples"].get<std::int64_t>(), 202);
+  EXPECT_EQ(j["samples"].get<std::int64_t>(), 203);
   EXPECT_EQ(j["overlapped"].get<std::int64_t>(), 2);
+  EXPECT_EQ(j["turned_away_in_body"].get<std::int64_t>(), 1);
   EXPECT_EQ(j["began_in_body"].get<std::int64_t>(), 1);
   EXPECT_EQ(j["ended_in_body"].get<std::int64_t>(), 1);
   EXPECT_EQ(j["running_at_compute_end"].get<std::int64_t>(), 1);
-  EXPECT_DOUBLE_EQ(j["rt_body_clean"]["max_us"].get<double>(), 10.0);
-  EXPECT_EQ(j["rt_body_clean"]["n"].get<std::int64_t>(), 200);
+  EXPECT_EQ(j["rt_body_quiet"]["n"].get<std::int64_t>(), 200);
+  EXPECT_DOUBLE_EQ(j["rt_body_quiet"]["max_us"].get<double>(), 10.0);
   EXPECT_DOUBLE_EQ(j["rt_body_overlapped"]["mean_us"].get<double>(), 27.5);
+  EXPECT_DOUBLE_EQ(j["rt_body_turned_away"]["max_us"].get<double>(), 20.0);
   EXPECT_DOUBLE_EQ(j["last_be_end_into_body_us"]["max_us"].get<double>(), 12.0);
   EXPECT_EQ(j["last_be_end_into_body_us"]["n"].get<std::int64_t>(), 1);
-  // 1% of 202 samples: the two slowest, both overlapped.
+  // 1% of 203 samples: the two slowest, both overlapped, none turned away.
   EXPECT_EQ(j["slowest_1pct_body"]["n"].get<std::int64_t>(), 2);
   EXPECT_EQ(j["slowest_1pct_body"]["overlapped"].get<std::int64_t>(), 2);
+  EXPECT_EQ(j["slowest_1pct_body"]["turned_away"].get<std::int64_t>(), 0);
   EXPECT_DOUBLE_EQ(j["slowest_1pct_body"]["from_us"].get<double>(), 25.0);
   EXPECT_EQ(j["slowest_1pct_latency"]["overlapped"].get<std::int64_t>(), 2);
-  EXPECT_TRUE(be_overlap({}).contains("samples"));
   EXPECT_EQ(be_overlap({})["slowest_1pct_body"]["n"].get<std::int64_t>(), 0);
+  EXPECT_EQ(be_overlap({})["samples"].get<std::int64_t>(), 0);
 }
 
 // --be-trace's clock summary: the slowest compute ran at a lower clock for the same cycles.

@@ -762,6 +762,7 @@ nlohmann::json run_policy(const reef_settings& s, const std::string& policy,
           t.be_running = d.be_running;
           t.be_last_begin = d.be_last_begin_ns;
           t.be_last_end = d.be_last_end_ns;
+          t.be_last_stop = d.be_last_stop_ns;
           t.sm_khz = d.sm_khz;
           traced.push_back(t);
         }
@@ -895,46 +896,60 @@ nlohmann::json be_overlap(const std::vector<rt_sample_trace>& samples) {
   const auto us = [](std::uint64_t a, std::uint64_t b) {
     return static_cast<double>(static_cast<std::int64_t>(a - b)) / 1000.0;
   };
-  std::vector<double> with, without, into_body;
+  std::vector<double> with, turned, quiet, into_body;
   std::int64_t began = 0, ended = 0, running = 0;
-  std::vector<std::pair<double, bool>> by_body, by_latency;  // (value, overlapped)
+  struct kind {
+    double value;
+    bool overlapped;
+    bool turned_away;
+  };
+  std::vector<kind> by_body, by_latency;
   for (const rt_sample_trace& t : samples) {
     if (t.body_start == 0 || t.commit < t.body_start) continue;
     const bool b = t.be_last_begin > t.body_start;
     const bool e = t.be_last_end > t.body_start;
     const bool r = t.be_running > 0;
+    const bool stop = t.be_last_stop > t.body_start;
     began += b ? 1 : 0;
     ended += e ? 1 : 0;
     running += r ? 1 : 0;
     const bool overlapped = b || e || r;
     const double body = us(t.commit, t.body_start);
-    (overlapped ? with : without).push_back(body);
+    if (overlapped) with.push_back(body);
+    if (stop) turned.push_back(body);
+    if (!overlapped && !stop) quiet.push_back(body);
     if (e) into_body.push_back(us(t.be_last_end, t.body_start));
-    by_body.emplace_back(body, overlapped);
-    if (t.latency_us >= 0) by_latency.emplace_back(t.latency_us, overlapped);
+    by_body.push_back({body, overlapped, stop});
+    if (t.latency_us >= 0) by_latency.push_back({t.latency_us, overlapped, stop});
   }
-  // Of the slowest 1% (at least one), how many overlapped.
-  const auto slowest = [](std::vector<std::pair<double, bool>> v) -> nlohmann::json {
-    if (v.empty()) return {{"n", 0}, {"overlapped", 0}};
+  // Of the slowest 1% (at least one), how many had BE blocks run or turned away in the body.
+  const auto slowest = [](std::vector<kind> v) -> nlohmann::json {
+    if (v.empty()) return {{"n", 0}, {"overlapped", 0}, {"turned_away", 0}};
     const std::size_t n = std::max<std::size_t>(1, v.size() / 100);
     std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(n - 1), v.end(),
-                     [](const auto& a, const auto& b) { return a.first > b.first; });
-    std::int64_t hit = 0;
-    double floor = v[n - 1].first;
-    for (std::size_t i = 0; i < n; ++i) hit += v[i].second ? 1 : 0;
-    return {{"n", n}, {"overlapped", hit}, {"from_us", floor}};
+                     [](const kind& a, const kind& b) { return a.value > b.value; });
+    std::int64_t hit = 0, away = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+      hit += v[i].overlapped ? 1 : 0;
+      away += v[i].turned_away ? 1 : 0;
+    }
+    return {{"n", n}, {"overlapped", hit}, {"turned_away", away}, {"from_us", v[n - 1].value}};
   };
   return {{"method",
-           "BE blocks record on the device when they begin and end and how many run; the RT "
-           "op reads that at the end of its compute. A body overlapped when a BE block began "
-           "or ended after the body started, or was still running at the compute's end"},
-          {"samples", with.size() + without.size()},
+           "BE blocks record on the device when they begin, end, or are turned away by the "
+           "raised word at begin(), and how many run; the RT op reads that at the end of its "
+           "compute. A body overlapped when a BE block began or ended after the body started, "
+           "or was still running at the compute's end; turned_away when a BE block reached an "
+           "SM after the body started and left on the word"},
+          {"samples", by_body.size()},
           {"overlapped", with.size()},
+          {"turned_away_in_body", turned.size()},
           {"began_in_body", began},
           {"ended_in_body", ended},
           {"running_at_compute_end", running},
           {"rt_body_overlapped", brief(with)},
-          {"rt_body_clean", brief(without)},
+          {"rt_body_turned_away", brief(turned)},
+          {"rt_body_quiet", brief(quiet)},
           {"last_be_end_into_body_us", brief(into_body)},
           {"slowest_1pct_body", slowest(by_body)},
           {"slowest_1pct_latency", slowest(by_latency)}};

@@ -59,13 +59,15 @@ struct rt_sample_trace {
   std::uint32_t be_running{0};     // BE blocks running at compute_end
   std::uint64_t be_last_begin{0};  // latest BE block begin before compute_end
   std::uint64_t be_last_end{0};    // latest BE block end before compute_end
+  std::uint64_t be_last_stop{0};   // latest BE block turned away by the word before compute_end
   std::uint32_t sm_khz{0};         // SM clock right after the compute (0: not measured)
 };
 
 /// Whether BE blocks shared the GPU with each RT body (began in it, ended in it, or were
-/// still running at its compute's end), the RT body's summary with and without such overlap,
-/// how far into the body the last BE block ran, and how many of the slowest 1% of bodies and
-/// of latencies overlapped.
+/// still running at its compute's end) or reached an SM in it only to be turned away by the
+/// word; the RT body's summary for each kind and for bodies with neither; how far into the
+/// body the last BE block ran; and how many of the slowest 1% of bodies and of latencies had
+/// each.
 [[nodiscard]] nlohmann::json be_overlap(const std::vector<rt_sample_trace>& samples);
 
 /// The SM clock right after each RT compute (--be-trace, every policy): its range, and the

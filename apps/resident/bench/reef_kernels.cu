@@ -20,6 +20,8 @@ __global__ void rt_done_kernel(const loop_state* loop, rt_done_stamp* ring, std:
         reinterpret_cast<unsigned long long*>(const_cast<std::uint64_t*>(&t->last_begin_ns)), 0ULL);
     slot.be_last_end_ns = atomicAdd(
         reinterpret_cast<unsigned long long*>(const_cast<std::uint64_t*>(&t->last_end_ns)), 0ULL);
+    slot.be_last_stop_ns = atomicAdd(
+        reinterpret_cast<unsigned long long*>(const_cast<std::uint64_t*>(&t->last_stop_ns)), 0ULL);
   }
   slot.sm_khz = 0;
   if (clock_probe) {

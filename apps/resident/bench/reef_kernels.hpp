@@ -17,6 +17,7 @@ struct rt_done_stamp {
   std::uint64_t ns;  // %globaltimer
   std::uint64_t be_last_begin_ns;
   std::uint64_t be_last_end_ns;
+  std::uint64_t be_last_stop_ns;
   std::uint32_t be_running;
   std::uint32_t sm_khz;  // the SM clock just after the compute (--be-trace), 0 without
 };

@@ -56,6 +56,10 @@ class be_block {
       if (run != 0U && raised()) {
         run = 2U;
         note_exit();
+        if (_v.trace != nullptr) {
+          atomicAdd(&_v.trace->stops, 1U);
+          atomicMax(reinterpret_cast<unsigned long long*>(&_v.trace->last_stop_ns), now_ns());
+        }
       }
       if (run != 0U && _v.skip_done != 0U && load(_v.done + _index) != 0U) run = 0U;
       if (run == 1U && _v.trace != nullptr) {

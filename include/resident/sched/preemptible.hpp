@@ -24,9 +24,12 @@ inline constexpr int be_block_threads = 256;
 struct be_trace {
   /// Logical blocks between a begin() that let them run and their end (commit or stop).
   std::uint32_t running{0};
-  std::uint32_t reserved{0};
-  std::uint64_t last_begin_ns{0};  // %globaltimer at the latest such begin()
+  /// Blocks begin() turned away because the preempt word was raised: they reached an SM,
+  /// read the word and left at once.
+  std::uint32_t stops{0};
+  std::uint64_t last_begin_ns{0};  // %globaltimer at the latest begin() that let its block run
   std::uint64_t last_end_ns{0};    // %globaltimer at the latest end of such a block
+  std::uint64_t last_stop_ns{0};   // %globaltimer at the latest begin() that turned one away
 };
 
 /// The device's view of one attempt of one BE launch. Plain data: passed by value to kernels.
