@@ -30,8 +30,9 @@ TEST(add_undisturbed, all_disturbed_leaves_no_undisturbed_fields) {
 
 // A telemetry entry with handler start, detect and commit stamped (ns); other stages 0.
 telemetry_entry entry(std::uint64_t seq, std::uint64_t handler_start, std::uint64_t detect,
-                      std::uint64_t commit, std::uint64_t repeat = 0) {
+                      std::uint64_t commit, std::uint64_t repeat = 0, std::uint64_t release = 0) {
   telemetry_entry e{seq, repeat, {}};
+  e.stamp_ns[static_cast<std::size_t>(stage::controller_end)] = release;
   e.stamp_ns[static_cast<std::size_t>(stage::handler_start)] = handler_start;
   e.stamp_ns[static_cast<std::size_t>(stage::detect)] = detect;
   e.stamp_ns[static_cast<std::size_t>(stage::commit)] = commit;
@@ -42,22 +43,26 @@ TEST(stamps_by_sample, lays_entries_out_by_sample_and_skips_repeats_and_strays) 
   const std::uint64_t base = 100;
   const std::vector<telemetry_entry> entries = {
       entry(101, 5, 10, 20),
-      entry(102, 30, 40, 55),
-      entry(102, 60, 70, 80, /*repeat=*/1),  // the loop re-ran 102: not its first processing
-      entry(103, 90, 0, 0),                  // no detect stamp
-      entry(104, 100, 120, 110),             // commit before detect: a torn entry
-      entry(99, 1, 2, 3),                    // before this run
-      entry(106, 1, 2, 3)};                  // beyond total
+      entry(102, 30, 40, 55, 0, /*release=*/45),
+      entry(102, 60, 70, 80, /*repeat=*/1),      // the loop re-ran 102: not its first processing
+      entry(103, 90, 0, 0),                      // no detect stamp
+      entry(104, 100, 120, 110),                 // commit before detect: a torn entry
+      entry(105, 1, 10, 20, 0, /*release=*/25),  // a release after the commit: not trusted
+      entry(99, 1, 2, 3),                        // before this run
+      entry(106, 1, 2, 3)};                      // beyond total
   const auto st = stamps_by_sample(entries, base, 5);
   ASSERT_EQ(st.size(), 6U);
   EXPECT_EQ(st[1].detect, 10U);
   EXPECT_EQ(st[1].commit, 20U);
   EXPECT_EQ(st[1].handler_start, 5U);
+  EXPECT_EQ(st[1].release, 0U);  // not stamped
   EXPECT_EQ(st[2].detect, 40U);  // the first processing, not the repeat
   EXPECT_EQ(st[2].commit, 55U);
+  EXPECT_EQ(st[2].release, 45U);
+  EXPECT_EQ(st[5].detect, 10U);
+  EXPECT_EQ(st[5].release, 0U);
   EXPECT_EQ(st[3].detect, 0U);
   EXPECT_EQ(st[4].detect, 0U);
-  EXPECT_EQ(st[5].detect, 0U);
   EXPECT_DOUBLE_EQ(in_loop_us(st[2]), 0.015);
   EXPECT_LT(in_loop_us(st[3]), 0.0);
 }
@@ -75,10 +80,12 @@ TEST(split_against_previous, parts_add_up_to_the_growth_of_the_latency) {
   // Device clock, offset from the host's by an unknown constant (here 7e9).
   const std::uint64_t off = 7'000'000'000;
   std::vector<device_stamps> st(4);
-  st[1] = {off + 1500, off + 4000, off + 6000};  // detect 3 us after release, 2 us in the loop
+  // Detect 3 us after the sensor's release, 2 us in the loop (0.5 us to the DAG's release).
+  st[1] = {off + 1500, off + 4000, off + 4500, off + 6000};
   // Sample 2: detected 5 us after release (2 us later than sample 1), 3 us in the loop (1 us
   // more), so the rest (commit -> seen) grew by 50 - 12 - 2 - 1 = 35 us.
-  st[2] = {off + 201000, off + 206000, off + 209000};
+  // The DAG's release came 0.75 us after detection (+0.25 us), the commit 2.25 us after it.
+  st[2] = {off + 201000, off + 206000, off + 206750, off + 209000};
   const nlohmann::json one = split_against_previous(log, st, 2);
   EXPECT_EQ(one["sample"].get<std::size_t>(), 2U);
   EXPECT_DOUBLE_EQ(one["latency_us"].get<double>(), 50.0);
@@ -94,6 +101,11 @@ TEST(split_against_previous, parts_add_up_to_the_growth_of_the_latency) {
                        v["commit_to_seen"].get<double>(),
                    50.0 - 12.0);
   EXPECT_DOUBLE_EQ(one["handler_polled_us"].get<double>(), 5.0);
+  const auto& in = one["in_loop_vs_previous_us"];
+  EXPECT_DOUBLE_EQ(in["detect_to_release"].get<double>(), 0.25);
+  EXPECT_DOUBLE_EQ(in["release_to_commit"].get<double>(), 0.75);
+  EXPECT_DOUBLE_EQ(in["detect_to_release"].get<double>() + in["release_to_commit"].get<double>(),
+                   v["detect_to_commit"].get<double>());
 }
 
 TEST(split_against_previous, no_split_without_stamps_for_both_samples) {
@@ -103,15 +115,19 @@ TEST(split_against_previous, no_split_without_stamps_for_both_samples) {
   log.release_ns[2] = 100000;
   log.seen_ns[2] = 140000;
   std::vector<device_stamps> st(4);
-  st[2] = {100500, 101000, 102000};  // sample 1 has no stamps
+  st[2] = {100500, 101000, 0, 102000};  // sample 1 has no stamps
   const nlohmann::json one = split_against_previous(log, st, 2);
   EXPECT_DOUBLE_EQ(one["latency_us"].get<double>(), 40.0);
   EXPECT_DOUBLE_EQ(one["in_loop_us"].get<double>(), 1.0);
   EXPECT_FALSE(one.contains("vs_previous_us"));
   EXPECT_FALSE(one.contains("previous_latency_us"));
   // The first sample has no predecessor at all.
-  st[1] = {1, 2, 3};
+  st[1] = {1, 2, 0, 3};
   EXPECT_FALSE(split_against_previous(log, st, 1).contains("vs_previous_us"));
+  // Both stamped, but without release stamps: no in-loop split.
+  const nlohmann::json two = split_against_previous(log, st, 2);
+  EXPECT_TRUE(two.contains("vs_previous_us"));
+  EXPECT_FALSE(two.contains("in_loop_vs_previous_us"));
 }
 
 TEST(slowest_samples, keeps_the_largest_in_order_over_many_offers) {

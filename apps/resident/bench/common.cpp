@@ -136,8 +136,10 @@ std::vector<device_stamps> stamps_by_sample(const std::vector<telemetry_entry>& 
     const std::uint64_t detect = e.stamp_ns[static_cast<std::size_t>(stage::detect)];
     const std::uint64_t commit = e.stamp_ns[static_cast<std::size_t>(stage::commit)];
     if (detect == 0 || commit < detect) continue;
+    std::uint64_t release = e.stamp_ns[static_cast<std::size_t>(stage::controller_end)];
+    if (release < detect || release > commit) release = 0;
     stamps[e.seq - base] = {e.stamp_ns[static_cast<std::size_t>(stage::handler_start)], detect,
-                            commit};
+                            release, commit};
   }
   return stamps;
 }
@@ -173,6 +175,11 @@ nlohmann::json split_against_previous(const sample_log& log,
   // Long: the GPU was waiting and the sample's write reached it late. Short: the loop came
   // back late.
   if (st.handler_start != 0) one["handler_polled_us"] = dev(st.detect, st.handler_start);
+  if (st.release != 0 && prev.release != 0) {
+    one["in_loop_vs_previous_us"] = {
+        {"detect_to_release", dev(st.release, st.detect) - dev(prev.release, prev.detect)},
+        {"release_to_commit", dev(st.commit, st.release) - dev(prev.commit, prev.release)}};
+  }
   return one;
 }
 

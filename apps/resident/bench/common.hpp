@@ -86,6 +86,7 @@ void add_undisturbed(nlohmann::json& result, std::size_t all,
 struct device_stamps {
   std::uint64_t handler_start{0};
   std::uint64_t detect{0};
+  std::uint64_t release{0};  // controller end: the DAG released (0: not stamped)
   std::uint64_t commit{0};
 };
 
@@ -102,7 +103,10 @@ struct device_stamps {
 /// samples have device stamps, `vs_previous_us` {release_to_detect, detect_to_commit,
 /// commit_to_seen}, which add up to the growth of the latency over the previous sample's. Host
 /// and device clocks are each only differenced with themselves, so their offset cancels.
-/// `handler_polled_us`: how long the handler had been polling when it saw the sample.
+/// `handler_polled_us`: how long the handler had been polling when it saw the sample. When both
+/// samples have a release stamp, `in_loop_vs_previous_us` {detect_to_release,
+/// release_to_commit} splits the detect_to_commit growth between the controller's side and the
+/// DAG's (body and egress).
 [[nodiscard]] nlohmann::json split_against_previous(const sample_log& log,
                                                     const std::vector<device_stamps>& stamps,
                                                     std::size_t k);
