@@ -17,8 +17,8 @@ namespace resident::sched {
 /// merged (padded) launch.
 inline constexpr int be_block_threads = 256;
 
-/// Diagnostics: when BE blocks were on the GPU, on its own clock. One per BE client (device
-/// memory, zeroed before use); launches that point at it update it, others leave it alone.
+/// Diagnostics: when BE blocks were on the GPU, on its own clock. Device memory, zeroed before
+/// use; the launches that point at it (of one BE client or several) update it with atomics.
 /// Real-time work that reads it (e.g. at the end of its kernels) learns whether BE blocks
 /// shared the GPU with it.
 struct be_trace {
