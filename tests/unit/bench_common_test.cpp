@@ -146,5 +146,51 @@ TEST(slowest_samples, keeps_the_largest_in_order_over_many_offers) {
   EXPECT_TRUE(slowest_samples(5).sorted().empty());
 }
 
+// Two loops' samples: the disturbed ones counted, the split of each, the slowest named.
+TEST(sample_accounting, counts_disturbed_samples_and_splits_the_slowest_over_loops) {
+  sample_log a(3), b(3);
+  std::vector<device_stamps> stamps_a(4), stamps_b(4);
+  // Loop 0: sample 1 undisturbed (12 us, 10 us in the loop); sample 2 published in 30 us.
+  a.release_ns[1] = 0;
+  a.seen_ns[1] = 12'000;
+  stamps_a[1] = {100, 1'000, 0, 11'000};
+  a.release_ns[2] = 200'000;
+  a.seen_ns[2] = 250'000;
+  a.publish_ns[2] = 30'000;
+  stamps_a[2] = {200'500, 231'000, 0, 241'000};
+  // Loop 1: sample 1 seen after a 15 us poll gap, without device stamps.
+  b.release_ns[1] = 0;
+  b.seen_ns[1] = 20'000;
+  b.poll_gap_ns[1] = 15'000;
+  sample_accounting acc(10'000);
+  acc.add(0, a, stamps_a, 1, 12.0);
+  acc.add(0, a, stamps_a, 2, 50.0);
+  acc.add(1, b, stamps_b, 1, 20.0);
+  nlohmann::json r;
+  acc.write_undisturbed(r);
+  EXPECT_EQ(r["disturbed"].get<std::int64_t>(), 2);
+  EXPECT_EQ(r["undisturbed_n"].get<std::int64_t>(), 1);
+  EXPECT_DOUBLE_EQ(r["undisturbed_max_us"].get<double>(), 12.0);
+  const nlohmann::json m = acc.measurement("how", true);
+  EXPECT_EQ(m["method"], "how");
+  EXPECT_DOUBLE_EQ(m["threshold_us"].get<double>(), 10.0);
+  EXPECT_EQ(m["sensor_disturbed"].get<std::int64_t>(), 1);
+  EXPECT_EQ(m["actuator_disturbed"].get<std::int64_t>(), 1);
+  EXPECT_DOUBLE_EQ(m["publish_us"]["max_us"].get<double>(), 30.0);
+  EXPECT_DOUBLE_EQ(m["poll_gap_us"]["max_us"].get<double>(), 15.0);
+  EXPECT_EQ(m["in_loop_us"]["n"].get<std::int64_t>(), 2);  // loop 1 left no stamps
+  EXPECT_DOUBLE_EQ(m["in_loop_us"]["max_us"].get<double>(), 10.0);
+  EXPECT_DOUBLE_EQ(m["outside_us"]["max_us"].get<double>(), 40.0);
+  ASSERT_EQ(m["slowest"].size(), 3U);
+  EXPECT_EQ(m["slowest"][0]["loop"].get<int>(), 0);
+  EXPECT_EQ(m["slowest"][0]["sample"].get<std::size_t>(), 2U);
+  // 50 - 12 = 38 us of growth: 30 before detection (the publish), none in the loop, 8 after.
+  EXPECT_DOUBLE_EQ(m["slowest"][0]["vs_previous_us"]["release_to_detect"].get<double>(), 30.0);
+  EXPECT_DOUBLE_EQ(m["slowest"][0]["vs_previous_us"]["detect_to_commit"].get<double>(), 0.0);
+  EXPECT_DOUBLE_EQ(m["slowest"][0]["vs_previous_us"]["commit_to_seen"].get<double>(), 8.0);
+  EXPECT_EQ(m["slowest"][1]["loop"].get<int>(), 1);
+  EXPECT_FALSE(acc.measurement("how", false)["slowest"][0].contains("loop"));
+}
+
 }  // namespace
 }  // namespace resident::bench

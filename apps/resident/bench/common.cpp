@@ -199,4 +199,47 @@ std::vector<std::tuple<double, int, std::size_t>> slowest_samples::sorted() cons
   return out;
 }
 
+void sample_accounting::add(int loop, const sample_log& log,
+                            const std::vector<device_stamps>& stamps, std::size_t k, double us) {
+  const auto l = static_cast<std::size_t>(loop);
+  if (_loops.size() <= l) _loops.resize(l + 1, {nullptr, nullptr});
+  _loops[l] = {&log, &stamps};
+  ++_all;
+  const bool sensor_late = log.publish_ns[k] > _threshold_ns;
+  const bool actuator_late = log.poll_gap_ns[k] > _threshold_ns;
+  _sensor_disturbed += sensor_late ? 1 : 0;
+  _actuator_disturbed += actuator_late ? 1 : 0;
+  if (!sensor_late && !actuator_late) _undisturbed.push_back(us);
+  _publish_us.push_back(static_cast<double>(log.publish_ns[k]) / 1000.0);
+  _poll_gap_us.push_back(static_cast<double>(log.poll_gap_ns[k]) / 1000.0);
+  if (const double inside = in_loop_us(stamps[k]); inside >= 0) {
+    _in_loop_us.push_back(inside);
+    _outside_us.push_back(us - inside);
+  }
+  _slowest.offer(us, loop, k);
+}
+
+void sample_accounting::write_undisturbed(nlohmann::json& result) const {
+  add_undisturbed(result, _all, _undisturbed);
+}
+
+nlohmann::json sample_accounting::measurement(const std::string& method, bool name_loops) const {
+  nlohmann::json slow = nlohmann::json::array();
+  for (const auto& [us, loop, k] : _slowest.sorted()) {
+    const auto& [log, stamps] = _loops[static_cast<std::size_t>(loop)];
+    nlohmann::json one = split_against_previous(*log, *stamps, k);
+    if (name_loops) one["loop"] = loop;
+    slow.push_back(std::move(one));
+  }
+  return {{"method", method},
+          {"threshold_us", static_cast<double>(_threshold_ns) / 1000.0},
+          {"sensor_disturbed", _sensor_disturbed},
+          {"actuator_disturbed", _actuator_disturbed},
+          {"publish_us", brief(_publish_us)},
+          {"poll_gap_us", brief(_poll_gap_us)},
+          {"in_loop_us", brief(_in_loop_us)},
+          {"outside_us", brief(_outside_us)},
+          {"slowest", slow}};
+}
+
 }  // namespace resident::bench

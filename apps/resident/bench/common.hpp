@@ -6,6 +6,7 @@
 #include <ctime>
 #include <string>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "resident/exec/run_handle.hpp"
@@ -122,6 +123,37 @@ class slowest_samples {
  private:
   std::size_t _keep;
   std::vector<std::tuple<double, int, std::size_t>> _kept;
+};
+
+/// What the latency benches record about each observed sample besides its latency: whether a
+/// measuring thread may have stretched it (the sensor's publish or the first sighting's poll
+/// gap above the threshold), its in-loop and outside parts, and the slowest samples, split
+/// against their predecessors. Each loop's log and stamps must outlive the object.
+class sample_accounting {
+ public:
+  explicit sample_accounting(std::int64_t disturbance_ns) : _threshold_ns(disturbance_ns) {}
+  /// Sample k of loop `loop` (0, 1, ...), seen with latency `us`.
+  void add(int loop, const sample_log& log, const std::vector<device_stamps>& stamps, std::size_t k,
+           double us);
+  /// add_undisturbed over every sample added.
+  void write_undisturbed(nlohmann::json& result) const;
+  /// The result's `measurement`: `method`, threshold_us, sensor_disturbed, actuator_disturbed,
+  /// publish_us, poll_gap_us, in_loop_us, outside_us and slowest (each naming its loop when
+  /// `name_loops`).
+  [[nodiscard]] nlohmann::json measurement(const std::string& method, bool name_loops) const;
+
+ private:
+  std::int64_t _threshold_ns;
+  std::size_t _all{0};
+  std::int64_t _sensor_disturbed{0};
+  std::int64_t _actuator_disturbed{0};
+  std::vector<double> _undisturbed;
+  std::vector<double> _publish_us;
+  std::vector<double> _poll_gap_us;
+  std::vector<double> _in_loop_us;  // device detect -> commit, per sample with telemetry
+  std::vector<double> _outside_us;  // the rest of the same samples' latency
+  slowest_samples _slowest;
+  std::vector<std::pair<const sample_log*, const std::vector<device_stamps>*>> _loops;
 };
 
 /// A compact summary for breakdown tables: {n, mean_us, p50_us, p99_us, max_us}.

@@ -201,16 +201,8 @@ class io_runner {
 
     std::vector<double> latencies;
     latencies.reserve(static_cast<std::size_t>(_s.samples));
-    std::vector<double> undisturbed;  // neither measuring thread lost its CPU around the sample
-    undisturbed.reserve(static_cast<std::size_t>(_s.samples));
-    std::vector<double> publish_us;
-    std::vector<double> poll_gap_us;
     const std::vector<device_stamps> stamps = stamps_by_sample(handle->telemetry(), base, total);
-    std::vector<double> in_loop;  // detect -> commit on the device, per sample with telemetry
-    std::vector<double> outside;  // the rest of the same samples' latency
-    slowest_samples slowest;
-    std::int64_t sensor_disturbed = 0;
-    std::int64_t actuator_disturbed = 0;
+    sample_accounting accounting(_s.disturbance_ns);
     std::int64_t unobserved = 0;
     std::int64_t wrong = 0;
     for (std::size_t i = static_cast<std::size_t>(_s.warmup) + 1; i <= total; ++i) {
@@ -222,18 +214,7 @@ class io_runner {
                                             samples.release_ns[i].load(std::memory_order_acquire)) /
                         1000.0;
       latencies.push_back(us);
-      publish_us.push_back(static_cast<double>(samples.publish_ns[i]) / 1000.0);
-      poll_gap_us.push_back(static_cast<double>(samples.poll_gap_ns[i]) / 1000.0);
-      const bool sensor_late = samples.publish_ns[i] > _s.disturbance_ns;
-      const bool actuator_late = samples.poll_gap_ns[i] > _s.disturbance_ns;
-      sensor_disturbed += sensor_late ? 1 : 0;
-      actuator_disturbed += actuator_late ? 1 : 0;
-      if (!sensor_late && !actuator_late) undisturbed.push_back(us);
-      if (const double inside = in_loop_us(stamps[i]); inside >= 0) {
-        in_loop.push_back(inside);
-        outside.push_back(us - inside);
-      }
-      slowest.offer(us, 0, i);
+      accounting.add(0, samples, stamps, i, us);
       wrong += samples.wrong[i];
       if (csv != nullptr) {
         csv->row({std::string(to_string(mode)), app.workload(), contention,
@@ -256,27 +237,15 @@ class io_runner {
     result["mean_iteration_us"] = report.mean_iteration_ns / 1000.0;
     // Every latency stays in the statistics above. These say how many of them the measuring
     // threads themselves may have stretched, and what the rest look like.
-    add_undisturbed(result, latencies.size(), undisturbed);
-    nlohmann::json slow = nlohmann::json::array();
-    for (const auto& [us, loop, k] : slowest.sorted()) {
-      slow.push_back(split_against_previous(samples, stamps, k));
-    }
-    result["measurement"] = {
-        {"method",
-         "a sample is disturbed when the sensor took longer than the threshold to publish it "
-         "(clock read before and after) or the previous poll of the observer that saw it "
-         "first was longer than the threshold before it saw the output; in_loop: the device's "
-         "detect -> commit (%globaltimer), outside: the rest of the same sample's latency; "
-         "slowest: the slowest samples, each split against the sample before it"},
-        {"threshold_us", static_cast<double>(_s.disturbance_ns) / 1000.0},
-        {"sensor_disturbed", sensor_disturbed},
-        {"actuator_disturbed", actuator_disturbed},
-        {"publish_us", brief(publish_us)},
-        {"poll_gap_us", brief(poll_gap_us)},
-        {"in_loop_us", brief(in_loop)},
-        {"outside_us", brief(outside)},
-        {"slowest", slow},
-        {"core_interrupts", interrupts}};
+    accounting.write_undisturbed(result);
+    result["measurement"] = accounting.measurement(
+        "a sample is disturbed when the sensor took longer than the threshold to publish it "
+        "(clock read before and after) or the previous poll of the observer that saw it "
+        "first was longer than the threshold before it saw the output; in_loop: the device's "
+        "detect -> commit (%globaltimer), outside: the rest of the same sample's latency; "
+        "slowest: the slowest samples, each split against the sample before it",
+        false);
+    result["measurement"]["core_interrupts"] = interrupts;
     nlohmann::json obs = nlohmann::json::array();
     for (std::size_t o = 0; o < observers.size(); ++o) {
       obs.push_back({{"cpu", observers[o]->cpu},

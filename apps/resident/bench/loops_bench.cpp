@@ -339,15 +339,9 @@ nlohmann::json run_config(const loops_settings& s, execution_mode mode, int coun
   }
 
   std::vector<double> pooled;
-  std::vector<double> undisturbed;  // neither measuring thread lost its CPU around the sample
-  std::vector<double> in_loop;      // detect -> commit on the device, per sample with telemetry
-  std::vector<double> outside;      // the rest of the same samples' latency
-  std::vector<double> publish_us;
-  std::vector<double> poll_gap_us;
-  std::int64_t sensor_disturbed = 0, actuator_disturbed = 0;
-  // The slowest samples over all loops, to tell the loop's part from the rest.
-  slowest_samples slowest;
+  // Sized once: the accounting keeps pointers to each loop's stamps.
   std::vector<std::vector<device_stamps>> stamps_of(static_cast<std::size_t>(count));
+  sample_accounting accounting(s.disturbance_ns);
   nlohmann::json per_loop = nlohmann::json::array();
   std::uint64_t processed = 0, dropped = 0, repeated = 0;
   std::int64_t wrong_total = 0, unobserved_total = 0;
@@ -374,18 +368,7 @@ nlohmann::json run_config(const loops_settings& s, execution_mode mode, int coun
           1000.0;
       lat.push_back(us);
       wrong += lg.wrong[k];
-      const bool sensor_late = lg.publish_ns[k] > s.disturbance_ns;
-      const bool actuator_late = lg.poll_gap_ns[k] > s.disturbance_ns;
-      sensor_disturbed += sensor_late ? 1 : 0;
-      actuator_disturbed += actuator_late ? 1 : 0;
-      if (!sensor_late && !actuator_late) undisturbed.push_back(us);
-      publish_us.push_back(static_cast<double>(lg.publish_ns[k]) / 1000.0);
-      poll_gap_us.push_back(static_cast<double>(lg.poll_gap_ns[k]) / 1000.0);
-      if (const double inside = in_loop_us(stamps[k]); inside >= 0) {
-        in_loop.push_back(inside);
-        outside.push_back(us - inside);
-      }
-      slowest.offer(us, i, k);
+      accounting.add(i, lg, stamps, k, us);
     }
     pooled.insert(pooled.end(), lat.begin(), lat.end());
     nlohmann::json one = {{"loop", i}};
@@ -444,30 +427,15 @@ nlohmann::json run_config(const loops_settings& s, execution_mode mode, int coun
   r["worst_loop_p999_us"] = worst_loop_p999;
   // Every latency stays in the statistics above. These say how many of them the measuring
   // threads may have stretched, and how the slowest split between the loop and the rest.
-  add_undisturbed(r, pooled.size(), undisturbed);
-  nlohmann::json slow = nlohmann::json::array();
-  for (const auto& [us, loop, k] : slowest.sorted()) {
-    const auto l = static_cast<std::size_t>(loop);
-    nlohmann::json one = split_against_previous(*logs[l], stamps_of[l], k);
-    one["loop"] = loop;
-    slow.push_back(std::move(one));
-  }
-  r["measurement"] = {
-      {"method",
-       "a sample is disturbed when the sensor took longer than the threshold to publish it "
-       "(clock read before and after) or the round over the loops before the first sighting "
-       "(the earliest of the observers') was longer than the threshold; in_loop: the device's "
-       "detect -> commit (%globaltimer), outside: the rest of the same sample's latency "
-       "(sensor publish, detection, egress to the actuator)"},
-      {"threshold_us", static_cast<double>(s.disturbance_ns) / 1000.0},
-      {"sensor_disturbed", sensor_disturbed},
-      {"actuator_disturbed", actuator_disturbed},
-      {"publish_us", brief(publish_us)},
-      {"poll_gap_us", brief(poll_gap_us)},
-      {"in_loop_us", brief(in_loop)},
-      {"outside_us", brief(outside)},
-      {"slowest", slow},
-      {"sensor_core_interrupts", measure::interrupt_delta(irq_sensor0, irq_sensor1)}};
+  accounting.write_undisturbed(r);
+  r["measurement"] = accounting.measurement(
+      "a sample is disturbed when the sensor took longer than the threshold to publish it "
+      "(clock read before and after) or the round over the loops before the first sighting "
+      "(the earliest of the observers') was longer than the threshold; in_loop: the device's "
+      "detect -> commit (%globaltimer), outside: the rest of the same sample's latency "
+      "(sensor publish, detection, egress to the actuator)",
+      true);
+  r["measurement"]["sensor_core_interrupts"] = measure::interrupt_delta(irq_sensor0, irq_sensor1);
   // Per observer: how many sightings it made first, when and how long it was off its core
   // (phase: within the sensor period, from the first release), what its core took.
   nlohmann::json obs = nlohmann::json::array();
