@@ -94,6 +94,11 @@ __global__ void __launch_bounds__(max_threads)
     loop->stamp_ns[static_cast<std::size_t>(stage::handler_start)] = start;
     device::note_sm(loop);
   }
+  // Thread 0's clock right after its latest poll that found nothing: the read that then found
+  // the sample was issued after it, so detect - empty_at bounds that one read. A long last read
+  // is a slow trip to host memory; a short one after many empty polls, a write that reached
+  // the GPU late.
+  std::uint64_t empty_at = 0;
   for (;;) {
     if (threadIdx.x == 0) {
       std::uint64_t pick = 0;
@@ -102,7 +107,8 @@ __global__ void __launch_bounds__(max_threads)
         // an overwrite during the copy can spoil it, which the stamp check after the copy sees.
         pick = select_sample(load_acquire_system(*mb.head), last, have_processed, policy, mb.depth);
         if (pick != 0) break;
-        if (device::globaltimer_ns() - start >= poll_ns) {
+        empty_at = device::globaltimer_ns();  // after the branch on the load: the load is done
+        if (empty_at - start >= poll_ns) {
           pick = 0;  // nothing to take within the polling budget: the iteration idles
           break;
         }
@@ -113,6 +119,7 @@ __global__ void __launch_bounds__(max_threads)
     const std::uint64_t pick = chosen;
     if (threadIdx.x == 0 && pick != 0) {
       device::stamp(loop, stage::detect);
+      loop->stamp_ns[static_cast<std::size_t>(stage::last_empty_poll)] = empty_at;
       // A new sample: real-time work is coming, best-effort blocks should leave now (before
       // the copy, so the drain overlaps it).
       if (pick != last) device::raise_preempt(loop);

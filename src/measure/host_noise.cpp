@@ -1,5 +1,7 @@
 #include "resident/measure/host_noise.hpp"
 
+#include <sys/resource.h>
+
 #include <algorithm>
 #include <array>
 #include <fstream>
@@ -76,6 +78,83 @@ std::map<std::string, std::uint64_t> read_interrupts(int cpu) {
   std::stringstream text;
   text << f.rdbuf();
   return parse_interrupts(text.str(), cpu);
+}
+
+std::map<std::string, std::uint64_t> parse_cpu_times(std::string_view text, int cpu) {
+  static constexpr std::array<const char*, 8> fields{"user",   "nice", "system",  "idle",
+                                                     "iowait", "irq",  "softirq", "steal"};
+  std::istringstream in{std::string(text)};
+  std::string line;
+  const std::string label = "cpu" + std::to_string(cpu);
+  while (std::getline(in, line)) {
+    std::istringstream words(line);
+    std::string first;
+    if (!(words >> first) || first != label) continue;
+    std::map<std::string, std::uint64_t> out;
+    std::string word;
+    for (const char* field : fields) {
+      if (!(words >> word) || !all_digits(word)) break;  // older kernels have fewer fields
+      out[field] = std::stoull(word);
+    }
+    return out;
+  }
+  return {};
+}
+
+std::map<std::string, std::uint64_t> read_cpu_times(int cpu) {
+  std::ifstream f("/proc/stat");
+  if (!f) return {};
+  std::stringstream text;
+  text << f.rdbuf();
+  return parse_cpu_times(text.str(), cpu);
+}
+
+nlohmann::json cpu_time_delta_ms(const std::map<std::string, std::uint64_t>& before,
+                                 const std::map<std::string, std::uint64_t>& after,
+                                 long ticks_per_second) {
+  nlohmann::json out = nlohmann::json::object();
+  if (ticks_per_second <= 0) return out;
+  for (const auto& [field, count] : after) {
+    const auto was = before.find(field);
+    if (was == before.end() || count < was->second) continue;
+    out[field] =
+        static_cast<double>(count - was->second) * 1000.0 / static_cast<double>(ticks_per_second);
+  }
+  return out;
+}
+
+std::int64_t parse_schedstat_run_delay(std::string_view text) {
+  std::istringstream in{std::string(text)};
+  std::string on_cpu;
+  std::string delay;
+  if (!(in >> on_cpu >> delay) || !all_digits(delay)) return -1;
+  return static_cast<std::int64_t>(std::stoull(delay));
+}
+
+thread_sched read_thread_sched() {
+  thread_sched t;
+  rusage r{};
+  if (getrusage(RUSAGE_THREAD, &r) == 0) {
+    t.voluntary_switches = r.ru_nvcsw;
+    t.involuntary_switches = r.ru_nivcsw;
+  }
+  std::ifstream f("/proc/thread-self/schedstat");
+  if (f) {
+    std::stringstream text;
+    text << f.rdbuf();
+    t.run_delay_ns = parse_schedstat_run_delay(text.str());
+  }
+  return t;
+}
+
+nlohmann::json sched_delta(const thread_sched& before, const thread_sched& after) {
+  nlohmann::json out = {
+      {"voluntary_switches", after.voluntary_switches - before.voluntary_switches},
+      {"involuntary_switches", after.involuntary_switches - before.involuntary_switches}};
+  if (before.run_delay_ns >= 0 && after.run_delay_ns >= 0) {
+    out["run_delay_us"] = static_cast<double>(after.run_delay_ns - before.run_delay_ns) / 1000.0;
+  }
+  return out;
 }
 
 nlohmann::json interrupt_delta(const std::map<std::string, std::uint64_t>& before,

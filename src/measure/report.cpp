@@ -367,8 +367,9 @@ std::vector<latency_group> group_latency_results(const json& results) {
 // of a one-loop bench.
 constexpr std::size_t slowest_shown = 3;
 const std::vector<std::string> slowest_header = {
-    "mode",     "workload",       "contention",    "loop",        "sample",   "latency",
-    "previous", "release>detect", "detect>commit", "commit>seen", "poll gap", "publish"};
+    "mode",     "workload", "contention",     "loop",          "sample",
+    "latency",  "previous", "release>detect", "detect>commit", "commit>seen",
+    "poll gap", "publish",  "late",           "last read"};
 constexpr std::size_t slowest_text_columns = 3;  // left-aligned
 
 std::vector<std::vector<std::string>> slowest_rows(const json& r) {
@@ -386,7 +387,8 @@ std::vector<std::vector<std::string>> slowest_rows(const json& r) {
                     count_field(s, "loop"), count_field(s, "sample"), us_field(s, "latency_us"),
                     us_field(s, "previous_latency_us"), us_field(split, "release_to_detect"),
                     us_field(split, "detect_to_commit"), us_field(split, "commit_to_seen"),
-                    us_field(s, "poll_gap_us"), us_field(s, "publish_us")});
+                    us_field(s, "poll_gap_us"), us_field(s, "publish_us"),
+                    us_field(s, "release_late_us"), us_field(s, "handler_last_read_us")});
   }
   return rows;
 }
@@ -394,7 +396,9 @@ std::vector<std::vector<std::string>> slowest_rows(const json& r) {
 constexpr const char* slowest_note =
     "slowest samples, each against the sample before it on the same loop: how much each part "
     "of the path grew (release>detect, detect>commit from device stamps; commit>seen at the "
-    "actuator), the first sighting's poll gap and the sensor's publish time";
+    "actuator), the first sighting's poll gap, the sensor's publish time, how late it released "
+    "against its schedule, and the handler's last read of host memory (the one that found the "
+    "sample)";
 
 }  // namespace
 

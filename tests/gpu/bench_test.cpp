@@ -85,6 +85,31 @@ TEST(bench_io, quick_run_covers_every_configuration_with_checked_outputs) {
     EXPECT_TRUE(m["core_interrupts"].contains("sensor"));
     EXPECT_TRUE(m["core_interrupts"].contains("actuator"));
     EXPECT_EQ(m["core_interrupts"].contains("loop"), r["mode"] != "while" && r["mode"] != "tail");
+    // What the scheduler did to the measuring threads: the sensor sleeps between releases (a
+    // voluntary switch each); where their cores' time went, steal included.
+    EXPECT_GE(m["sensor_sched"]["voluntary_switches"].get<std::int64_t>(), settings.samples / 2);
+    for (const auto& ob : m["observers"]) {
+      EXPECT_GE(ob["sched"]["involuntary_switches"].get<std::int64_t>(), 0);
+    }
+    EXPECT_TRUE(m["core_time_ms"]["sensor"].contains("steal"));
+    EXPECT_EQ(m["release_late_us"]["n"].get<std::int64_t>(), n);
+    EXPECT_GE(m["release_late_us"]["p50_us"].get<double>(), 0.0);
+    // The handler's last read, the one that found the sample: only a resident handler polls
+    // before the sample is there (a host-driven loop launches it after the host saw the sample).
+    const bool resident_mode = r["mode"] == "while" || r["mode"] == "tail";
+    int last_reads = 0;
+    for (const auto& slow : m["slowest"]) {
+      if (!slow.contains("handler_last_read_us")) continue;
+      ++last_reads;
+      EXPECT_GT(slow["handler_last_read_us"].get<double>(), 0.0);
+      EXPECT_LT(slow["handler_last_read_us"].get<double>(), slow["latency_us"].get<double>());
+    }
+    if (resident_mode && quiet) {
+      EXPECT_GT(last_reads, 0);
+    }
+    if (!resident_mode) {
+      EXPECT_EQ(last_reads, 0);
+    }
   }
 }
 

@@ -30,8 +30,10 @@ TEST(add_undisturbed, all_disturbed_leaves_no_undisturbed_fields) {
 
 // A telemetry entry with handler start, detect and commit stamped (ns); other stages 0.
 telemetry_entry entry(std::uint64_t seq, std::uint64_t handler_start, std::uint64_t detect,
-                      std::uint64_t commit, std::uint64_t repeat = 0, std::uint64_t release = 0) {
+                      std::uint64_t commit, std::uint64_t repeat = 0, std::uint64_t release = 0,
+                      std::uint64_t empty_poll = 0) {
   telemetry_entry e{seq, repeat, {}};
+  e.stamp_ns[static_cast<std::size_t>(stage::last_empty_poll)] = empty_poll;
   e.stamp_ns[static_cast<std::size_t>(stage::controller_end)] = release;
   e.stamp_ns[static_cast<std::size_t>(stage::handler_start)] = handler_start;
   e.stamp_ns[static_cast<std::size_t>(stage::detect)] = detect;
@@ -43,13 +45,13 @@ TEST(stamps_by_sample, lays_entries_out_by_sample_and_skips_repeats_and_strays) 
   const std::uint64_t base = 100;
   const std::vector<telemetry_entry> entries = {
       entry(101, 5, 10, 20),
-      entry(102, 30, 40, 55, 0, /*release=*/45),
-      entry(102, 60, 70, 80, /*repeat=*/1),      // the loop re-ran 102: not its first processing
-      entry(103, 90, 0, 0),                      // no detect stamp
-      entry(104, 100, 120, 110),                 // commit before detect: a torn entry
-      entry(105, 1, 10, 20, 0, /*release=*/25),  // a release after the commit: not trusted
-      entry(99, 1, 2, 3),                        // before this run
-      entry(106, 1, 2, 3)};                      // beyond total
+      entry(102, 30, 40, 55, 0, /*release=*/45, /*empty_poll=*/38),
+      entry(102, 60, 70, 80, /*repeat=*/1),  // the loop re-ran 102: not its first processing
+      entry(103, 90, 0, 0),                  // no detect stamp
+      entry(104, 100, 120, 110),             // commit before detect: a torn entry
+      entry(105, 1, 10, 20, 0, /*release=*/25, /*empty_poll=*/11),  // release, poll: after
+      entry(99, 1, 2, 3),                                           // before this run
+      entry(106, 1, 2, 3)};                                         // beyond total
   const auto st = stamps_by_sample(entries, base, 5);
   ASSERT_EQ(st.size(), 6U);
   EXPECT_EQ(st[1].detect, 10U);
@@ -59,8 +61,11 @@ TEST(stamps_by_sample, lays_entries_out_by_sample_and_skips_repeats_and_strays) 
   EXPECT_EQ(st[2].detect, 40U);  // the first processing, not the repeat
   EXPECT_EQ(st[2].commit, 55U);
   EXPECT_EQ(st[2].release, 45U);
+  EXPECT_EQ(st[2].last_empty_poll, 38U);
+  EXPECT_EQ(st[1].last_empty_poll, 0U);  // the first poll found it
   EXPECT_EQ(st[5].detect, 10U);
-  EXPECT_EQ(st[5].release, 0U);
+  EXPECT_EQ(st[5].release, 0U);          // after the commit: not trusted
+  EXPECT_EQ(st[5].last_empty_poll, 0U);  // after the detect: not trusted
   EXPECT_EQ(st[3].detect, 0U);
   EXPECT_EQ(st[4].detect, 0U);
   EXPECT_DOUBLE_EQ(in_loop_us(st[2]), 0.015);
@@ -76,6 +81,7 @@ TEST(split_against_previous, parts_add_up_to_the_growth_of_the_latency) {
   log.release_ns[2] = 201000;
   log.seen_ns[2] = 251000;
   log.publish_ns[2] = 300;
+  log.late_ns[2] = 1500;
   log.poll_gap_ns[2] = 26000;
   // Device clock, offset from the host's by an unknown constant (here 7e9).
   const std::uint64_t off = 7'000'000'000;
@@ -85,7 +91,8 @@ TEST(split_against_previous, parts_add_up_to_the_growth_of_the_latency) {
   // Sample 2: detected 5 us after release (2 us later than sample 1), 3 us in the loop (1 us
   // more), so the rest (commit -> seen) grew by 50 - 12 - 2 - 1 = 35 us.
   // The DAG's release came 0.75 us after detection (+0.25 us), the commit 2.25 us after it.
-  st[2] = {off + 201000, off + 206000, off + 206750, off + 209000};
+  // Its last read of host memory, the one that found it, took 1.25 us.
+  st[2] = {off + 201000, off + 206000, off + 206750, off + 209000, off + 204750};
   const nlohmann::json one = split_against_previous(log, st, 2);
   EXPECT_EQ(one["sample"].get<std::size_t>(), 2U);
   EXPECT_DOUBLE_EQ(one["latency_us"].get<double>(), 50.0);
@@ -93,6 +100,11 @@ TEST(split_against_previous, parts_add_up_to_the_growth_of_the_latency) {
   EXPECT_DOUBLE_EQ(one["in_loop_us"].get<double>(), 3.0);
   EXPECT_DOUBLE_EQ(one["publish_us"].get<double>(), 0.3);
   EXPECT_DOUBLE_EQ(one["poll_gap_us"].get<double>(), 26.0);
+  EXPECT_DOUBLE_EQ(one["release_late_us"].get<double>(), 1.5);
+  EXPECT_DOUBLE_EQ(one["release_gap_us"].get<double>(), 200.0);
+  EXPECT_DOUBLE_EQ(one["handler_last_read_us"].get<double>(), 1.25);
+  EXPECT_FALSE(split_against_previous(log, st, 1).contains("handler_last_read_us"));
+  EXPECT_FALSE(split_against_previous(log, st, 1).contains("release_gap_us"));  // no previous
   const auto& v = one["vs_previous_us"];
   EXPECT_DOUBLE_EQ(v["release_to_detect"].get<double>(), 2.0);
   EXPECT_DOUBLE_EQ(v["detect_to_commit"].get<double>(), 1.0);
@@ -157,6 +169,7 @@ TEST(sample_accounting, counts_disturbed_samples_and_splits_the_slowest_over_loo
   a.release_ns[2] = 200'000;
   a.seen_ns[2] = 250'000;
   a.publish_ns[2] = 30'000;
+  a.late_ns[2] = 40'000;  // released 40 us behind schedule
   stamps_a[2] = {200'500, 231'000, 0, 241'000};
   // Loop 1: sample 1 seen after a 15 us poll gap, without device stamps.
   b.release_ns[1] = 0;
@@ -177,6 +190,9 @@ TEST(sample_accounting, counts_disturbed_samples_and_splits_the_slowest_over_loo
   EXPECT_EQ(m["sensor_disturbed"].get<std::int64_t>(), 1);
   EXPECT_EQ(m["actuator_disturbed"].get<std::int64_t>(), 1);
   EXPECT_DOUBLE_EQ(m["publish_us"]["max_us"].get<double>(), 30.0);
+  EXPECT_EQ(m["late_releases"].get<std::int64_t>(), 1);
+  EXPECT_DOUBLE_EQ(m["release_late_us"]["max_us"].get<double>(), 40.0);
+  EXPECT_EQ(m["release_late_us"]["n"].get<std::int64_t>(), 3);
   EXPECT_DOUBLE_EQ(m["poll_gap_us"]["max_us"].get<double>(), 15.0);
   EXPECT_EQ(m["in_loop_us"]["n"].get<std::int64_t>(), 2);  // loop 1 left no stamps
   EXPECT_DOUBLE_EQ(m["in_loop_us"]["max_us"].get<double>(), 10.0);

@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include <ctime>
+
 #include "resident/measure/host_noise.hpp"
 
 namespace resident::measure {
@@ -42,6 +44,61 @@ TEST(host_noise, delta_keeps_the_sources_that_went_up) {
   EXPECT_EQ(d["TLB z"].get<std::uint64_t>(), 2U);
   EXPECT_EQ(d["24 nvidia"].get<std::uint64_t>(), 2U);  // new since `before`
   EXPECT_FALSE(d.contains("CAL y"));
+}
+
+constexpr const char* k_stat =
+    "cpu  900 10 300 50000 20 0 5 70 0 0\n"
+    "cpu0 100 1 30 5000 2 0 1 7 0 0\n"
+    "cpu1 200 2 60 6000 4 3 2 40 0 0\n"
+    "cpu12 5 0 1 100 0 0 0 0\n"
+    "intr 123 0 0\n"
+    "ctxt 456\n";
+
+TEST(host_noise, parses_one_cpus_time_fields_from_proc_stat) {
+  const auto cpu1 = parse_cpu_times(k_stat, 1);
+  ASSERT_EQ(cpu1.size(), 8U);
+  EXPECT_EQ(cpu1.at("user"), 200U);
+  EXPECT_EQ(cpu1.at("irq"), 3U);
+  EXPECT_EQ(cpu1.at("steal"), 40U);
+  EXPECT_EQ(parse_cpu_times(k_stat, 12).at("steal"), 0U);   // "cpu1" is not a prefix match
+  EXPECT_EQ(parse_cpu_times(k_stat, 0).at("idle"), 5000U);  // nor is the "cpu " total line
+  EXPECT_TRUE(parse_cpu_times(k_stat, 3).empty());
+  EXPECT_TRUE(parse_cpu_times("", 0).empty());
+}
+
+TEST(host_noise, cpu_time_delta_is_in_milliseconds_per_field) {
+  const std::map<std::string, std::uint64_t> before{{"steal", 40}, {"irq", 3}, {"user", 9}};
+  const std::map<std::string, std::uint64_t> after{{"steal", 43}, {"irq", 3}, {"user", 5}};
+  const auto d = cpu_time_delta_ms(before, after, 100);  // 100 ticks per second: 10 ms each
+  EXPECT_DOUBLE_EQ(d["steal"].get<double>(), 30.0);
+  EXPECT_DOUBLE_EQ(d["irq"].get<double>(), 0.0);
+  EXPECT_FALSE(d.contains("user"));  // went backwards: not a delta
+  EXPECT_TRUE(cpu_time_delta_ms(before, after, 0).empty());
+}
+
+TEST(host_noise, schedstat_run_delay_and_the_delta_of_two_readings) {
+  EXPECT_EQ(parse_schedstat_run_delay("123456 7890 42\n"), 7890);
+  EXPECT_EQ(parse_schedstat_run_delay("123456"), -1);
+  EXPECT_EQ(parse_schedstat_run_delay(""), -1);
+  const thread_sched a{10, 2, 1000};
+  const thread_sched b{15, 5, 4500};
+  const auto d = sched_delta(a, b);
+  EXPECT_EQ(d["voluntary_switches"].get<std::int64_t>(), 5);
+  EXPECT_EQ(d["involuntary_switches"].get<std::int64_t>(), 3);
+  EXPECT_DOUBLE_EQ(d["run_delay_us"].get<double>(), 3.5);
+  EXPECT_FALSE(sched_delta(a, thread_sched{15, 5, -1}).contains("run_delay_us"));
+}
+
+TEST(host_noise, this_thread_reads_its_own_scheduling) {
+  const thread_sched before = read_thread_sched();
+  timespec nap{0, 1'000'000};
+  nanosleep(&nap, nullptr);  // a sleep is a voluntary switch
+  const thread_sched after = read_thread_sched();
+  EXPECT_GE(after.voluntary_switches, before.voluntary_switches + 1);
+  EXPECT_GE(after.involuntary_switches, before.involuntary_switches);
+  if (before.run_delay_ns >= 0) {
+    EXPECT_GE(after.run_delay_ns, before.run_delay_ns);
+  }
 }
 
 TEST(host_noise, stall_log_counts_lengths_phases_and_what_did_not_fit) {

@@ -138,8 +138,10 @@ std::vector<device_stamps> stamps_by_sample(const std::vector<telemetry_entry>& 
     if (detect == 0 || commit < detect) continue;
     std::uint64_t release = e.stamp_ns[static_cast<std::size_t>(stage::controller_end)];
     if (release < detect || release > commit) release = 0;
+    std::uint64_t empty = e.stamp_ns[static_cast<std::size_t>(stage::last_empty_poll)];
+    if (empty > detect) empty = 0;
     stamps[e.seq - base] = {e.stamp_ns[static_cast<std::size_t>(stage::handler_start)], detect,
-                            release, commit};
+                            release, commit, empty};
   }
   return stamps;
 }
@@ -161,9 +163,14 @@ nlohmann::json split_against_previous(const sample_log& log,
   nlohmann::json one = {{"sample", k},
                         {"latency_us", host(log.seen_ns[k], rel)},
                         {"publish_us", static_cast<double>(log.publish_ns[k]) / 1000.0},
+                        {"release_late_us", static_cast<double>(log.late_ns[k]) / 1000.0},
                         {"poll_gap_us", static_cast<double>(log.poll_gap_ns[k]) / 1000.0}};
+  if (k >= 2) {
+    one["release_gap_us"] = host(rel, log.release_ns[k - 1].load(std::memory_order_acquire));
+  }
   const device_stamps& st = stamps[k];
   if (st.detect != 0) one["in_loop_us"] = in_loop_us(st);
+  if (st.last_empty_poll != 0) one["handler_last_read_us"] = dev(st.detect, st.last_empty_poll);
   if (k < 2 || st.detect == 0 || stamps[k - 1].detect == 0 || log.seen_ns[k - 1] < 0) return one;
   const device_stamps& prev = stamps[k - 1];
   const std::int64_t rel_prev = log.release_ns[k - 1].load(std::memory_order_acquire);
@@ -205,6 +212,8 @@ void sample_accounting::add(int loop, const sample_log& log,
   if (_loops.size() <= l) _loops.resize(l + 1, {nullptr, nullptr});
   _loops[l] = {&log, &stamps};
   ++_all;
+  _late_releases += log.late_ns[k] > _threshold_ns ? 1 : 0;
+  _late_us.push_back(static_cast<double>(log.late_ns[k]) / 1000.0);
   const bool sensor_late = log.publish_ns[k] > _threshold_ns;
   const bool actuator_late = log.poll_gap_ns[k] > _threshold_ns;
   _sensor_disturbed += sensor_late ? 1 : 0;
@@ -235,7 +244,9 @@ nlohmann::json sample_accounting::measurement(const std::string& method, bool na
           {"threshold_us", static_cast<double>(_threshold_ns) / 1000.0},
           {"sensor_disturbed", _sensor_disturbed},
           {"actuator_disturbed", _actuator_disturbed},
+          {"late_releases", _late_releases},
           {"publish_us", brief(_publish_us)},
+          {"release_late_us", brief(_late_us)},
           {"poll_gap_us", brief(_poll_gap_us)},
           {"in_loop_us", brief(_in_loop_us)},
           {"outside_us", brief(_outside_us)},

@@ -54,19 +54,23 @@ bool wait_for_sample(const run_handle& handle, std::uint64_t seq, std::int64_t t
 /// What the emulated endpoints record for one loop: release and first-sight times and wrong
 /// outputs per sample (1-based), sized before the threads start so they never allocate.
 /// Also how sure each latency is. The sensor stamps before it publishes and again after: a long
-/// publish means its thread lost the CPU in between. The actuator notes when it last polled
-/// before the sighting: a long gap means it was off the CPU when the output may have landed.
+/// publish means its thread lost the CPU in between. It also notes how late it released against
+/// its schedule: a late release follows a stall, and the next release then comes early on its
+/// heels. The actuator notes when it last polled before the sighting: a long gap means it was
+/// off the CPU when the output may have landed.
 struct sample_log {
   explicit sample_log(std::size_t total)
       : release_ns(total + 1),
         seen_ns(total + 1, -1),
         wrong(total + 1, 0),
         publish_ns(total + 1, 0),
+        late_ns(total + 1, 0),
         poll_gap_ns(total + 1, 0) {}
   std::vector<std::atomic<std::int64_t>> release_ns;  // sensor -> actuator
   std::vector<std::int64_t> seen_ns;                  // actuator only
   std::vector<std::uint8_t> wrong;                    // actuator only
   std::vector<std::int64_t> publish_ns;               // sensor only
+  std::vector<std::int64_t> late_ns;                  // sensor only: release - scheduled time
   std::vector<std::int64_t> poll_gap_ns;              // actuator only
 };
 
@@ -89,6 +93,7 @@ struct device_stamps {
   std::uint64_t detect{0};
   std::uint64_t release{0};  // controller end: the DAG released (0: not stamped)
   std::uint64_t commit{0};
+  std::uint64_t last_empty_poll{0};  // 0: the handler's first poll found the sample
 };
 
 /// One loop's telemetry laid out by sample like a sample_log: entry k holds the stamps of
@@ -104,7 +109,10 @@ struct device_stamps {
 /// samples have device stamps, `vs_previous_us` {release_to_detect, detect_to_commit,
 /// commit_to_seen}, which add up to the growth of the latency over the previous sample's. Host
 /// and device clocks are each only differenced with themselves, so their offset cancels.
-/// `handler_polled_us`: how long the handler had been polling when it saw the sample. When both
+/// `handler_polled_us`: how long the handler had been polling when it saw the sample, and
+/// `handler_last_read_us` how long its last read (the one that found it) took: a slow read of
+/// host memory, against a write that reached the GPU late. `release_late_us`: the sensor's
+/// lateness against its schedule; `release_gap_us`: the time since the previous release. When both
 /// samples have a release stamp, `in_loop_vs_previous_us` {detect_to_release,
 /// release_to_commit} splits the detect_to_commit growth between the controller's side and the
 /// DAG's (body and egress).
@@ -138,8 +146,8 @@ class sample_accounting {
   /// add_undisturbed over every sample added.
   void write_undisturbed(nlohmann::json& result) const;
   /// The result's `measurement`: `method`, threshold_us, sensor_disturbed, actuator_disturbed,
-  /// publish_us, poll_gap_us, in_loop_us, outside_us and slowest (each naming its loop when
-  /// `name_loops`).
+  /// late_releases (later than the threshold), publish_us, release_late_us, poll_gap_us,
+  /// in_loop_us, outside_us and slowest (each naming its loop when `name_loops`).
   [[nodiscard]] nlohmann::json measurement(const std::string& method, bool name_loops) const;
 
  private:
@@ -148,7 +156,9 @@ class sample_accounting {
   std::int64_t _sensor_disturbed{0};
   std::int64_t _actuator_disturbed{0};
   std::vector<double> _undisturbed;
+  std::int64_t _late_releases{0};
   std::vector<double> _publish_us;
+  std::vector<double> _late_us;
   std::vector<double> _poll_gap_us;
   std::vector<double> _in_loop_us;  // device detect -> commit, per sample with telemetry
   std::vector<double> _outside_us;  // the rest of the same samples' latency

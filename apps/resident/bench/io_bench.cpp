@@ -1,6 +1,7 @@
 #include "bench/io_bench.hpp"
 
 #include <sched.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -73,6 +74,7 @@ struct io_observer {
   std::int64_t stray{0};
   measure::stall_log stalls;  // consecutive polls further apart than the threshold
   measure::thread_grant grant;
+  nlohmann::json sched;  // what the scheduler did to this thread while it polled
   int cpu{-1};
 };
 
@@ -112,6 +114,9 @@ class io_runner {
     // The interrupts the measuring threads' cores took: what disturbed samples ran into.
     std::map<std::string, std::map<std::string, std::uint64_t>> irq0;
     for (const auto& [role, cpu] : _cpus) irq0[role] = measure::read_interrupts(cpu);
+    // ... and where their cores' time went (steal: the hypervisor ran something else there).
+    std::map<std::string, std::map<std::string, std::uint64_t>> times0;
+    for (const auto& [role, cpu] : _cpus) times0[role] = measure::read_cpu_times(cpu);
     const auto period = static_cast<std::int64_t>(1e9 / _s.rate_hz);
     const std::int64_t start = now_ns() + 5'000'000;  // let the actuator settle first
     const double cpu0 = cpu_seconds();
@@ -119,6 +124,7 @@ class io_runner {
 
     const auto observe = [&](io_observer& ob) {
       ob.grant = measure::configure_current_thread(ob.cpu, _s.realtime);
+      const measure::thread_sched sched0 = measure::read_thread_sched();
       std::uint64_t last = mb.output_seq();
       std::array<std::byte, 8> out{};
       // Clock read just before the last read that found the output unchanged: an output seen
@@ -149,19 +155,25 @@ class io_runner {
         last = seq;
         polled = now_ns();  // nothing newer than `seq` was checked for before this
       }
+      ob.sched = measure::sched_delta(sched0, measure::read_thread_sched());
     };
     std::vector<std::thread> actuators;
     for (auto& ob : observers) actuators.emplace_back(observe, std::ref(*ob));
+    nlohmann::json sensor_sched;
     std::thread sensor([&] {
       sensor_grant = measure::configure_current_thread(_cpus.at("sensor"), _s.realtime);
+      const measure::thread_sched sched0 = measure::read_thread_sched();
       for (std::size_t i = 1; i <= total; ++i) {
-        wait_until(start + static_cast<std::int64_t>(i - 1) * period);
+        const std::int64_t scheduled = start + static_cast<std::int64_t>(i - 1) * period;
+        wait_until(scheduled);
         const std::uint64_t token = io_app::token(base + i);
         const std::int64_t t = now_ns();
         samples.release_ns[i].store(t, std::memory_order_release);
         mb.publish(std::as_bytes(std::span(&token, 1)));
         samples.publish_ns[i] = now_ns() - t;
+        samples.late_ns[i] = t - scheduled;
       }
+      sensor_sched = measure::sched_delta(sched0, measure::read_thread_sched());
     });
     sensor.join();
     const std::uint64_t final_seq = base + total;
@@ -190,9 +202,13 @@ class io_runner {
     const std::int64_t wall_ns = now_ns() - wall0;
     const double wall = static_cast<double>(wall_ns) * 1e-9;
     nlohmann::json interrupts = nlohmann::json::object();
+    nlohmann::json core_times = nlohmann::json::object();
+    const long ticks = sysconf(_SC_CLK_TCK);
     for (const auto& [role, cpu] : _cpus) {
       if (role == "loop" && is_resident(mode)) continue;  // no loop thread: nothing ran there
       interrupts[role] = measure::interrupt_delta(irq0[role], measure::read_interrupts(cpu));
+      core_times[role] =
+          measure::cpu_time_delta_ms(times0[role], measure::read_cpu_times(cpu), ticks);
     }
     const tear_down_report report = handle->tear_down();
     if (!report.stopped || !report.error.empty()) {
@@ -246,11 +262,14 @@ class io_runner {
         "slowest: the slowest samples, each split against the sample before it",
         false);
     result["measurement"]["core_interrupts"] = interrupts;
+    result["measurement"]["core_time_ms"] = core_times;
+    result["measurement"]["sensor_sched"] = sensor_sched;
     nlohmann::json obs = nlohmann::json::array();
     for (std::size_t o = 0; o < observers.size(); ++o) {
       obs.push_back({{"cpu", observers[o]->cpu},
                      {"first_sightings", first_by[o]},
-                     {"stalls", observers[o]->stalls.summary(wall_ns, period, start)}});
+                     {"stalls", observers[o]->stalls.summary(wall_ns, period, start)},
+                     {"sched", observers[o]->sched}});
     }
     result["measurement"]["observers"] = obs;
     result["breakdown"] = telemetry_breakdown(handle->telemetry(), base + _s.warmup + 1, final_seq);

@@ -122,6 +122,7 @@ struct observer_log {
   measure::stall_log stalls;
   measure::thread_grant grant;
   std::map<std::string, std::uint64_t> irq_before;
+  nlohmann::json sched;  // what the scheduler did to this thread while it polled
 };
 
 nlohmann::json run_config(const loops_settings& s, execution_mode mode, int count,
@@ -225,6 +226,7 @@ nlohmann::json run_config(const loops_settings& s, execution_mode mode, int coun
   const std::int64_t wall0 = now_ns();
   const auto observe = [&](observer_log& ob, int cpu) {
     ob.grant = measure::configure_current_thread(cpu, s.realtime);
+    const measure::thread_sched sched0 = measure::read_thread_sched();
     std::vector<std::uint64_t> last(static_cast<std::size_t>(count));
     for (int i = 0; i < count; ++i)
       last[static_cast<std::size_t>(i)] = apps[static_cast<std::size_t>(i)]->mailbox().output_seq();
@@ -267,26 +269,33 @@ nlohmann::json run_config(const loops_settings& s, execution_mode mode, int coun
       }
       if (!any) cpu_relax();
     }
+    ob.sched = measure::sched_delta(sched0, measure::read_thread_sched());
   };
   std::vector<std::thread> actuators;
   for (std::size_t o = 0; o < observers.size(); ++o) {
     actuators.emplace_back(observe, std::ref(*observers[o]), cpus.actuators[o]);
   }
   start = now_ns() + 5'000'000;
+  nlohmann::json sensor_sched;
   std::thread sensor([&] {
     sensor_grant = measure::configure_current_thread(cpus.sensor, s.realtime);
+    const measure::thread_sched sched0 = measure::read_thread_sched();
     for (std::size_t k = 1; k <= total; ++k) {
       for (int i = 0; i < count; ++i) {
         // Independent sensors: phases spread evenly over the period.
-        wait_until(start + static_cast<std::int64_t>(k - 1) * period + period * i / count);
+        const std::int64_t scheduled =
+            start + static_cast<std::int64_t>(k - 1) * period + period * i / count;
+        wait_until(scheduled);
         const auto li = static_cast<std::size_t>(i);
         const std::uint64_t token = io_app::token(logs[li]->base + k);
         const std::int64_t t = now_ns();
         logs[li]->release_ns[k].store(t, std::memory_order_release);
         apps[li]->mailbox().publish(std::as_bytes(std::span(&token, 1)));
         logs[li]->publish_ns[k] = now_ns() - t;
+        logs[li]->late_ns[k] = t - scheduled;
       }
     }
+    sensor_sched = measure::sched_delta(sched0, measure::read_thread_sched());
   });
   sensor.join();
   const auto deadline = std::chrono::steady_clock::now() + 3s;
@@ -436,16 +445,18 @@ nlohmann::json run_config(const loops_settings& s, execution_mode mode, int coun
       "(sensor publish, detection, egress to the actuator)",
       true);
   r["measurement"]["sensor_core_interrupts"] = measure::interrupt_delta(irq_sensor0, irq_sensor1);
+  r["measurement"]["sensor_sched"] = sensor_sched;
   // Per observer: how many sightings it made first, when and how long it was off its core
   // (phase: within the sensor period, from the first release), what its core took.
   nlohmann::json obs = nlohmann::json::array();
   for (std::size_t o = 0; o < observers.size(); ++o) {
-    obs.push_back({{"cpu", cpus.actuators[o]},
-                   {"first_sightings", first_by[o]},
-                   {"stalls", observers[o]->stalls.summary(wall_ns, period, start)},
-                   {"core_interrupts",
-                    measure::interrupt_delta(observers[o]->irq_before,
-                                             measure::read_interrupts(cpus.actuators[o]))}});
+    obs.push_back(
+        {{"cpu", cpus.actuators[o]},
+         {"first_sightings", first_by[o]},
+         {"stalls", observers[o]->stalls.summary(wall_ns, period, start)},
+         {"core_interrupts", measure::interrupt_delta(observers[o]->irq_before,
+                                                      measure::read_interrupts(cpus.actuators[o]))},
+         {"sched", observers[o]->sched}});
   }
   r["measurement"]["observers"] = obs;
   if (s.telemetry) r["breakdown_per_loop"] = breakdowns;

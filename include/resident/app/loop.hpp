@@ -61,7 +61,8 @@ enum class stage : std::uint32_t {
   commit = 5,            // egress made the output visible to the actuator
   end_marker = 6,        // the end marker began
   handler_end = 7,       // the handler's last step (the sample copied in, or nothing to take)
-  count = 8,
+  last_empty_poll = 8,   // the handler's clock after its last poll that found nothing new
+  count = 9,
 };
 inline constexpr std::size_t stage_count = static_cast<std::size_t>(stage::count);
 

@@ -26,6 +26,37 @@ namespace resident::measure {
 [[nodiscard]] nlohmann::json interrupt_delta(const std::map<std::string, std::uint64_t>& before,
                                              const std::map<std::string, std::uint64_t>& after);
 
+/// Time accounting of one cpu from the text of /proc/stat (its "cpuN" line), in clock ticks by
+/// field: user, nice, system, idle, iowait, irq, softirq, steal. `steal` is time the hypervisor
+/// gave this virtual cpu to someone else: a stall no scheduler inside the machine can see.
+/// Empty when there is no such line.
+[[nodiscard]] std::map<std::string, std::uint64_t> parse_cpu_times(std::string_view text, int cpu);
+/// parse_cpu_times of this machine's /proc/stat; empty when it cannot be read.
+[[nodiscard]] std::map<std::string, std::uint64_t> read_cpu_times(int cpu);
+/// {field: (after - before) in milliseconds} for every field, `ticks_per_second` being the
+/// kernel's USER_HZ (sysconf(_SC_CLK_TCK)).
+[[nodiscard]] nlohmann::json cpu_time_delta_ms(const std::map<std::string, std::uint64_t>& before,
+                                               const std::map<std::string, std::uint64_t>& after,
+                                               long ticks_per_second);
+
+/// How the scheduler treated one thread so far: context switches it asked for (sleeps, blocking
+/// calls) and those forced on it (getrusage RUSAGE_THREAD), and the time it spent runnable but
+/// waiting for a cpu (/proc/thread-self/schedstat; -1 when that cannot be read). A polling
+/// thread that stalled with no involuntary switch and no run delay lost its cpu below Linux.
+struct thread_sched {
+  std::int64_t voluntary_switches{0};
+  std::int64_t involuntary_switches{0};
+  std::int64_t run_delay_ns{-1};
+};
+/// The calling thread's thread_sched.
+[[nodiscard]] thread_sched read_thread_sched();
+/// The run_delay (second field) of a schedstat text ("<on-cpu ns> <run delay ns> <slices>"),
+/// or -1 when it has none.
+[[nodiscard]] std::int64_t parse_schedstat_run_delay(std::string_view text);
+/// {voluntary_switches, involuntary_switches, run_delay_us} from `before` to `after` (run
+/// delay left out when either side lacks it).
+[[nodiscard]] nlohmann::json sched_delta(const thread_sched& before, const thread_sched& after);
+
 /// Stalls of one polling thread: each is the start and length of a gap between two of its clock
 /// reads that exceeded the caller's threshold. Storage is taken up front; stalls past capacity
 /// are counted, not kept.
