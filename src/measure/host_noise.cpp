@@ -209,4 +209,24 @@ nlohmann::json stall_log::summary(std::int64_t run_ns, std::int64_t period_ns,
           {"phase", phase}};
 }
 
+nlohmann::json stall_log::shared_with(const stall_log& other, std::int64_t min_ns) const {
+  std::int64_t stalls = 0;
+  std::int64_t shared = 0;
+  std::size_t j = 0;  // other's first long stall that may still overlap
+  for (std::size_t i = 0; i < _count; ++i) {
+    if (_length_ns[i] < min_ns) continue;
+    ++stalls;
+    const std::int64_t begin = _start_ns[i];
+    const std::int64_t end = begin + _length_ns[i];
+    // Stalls do not overlap within one log, so other's stalls that ended before this one began
+    // end before every later one of ours begins too.
+    while (j < other._count &&
+           (other._length_ns[j] < min_ns || other._start_ns[j] + other._length_ns[j] <= begin)) {
+      ++j;
+    }
+    if (j < other._count && other._start_ns[j] < end) ++shared;
+  }
+  return {{"min_us", static_cast<double>(min_ns) / 1000.0}, {"stalls", stalls}, {"shared", shared}};
+}
+
 }  // namespace resident::measure

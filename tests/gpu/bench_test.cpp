@@ -90,6 +90,13 @@ TEST(bench_io, quick_run_covers_every_configuration_with_checked_outputs) {
     EXPECT_GE(m["sensor_sched"]["voluntary_switches"].get<std::int64_t>(), settings.samples / 2);
     for (const auto& ob : m["observers"]) {
       EXPECT_GE(ob["sched"]["involuntary_switches"].get<std::int64_t>(), 0);
+      // Each observer's long stalls against every other observer's.
+      if (settings.observers < 2) continue;
+      ASSERT_EQ(ob["stalls_shared"].size(), static_cast<std::size_t>(settings.observers - 1));
+      for (const auto& shared : ob["stalls_shared"]) {
+        EXPECT_LE(shared["shared"].get<std::int64_t>(), shared["stalls"].get<std::int64_t>());
+        EXPECT_LE(shared["stalls"].get<std::int64_t>(), ob["stalls"]["count"].get<std::int64_t>());
+      }
     }
     EXPECT_TRUE(m["core_time_ms"]["sensor"].contains("steal"));
     EXPECT_EQ(m["release_late_us"]["n"].get<std::int64_t>(), n);

@@ -101,6 +101,31 @@ TEST(host_noise, this_thread_reads_its_own_scheduling) {
   }
 }
 
+TEST(host_noise, shared_stalls_are_long_ones_that_overlap_in_time) {
+  stall_log a(8);
+  stall_log b(8);
+  // a's long stalls (>= 20 us): [100, 150), [300, 330), [500, 560), [900, 925) us; one short.
+  a.record(100'000, 50'000);
+  a.record(200'000, 5'000);  // short: not counted
+  a.record(300'000, 30'000);
+  a.record(500'000, 60'000);
+  a.record(900'000, 25'000);
+  // b: one long stall inside a's first, a short one during a's second (does not count), a long
+  // one that begins just as a's third ends (no overlap) and one straddling a's fourth's start.
+  b.record(120'000, 20'000);
+  b.record(310'000, 10'000);
+  b.record(560'000, 40'000);
+  b.record(880'000, 30'000);
+  const auto ab = a.shared_with(b, 20'000);
+  EXPECT_DOUBLE_EQ(ab["min_us"].get<double>(), 20.0);
+  EXPECT_EQ(ab["stalls"].get<std::int64_t>(), 4);
+  EXPECT_EQ(ab["shared"].get<std::int64_t>(), 2);  // [100, 150) and [900, 925)
+  const auto ba = b.shared_with(a, 20'000);
+  EXPECT_EQ(ba["stalls"].get<std::int64_t>(), 3);
+  EXPECT_EQ(ba["shared"].get<std::int64_t>(), 2);
+  EXPECT_EQ(a.shared_with(stall_log(1), 20'000)["shared"].get<std::int64_t>(), 0);
+}
+
 TEST(host_noise, stall_log_counts_lengths_phases_and_what_did_not_fit) {
   stall_log log(3);
   // Period 1 ms from origin 1'000'000: phases 50 us, 320 us and 950 us (bins 0, 3, 9).

@@ -271,6 +271,15 @@ class io_runner {
                      {"stalls", observers[o]->stalls.summary(wall_ns, period, start)},
                      {"sched", observers[o]->sched}});
     }
+    // Long stalls that two observers took at the same moments: both cores stopped together.
+    for (std::size_t o = 0; o < observers.size(); ++o) {
+      for (std::size_t p = 0; p < observers.size(); ++p) {
+        if (p == o) continue;
+        nlohmann::json shared = observers[o]->stalls.shared_with(observers[p]->stalls, 20'000);
+        shared["cpu"] = observers[p]->cpu;
+        obs[o]["stalls_shared"].push_back(std::move(shared));
+      }
+    }
     result["measurement"]["observers"] = obs;
     result["breakdown"] = telemetry_breakdown(handle->telemetry(), base + _s.warmup + 1, final_seq);
     result["telemetry_lost"] = handle->telemetry_lost();

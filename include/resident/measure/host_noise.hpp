@@ -81,6 +81,12 @@ class stall_log {
   [[nodiscard]] nlohmann::json summary(std::int64_t run_ns, std::int64_t period_ns,
                                        std::int64_t origin_ns) const;
 
+  /// Of this log's stalls at least `min_ns` long, how many overlap in time a stall of `other`
+  /// at least as long: {min_us, stalls, shared}. Two threads on two cores that lose them at
+  /// the same moments point at something that stops both cores together (the hypervisor),
+  /// not at either core's own scheduler. Both logs must hold their stalls in time order.
+  [[nodiscard]] nlohmann::json shared_with(const stall_log& other, std::int64_t min_ns) const;
+
  private:
   std::vector<std::int64_t> _start_ns;
   std::vector<std::int64_t> _length_ns;
