@@ -179,6 +179,18 @@ TEST(bench_reef, be_trace_sees_best_effort_blocks_beside_the_real_time_body) {
               t["samples"].get<std::int64_t>());
   }
   EXPECT_GT(by_policy["multi-stream"]["be_trace"]["overlapped"].get<std::int64_t>(), 0);
+  // The trace counts every checkpoint the runners count (padded launches never checkpoint).
+  for (const char* p : {"multi-stream", "preempt"}) {
+    SCOPED_TRACE(p);
+    const nlohmann::json& r = by_policy[p];
+    std::int64_t runner_checkpoints = 0;
+    for (const auto& runner : r["be"]["runners"]) {
+      runner_checkpoints += runner["checkpoints"].get<std::int64_t>();
+    }
+    EXPECT_EQ(r["be_trace"]["checkpoints_total"].get<std::int64_t>(), runner_checkpoints);
+    EXPECT_TRUE(r["be_trace"]["before_body"].contains("n"));
+  }
+  EXPECT_GT(by_policy["preempt"]["be_trace"]["checkpoints_total"].get<std::int64_t>(), 0);
 }
 
 TEST(bench_loops, partitioned_loops_in_both_modes_account_for_every_sample) {

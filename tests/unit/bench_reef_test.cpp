@@ -146,6 +146,47 @@ TEST(be_overlap, tells_overlapped_bodies_from_turned_away_and_quiet_ones) {
 }
 
 // --be-trace's clock summary: the slowest compute ran at a lower clock for the same cycles.
+// What the BE work left before each untouched body: checkpoints stored since the sample before
+// and how close before the body the last BE block left, slowest 1% against the rest.
+TEST(before_body, compares_checkpoints_and_drain_gap_of_the_slowest_bodies_with_the_rest) {
+  std::vector<rt_sample_trace> v;
+  std::uint32_t checkpoints = 0;
+  std::uint64_t t0 = 0;
+  // body_us long; `stored` checkpoints since the sample before; the last BE block ended
+  // `gap_us` before the body and the last turn-away 2 us earlier still.
+  const auto add = [&](double body_us, std::uint32_t stored, std::uint64_t gap_us) {
+    t0 += 250'000;
+    checkpoints += stored;
+    rt_sample_trace t;
+    t.body_start = t0;
+    t.commit = t0 + static_cast<std::uint64_t>(body_us * 1000.0);
+    t.compute_end = t.commit - 1'000;
+    t.be_last_begin = t0 - 100'000;
+    t.be_last_end = t0 - gap_us * 1000;
+    t.be_last_stop = t0 - gap_us * 1000 - 2'000;
+    t.be_checkpoints = checkpoints;
+    v.push_back(t);
+  };
+  add(10.0, 0, 5);  // the first has no sample before it: left out
+  for (int i = 0; i < 297; ++i) add(10.0, 100, 5);
+  for (int i = 0; i < 3; ++i) add(50.0, 300, 1);
+  add(80.0, 900, 1);
+  v.back().be_last_end = v.back().body_start + 3'000;  // a BE block ended in this body: left out
+  const nlohmann::json j = before_body(v);
+  EXPECT_EQ(j["n"].get<std::int64_t>(), 300);
+  const auto& slow = j["slowest_1pct_body"];
+  EXPECT_EQ(slow["n"].get<std::int64_t>(), 3);
+  EXPECT_DOUBLE_EQ(slow["mean_body_us"].get<double>(), 50.0);
+  EXPECT_DOUBLE_EQ(slow["checkpoints"]["mean"].get<double>(), 300.0);
+  EXPECT_DOUBLE_EQ(slow["gap_us"]["mean"].get<double>(), 1.0);
+  const auto& rest = j["other_bodies"];
+  EXPECT_EQ(rest["n"].get<std::int64_t>(), 297);
+  EXPECT_DOUBLE_EQ(rest["mean_body_us"].get<double>(), 10.0);
+  EXPECT_DOUBLE_EQ(rest["checkpoints"]["p50"].get<double>(), 100.0);
+  EXPECT_DOUBLE_EQ(rest["gap_us"]["min"].get<double>(), 5.0);
+  EXPECT_EQ(before_body({})["n"].get<std::int64_t>(), 0);
+}
+
 TEST(rt_clock, compares_the_slowest_computes_clock_with_the_rest) {
   std::vector<rt_sample_trace> v;
   for (int i = 0; i < 99; ++i) {

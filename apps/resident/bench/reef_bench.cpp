@@ -764,6 +764,7 @@ nlohmann::json run_policy(const reef_settings& s, const std::string& policy,
           t.be_last_end = d.be_last_end_ns;
           t.be_last_stop = d.be_last_stop_ns;
           t.sm_khz = d.sm_khz;
+          t.be_checkpoints = d.be_checkpoints;
           traced.push_back(t);
         }
       }
@@ -785,7 +786,13 @@ nlohmann::json run_policy(const reef_settings& s, const std::string& policy,
   if (stamp_done) {
     r["rt_body_split"] = {{"compute", brief(compute_us)}, {"egress", brief(egress_us)}};
   }
-  if (trace != nullptr) r["be_trace"] = be_overlap(traced);
+  if (trace != nullptr) {
+    sched::be_trace last{};
+    RESIDENT_CUDA_TRY(cudaMemcpy(&last, trace, sizeof last, cudaMemcpyDeviceToHost));
+    r["be_trace"] = be_overlap(traced);
+    r["be_trace"]["checkpoints_total"] = last.checkpoints;
+    r["be_trace"]["before_body"] = before_body(traced);
+  }
   if (s.be_trace) r["rt_clock"] = rt_clock(traced);
   r["preemption_breakdown"] = {{"detect_to_controller", brief(to_controller_us)},
                                {"detect_to_handler_end", brief(copy_in_us)},
@@ -889,6 +896,56 @@ nlohmann::json rt_clock(const std::vector<rt_sample_trace>& samples) {
   };
   out["slowest_1pct_compute"] = group(0, n);
   if (by_compute.size() > n) out["other_computes"] = group(n, by_compute.size());
+  return out;
+}
+
+nlohmann::json before_body(const std::vector<rt_sample_trace>& samples) {
+  struct body {
+    double us;
+    double checkpoints;  // stored since the previous sample's compute end
+    double gap_us;       // last BE block left -> body start
+  };
+  std::vector<body> bodies;
+  for (std::size_t i = 1; i < samples.size(); ++i) {
+    const rt_sample_trace& t = samples[i];
+    const rt_sample_trace& p = samples[i - 1];
+    if (t.body_start == 0 || t.commit < t.body_start || t.be_checkpoints < p.be_checkpoints) {
+      continue;
+    }
+    const std::uint64_t left = std::max(t.be_last_end, t.be_last_stop);
+    // Only bodies no BE block touched: the question is what the BE work left behind.
+    if (left == 0 || left > t.body_start || t.be_last_begin > t.body_start || t.be_running > 0) {
+      continue;
+    }
+    bodies.push_back({static_cast<double>(t.commit - t.body_start) / 1000.0,
+                      static_cast<double>(t.be_checkpoints - p.be_checkpoints),
+                      static_cast<double>(t.body_start - left) / 1000.0});
+  }
+  nlohmann::json out = {
+      {"method",
+       "bodies no BE block began, ended or ran in; checkpoints: BE checkpoints stored since the "
+       "previous sample's compute end; gap: the latest BE block end or turn-away before the "
+       "body -> body start"},
+      {"n", bodies.size()}};
+  if (bodies.empty()) return out;
+  std::sort(bodies.begin(), bodies.end(), [](const body& a, const body& b) { return a.us > b.us; });
+  const std::size_t n = std::max<std::size_t>(1, bodies.size() / 100);
+  const auto group = [&](std::size_t from, std::size_t to) -> nlohmann::json {
+    std::vector<double> us, ck, gap;
+    for (std::size_t i = from; i < to; ++i) {
+      us.push_back(bodies[i].us);
+      ck.push_back(bodies[i].checkpoints);
+      gap.push_back(bodies[i].gap_us);
+    }
+    const measure::summary c = measure::summarize(ck);
+    const measure::summary g = measure::summarize(gap);
+    return {{"n", to - from},
+            {"mean_body_us", measure::summarize(us).mean},
+            {"checkpoints", {{"mean", c.mean}, {"p50", c.p50}, {"max", c.max}}},
+            {"gap_us", {{"mean", g.mean}, {"p50", g.p50}, {"min", g.min}}}};
+  };
+  out["slowest_1pct_body"] = group(0, n);
+  if (bodies.size() > n) out["other_bodies"] = group(n, bodies.size());
   return out;
 }
 

@@ -56,11 +56,12 @@ struct rt_sample_trace {
   std::uint64_t body_start{0};
   std::uint64_t compute_end{0};  // the RT compute's last kernel done
   std::uint64_t commit{0};
-  std::uint32_t be_running{0};     // BE blocks running at compute_end
-  std::uint64_t be_last_begin{0};  // latest BE block begin before compute_end
-  std::uint64_t be_last_end{0};    // latest BE block end before compute_end
-  std::uint64_t be_last_stop{0};   // latest BE block turned away by the word before compute_end
-  std::uint32_t sm_khz{0};         // SM clock right after the compute (0: not measured)
+  std::uint32_t be_running{0};      // BE blocks running at compute_end
+  std::uint64_t be_last_begin{0};   // latest BE block begin before compute_end
+  std::uint64_t be_last_end{0};     // latest BE block end before compute_end
+  std::uint64_t be_last_stop{0};    // latest BE block turned away by the word before compute_end
+  std::uint32_t sm_khz{0};          // SM clock right after the compute (0: not measured)
+  std::uint32_t be_checkpoints{0};  // BE checkpoints stored so far, at compute_end (cumulative)
 };
 
 /// Whether BE blocks shared the GPU with each RT body (began in it, ended in it, or were
@@ -69,6 +70,14 @@ struct rt_sample_trace {
 /// body the last BE block ran; and how many of the slowest 1% of bodies and of latencies had
 /// each.
 [[nodiscard]] nlohmann::json be_overlap(const std::vector<rt_sample_trace>& samples);
+
+/// What the BE work left just before each RT body that no BE block overlapped: how many
+/// checkpoints BE blocks stored since the previous sample's compute (most of them when this
+/// sample raised the word), and how long before the body the last BE block left (ended, or was
+/// turned away). For the slowest 1% of those bodies against the rest: if checkpoint stores
+/// slowed the body that follows, the slow ones would follow more stores, or follow them closer.
+/// `samples` in sample order.
+[[nodiscard]] nlohmann::json before_body(const std::vector<rt_sample_trace>& samples);
 
 /// The SM clock right after each RT compute (--be-trace, every policy): its range, and the
 /// slowest 1% of computes against the rest (time, clock, and time x clock: the cycles they

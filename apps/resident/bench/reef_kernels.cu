@@ -16,6 +16,7 @@ __global__ void rt_done_kernel(const loop_state* loop, rt_done_stamp* ring, std:
     // The BE blocks update these with atomics while this runs: read them as such.
     const auto* t = const_cast<sched::be_trace*>(trace);
     slot.be_running = atomicAdd(const_cast<std::uint32_t*>(&t->running), 0U);
+    slot.be_checkpoints = atomicAdd(const_cast<std::uint32_t*>(&t->checkpoints), 0U);
     slot.be_last_begin_ns = atomicAdd(
         reinterpret_cast<unsigned long long*>(const_cast<std::uint64_t*>(&t->last_begin_ns)), 0ULL);
     slot.be_last_end_ns = atomicAdd(

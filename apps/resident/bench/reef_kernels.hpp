@@ -19,7 +19,9 @@ struct rt_done_stamp {
   std::uint64_t be_last_end_ns;
   std::uint64_t be_last_stop_ns;
   std::uint32_t be_running;
-  std::uint32_t sm_khz;  // the SM clock just after the compute (--be-trace), 0 without
+  std::uint32_t sm_khz;          // the SM clock just after the compute (--be-trace), 0 without
+  std::uint32_t be_checkpoints;  // BE checkpoints stored so far (cumulative)
+  std::uint32_t unused;
 };
 
 /// One thread stamps ring[seq % capacity] = {seq, now, trace} for the loop's current sample:

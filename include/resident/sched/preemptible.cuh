@@ -136,6 +136,7 @@ class be_block {
       __threadfence();
       store(_v.progress + _index, steps);
       if (_v.saves != nullptr) atomicAdd(_v.saves, 1U);
+      if (_v.trace != nullptr) atomicAdd(&_v.trace->checkpoints, 1U);
     }
   }
 

@@ -30,6 +30,8 @@ struct be_trace {
   std::uint64_t last_begin_ns{0};  // %globaltimer at the latest begin() that let its block run
   std::uint64_t last_end_ns{0};    // %globaltimer at the latest end of such a block
   std::uint64_t last_stop_ns{0};   // %globaltimer at the latest begin() that turned one away
+  /// Blocks that stored a checkpoint of their partial state and stopped (the runner's count).
+  std::uint32_t checkpoints{0};
 };
 
 /// The device's view of one attempt of one BE launch. Plain data: passed by value to kernels.
