@@ -413,6 +413,11 @@ int main(int argc, char** argv) {
                    "preempted gemm/conv2d blocks keep their partial sums (on/off)")
       ->capture_default_str();
   reef_cmd
+      ->add_option("--pad-place-wait-us", reef.pad_place_wait_us,
+                   "how long a pad block waits for the RT blocks to take SMs of their own "
+                   "before it runs RT work left over")
+      ->capture_default_str();
+  reef_cmd
       ->add_option("--be-checkpoint-min-steps", reef.be_checkpoint_min_steps,
                    "a cut block keeps its sums only after this many K-steps of its attempt")
       ->capture_default_str();

@@ -24,10 +24,6 @@ enum : int {
   state_words = 20
 };
 
-/// How long a pad block waits for the RT blocks to be placed before it takes RT work itself
-/// (when fewer SMs than RT blocks carry this launch, e.g. the rest are busy).
-constexpr std::uint64_t place_wait_ns = 20'000;
-
 __device__ inline std::uint32_t current_sm() {
   std::uint32_t sm;
   asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));
@@ -44,7 +40,8 @@ template <class RtArgs, class BeArgs, void (*RtBody)(const RtArgs&, be_block&),
           void (*BeBody)(const BeArgs&, be_block&)>
 __global__ void __launch_bounds__(be_block_threads)
     padded_kernel(RtArgs rt, std::int32_t rt_blocks, BeArgs be, pad_job_view job,
-                  std::uint32_t budget, std::uint32_t rounds, unsigned long long* start_stamp) {
+                  std::uint32_t budget, std::uint32_t rounds, std::uint64_t place_wait_ns,
+                  unsigned long long* start_stamp) {
   __shared__ std::uint32_t role;  // RT item index, or pad_role / skip_role
   __shared__ unsigned long long be_index;
   constexpr std::uint32_t pad_role = 0xFFFFFFFEU;
@@ -57,7 +54,11 @@ __global__ void __launch_bounds__(be_block_threads)
     const std::uint32_t sm = current_sm();
     const std::uint32_t bit = 1U << (sm & 31U);
     std::uint32_t r = pad_role;
-    if ((atomicOr(state + claimed + (sm >> 5), bit) & bit) == 0U) {
+    if (gridDim.x == rt_count) {
+      // No pad slots: every block is an RT block. One that lands on an SM another RT block
+      // holds (other work fills the rest) runs there now; waiting would only delay it.
+      r = atomicAdd(state + rt_next, 1U);
+    } else if ((atomicOr(state + claimed + (sm >> 5), bit) & bit) == 0U) {
       const std::uint32_t w = atomicAdd(state + rt_next, 1U);
       if (w < rt_count) r = w;
     }
@@ -69,7 +70,10 @@ __global__ void __launch_bounds__(be_block_threads)
       while (placed.load(cuda::memory_order_acquire) < rt_count) {
         if (now_ns() - start > place_wait_ns) {
           const std::uint32_t w = atomicAdd(state + rt_next, 1U);
-          if (w < rt_count) r = w;
+          if (w < rt_count) {
+            r = w;
+            atomicAdd(job.rt_late, 1U);
+          }
           break;
         }
         __nanosleep(64);
@@ -142,7 +146,8 @@ void launch_merged(cudaStream_t s, const gemm_args& rt, const BeArgs& be, const 
   const std::int32_t slots = limits.budget == 0 ? 0 : limits.slots;
   padded_kernel<gemm_args, BeArgs, gemm_block, BeBody>
       <<<rt_blocks + slots, be_block_threads, 0, s>>>(rt, rt_blocks, be, job.view(), limits.budget,
-                                                      limits.rounds, start_stamp);
+                                                      limits.rounds, limits.place_wait_ns,
+                                                      start_stamp);
   RESIDENT_CUDA_CHECK_LAUNCH(name);
 }
 
@@ -154,8 +159,8 @@ pad_job::pad_job(std::int32_t be_blocks, std::int32_t rt_capacity) {
                                 ") and rt_capacity (" + std::to_string(rt_capacity) +
                                 ") must be positive");
   }
-  const std::size_t words =
-      state_words + 2 * static_cast<std::size_t>(be_blocks) + static_cast<std::size_t>(rt_capacity);
+  const std::size_t words = state_words + 2 * static_cast<std::size_t>(be_blocks) +
+                            static_cast<std::size_t>(rt_capacity) + 1;
   _mem = device_buffer(sizeof(unsigned long long) + words * sizeof(std::uint32_t));
   RESIDENT_CUDA_TRY(cudaMemset(_mem.data(), 0, _mem.size()));
   auto* base = _mem.data_as<unsigned char>();
@@ -165,6 +170,7 @@ pad_job::pad_job(std::int32_t be_blocks, std::int32_t rt_capacity) {
   _view.done = words_at + state_words;
   _view.runs = _view.done + be_blocks;
   _view.rt_done = _view.runs + be_blocks;
+  _view.rt_late = _view.rt_done + rt_capacity;
   _view.be_blocks = be_blocks;
   _view.rt_capacity = rt_capacity;
 }
@@ -172,6 +178,12 @@ pad_job::pad_job(std::int32_t be_blocks, std::int32_t rt_capacity) {
 std::uint64_t pad_job::taken() const {
   unsigned long long v = 0;
   RESIDENT_CUDA_TRY(cudaMemcpy(&v, _view.cursor, sizeof v, cudaMemcpyDeviceToHost));
+  return v;
+}
+
+std::uint32_t pad_job::rt_late_takes() const {
+  std::uint32_t v = 0;
+  RESIDENT_CUDA_TRY(cudaMemcpy(&v, _view.rt_late, sizeof v, cudaMemcpyDeviceToHost));
   return v;
 }
 

@@ -191,6 +191,11 @@ TEST(bench_reef, be_trace_sees_best_effort_blocks_beside_the_real_time_body) {
     EXPECT_TRUE(r["be_trace"]["before_body"].contains("n"));
   }
   EXPECT_GT(by_policy["preempt"]["be_trace"]["checkpoints_total"].get<std::int64_t>(), 0);
+  // Without pad slots every block of an RT gemm launch takes RT work at once: none waits.
+  for (const auto& [p, r] : by_policy) {
+    SCOPED_TRACE(p);
+    EXPECT_EQ(r["rt_late_items"].get<std::int64_t>(), 0);
+  }
 }
 
 TEST(bench_loops, partitioned_loops_in_both_modes_account_for_every_sample) {

@@ -410,15 +410,24 @@ TEST(SchedPadding, PaddedLaunchLeavesBothOutputsCorrect) {
     EXPECT_TRUE(be.tile_ok(be_c, be_want, t)) << "BE tile " << t;
   }
 
+  // On an idle GPU the RT blocks found SMs of their own at once: no pad block had to wait for
+  // them and take their work.
+  EXPECT_EQ(job.rt_late_takes(), 0U);
+
   // No padding: the RT kernel alone, through the same merged kernel; the job is untouched.
-  RESIDENT_CUDA_TRY(cudaMemset(rt.dc.data(), 0xFF, rt.dc.size()));
-  sched::launch_padded_gemm(s.get(), rt.args(), be.args(), job, {0, 0, 0});
-  s.synchronize();
-  rt_c = rt.result();
-  for (std::int32_t t = 0; t < sched::gemm_blocks(rt.args()); ++t) {
-    EXPECT_TRUE(rt.tile_ok(rt_c, rt_want, t)) << "RT tile " << t << " (alone)";
+  // Every block takes RT work at once (none waits), several times over.
+  for (int i = 0; i < 20; ++i) {
+    RESIDENT_CUDA_TRY(cudaMemset(rt.dc.data(), 0xFF, rt.dc.size()));
+    sched::launch_padded_gemm(s.get(), rt.args(), be.args(), job, {0, 0, 0});
+    s.synchronize();
+    rt_c = rt.result();
+    for (std::int32_t t = 0; t < sched::gemm_blocks(rt.args()); ++t) {
+      EXPECT_TRUE(rt.tile_ok(rt_c, rt_want, t))
+          << "RT tile " << t << " (alone, launch " << i << ")";
+    }
   }
   EXPECT_EQ(job.taken(), 20U);
+  EXPECT_EQ(job.rt_late_takes(), 0U);
 }
 
 TEST(SchedPadding, RefusesAnRtKernelLargerThanTheJobHolds) {

@@ -53,6 +53,9 @@ TEST(reef_settings, defaults_run_every_policy_and_bad_flags_are_clear) {
               HasSubstr("--be-checkpoint-min-steps"));
   EXPECT_THAT(with([](auto& x) { x.be_clients = 9; }), HasSubstr("--be-clients"));
   EXPECT_THAT(with([](auto& x) { x.pad_tolerance = -0.1; }), HasSubstr("--pad-tolerance"));
+  EXPECT_THAT(with([](auto& x) { x.pad_place_wait_us = -1; }), HasSubstr("--pad-place-wait-us"));
+  EXPECT_THAT(with([](auto& x) { x.pad_place_wait_us = 5000; }), HasSubstr("--pad-place-wait-us"));
+  EXPECT_EQ(with([](auto& x) { x.pad_place_wait_us = 0; }), "");
   EXPECT_THAT(with([](auto& x) { x.rt_out_copy = "dma"; }), HasSubstr("--rt-out-copy"));
   EXPECT_THAT(with([](auto& x) { x.rt_arena = false; }), HasSubstr("--rt-arena on"));
   EXPECT_EQ(with([](auto& x) {

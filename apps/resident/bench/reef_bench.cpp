@@ -587,6 +587,7 @@ nlohmann::json run_policy(const reef_settings& s, const std::string& policy,
   auto handle = run_async(app, execution_mode::while_loop, o);
 
   const std::uint64_t pad_before = pc.pad ? pad->job.taken() : 0;
+  const std::uint32_t late_before = pad->job.rt_late_takes();
   const std::int64_t be0 = now_ns();
   for (auto& r : runners) r->start();
 
@@ -687,6 +688,7 @@ nlohmann::json run_policy(const reef_settings& s, const std::string& policy,
                              ": the RT loop did not stop cleanly: " + report.error);
   }
   const std::uint64_t pad_blocks = pc.pad ? pad->job.taken() - pad_before : 0;
+  const std::uint32_t rt_late = pad->job.rt_late_takes() - late_before;
 
   std::vector<double> latencies;
   std::int64_t unobserved = 0;
@@ -827,6 +829,8 @@ nlohmann::json run_policy(const reef_settings& s, const std::string& policy,
       be_seconds > 0 ? (static_cast<double>(sequences) * seq_gflop + pad_gflop) / be_seconds : 0.0;
   be["runners"] = per;
   r["be"] = be;
+  // RT gemm items that began only after a pad block waited for them (see pad_limits).
+  r["rt_late_items"] = rt_late;
   const preempt_mirror mirror = signal.mirror();
   r["preempt_word"] = {{"raises", mirror.raises}, {"clears", mirror.clears}};
   r["rt_stream_priority"] = o.stream_priority;
@@ -1039,6 +1043,9 @@ void reef_settings::validate() const {
   if (be_bounded_grid < 0 || be_bounded_grid > 64) {
     throw std::invalid_argument("bench reef: --be-bounded-grid must be in 0..64");
   }
+  if (!(pad_place_wait_us >= 0.0) || pad_place_wait_us > 1000.0) {
+    throw std::invalid_argument("bench reef: --pad-place-wait-us must be in [0, 1000]");
+  }
   if (be_checkpoint_min_steps < 1) {
     throw std::invalid_argument("bench reef: --be-checkpoint-min-steps must be at least 1");
   }
@@ -1119,6 +1126,7 @@ measure::receipt run_reef_bench(const reef_settings& s, std::ostream& log) {
       std::find(s.policies.begin(), s.policies.end(), "preempt-pad") != s.policies.end();
   std::vector<layer_padding> pads;
   if (any_pad) pads = plan_padding(*model, *pad, s.pad_tolerance, padding_report);
+  for (auto& p : pads) p.place_wait_ns = static_cast<std::uint32_t>(s.pad_place_wait_us * 1000.0);
   // After the padding profiles (measured without it), for every policy alike.
   std::optional<l2_set_aside> l2;
   std::optional<cudaAccessPolicyWindow> l2_window;
@@ -1154,6 +1162,7 @@ measure::receipt run_reef_bench(const reef_settings& s, std::ostream& log) {
                         {"checkpoint_min_steps", s.be_checkpoint_min_steps},
                         {"bounded_grid_per_sm", s.be_bounded_grid},
                         {"bounded_grid_counter", s.be_bounded_grid_counter}}},
+                      {"pad_place_wait_us", s.pad_place_wait_us},
                       {"split_sms", s.split_sms},
                       {"rt_out_copy", s.rt_out_copy},
                       {"rt_l2_persist",

@@ -34,6 +34,7 @@ struct reef_settings {
   std::int32_t rt_batch{32};
   int split_sms{32};                  // green-split, preempt-sm: SMs of the RT partition
   double pad_tolerance{0.05};         // padded RT kernel within this of the kernel alone
+  double pad_place_wait_us{20.0};     // sched::pad_limits::place_wait_ns of the padded launches
   std::string rt_out_copy{"memcpy"};  // the RT scores into the output port: memcpy or kernel
   bool rt_l2_persist{true};           // RT kernels' accesses to the RT model persist in L2
   bool rt_arena{true};                // the RT model in one allocation (off: one per buffer)

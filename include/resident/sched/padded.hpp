@@ -29,6 +29,9 @@ struct pad_job_view {
   std::uint32_t* done{nullptr};     // be_launch_view::done of the BE blocks (scratch)
   std::uint32_t* runs{nullptr};     // commits per BE block
   std::uint32_t* rt_done{nullptr};  // be_launch_view::done of the RT blocks (scratch)
+  /// RT items a pad block took after waiting place_wait_ns, over every launch: the launch
+  /// reached fewer SMs than it has RT blocks when they were dispatched.
+  std::uint32_t* rt_late{nullptr};
   std::int32_t be_blocks{0};
   std::int32_t rt_capacity{0};  // rt_done words
 };
@@ -45,6 +48,8 @@ class pad_job {
   [[nodiscard]] std::uint64_t taken() const;
   /// Commits per BE block (synchronous read).
   [[nodiscard]] std::vector<std::uint32_t> runs() const;
+  /// pad_job_view::rt_late so far (synchronous read).
+  [[nodiscard]] std::uint32_t rt_late_takes() const;
 
  private:
   device_buffer _mem;
@@ -56,6 +61,9 @@ struct pad_limits {
   std::int32_t slots{0};    // extra CUDA blocks beside the RT kernel's
   std::uint32_t budget{0};  // BE blocks the launch may run in all
   std::uint32_t rounds{0};  // BE blocks one pad block may run one after another (0: no cap)
+  /// How long a pad block waits for the RT blocks to be placed on SMs of their own before it
+  /// takes RT work that is left (nanoseconds).
+  std::uint32_t place_wait_ns{20'000};
 };
 
 /// One merged launch: RT gemm `rt` (all its blocks, never preempted) padded with at most
@@ -63,8 +71,10 @@ struct pad_limits {
 /// arrives on each SM, so no two RT blocks share an SM; a pad block waits until every RT block
 /// is placed, then leaves at once if it shares an SM with one, so BE blocks only fill SMs the
 /// RT kernel left idle. If the launch reaches fewer SMs than it has RT blocks (other work holds
-/// them), a pad block that waited 20 us takes the RT work left, so the launch always ends.
-/// limits.slots == 0 or budget == 0 launches the RT kernel alone through the same kernel.
+/// them), a pad block that waited limits.place_wait_ns takes the RT work left, so the launch
+/// always ends (counted in pad_job::rt_late_takes). limits.slots == 0 or budget == 0 launches
+/// the RT kernel alone through the same kernel: then every block takes RT work at once, even
+/// two on one SM, since no other block could take it sooner.
 /// `start_stamp` (device memory, or null): the first RT block to start writes %globaltimer there if
 /// it still holds 0 (e.g. a loop's body_start stamp).
 void launch_padded_gemm(cudaStream_t s, const gemm_args& rt, const gemm_args& be,
