@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <array>
 #include <fstream>
+#include <optional>
 #include <sstream>
 
 namespace resident::measure {
@@ -20,6 +21,15 @@ std::string_view trim(std::string_view s) {
 
 bool all_digits(std::string_view s) {
   return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+
+// The whole text of a /proc file; nullopt when it cannot be opened.
+std::optional<std::string> read_proc(const char* path) {
+  std::ifstream f(path);
+  if (!f) return std::nullopt;
+  std::stringstream text;
+  text << f.rdbuf();
+  return text.str();
 }
 
 }  // namespace
@@ -73,11 +83,8 @@ std::map<std::string, std::uint64_t> parse_interrupts(std::string_view text, int
 }
 
 std::map<std::string, std::uint64_t> read_interrupts(int cpu) {
-  std::ifstream f("/proc/interrupts");
-  if (!f) return {};
-  std::stringstream text;
-  text << f.rdbuf();
-  return parse_interrupts(text.str(), cpu);
+  const auto text = read_proc("/proc/interrupts");
+  return text ? parse_interrupts(*text, cpu) : std::map<std::string, std::uint64_t>{};
 }
 
 std::map<std::string, std::uint64_t> parse_cpu_times(std::string_view text, int cpu) {
@@ -102,11 +109,8 @@ std::map<std::string, std::uint64_t> parse_cpu_times(std::string_view text, int 
 }
 
 std::map<std::string, std::uint64_t> read_cpu_times(int cpu) {
-  std::ifstream f("/proc/stat");
-  if (!f) return {};
-  std::stringstream text;
-  text << f.rdbuf();
-  return parse_cpu_times(text.str(), cpu);
+  const auto text = read_proc("/proc/stat");
+  return text ? parse_cpu_times(*text, cpu) : std::map<std::string, std::uint64_t>{};
 }
 
 nlohmann::json cpu_time_delta_ms(const std::map<std::string, std::uint64_t>& before,
@@ -138,11 +142,8 @@ thread_sched read_thread_sched() {
     t.voluntary_switches = r.ru_nvcsw;
     t.involuntary_switches = r.ru_nivcsw;
   }
-  std::ifstream f("/proc/thread-self/schedstat");
-  if (f) {
-    std::stringstream text;
-    text << f.rdbuf();
-    t.run_delay_ns = parse_schedstat_run_delay(text.str());
+  if (const auto text = read_proc("/proc/thread-self/schedstat")) {
+    t.run_delay_ns = parse_schedstat_run_delay(*text);
   }
   return t;
 }
