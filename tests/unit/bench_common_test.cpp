@@ -208,5 +208,29 @@ TEST(sample_accounting, counts_disturbed_samples_and_splits_the_slowest_over_loo
   EXPECT_FALSE(acc.measurement("how", false)["slowest"][0].contains("loop"));
 }
 
+// Every observer against every other: two long stalls overlap, a short one does not count.
+TEST(add_shared_stalls, pairs_every_observer_with_every_other_and_names_its_cpu) {
+  measure::stall_log a(4), b(4), c(4);
+  a.record(100'000, 30'000);  // overlaps b's long stall
+  a.record(500'000, 25'000);  // overlaps only c's short one
+  b.record(110'000, 40'000);
+  c.record(505'000, 5'000);
+  nlohmann::json obs = nlohmann::json::array({{{"cpu", 7}}, {{"cpu", 8}}, {{"cpu", 9}}});
+  add_shared_stalls(obs, {&a, &b, &c}, {7, 8, 9});
+  ASSERT_EQ(obs[0]["stalls_shared"].size(), 2U);
+  EXPECT_EQ(obs[0]["stalls_shared"][0]["cpu"].get<int>(), 8);
+  EXPECT_EQ(obs[0]["stalls_shared"][0]["stalls"].get<std::int64_t>(), 2);
+  EXPECT_EQ(obs[0]["stalls_shared"][0]["shared"].get<std::int64_t>(), 1);
+  EXPECT_EQ(obs[0]["stalls_shared"][1]["cpu"].get<int>(), 9);
+  EXPECT_EQ(obs[0]["stalls_shared"][1]["shared"].get<std::int64_t>(), 0);
+  EXPECT_EQ(obs[1]["stalls_shared"][0]["cpu"].get<int>(), 7);
+  EXPECT_EQ(obs[1]["stalls_shared"][0]["shared"].get<std::int64_t>(), 1);
+  EXPECT_EQ(obs[2]["stalls_shared"][0]["stalls"].get<std::int64_t>(), 0);  // no long stall
+  EXPECT_DOUBLE_EQ(obs[2]["stalls_shared"][1]["min_us"].get<double>(), 20.0);
+  nlohmann::json one = nlohmann::json::array({{{"cpu", 7}}});
+  add_shared_stalls(one, {&a}, {7});
+  EXPECT_FALSE(one[0].contains("stalls_shared"));  // nobody to compare with
+}
+
 }  // namespace
 }  // namespace resident::bench

@@ -85,6 +85,19 @@ void describe_machine(measure::receipt& receipt) {
   if (smi.sm_clock_mhz > 0) receipt.device.sm_clock_mhz_seen.push_back(smi.sm_clock_mhz);
 }
 
+void add_shared_stalls(nlohmann::json& observers,
+                       const std::vector<const measure::stall_log*>& stalls,
+                       const std::vector<int>& cpus) {
+  for (std::size_t o = 0; o < stalls.size(); ++o) {
+    for (std::size_t p = 0; p < stalls.size(); ++p) {
+      if (p == o) continue;
+      nlohmann::json shared = stalls[o]->shared_with(*stalls[p], long_stall_ns);
+      shared["cpu"] = cpus[p];
+      observers[o]["stalls_shared"].push_back(std::move(shared));
+    }
+  }
+}
+
 nlohmann::json brief(const std::vector<double>& values_us) {
   if (values_us.empty()) return {{"n", 0}};
   const measure::summary s = measure::summarize(values_us);

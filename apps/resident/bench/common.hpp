@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "resident/exec/run_handle.hpp"
+#include "resident/measure/host_noise.hpp"
 #include "resident/measure/receipt.hpp"
 #include "resident/measure/statistics.hpp"
 
@@ -165,6 +166,17 @@ class sample_accounting {
   slowest_samples _slowest;
   std::vector<std::pair<const sample_log*, const std::vector<device_stamps>*>> _loops;
 };
+
+/// Stalls at least this long count as long when observers' stalls are compared.
+inline constexpr std::int64_t long_stall_ns = 20'000;
+
+/// For each observer o (entry o of the JSON array `observers`, its stall log stalls[o], its
+/// cpu cpus[o]): `stalls_shared`, one stall_log::shared_with(long_stall_ns) per other observer,
+/// naming that observer's cpu. Long stalls that two observers took at the same moments mean
+/// both cores stopped together.
+void add_shared_stalls(nlohmann::json& observers,
+                       const std::vector<const measure::stall_log*>& stalls,
+                       const std::vector<int>& cpus);
 
 /// A compact summary for breakdown tables: {n, mean_us, p50_us, p99_us, max_us}.
 [[nodiscard]] nlohmann::json brief(const std::vector<double>& values_us);

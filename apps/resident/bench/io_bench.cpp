@@ -271,15 +271,13 @@ class io_runner {
                      {"stalls", observers[o]->stalls.summary(wall_ns, period, start)},
                      {"sched", observers[o]->sched}});
     }
-    // Long stalls that two observers took at the same moments: both cores stopped together.
-    for (std::size_t o = 0; o < observers.size(); ++o) {
-      for (std::size_t p = 0; p < observers.size(); ++p) {
-        if (p == o) continue;
-        nlohmann::json shared = observers[o]->stalls.shared_with(observers[p]->stalls, 20'000);
-        shared["cpu"] = observers[p]->cpu;
-        obs[o]["stalls_shared"].push_back(std::move(shared));
-      }
+    std::vector<const measure::stall_log*> stall_logs;
+    std::vector<int> observer_cpus;
+    for (const auto& ob : observers) {
+      stall_logs.push_back(&ob->stalls);
+      observer_cpus.push_back(ob->cpu);
     }
+    add_shared_stalls(obs, stall_logs, observer_cpus);
     result["measurement"]["observers"] = obs;
     result["breakdown"] = telemetry_breakdown(handle->telemetry(), base + _s.warmup + 1, final_seq);
     result["telemetry_lost"] = handle->telemetry_lost();

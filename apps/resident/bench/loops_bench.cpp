@@ -458,15 +458,9 @@ nlohmann::json run_config(const loops_settings& s, execution_mode mode, int coun
                                                       measure::read_interrupts(cpus.actuators[o]))},
          {"sched", observers[o]->sched}});
   }
-  // Long stalls that two observers took at the same moments: both cores stopped together.
-  for (std::size_t o = 0; o < observers.size(); ++o) {
-    for (std::size_t p = 0; p < observers.size(); ++p) {
-      if (p == o) continue;
-      nlohmann::json shared = observers[o]->stalls.shared_with(observers[p]->stalls, 20'000);
-      shared["cpu"] = cpus.actuators[p];
-      obs[o]["stalls_shared"].push_back(std::move(shared));
-    }
-  }
+  std::vector<const measure::stall_log*> stall_logs;
+  for (const auto& ob : observers) stall_logs.push_back(&ob->stalls);
+  add_shared_stalls(obs, stall_logs, cpus.actuators);
   r["measurement"]["observers"] = obs;
   if (s.telemetry) r["breakdown_per_loop"] = breakdowns;
   log << "loops: " << to_string(mode) << " x" << count << " (" << s.backend << ", " << pc.sms
