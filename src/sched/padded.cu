@@ -21,7 +21,9 @@ enum : int {
   rt_placed = 3,    // RT blocks that have started
   claimed = 4,      // 8 words: SMs on which some block has tried for RT work
   rt_here = 12,     // 8 words: SMs an RT block runs on
-  state_words = 20
+  first_rt_ns = 20,  // 2 words (one 8-byte aligned u64): the first RT block's start
+  last_rt_ns = 22,   // 2 words: the last RT block's start
+  state_words = 24
 };
 
 __device__ inline std::uint32_t current_sm() {
@@ -80,7 +82,11 @@ __global__ void __launch_bounds__(be_block_threads)
       }
     }
     if (r < rt_count) {
-      if (start_stamp != nullptr) atomicCAS(start_stamp, 0ULL, now_ns());
+      const unsigned long long t = now_ns();
+      if (start_stamp != nullptr) atomicCAS(start_stamp, 0ULL, t);
+      auto* first = reinterpret_cast<unsigned long long*>(state + first_rt_ns);
+      if (atomicCAS(first, 0ULL, t) != 0ULL) atomicMin(first, t);
+      atomicMax(reinterpret_cast<unsigned long long*>(state + last_rt_ns), t);
       atomicOr(state + rt_here + (sm >> 5), bit);
       __threadfence();
       atomicAdd(state + rt_placed, 1U);
@@ -127,6 +133,16 @@ __global__ void __launch_bounds__(be_block_threads)
   if (threadIdx.x == 0) {
     __threadfence();
     if (atomicAdd(state + blocks_done, 1U) == gridDim.x - 1) {
+      // Where the RT blocks landed: how many SMs, and how far apart their starts were.
+      std::uint32_t sms = 0;
+      for (int i = 0; i < 8; ++i) sms += __popc(atomicAdd(state + rt_here + i, 0U));
+      if (sms < rt_count) atomicAdd(job.rt_crowded, 1U);
+      atomicAdd(job.rt_crowded + 1, 1U);  // launches
+      const unsigned long long first =
+          atomicAdd(reinterpret_cast<unsigned long long*>(state + first_rt_ns), 0ULL);
+      const unsigned long long last =
+          atomicAdd(reinterpret_cast<unsigned long long*>(state + last_rt_ns), 0ULL);
+      if (first != 0ULL && last >= first) atomicAdd(job.rt_spread_ns, last - first);
       for (int i = 0; i < state_words; ++i) state[i] = 0U;
       __threadfence();
     }
@@ -160,17 +176,20 @@ pad_job::pad_job(std::int32_t be_blocks, std::int32_t rt_capacity) {
                                 ") must be positive");
   }
   const std::size_t words = state_words + 2 * static_cast<std::size_t>(be_blocks) +
-                            static_cast<std::size_t>(rt_capacity) + 1;
-  _mem = device_buffer(sizeof(unsigned long long) + words * sizeof(std::uint32_t));
+                            static_cast<std::size_t>(rt_capacity) + 3;
+  // Two 8-byte counters, then the words (launch_state stays 8-byte aligned for its stamps).
+  _mem = device_buffer(2 * sizeof(unsigned long long) + words * sizeof(std::uint32_t));
   RESIDENT_CUDA_TRY(cudaMemset(_mem.data(), 0, _mem.size()));
   auto* base = _mem.data_as<unsigned char>();
   _view.cursor = reinterpret_cast<unsigned long long*>(base);
-  auto* words_at = reinterpret_cast<std::uint32_t*>(base + sizeof(unsigned long long));
+  _view.rt_spread_ns = _view.cursor + 1;
+  auto* words_at = reinterpret_cast<std::uint32_t*>(base + 2 * sizeof(unsigned long long));
   _view.launch_state = words_at;
   _view.done = words_at + state_words;
   _view.runs = _view.done + be_blocks;
   _view.rt_done = _view.runs + be_blocks;
   _view.rt_late = _view.rt_done + rt_capacity;
+  _view.rt_crowded = _view.rt_late + 1;
   _view.be_blocks = be_blocks;
   _view.rt_capacity = rt_capacity;
 }
@@ -185,6 +204,18 @@ std::uint32_t pad_job::rt_late_takes() const {
   std::uint32_t v = 0;
   RESIDENT_CUDA_TRY(cudaMemcpy(&v, _view.rt_late, sizeof v, cudaMemcpyDeviceToHost));
   return v;
+}
+
+pad_placement pad_job::placement() const {
+  pad_placement p;
+  unsigned long long spread = 0;
+  std::uint32_t words[2] = {0, 0};  // crowded, launches
+  RESIDENT_CUDA_TRY(cudaMemcpy(words, _view.rt_crowded, sizeof words, cudaMemcpyDeviceToHost));
+  p.crowded_launches = words[0];
+  p.launches = words[1];
+  RESIDENT_CUDA_TRY(cudaMemcpy(&spread, _view.rt_spread_ns, sizeof spread, cudaMemcpyDeviceToHost));
+  p.spread_ns = spread;
+  return p;
 }
 
 std::vector<std::uint32_t> pad_job::runs() const {

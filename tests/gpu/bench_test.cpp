@@ -195,6 +195,14 @@ TEST(bench_reef, be_trace_sees_best_effort_blocks_beside_the_real_time_body) {
   for (const auto& [p, r] : by_policy) {
     SCOPED_TRACE(p);
     EXPECT_EQ(r["rt_late_items"].get<std::int64_t>(), 0);
+    // Every processed RT sample ran the model's three gemms through the merged kernel, and
+    // each launch was counted; the by-body comparison covers most traced samples.
+    const nlohmann::json& pl = r["rt_placement"];
+    EXPECT_GE(pl["gemm_launches"].get<std::int64_t>(), 3 * settings.samples) << pl.dump();
+    EXPECT_LE(pl["crowded_launches"].get<std::int64_t>(), pl["gemm_launches"].get<std::int64_t>());
+    EXPECT_GE(pl["mean_start_spread_us"].get<double>(), 0.0);
+    EXPECT_LT(pl["mean_start_spread_us"].get<double>(), r["rt_body"]["max_us"].get<double>());
+    EXPECT_GT(r["rt_placement_by_body"]["n"].get<std::int64_t>(), settings.samples / 2);
   }
 }
 

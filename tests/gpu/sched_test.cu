@@ -379,8 +379,21 @@ TEST(SchedPadding, PaddedLaunchLeavesBothOutputsCorrect) {
 
   // Budget 10 over 128 pad slots (those on an RT block's SM leave): BE blocks 0..9 run once,
   // 10..15 not at all.
+  cudaEvent_t ev[2];
+  for (auto& e : ev) RESIDENT_CUDA_TRY(cudaEventCreate(&e));
+  RESIDENT_CUDA_TRY(cudaEventRecord(ev[0], s.get()));
   sched::launch_padded_gemm(s.get(), rt.args(), be.args(), job, {128, 10, 0});
+  RESIDENT_CUDA_TRY(cudaEventRecord(ev[1], s.get()));
   s.synchronize();
+  float launch_ms = 0;
+  RESIDENT_CUDA_TRY(cudaEventElapsedTime(&launch_ms, ev[0], ev[1]));
+  for (auto& e : ev) RESIDENT_CUDA_TRY(cudaEventDestroy(e));
+  // Placement: one launch counted; padded RT blocks each had an SM of their own; the RT blocks'
+  // start spread lies inside the launch.
+  const sched::pad_placement placed = job.placement();
+  EXPECT_EQ(placed.launches, 1U);
+  EXPECT_EQ(placed.crowded_launches, 0U);
+  EXPECT_LE(static_cast<double>(placed.spread_ns), launch_ms * 1e6);
   auto rt_c = rt.result();
   for (std::int32_t t = 0; t < sched::gemm_blocks(rt.args()); ++t) {
     EXPECT_TRUE(rt.tile_ok(rt_c, rt_want, t)) << "RT tile " << t;
@@ -428,6 +441,9 @@ TEST(SchedPadding, PaddedLaunchLeavesBothOutputsCorrect) {
   }
   EXPECT_EQ(job.taken(), 20U);
   EXPECT_EQ(job.rt_late_takes(), 0U);
+  // Every merged launch, padded or not, was counted once by its last block.
+  EXPECT_EQ(job.placement().launches, 22U);
+  EXPECT_LE(job.placement().crowded_launches, 20U);
 }
 
 TEST(SchedPadding, RefusesAnRtKernelLargerThanTheJobHolds) {

@@ -190,6 +190,47 @@ TEST(before_body, compares_checkpoints_and_drain_gap_of_the_slowest_bodies_with_
   EXPECT_EQ(before_body({})["n"].get<std::int64_t>(), 0);
 }
 
+// Where the RT gemm blocks landed: the slowest 1% of bodies against the rest, by their blocks'
+// start spread and by crowded launches, each the difference from the sample before.
+TEST(rt_placement, compares_start_spread_and_crowding_of_the_slowest_bodies_with_the_rest) {
+  std::vector<rt_sample_trace> v;
+  std::uint32_t crowded = 0;
+  std::uint64_t spread = 0, t0 = 0;
+  const auto add = [&](double body_us, std::uint64_t spread_ns, bool crowd) {
+    t0 += 250'000;
+    spread += spread_ns;
+    crowded += crowd ? 1 : 0;
+    rt_sample_trace t;
+    t.body_start = t0;
+    t.commit = t0 + static_cast<std::uint64_t>(body_us * 1000.0);
+    t.rt_crowded = crowded;
+    t.rt_spread_ns = spread;
+    v.push_back(t);
+  };
+  add(10.0, 90'000, true);  // the first has no sample before it: left out
+  for (int i = 0; i < 198; ++i) add(10.0, 500, false);
+  add(12.0, 600, true);  // one crowded body among the rest
+  add(40.0, 7'000, true);
+  add(30.0, 5'000, false);
+  rt_sample_trace no_body;  // no body stamp: left out
+  no_body.rt_crowded = crowded;
+  no_body.rt_spread_ns = spread;
+  v.push_back(no_body);
+  const nlohmann::json j = rt_placement(v);
+  EXPECT_EQ(j["n"].get<std::int64_t>(), 201);
+  const auto& slow = j["slowest_1pct_body"];
+  EXPECT_EQ(slow["n"].get<std::int64_t>(), 2);
+  EXPECT_DOUBLE_EQ(slow["mean_body_us"].get<double>(), 35.0);
+  EXPECT_DOUBLE_EQ(slow["spread_us"]["mean"].get<double>(), 6.0);
+  EXPECT_DOUBLE_EQ(slow["spread_us"]["max"].get<double>(), 7.0);
+  EXPECT_EQ(slow["crowded"].get<std::int64_t>(), 1);
+  const auto& rest = j["other_bodies"];
+  EXPECT_EQ(rest["n"].get<std::int64_t>(), 199);
+  EXPECT_DOUBLE_EQ(rest["spread_us"]["p50"].get<double>(), 0.5);
+  EXPECT_EQ(rest["crowded"].get<std::int64_t>(), 1);
+  EXPECT_EQ(rt_placement({})["n"].get<std::int64_t>(), 0);
+}
+
 TEST(rt_clock, compares_the_slowest_computes_clock_with_the_rest) {
   std::vector<rt_sample_trace> v;
   for (int i = 0; i < 99; ++i) {

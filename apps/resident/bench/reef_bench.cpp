@@ -286,7 +286,7 @@ class rt_mlp_op final : public Operator {
     // --rt-split-body: where the compute ends, so the body splits into compute and egress.
     if (_done_ring != nullptr && ctx.loop() != nullptr) {
       launch_rt_done_stamp(ctx.stream(), ctx.loop(), _done_ring, _done_capacity, _be_trace,
-                           _clock_probe);
+                           _pad->job.view(), _clock_probe);
     }
     if (_copy_kernel) {
       // A kernel, not a memcpy node, so the copy cannot queue behind other streams' copies (an
@@ -588,6 +588,7 @@ nlohmann::json run_policy(const reef_settings& s, const std::string& policy,
 
   const std::uint64_t pad_before = pc.pad ? pad->job.taken() : 0;
   const std::uint32_t late_before = pad->job.rt_late_takes();
+  const sched::pad_placement placed_before = pad->job.placement();
   const std::int64_t be0 = now_ns();
   for (auto& r : runners) r->start();
 
@@ -689,6 +690,7 @@ nlohmann::json run_policy(const reef_settings& s, const std::string& policy,
   }
   const std::uint64_t pad_blocks = pc.pad ? pad->job.taken() - pad_before : 0;
   const std::uint32_t rt_late = pad->job.rt_late_takes() - late_before;
+  const sched::pad_placement placed_after = pad->job.placement();
 
   std::vector<double> latencies;
   std::int64_t unobserved = 0;
@@ -767,6 +769,8 @@ nlohmann::json run_policy(const reef_settings& s, const std::string& policy,
           t.be_last_stop = d.be_last_stop_ns;
           t.sm_khz = d.sm_khz;
           t.be_checkpoints = d.be_checkpoints;
+          t.rt_crowded = d.rt_crowded;
+          t.rt_spread_ns = d.rt_spread_ns;
           traced.push_back(t);
         }
       }
@@ -795,6 +799,7 @@ nlohmann::json run_policy(const reef_settings& s, const std::string& policy,
     r["be_trace"]["checkpoints_total"] = last.checkpoints;
     r["be_trace"]["before_body"] = before_body(traced);
   }
+  if (s.be_trace) r["rt_placement_by_body"] = rt_placement(traced);
   if (s.be_trace) r["rt_clock"] = rt_clock(traced);
   r["preemption_breakdown"] = {{"detect_to_controller", brief(to_controller_us)},
                                {"detect_to_handler_end", brief(copy_in_us)},
@@ -831,6 +836,16 @@ nlohmann::json run_policy(const reef_settings& s, const std::string& policy,
   r["be"] = be;
   // RT gemm items that began only after a pad block waited for them (see pad_limits).
   r["rt_late_items"] = rt_late;
+  {
+    // Where the RT gemm blocks landed, over the run's merged launches (warm-up included).
+    const std::uint32_t launches = placed_after.launches - placed_before.launches;
+    const std::uint64_t spread = placed_after.spread_ns - placed_before.spread_ns;
+    r["rt_placement"] = {
+        {"gemm_launches", launches},
+        {"crowded_launches", placed_after.crowded_launches - placed_before.crowded_launches},
+        {"mean_start_spread_us",
+         launches == 0 ? 0.0 : static_cast<double>(spread) / 1000.0 / launches}};
+  }
   const preempt_mirror mirror = signal.mirror();
   r["preempt_word"] = {{"raises", mirror.raises}, {"clears", mirror.clears}};
   r["rt_stream_priority"] = o.stream_priority;
@@ -864,6 +879,11 @@ const nlohmann::json* find_policy(const nlohmann::json& results, const std::stri
 
 const std::vector<std::string>& reef_policies() { return k_policies; }
 
+namespace {
+/// How many samples "the slowest 1%" of `size` holds: at least one.
+std::size_t slowest_count(std::size_t size) { return std::max<std::size_t>(1, size / 100); }
+}  // namespace
+
 nlohmann::json rt_clock(const std::vector<rt_sample_trace>& samples) {
   std::vector<double> mhz;
   std::vector<std::pair<double, double>> by_compute;  // (compute us, MHz)
@@ -884,7 +904,7 @@ nlohmann::json rt_clock(const std::vector<rt_sample_trace>& samples) {
   // Slowest 1% of computes against the rest: a lower clock there means the GPU ran slower
   // (power or thermal limits), an equal one that the compute took more cycles (memory).
   std::sort(by_compute.begin(), by_compute.end(), std::greater<>());
-  const std::size_t n = std::max<std::size_t>(1, by_compute.size() / 100);
+  const std::size_t n = slowest_count(by_compute.size());
   const auto group = [&](std::size_t from, std::size_t to) -> nlohmann::json {
     double us = 0, mh = 0, kcycles = 0;
     for (std::size_t i = from; i < to; ++i) {
@@ -933,7 +953,7 @@ nlohmann::json before_body(const std::vector<rt_sample_trace>& samples) {
       {"n", bodies.size()}};
   if (bodies.empty()) return out;
   std::sort(bodies.begin(), bodies.end(), [](const body& a, const body& b) { return a.us > b.us; });
-  const std::size_t n = std::max<std::size_t>(1, bodies.size() / 100);
+  const std::size_t n = slowest_count(bodies.size());
   const auto group = [&](std::size_t from, std::size_t to) -> nlohmann::json {
     std::vector<double> us, ck, gap;
     for (std::size_t i = from; i < to; ++i) {
@@ -947,6 +967,52 @@ nlohmann::json before_body(const std::vector<rt_sample_trace>& samples) {
             {"mean_body_us", measure::summarize(us).mean},
             {"checkpoints", {{"mean", c.mean}, {"p50", c.p50}, {"max", c.max}}},
             {"gap_us", {{"mean", g.mean}, {"p50", g.p50}, {"min", g.min}}}};
+  };
+  out["slowest_1pct_body"] = group(0, n);
+  if (bodies.size() > n) out["other_bodies"] = group(n, bodies.size());
+  return out;
+}
+
+nlohmann::json rt_placement(const std::vector<rt_sample_trace>& samples) {
+  struct body {
+    double us;
+    double spread_us;  // summed over the body's gemms
+    bool crowded;
+  };
+  std::vector<body> bodies;
+  for (std::size_t i = 1; i < samples.size(); ++i) {
+    const rt_sample_trace& t = samples[i];
+    const rt_sample_trace& p = samples[i - 1];
+    if (t.body_start == 0 || t.commit < t.body_start || t.rt_crowded < p.rt_crowded ||
+        t.rt_spread_ns < p.rt_spread_ns) {
+      continue;
+    }
+    bodies.push_back({static_cast<double>(t.commit - t.body_start) / 1000.0,
+                      static_cast<double>(t.rt_spread_ns - p.rt_spread_ns) / 1000.0,
+                      t.rt_crowded > p.rt_crowded});
+  }
+  nlohmann::json out = {
+      {"method",
+       "per body, against the sample before: spread = sum over its RT gemm launches of (last "
+       "RT block's start - first RT block's start); crowded = some gemm had two RT blocks on "
+       "one SM"},
+      {"n", bodies.size()}};
+  if (bodies.empty()) return out;
+  std::sort(bodies.begin(), bodies.end(), [](const body& a, const body& b) { return a.us > b.us; });
+  const std::size_t n = slowest_count(bodies.size());
+  const auto group = [&](std::size_t from, std::size_t to) -> nlohmann::json {
+    std::vector<double> us, spread;
+    std::int64_t crowded = 0;
+    for (std::size_t i = from; i < to; ++i) {
+      us.push_back(bodies[i].us);
+      spread.push_back(bodies[i].spread_us);
+      crowded += bodies[i].crowded ? 1 : 0;
+    }
+    const measure::summary sp = measure::summarize(spread);
+    return {{"n", to - from},
+            {"mean_body_us", measure::summarize(us).mean},
+            {"spread_us", {{"mean", sp.mean}, {"p50", sp.p50}, {"p99", sp.p99}, {"max", sp.max}}},
+            {"crowded", crowded}};
   };
   out["slowest_1pct_body"] = group(0, n);
   if (bodies.size() > n) out["other_bodies"] = group(n, bodies.size());
@@ -986,7 +1052,7 @@ nlohmann::json be_overlap(const std::vector<rt_sample_trace>& samples) {
   // Of the slowest 1% (at least one), how many had BE blocks run or turned away in the body.
   const auto slowest = [](std::vector<kind> v) -> nlohmann::json {
     if (v.empty()) return {{"n", 0}, {"overlapped", 0}, {"turned_away", 0}};
-    const std::size_t n = std::max<std::size_t>(1, v.size() / 100);
+    const std::size_t n = slowest_count(v.size());
     std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(n - 1), v.end(),
                      [](const kind& a, const kind& b) { return a.value > b.value; });
     std::int64_t hit = 0, away = 0;

@@ -63,6 +63,10 @@ struct rt_sample_trace {
   std::uint64_t be_last_stop{0};    // latest BE block turned away by the word before compute_end
   std::uint32_t sm_khz{0};          // SM clock right after the compute (0: not measured)
   std::uint32_t be_checkpoints{0};  // BE checkpoints stored so far, at compute_end (cumulative)
+  /// The RT gemms' placement so far, at compute_end (cumulative, sched::pad_placement): merged
+  /// launches whose RT blocks doubled up on an SM, and the sum of their RT blocks' start spread.
+  std::uint32_t rt_crowded{0};
+  std::uint64_t rt_spread_ns{0};
 };
 
 /// Whether BE blocks shared the GPU with each RT body (began in it, ended in it, or were
@@ -79,6 +83,13 @@ struct rt_sample_trace {
 /// slowed the body that follows, the slow ones would follow more stores, or follow them closer.
 /// `samples` in sample order.
 [[nodiscard]] nlohmann::json before_body(const std::vector<rt_sample_trace>& samples);
+
+/// Where each body's RT gemm blocks landed (every traced sample): the slowest 1% of bodies
+/// against the rest, by the start spread of their RT gemm blocks (last RT block's start - first,
+/// summed over the body's gemms) and by how many had a gemm whose RT blocks doubled up on an SM.
+/// An RT kernel that starts while BE blocks still hold most SMs gets its blocks late, or two to
+/// an SM. `samples` in sample order; each difference is taken against the sample before.
+[[nodiscard]] nlohmann::json rt_placement(const std::vector<rt_sample_trace>& samples);
 
 /// The SM clock right after each RT compute (--be-trace, every policy): its range, and the
 /// slowest 1% of computes against the rest (time, clock, and time x clock: the cycles they

@@ -8,7 +8,8 @@ namespace resident::bench {
 namespace {
 
 __global__ void rt_done_kernel(const loop_state* loop, rt_done_stamp* ring, std::uint32_t capacity,
-                               const sched::be_trace* trace, bool clock_probe) {
+                               const sched::be_trace* trace, const std::uint32_t* rt_crowded,
+                               const unsigned long long* rt_spread_ns, bool clock_probe) {
   const std::uint64_t seq = device::current_sample(loop);
   rt_done_stamp& slot = ring[seq % capacity];
   slot.ns = device::globaltimer_ns();
@@ -24,6 +25,13 @@ __global__ void rt_done_kernel(const loop_state* loop, rt_done_stamp* ring, std:
     slot.be_last_stop_ns = atomicAdd(
         reinterpret_cast<unsigned long long*>(const_cast<std::uint64_t*>(&t->last_stop_ns)), 0ULL);
   }
+  // The merged gemm launches' last blocks add to these: read them as atomics too.
+  slot.rt_crowded =
+      rt_crowded == nullptr ? 0U : atomicAdd(const_cast<std::uint32_t*>(rt_crowded), 0U);
+  slot.rt_spread_ns =
+      rt_spread_ns == nullptr
+          ? 0ULL
+          : atomicAdd(const_cast<unsigned long long*>(rt_spread_ns), 0ULL);
   slot.sm_khz = 0;
   if (clock_probe) {
     // 4 us of %globaltimer (32 ns steps: under 1% error) against the SM's cycle counter.
@@ -41,8 +49,10 @@ __global__ void rt_done_kernel(const loop_state* loop, rt_done_stamp* ring, std:
 }  // namespace
 
 void launch_rt_done_stamp(cudaStream_t s, const loop_state* loop, rt_done_stamp* ring,
-                          std::uint32_t capacity, const sched::be_trace* trace, bool clock_probe) {
-  rt_done_kernel<<<1, 1, 0, s>>>(loop, ring, capacity, trace, clock_probe);
+                          std::uint32_t capacity, const sched::be_trace* trace,
+                          const sched::pad_job_view& placement, bool clock_probe) {
+  rt_done_kernel<<<1, 1, 0, s>>>(loop, ring, capacity, trace, placement.rt_crowded,
+                                 placement.rt_spread_ns, clock_probe);
   RESIDENT_CUDA_CHECK_LAUNCH("rt_done_kernel");
 }
 

@@ -6,6 +6,7 @@
 #include <cstdint>
 
 #include "resident/app/loop.hpp"
+#include "resident/sched/padded.hpp"
 #include "resident/sched/preemptible.hpp"
 
 namespace resident::bench {
@@ -21,14 +22,16 @@ struct rt_done_stamp {
   std::uint32_t be_running;
   std::uint32_t sm_khz;          // the SM clock just after the compute (--be-trace), 0 without
   std::uint32_t be_checkpoints;  // BE checkpoints stored so far (cumulative)
-  std::uint32_t unused;
+  std::uint32_t rt_crowded;      // sched::pad_job_view::rt_crowded so far (cumulative)
+  std::uint64_t rt_spread_ns;    // sched::pad_job_view::rt_spread_ns so far (cumulative)
 };
 
-/// One thread stamps ring[seq % capacity] = {seq, now, trace} for the loop's current sample:
-/// the end of the RT compute, before the output copy and the mailbox's egress. `trace` may be
-/// null. With `clock_probe`, it then counts SM cycles over a few microseconds of %globaltimer
+/// One thread stamps ring[seq % capacity] = {seq, now, trace, placement} for the loop's current
+/// sample: the end of the RT compute, before the output copy and the mailbox's egress. `trace`
+/// may be null; `placement` is the RT gemms' pad job (its crowding and spread counters). With `clock_probe`, it then counts SM cycles over a few microseconds of %globaltimer
 /// to give the SM clock at that moment (the probe lies after the stamp, inside the egress).
 void launch_rt_done_stamp(cudaStream_t s, const loop_state* loop, rt_done_stamp* ring,
-                          std::uint32_t capacity, const sched::be_trace* trace, bool clock_probe);
+                          std::uint32_t capacity, const sched::be_trace* trace,
+                          const sched::pad_job_view& placement, bool clock_probe);
 
 }  // namespace resident::bench

@@ -32,8 +32,21 @@ struct pad_job_view {
   /// RT items a pad block took after waiting place_wait_ns, over every launch: the launch
   /// reached fewer SMs than it has RT blocks when they were dispatched.
   std::uint32_t* rt_late{nullptr};
+  /// Two words: merged launches whose RT blocks ran on fewer SMs than there are RT blocks (two
+  /// or more on one SM), and merged launches in all (both over every launch).
+  std::uint32_t* rt_crowded{nullptr};
+  /// Over every launch, the sum of (last RT block's start - first RT block's start), in ns
+  /// (%globaltimer): how long an RT kernel waited for SMs after its first block started.
+  unsigned long long* rt_spread_ns{nullptr};
   std::int32_t be_blocks{0};
   std::int32_t rt_capacity{0};  // rt_done words
+};
+
+/// Where the RT blocks of a pad job's merged launches landed, summed over every launch so far.
+struct pad_placement {
+  std::uint32_t crowded_launches{0};  // launches with two or more RT blocks on one SM
+  std::uint32_t launches{0};          // merged launches that finished
+  std::uint64_t spread_ns{0};         // sum of (last RT block start - first RT block start)
 };
 
 /// The pad job: owns the device words above (allocated here, never during a run).
@@ -50,6 +63,8 @@ class pad_job {
   [[nodiscard]] std::vector<std::uint32_t> runs() const;
   /// pad_job_view::rt_late so far (synchronous read).
   [[nodiscard]] std::uint32_t rt_late_takes() const;
+  /// pad_job_view::rt_crowded (both words) and rt_spread_ns so far (synchronous read).
+  [[nodiscard]] pad_placement placement() const;
 
  private:
   device_buffer _mem;
