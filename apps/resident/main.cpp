@@ -418,6 +418,11 @@ int main(int argc, char** argv) {
                    "before it runs RT work left over")
       ->capture_default_str();
   reef_cmd
+      ->add_option("--rt-spread", reef.rt_spread,
+                   "RT gemms without BE padding get placement slots, so each RT block takes an "
+                   "SM of its own (on/off)")
+      ->capture_default_str();
+  reef_cmd
       ->add_option("--be-checkpoint-min-steps", reef.be_checkpoint_min_steps,
                    "a cut block keeps its sums only after this many K-steps of its attempt")
       ->capture_default_str();

@@ -1,5 +1,6 @@
 // The merged RT + BE launch of dynamic kernel padding (see resident/sched/padded.hpp).
 
+#include <algorithm>
 #include <stdexcept>
 #include <string>
 
@@ -159,7 +160,8 @@ void launch_merged(cudaStream_t s, const gemm_args& rt, const BeArgs& be, const 
                                 std::to_string(job.view().rt_capacity));
   }
   if (limits.slots < 0) throw std::invalid_argument(std::string(name) + ": slots < 0");
-  const std::int32_t slots = limits.budget == 0 ? 0 : limits.slots;
+  // With budget 0 the slots run no BE work: they only spread the RT blocks one per SM.
+  const std::int32_t slots = limits.slots;
   padded_kernel<gemm_args, BeArgs, gemm_block, BeBody>
       <<<rt_blocks + slots, be_block_threads, 0, s>>>(rt, rt_blocks, be, job.view(), limits.budget,
                                                       limits.rounds, limits.place_wait_ns,
@@ -236,6 +238,20 @@ int padded_gemm_blocks_per_sm() {
   RESIDENT_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
       &blocks, padded_kernel<gemm_args, gemm_args, gemm_block, gemm_block>, be_block_threads, 0));
   return blocks;
+}
+
+pad_limits placement_only(std::int32_t rt_blocks, std::uint32_t place_wait_ns) {
+  if (rt_blocks <= 0) {
+    throw std::invalid_argument("placement_only: rt_blocks (" + std::to_string(rt_blocks) +
+                                ") must be positive");
+  }
+  // A fully free SM takes at most blocks_per_sm blocks of the launch, so rt_blocks *
+  // blocks_per_sm blocks reach at least rt_blocks SMs, whatever order the SMs free up in.
+  pad_limits p;
+  p.slots = (std::max(padded_gemm_blocks_per_sm(), 1) - 1) * rt_blocks;
+  p.budget = 0;
+  p.place_wait_ns = place_wait_ns;
+  return p;
 }
 
 void launch_padded_gemm_conv(cudaStream_t s, const gemm_args& rt, const conv2d_args& be,

@@ -5,9 +5,11 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <numeric>
 #include <random>
+#include <thread>
 
 #include "resident/sched/be_kernels.cuh"
 #include "resident/sched/preemptible.cuh"
@@ -444,6 +446,98 @@ TEST(SchedPadding, PaddedLaunchLeavesBothOutputsCorrect) {
   // Every merged launch, padded or not, was counted once by its last block.
   EXPECT_EQ(job.placement().launches, 22U);
   EXPECT_LE(job.placement().crowded_launches, 20U);
+}
+
+// Holds one SM per block until *release: each block asks for all the shared memory a block
+// may have, so no other block (an RT gemm block needs shared memory too) fits beside it.
+__global__ void hold_sm_kernel(const volatile std::uint32_t* release, std::uint32_t* arrived) {
+  extern __shared__ unsigned char held[];
+  if (threadIdx.x == 0) {
+    held[0] = 1;
+    atomicAdd(arrived, 1U);
+    while (*release == 0U) __nanosleep(1000);
+  }
+  __syncthreads();
+}
+
+// An RT gemm launched while other work holds all SMs but two: alone, its 8 blocks double up on
+// those two SMs (a crowded launch); with placement slots, the RT blocks wait for SMs of their
+// own, so the launch cannot finish before the SMs are given back, and then is not crowded.
+TEST(SchedPadding, PlacementSlotsGiveEachRtBlockAnSmOfItsOwn) {
+  RESIDENT_REQUIRE_GPU();
+  int sms = 0, smem = 0;
+  RESIDENT_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+  RESIDENT_CUDA_TRY(cudaDeviceGetAttribute(&smem, cudaDevAttrMaxSharedMemoryPerBlockOptin, 0));
+  if (sms < 12) GTEST_SKIP() << "needs at least 12 SMs";
+  RESIDENT_CUDA_TRY(cudaFuncSetAttribute(hold_sm_kernel,
+                                         cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+  gemm_case rt(64, 512, 256, 3);  // 8 blocks
+  gemm_case be(64, 64, 64, 4);
+  const auto rt_want = rt.reference();
+  const std::int32_t rt_blocks = sched::gemm_blocks(rt.args());
+  ASSERT_EQ(rt_blocks, 8);
+  sched::pad_job job(sched::gemm_blocks(be.args()), rt_blocks);
+  const sched::pad_limits spread = sched::placement_only(rt_blocks, 1'000'000'000U);
+  EXPECT_EQ(spread.budget, 0U);
+  EXPECT_GE(spread.slots, 0);
+  EXPECT_EQ(spread.slots, (sched::padded_gemm_blocks_per_sm() - 1) * rt_blocks);
+  EXPECT_THROW((void)sched::placement_only(0), std::invalid_argument);
+
+  host_mapped_buffer words(2 * sizeof(std::uint32_t));  // release, arrived
+  auto* release = words.host_as<volatile std::uint32_t>();
+  auto* arrived = words.host_as<volatile std::uint32_t>() + 1;
+  stream holder(0);
+  stream s(0);
+  const auto hold_all_but_two = [&] {
+    release[0] = 0U;
+    arrived[0] = 0U;
+    hold_sm_kernel<<<sms - 2, 32, static_cast<std::size_t>(smem), holder.get()>>>(
+        words.device_as<std::uint32_t>(), words.device_as<std::uint32_t>() + 1);
+    RESIDENT_CUDA_CHECK_LAUNCH("hold_sm_kernel");
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (arrived[0] < static_cast<std::uint32_t>(sms - 2)) {
+      ASSERT_LT(std::chrono::steady_clock::now(), deadline) << "the SM holders never all started";
+      std::this_thread::yield();
+    }
+  };
+  const auto check_rt = [&](const char* what) {
+    const auto c = rt.result();
+    for (std::int32_t t = 0; t < rt_blocks; ++t) {
+      EXPECT_TRUE(rt.tile_ok(c, rt_want, t)) << "RT tile " << t << " (" << what << ")";
+    }
+  };
+
+  // Alone: all 8 RT blocks run on the two free SMs while the holders stay.
+  hold_all_but_two();
+  sched::launch_padded_gemm(s.get(), rt.args(), be.args(), job, {});
+  s.synchronize();
+  release[0] = 1U;
+  holder.synchronize();
+  check_rt("alone");
+  sched::pad_placement placed = job.placement();
+  EXPECT_EQ(placed.launches, 1U);
+  EXPECT_EQ(placed.crowded_launches, 1U);
+
+  // With placement slots: two RT blocks start on the free SMs, the other six wait for SMs of
+  // their own, which come only when the holders leave.
+  RESIDENT_CUDA_TRY(cudaMemset(rt.dc.data(), 0xFF, rt.dc.size()));
+  hold_all_but_two();
+  const std::uint64_t spread_before = job.placement().spread_ns;
+  sched::launch_padded_gemm(s.get(), rt.args(), be.args(), job, spread);
+  std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  EXPECT_EQ(cudaStreamQuery(s.get()), cudaErrorNotReady)
+      << "RT blocks ran on SMs another RT block held";
+  release[0] = 1U;
+  holder.synchronize();
+  s.synchronize();
+  check_rt("placement slots");
+  placed = job.placement();
+  EXPECT_EQ(placed.launches, 2U);
+  EXPECT_EQ(placed.crowded_launches, 1U);  // the first launch only
+  EXPECT_EQ(job.rt_late_takes(), 0U);
+  EXPECT_EQ(job.taken(), 0U);  // placement slots run no BE block
+  // The last RT blocks started after the 5 ms wait; the first before it.
+  EXPECT_GE(placed.spread_ns - spread_before, 4'000'000U);
 }
 
 TEST(SchedPadding, RefusesAnRtKernelLargerThanTheJobHolds) {

@@ -574,7 +574,17 @@ nlohmann::json run_policy(const reef_settings& s, const std::string& policy,
     done_ring = device_buffer(done_capacity * sizeof(rt_done_stamp));
     RESIDENT_CUDA_TRY(cudaMemset(done_ring.data(), 0, done_ring.size()));
   }
-  reef_rt_app app(model, pad, pc.pad ? pads : std::vector<layer_padding>{},
+  // Each RT gemm layer's launch limits: the planned padding under preempt-pad; with
+  // --rt-spread, placement slots wherever a layer has no BE padding.
+  std::vector<layer_padding> limits(model->layers());
+  for (std::size_t l = 0; l < limits.size(); ++l) {
+    if (pc.pad && l < pads.size()) limits[l] = pads[l];
+    if (s.rt_spread && limits[l].budget == 0) {
+      limits[l] = sched::placement_only(sched::gemm_blocks(model->gemm(l)),
+                                        static_cast<std::uint32_t>(s.pad_place_wait_us * 1000.0));
+    }
+  }
+  reef_rt_app app(model, pad, limits,
                   s.rt_out_copy == "kernel", l2_window,
                   stamp_done ? done_ring.data_as<rt_done_stamp>() : nullptr, done_capacity, trace,
                   s.be_trace);
@@ -1229,6 +1239,7 @@ measure::receipt run_reef_bench(const reef_settings& s, std::ostream& log) {
                         {"bounded_grid_per_sm", s.be_bounded_grid},
                         {"bounded_grid_counter", s.be_bounded_grid_counter}}},
                       {"pad_place_wait_us", s.pad_place_wait_us},
+                      {"rt_spread", s.rt_spread},
                       {"split_sms", s.split_sms},
                       {"rt_out_copy", s.rt_out_copy},
                       {"rt_l2_persist",

@@ -87,9 +87,10 @@ struct pad_limits {
 /// is placed, then leaves at once if it shares an SM with one, so BE blocks only fill SMs the
 /// RT kernel left idle. If the launch reaches fewer SMs than it has RT blocks (other work holds
 /// them), a pad block that waited limits.place_wait_ns takes the RT work left, so the launch
-/// always ends (counted in pad_job::rt_late_takes). limits.slots == 0 or budget == 0 launches
-/// the RT kernel alone through the same kernel: then every block takes RT work at once, even
-/// two on one SM, since no other block could take it sooner.
+/// always ends (counted in pad_job::rt_late_takes). With budget == 0 the slots run no BE work
+/// and only spread the RT blocks one per SM (placement_only). limits.slots == 0 launches the RT
+/// kernel alone through the same kernel: then every block takes RT work at once, even two on
+/// one SM (other work holds the rest), since no other block could take it sooner.
 /// `start_stamp` (device memory, or null): the first RT block to start writes %globaltimer there if
 /// it still holds 0 (e.g. a loop's body_start stamp).
 void launch_padded_gemm(cudaStream_t s, const gemm_args& rt, const gemm_args& be,
@@ -103,5 +104,13 @@ void launch_padded_gemm_conv(cudaStream_t s, const gemm_args& rt, const conv2d_a
 
 /// Merged blocks of launch_padded_gemm that fit one SM at once (its occupancy).
 [[nodiscard]] int padded_gemm_blocks_per_sm();
+
+/// Limits that pad an RT gemm of `rt_blocks` blocks with no BE work, only with enough extra
+/// blocks that its RT blocks each get an SM of their own: (blocks per SM - 1) * rt_blocks
+/// slots, budget 0. An RT kernel launched while other work still leaves the GPU (preempted BE
+/// blocks draining) would otherwise get two or more blocks on the first SMs to free up, and
+/// each of them runs slower (bench reef: rt_placement).
+[[nodiscard]] pad_limits placement_only(std::int32_t rt_blocks,
+                                        std::uint32_t place_wait_ns = 20'000);
 
 }  // namespace resident::sched
