@@ -37,7 +37,7 @@ struct reef_settings {
   double pad_place_wait_us{20.0};     // sched::pad_limits::place_wait_ns of the padded launches
   /// RT gemms without BE padding get placement slots (sched::placement_only): their blocks each
   /// take an SM of their own instead of doubling up on the first SMs BE blocks leave.
-  bool rt_spread{false};
+  bool rt_spread{true};
   std::string rt_out_copy{"memcpy"};  // the RT scores into the output port: memcpy or kernel
   bool rt_l2_persist{true};           // RT kernels' accesses to the RT model persist in L2
   bool rt_arena{true};                // the RT model in one allocation (off: one per buffer)
