@@ -16,15 +16,16 @@ namespace resident::sched {
 namespace {
 
 enum : int {
-  rt_next = 0,      // RT work items handed out
-  be_taken = 1,     // BE blocks handed out by this launch
-  blocks_done = 2,  // blocks finished (the last one resets the state)
-  rt_placed = 3,    // RT blocks that have started
-  claimed = 4,      // 8 words: SMs on which some block has tried for RT work
-  rt_here = 12,     // 8 words: SMs an RT block runs on
+  rt_next = 0,       // RT work items handed out
+  be_taken = 1,      // BE blocks handed out by this launch
+  blocks_done = 2,   // blocks finished (the last one resets the state)
+  rt_placed = 3,     // RT blocks that have started
+  claimed = 4,       // 8 words: SMs on which some block has tried for RT work
+  rt_here = 12,      // 8 words: SMs an RT block runs on
   first_rt_ns = 20,  // 2 words (one 8-byte aligned u64): the first RT block's start
   last_rt_ns = 22,   // 2 words: the last RT block's start
-  state_words = 24
+  rt_end_ns = 24,    // 2 words: the last RT block's end
+  state_words = 26
 };
 
 __device__ inline std::uint32_t current_sm() {
@@ -44,7 +45,7 @@ template <class RtArgs, class BeArgs, void (*RtBody)(const RtArgs&, be_block&),
 __global__ void __launch_bounds__(be_block_threads)
     padded_kernel(RtArgs rt, std::int32_t rt_blocks, BeArgs be, pad_job_view job,
                   std::uint32_t budget, std::uint32_t rounds, std::uint64_t place_wait_ns,
-                  unsigned long long* start_stamp) {
+                  unsigned long long* start_stamp, pad_launch_stamps* stamps) {
   __shared__ std::uint32_t role;  // RT item index, or pad_role / skip_role
   __shared__ unsigned long long be_index;
   constexpr std::uint32_t pad_role = 0xFFFFFFFEU;
@@ -129,6 +130,11 @@ __global__ void __launch_bounds__(be_block_threads)
       if (blk.begin()) BeBody(be, blk);
     }
   }
+  __syncthreads();  // the whole block's work is done
+  if (threadIdx.x == 0 && r < rt_count) {
+    atomicMax(reinterpret_cast<unsigned long long*>(state + rt_end_ns),
+              static_cast<unsigned long long>(now_ns()));
+  }
   // The last block out resets the launch's state for the next launch (a captured graph
   // replays this kernel with the same arguments).
   if (threadIdx.x == 0) {
@@ -144,6 +150,12 @@ __global__ void __launch_bounds__(be_block_threads)
       const unsigned long long last =
           atomicAdd(reinterpret_cast<unsigned long long*>(state + last_rt_ns), 0ULL);
       if (first != 0ULL && last >= first) atomicAdd(job.rt_spread_ns, last - first);
+      if (stamps != nullptr) {
+        stamps->first_rt_start_ns = first;
+        stamps->last_rt_start_ns = last;
+        stamps->last_rt_end_ns =
+            atomicAdd(reinterpret_cast<unsigned long long*>(state + rt_end_ns), 0ULL);
+      }
       for (int i = 0; i < state_words; ++i) state[i] = 0U;
       __threadfence();
     }
@@ -152,7 +164,8 @@ __global__ void __launch_bounds__(be_block_threads)
 
 template <class BeArgs, void (*BeBody)(const BeArgs&, be_block&)>
 void launch_merged(cudaStream_t s, const gemm_args& rt, const BeArgs& be, const pad_job& job,
-                   const pad_limits& limits, unsigned long long* start_stamp, const char* name) {
+                   const pad_limits& limits, unsigned long long* start_stamp,
+                   pad_launch_stamps* stamps, const char* name) {
   const std::int32_t rt_blocks = gemm_blocks(rt);
   if (rt_blocks > job.view().rt_capacity) {
     throw std::invalid_argument(std::string(name) + ": the RT gemm has " +
@@ -165,7 +178,7 @@ void launch_merged(cudaStream_t s, const gemm_args& rt, const BeArgs& be, const 
   padded_kernel<gemm_args, BeArgs, gemm_block, BeBody>
       <<<rt_blocks + slots, be_block_threads, 0, s>>>(rt, rt_blocks, be, job.view(), limits.budget,
                                                       limits.rounds, limits.place_wait_ns,
-                                                      start_stamp);
+                                                      start_stamp, stamps);
   RESIDENT_CUDA_CHECK_LAUNCH(name);
 }
 
@@ -229,8 +242,9 @@ std::vector<std::uint32_t> pad_job::runs() const {
 
 void launch_padded_gemm(cudaStream_t s, const gemm_args& rt, const gemm_args& be,
                         const pad_job& job, const pad_limits& limits,
-                        unsigned long long* start_stamp) {
-  launch_merged<gemm_args, gemm_block>(s, rt, be, job, limits, start_stamp, "padded_gemm_kernel");
+                        unsigned long long* start_stamp, pad_launch_stamps* stamps) {
+  launch_merged<gemm_args, gemm_block>(s, rt, be, job, limits, start_stamp, stamps,
+                                       "padded_gemm_kernel");
 }
 
 int padded_gemm_blocks_per_sm() {
@@ -256,8 +270,8 @@ pad_limits placement_only(std::int32_t rt_blocks, std::uint32_t place_wait_ns) {
 
 void launch_padded_gemm_conv(cudaStream_t s, const gemm_args& rt, const conv2d_args& be,
                              const pad_job& job, const pad_limits& limits,
-                             unsigned long long* start_stamp) {
-  launch_merged<conv2d_args, conv2d_block>(s, rt, be, job, limits, start_stamp,
+                             unsigned long long* start_stamp, pad_launch_stamps* stamps) {
+  launch_merged<conv2d_args, conv2d_block>(s, rt, be, job, limits, start_stamp, stamps,
                                            "padded_gemm_conv_kernel");
 }
 

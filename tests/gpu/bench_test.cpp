@@ -203,6 +203,8 @@ TEST(bench_reef, be_trace_sees_best_effort_blocks_beside_the_real_time_body) {
     EXPECT_GE(pl["mean_start_spread_us"].get<double>(), 0.0);
     EXPECT_LT(pl["mean_start_spread_us"].get<double>(), r["rt_body"]["max_us"].get<double>());
     EXPECT_GT(r["rt_placement_by_body"]["n"].get<std::int64_t>(), settings.samples / 2);
+    // Every traced compute splits into its gemms and the kernels between (the stamps in order).
+    EXPECT_GT(r["rt_compute_split"]["n"].get<std::int64_t>(), settings.samples / 2);
   }
 }
 

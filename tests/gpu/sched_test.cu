@@ -469,8 +469,8 @@ TEST(SchedPadding, PlacementSlotsGiveEachRtBlockAnSmOfItsOwn) {
   RESIDENT_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
   RESIDENT_CUDA_TRY(cudaDeviceGetAttribute(&smem, cudaDevAttrMaxSharedMemoryPerBlockOptin, 0));
   if (sms < 12) GTEST_SKIP() << "needs at least 12 SMs";
-  RESIDENT_CUDA_TRY(cudaFuncSetAttribute(hold_sm_kernel,
-                                         cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+  RESIDENT_CUDA_TRY(
+      cudaFuncSetAttribute(hold_sm_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
   gemm_case rt(64, 512, 256, 3);  // 8 blocks
   gemm_case be(64, 64, 64, 4);
   const auto rt_want = rt.reference();
@@ -523,7 +523,10 @@ TEST(SchedPadding, PlacementSlotsGiveEachRtBlockAnSmOfItsOwn) {
   RESIDENT_CUDA_TRY(cudaMemset(rt.dc.data(), 0xFF, rt.dc.size()));
   hold_all_but_two();
   const std::uint64_t spread_before = job.placement().spread_ns;
-  sched::launch_padded_gemm(s.get(), rt.args(), be.args(), job, spread);
+  device_buffer stamps_mem(sizeof(sched::pad_launch_stamps));
+  RESIDENT_CUDA_TRY(cudaMemset(stamps_mem.data(), 0, stamps_mem.size()));
+  sched::launch_padded_gemm(s.get(), rt.args(), be.args(), job, spread, nullptr,
+                            stamps_mem.data_as<sched::pad_launch_stamps>());
   std::this_thread::sleep_for(std::chrono::milliseconds(5));
   EXPECT_EQ(cudaStreamQuery(s.get()), cudaErrorNotReady)
       << "RT blocks ran on SMs another RT block held";
@@ -538,6 +541,12 @@ TEST(SchedPadding, PlacementSlotsGiveEachRtBlockAnSmOfItsOwn) {
   EXPECT_EQ(job.taken(), 0U);  // placement slots run no BE block
   // The last RT blocks started after the 5 ms wait; the first before it.
   EXPECT_GE(placed.spread_ns - spread_before, 4'000'000U);
+  // The launch's own stamps say the same, and its RT blocks ended after the last one started.
+  sched::pad_launch_stamps st;
+  RESIDENT_CUDA_TRY(cudaMemcpy(&st, stamps_mem.data(), sizeof st, cudaMemcpyDeviceToHost));
+  EXPECT_GT(st.first_rt_start_ns, 0U);
+  EXPECT_EQ(st.last_rt_start_ns - st.first_rt_start_ns, placed.spread_ns - spread_before);
+  EXPECT_GT(st.last_rt_end_ns, st.last_rt_start_ns);
 }
 
 TEST(SchedPadding, RefusesAnRtKernelLargerThanTheJobHolds) {

@@ -231,6 +231,52 @@ TEST(rt_placement, compares_start_spread_and_crowding_of_the_slowest_bodies_with
   EXPECT_EQ(rt_placement({})["n"].get<std::int64_t>(), 0);
 }
 
+// Where the RT compute's time went: segments between the device stamps, slowest 1% against the
+// rest; samples with a missing or out-of-order stamp are left out.
+TEST(rt_compute_split, splits_the_slowest_computes_into_gemms_and_the_kernels_between) {
+  std::vector<rt_sample_trace> v;
+  // gemm1 10 us, 2 us between, gemm2 20 us, 2 us, gemm3 20 us, 6 us to the end (+ slow_us in
+  // gemm1 for the slow ones).
+  const auto add = [&](std::uint64_t t0, std::uint64_t slow_ns) {
+    rt_sample_trace t;
+    t.body_start = t0;
+    std::uint64_t at = t0;
+    const std::uint64_t len[3] = {10'000 + slow_ns, 20'000, 20'000};
+    for (std::size_t l = 0; l < 3; ++l) {
+      t.gemm_start[l] = at;
+      at += len[l];
+      t.gemm_end[l] = at;
+      at += l < 2 ? 2'000 : 6'000;
+    }
+    t.compute_end = at;
+    v.push_back(t);
+  };
+  for (int i = 0; i < 198; ++i) add(1'000'000 * static_cast<std::uint64_t>(i + 1), 0);
+  add(500'000'000, 7'000);
+  add(600'000'000, 9'000);
+  rt_sample_trace unordered = v.front();  // gemm2 "started" before gemm1 ended: left out
+  unordered.gemm_start[1] = unordered.gemm_end[0] - 1;
+  v.push_back(unordered);
+  rt_sample_trace unstamped = v.front();  // no gemm stamps: left out
+  unstamped.gemm_start = {};
+  unstamped.gemm_end = {};
+  v.push_back(unstamped);
+  const nlohmann::json j = rt_compute_split(v);
+  EXPECT_EQ(j["n"].get<std::int64_t>(), 200);
+  const auto& slow = j["slowest_1pct_compute"];
+  EXPECT_EQ(slow["n"].get<std::int64_t>(), 2);
+  EXPECT_DOUBLE_EQ(slow["mean_compute_us"].get<double>(), 68.0);
+  EXPECT_DOUBLE_EQ(slow["mean_segment_us"]["gemm1"].get<double>(), 18.0);
+  EXPECT_DOUBLE_EQ(slow["mean_segment_us"]["gemm2"].get<double>(), 20.0);
+  EXPECT_DOUBLE_EQ(slow["mean_segment_us"]["body_start_to_gemm1"].get<double>(), 0.0);
+  const auto& rest = j["other_computes"];
+  EXPECT_EQ(rest["n"].get<std::int64_t>(), 198);
+  EXPECT_DOUBLE_EQ(rest["mean_segment_us"]["gemm1"].get<double>(), 10.0);
+  EXPECT_DOUBLE_EQ(rest["mean_segment_us"]["gemm1_to_gemm2"].get<double>(), 2.0);
+  EXPECT_DOUBLE_EQ(rest["mean_segment_us"]["gemm3_to_compute_end"].get<double>(), 6.0);
+  EXPECT_EQ(rt_compute_split({})["n"].get<std::int64_t>(), 0);
+}
+
 TEST(rt_clock, compares_the_slowest_computes_clock_with_the_rest) {
   std::vector<rt_sample_trace> v;
   for (int i = 0; i < 99; ++i) {

@@ -273,7 +273,10 @@ class rt_mlp_op final : public Operator {
     for (std::size_t l = 0; l < m.layers(); ++l) {
       const layer_padding p = l < _pads.size() ? _pads[l] : layer_padding{};
       sched::launch_padded_gemm(ctx.stream(), m.gemm(l), _pad->args(), _pad->job, p,
-                                l == 0 ? stamp : nullptr);
+                                l == 0 ? stamp : nullptr,
+                                _done_ring != nullptr && l < rt_stamped_gemms
+                                    ? _gemm_stamps.data_as<sched::pad_launch_stamps>() + l
+                                    : nullptr);
       persist();
       const auto b = m.bias(l);
       sched::launch_bias_act(ctx.stream(), m.view(sched::bias_act_blocks(b)), b);
@@ -286,7 +289,9 @@ class rt_mlp_op final : public Operator {
     // --rt-split-body: where the compute ends, so the body splits into compute and egress.
     if (_done_ring != nullptr && ctx.loop() != nullptr) {
       launch_rt_done_stamp(ctx.stream(), ctx.loop(), _done_ring, _done_capacity, _be_trace,
-                           _pad->job.view(), _clock_probe);
+                           _pad->job.view(), _gemm_stamps.data_as<sched::pad_launch_stamps>(),
+                           static_cast<int>(std::min<std::size_t>(m.layers(), rt_stamped_gemms)),
+                           _clock_probe);
     }
     if (_copy_kernel) {
       // A kernel, not a memcpy node, so the copy cannot queue behind other streams' copies (an
@@ -310,6 +315,8 @@ class rt_mlp_op final : public Operator {
   std::uint32_t _done_capacity;
   const sched::be_trace* _be_trace;
   bool _clock_probe;
+  // Each stamped RT gemm layer's launch times (written by the launch, read by the done stamp).
+  device_buffer _gemm_stamps{rt_stamped_gemms * sizeof(sched::pad_launch_stamps)};
 };
 
 class reef_rt_app final : public Application {
@@ -584,8 +591,7 @@ nlohmann::json run_policy(const reef_settings& s, const std::string& policy,
                                         static_cast<std::uint32_t>(s.pad_place_wait_us * 1000.0));
     }
   }
-  reef_rt_app app(model, pad, limits,
-                  s.rt_out_copy == "kernel", l2_window,
+  reef_rt_app app(model, pad, limits, s.rt_out_copy == "kernel", l2_window,
                   stamp_done ? done_ring.data_as<rt_done_stamp>() : nullptr, done_capacity, trace,
                   s.be_trace);
   run_options o;
@@ -781,6 +787,10 @@ nlohmann::json run_policy(const reef_settings& s, const std::string& policy,
           t.be_checkpoints = d.be_checkpoints;
           t.rt_crowded = d.rt_crowded;
           t.rt_spread_ns = d.rt_spread_ns;
+          for (int l = 0; l < rt_stamped_gemms; ++l) {
+            t.gemm_start[static_cast<std::size_t>(l)] = d.gemm_start_ns[l];
+            t.gemm_end[static_cast<std::size_t>(l)] = d.gemm_end_ns[l];
+          }
           traced.push_back(t);
         }
       }
@@ -810,6 +820,7 @@ nlohmann::json run_policy(const reef_settings& s, const std::string& policy,
     r["be_trace"]["before_body"] = before_body(traced);
   }
   if (s.be_trace) r["rt_placement_by_body"] = rt_placement(traced);
+  if (s.be_trace) r["rt_compute_split"] = rt_compute_split(traced);
   if (s.be_trace) r["rt_clock"] = rt_clock(traced);
   r["preemption_breakdown"] = {{"detect_to_controller", brief(to_controller_us)},
                                {"detect_to_handler_end", brief(copy_in_us)},
@@ -1026,6 +1037,64 @@ nlohmann::json rt_placement(const std::vector<rt_sample_trace>& samples) {
   };
   out["slowest_1pct_body"] = group(0, n);
   if (bodies.size() > n) out["other_bodies"] = group(n, bodies.size());
+  return out;
+}
+
+nlohmann::json rt_compute_split(const std::vector<rt_sample_trace>& samples) {
+  constexpr std::size_t gemms = 3;
+  // Segment names in time order: head, gemm1, between1, gemm2, between2, gemm3, tail.
+  std::vector<std::string> names = {"body_start_to_gemm1"};
+  for (std::size_t l = 0; l < gemms; ++l) {
+    names.push_back("gemm" + std::to_string(l + 1));
+    names.push_back(l + 1 < gemms
+                        ? "gemm" + std::to_string(l + 1) + "_to_gemm" + std::to_string(l + 2)
+                        : "gemm" + std::to_string(l + 1) + "_to_compute_end");
+  }
+  struct compute {
+    double us;
+    std::vector<double> segments;
+  };
+  std::vector<compute> computes;
+  for (const rt_sample_trace& t : samples) {
+    if (t.body_start == 0 || t.compute_end <= t.body_start) continue;
+    // Every stamp present and in order: body start <= start1 <= end1 <= start2 ... <= end.
+    std::vector<std::uint64_t> at = {t.body_start};
+    for (std::size_t l = 0; l < gemms; ++l) {
+      at.push_back(t.gemm_start[l]);
+      at.push_back(t.gemm_end[l]);
+    }
+    at.push_back(t.compute_end);
+    if (!std::is_sorted(at.begin(), at.end()) || t.gemm_start[0] == 0) continue;
+    compute c{static_cast<double>(t.compute_end - t.body_start) / 1000.0, {}};
+    for (std::size_t i = 0; i + 1 < at.size(); ++i) {
+      c.segments.push_back(static_cast<double>(at[i + 1] - at[i]) / 1000.0);
+    }
+    computes.push_back(std::move(c));
+  }
+  nlohmann::json out = {
+      {"method",
+       "device stamps: each RT gemm launch's first RT block start and last RT block end (its "
+       "last block writes them), the body start and the compute's end; segments in time order "
+       "add up to the compute"},
+      {"n", computes.size()}};
+  if (computes.empty()) return out;
+  std::sort(computes.begin(), computes.end(),
+            [](const compute& a, const compute& b) { return a.us > b.us; });
+  const std::size_t n = slowest_count(computes.size());
+  const auto group = [&](std::size_t from, std::size_t to) -> nlohmann::json {
+    std::vector<double> sum(names.size(), 0.0);
+    double us = 0;
+    for (std::size_t i = from; i < to; ++i) {
+      us += computes[i].us;
+      for (std::size_t k = 0; k < names.size(); ++k) sum[k] += computes[i].segments[k];
+    }
+    const auto count = static_cast<double>(to - from);
+    nlohmann::json seg = nlohmann::json::object();
+    for (std::size_t k = 0; k < names.size(); ++k) seg[names[k]] = sum[k] / count;
+    return {{"n", to - from}, {"mean_compute_us", us / count}, {"mean_segment_us", seg}};
+  };
+  out["slowest_1pct_compute"] = group(0, n);
+  if (computes.size() > n) out["other_computes"] = group(n, computes.size());
   return out;
 }
 

@@ -8,6 +8,7 @@
 // actuator) whose handler raises the preempt word itself; the BE clients run an MLP or CNN
 // through sched::be_runner.
 
+#include <array>
 #include <cstdint>
 #include <iosfwd>
 #include <string>
@@ -32,9 +33,9 @@ struct reef_settings {
   bool be_checkpoint{true};                  // preempted gemm/conv2d blocks keep their partial sums
   std::uint32_t be_checkpoint_min_steps{1};  // ... when they added at least this many K-steps
   std::int32_t rt_batch{32};
-  int split_sms{32};                  // green-split, preempt-sm: SMs of the RT partition
-  double pad_tolerance{0.05};         // padded RT kernel within this of the kernel alone
-  double pad_place_wait_us{20.0};     // sched::pad_limits::place_wait_ns of the padded launches
+  int split_sms{32};               // green-split, preempt-sm: SMs of the RT partition
+  double pad_tolerance{0.05};      // padded RT kernel within this of the kernel alone
+  double pad_place_wait_us{20.0};  // sched::pad_limits::place_wait_ns of the padded launches
   /// RT gemms without BE padding get placement slots (sched::placement_only): their blocks each
   /// take an SM of their own instead of doubling up on the first SMs BE blocks leave.
   bool rt_spread{true};
@@ -70,6 +71,10 @@ struct rt_sample_trace {
   /// launches whose RT blocks doubled up on an SM, and the sum of their RT blocks' start spread.
   std::uint32_t rt_crowded{0};
   std::uint64_t rt_spread_ns{0};
+  /// Each RT gemm layer's launch in this body: first RT block's start, last RT block's end (0:
+  /// not stamped).
+  std::array<std::uint64_t, 3> gemm_start{};
+  std::array<std::uint64_t, 3> gemm_end{};
 };
 
 /// Whether BE blocks shared the GPU with each RT body (began in it, ended in it, or were
@@ -93,6 +98,12 @@ struct rt_sample_trace {
 /// An RT kernel that starts while BE blocks still hold most SMs gets its blocks late, or two to
 /// an SM. `samples` in sample order; each difference is taken against the sample before.
 [[nodiscard]] nlohmann::json rt_placement(const std::vector<rt_sample_trace>& samples);
+
+/// Where each RT compute's time went (every traced sample): the slowest 1% of computes against
+/// the rest, by segment: each RT gemm launch (first RT block's start -> last RT block's end),
+/// the kernels between two gemms (bias/activation), and the last gemm's end -> the compute's
+/// end (bias, fill, row sum). The segments add up to the compute.
+[[nodiscard]] nlohmann::json rt_compute_split(const std::vector<rt_sample_trace>& samples);
 
 /// The SM clock right after each RT compute (--be-trace, every policy): its range, and the
 /// slowest 1% of computes against the rest (time, clock, and time x clock: the cycles they

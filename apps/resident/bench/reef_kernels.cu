@@ -9,7 +9,9 @@ namespace {
 
 __global__ void rt_done_kernel(const loop_state* loop, rt_done_stamp* ring, std::uint32_t capacity,
                                const sched::be_trace* trace, const std::uint32_t* rt_crowded,
-                               const unsigned long long* rt_spread_ns, bool clock_probe) {
+                               const unsigned long long* rt_spread_ns,
+                               const sched::pad_launch_stamps* gemms, int gemm_count,
+                               bool clock_probe) {
   const std::uint64_t seq = device::current_sample(loop);
   rt_done_stamp& slot = ring[seq % capacity];
   slot.ns = device::globaltimer_ns();
@@ -28,10 +30,14 @@ __global__ void rt_done_kernel(const loop_state* loop, rt_done_stamp* ring, std:
   // The merged gemm launches' last blocks add to these: read them as atomics too.
   slot.rt_crowded =
       rt_crowded == nullptr ? 0U : atomicAdd(const_cast<std::uint32_t*>(rt_crowded), 0U);
-  slot.rt_spread_ns =
-      rt_spread_ns == nullptr
-          ? 0ULL
-          : atomicAdd(const_cast<unsigned long long*>(rt_spread_ns), 0ULL);
+  slot.rt_spread_ns = rt_spread_ns == nullptr
+                          ? 0ULL
+                          : atomicAdd(const_cast<unsigned long long*>(rt_spread_ns), 0ULL);
+  for (int l = 0; l < rt_stamped_gemms; ++l) {
+    const bool have = gemms != nullptr && l < gemm_count;
+    slot.gemm_start_ns[l] = have ? gemms[l].first_rt_start_ns : 0;
+    slot.gemm_end_ns[l] = have ? gemms[l].last_rt_end_ns : 0;
+  }
   slot.sm_khz = 0;
   if (clock_probe) {
     // 4 us of %globaltimer (32 ns steps: under 1% error) against the SM's cycle counter.
@@ -50,9 +56,10 @@ __global__ void rt_done_kernel(const loop_state* loop, rt_done_stamp* ring, std:
 
 void launch_rt_done_stamp(cudaStream_t s, const loop_state* loop, rt_done_stamp* ring,
                           std::uint32_t capacity, const sched::be_trace* trace,
-                          const sched::pad_job_view& placement, bool clock_probe) {
+                          const sched::pad_job_view& placement,
+                          const sched::pad_launch_stamps* gemms, int gemm_count, bool clock_probe) {
   rt_done_kernel<<<1, 1, 0, s>>>(loop, ring, capacity, trace, placement.rt_crowded,
-                                 placement.rt_spread_ns, clock_probe);
+                                 placement.rt_spread_ns, gemms, gemm_count, clock_probe);
   RESIDENT_CUDA_CHECK_LAUNCH("rt_done_kernel");
 }
 

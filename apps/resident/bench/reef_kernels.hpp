@@ -11,6 +11,9 @@
 
 namespace resident::bench {
 
+/// RT gemm layers whose launch times a stamp carries.
+inline constexpr int rt_stamped_gemms = 3;
+
 /// When the RT op's last compute kernel finished, for one sample (bench reef --rt-split-body),
 /// and what the BE blocks' trace said then (bench reef --be-trace; zeros without it).
 struct rt_done_stamp {
@@ -24,14 +27,20 @@ struct rt_done_stamp {
   std::uint32_t be_checkpoints;  // BE checkpoints stored so far (cumulative)
   std::uint32_t rt_crowded;      // sched::pad_job_view::rt_crowded so far (cumulative)
   std::uint64_t rt_spread_ns;    // sched::pad_job_view::rt_spread_ns so far (cumulative)
+  /// Each RT gemm layer's launch in this sample: first RT block's start, last RT block's end.
+  std::uint64_t gemm_start_ns[rt_stamped_gemms];
+  std::uint64_t gemm_end_ns[rt_stamped_gemms];
 };
 
 /// One thread stamps ring[seq % capacity] = {seq, now, trace, placement} for the loop's current
 /// sample: the end of the RT compute, before the output copy and the mailbox's egress. `trace`
-/// may be null; `placement` is the RT gemms' pad job (its crowding and spread counters). With `clock_probe`, it then counts SM cycles over a few microseconds of %globaltimer
-/// to give the SM clock at that moment (the probe lies after the stamp, inside the egress).
+/// may be null; `placement` is the RT gemms' pad job (its crowding and spread counters);
+/// `gemms` (device, `gemm_count` of them, or null) the RT gemm launches' own stamps. With
+/// `clock_probe`, it then counts SM cycles over a few microseconds of %globaltimer to give the SM
+/// clock at that moment (the probe lies after the stamp, inside the egress).
 void launch_rt_done_stamp(cudaStream_t s, const loop_state* loop, rt_done_stamp* ring,
                           std::uint32_t capacity, const sched::be_trace* trace,
-                          const sched::pad_job_view& placement, bool clock_probe);
+                          const sched::pad_job_view& placement,
+                          const sched::pad_launch_stamps* gemms, int gemm_count, bool clock_probe);
 
 }  // namespace resident::bench

@@ -81,6 +81,13 @@ struct pad_limits {
   std::uint32_t place_wait_ns{20'000};
 };
 
+/// When one merged launch's RT blocks ran (%globaltimer, ns), written by its last block.
+struct pad_launch_stamps {
+  std::uint64_t first_rt_start_ns{0};
+  std::uint64_t last_rt_start_ns{0};
+  std::uint64_t last_rt_end_ns{0};
+};
+
 /// One merged launch: RT gemm `rt` (all its blocks, never preempted) padded with at most
 /// `limits.budget` blocks of the pad job's BE gemm `be`. RT work goes to the first block that
 /// arrives on each SM, so no two RT blocks share an SM; a pad block waits until every RT block
@@ -92,15 +99,18 @@ struct pad_limits {
 /// kernel alone through the same kernel: then every block takes RT work at once, even two on
 /// one SM (other work holds the rest), since no other block could take it sooner.
 /// `start_stamp` (device memory, or null): the first RT block to start writes %globaltimer there if
-/// it still holds 0 (e.g. a loop's body_start stamp).
+/// it still holds 0 (e.g. a loop's body_start stamp). `stamps` (device memory, or null): the
+/// launch's last block writes when its RT blocks started and ended there.
 void launch_padded_gemm(cudaStream_t s, const gemm_args& rt, const gemm_args& be,
                         const pad_job& job, const pad_limits& limits,
-                        unsigned long long* start_stamp = nullptr);
+                        unsigned long long* start_stamp = nullptr,
+                        pad_launch_stamps* stamps = nullptr);
 
 /// As launch_padded_gemm, with a conv2d (implicit GEMM) pad job.
 void launch_padded_gemm_conv(cudaStream_t s, const gemm_args& rt, const conv2d_args& be,
                              const pad_job& job, const pad_limits& limits,
-                             unsigned long long* start_stamp = nullptr);
+                             unsigned long long* start_stamp = nullptr,
+                             pad_launch_stamps* stamps = nullptr);
 
 /// Merged blocks of launch_padded_gemm that fit one SM at once (its occupancy).
 [[nodiscard]] int padded_gemm_blocks_per_sm();
