@@ -903,6 +903,17 @@ const std::vector<std::string>& reef_policies() { return k_policies; }
 namespace {
 /// How many samples "the slowest 1%" of `size` holds: at least one.
 std::size_t slowest_count(std::size_t size) { return std::max<std::size_t>(1, size / 100); }
+
+/// Sorts `items` slowest first (by their `us`), then sets out[slow_key] = group(0, n) for the
+/// slowest 1% and, when there are more, out[rest_key] = group(n, size). `group` reads `items`.
+template <class T, class Group>
+void add_slowest_vs_rest(std::vector<T>& items, nlohmann::json& out, const char* slow_key,
+                         const char* rest_key, const Group& group) {
+  std::sort(items.begin(), items.end(), [](const T& a, const T& b) { return a.us > b.us; });
+  const std::size_t n = slowest_count(items.size());
+  out[slow_key] = group(std::size_t{0}, n);
+  if (items.size() > n) out[rest_key] = group(n, items.size());
+}
 }  // namespace
 
 nlohmann::json rt_clock(const std::vector<rt_sample_trace>& samples) {
@@ -973,8 +984,6 @@ nlohmann::json before_body(const std::vector<rt_sample_trace>& samples) {
        "body -> body start"},
       {"n", bodies.size()}};
   if (bodies.empty()) return out;
-  std::sort(bodies.begin(), bodies.end(), [](const body& a, const body& b) { return a.us > b.us; });
-  const std::size_t n = slowest_count(bodies.size());
   const auto group = [&](std::size_t from, std::size_t to) -> nlohmann::json {
     std::vector<double> us, ck, gap;
     for (std::size_t i = from; i < to; ++i) {
@@ -989,8 +998,7 @@ nlohmann::json before_body(const std::vector<rt_sample_trace>& samples) {
             {"checkpoints", {{"mean", c.mean}, {"p50", c.p50}, {"max", c.max}}},
             {"gap_us", {{"mean", g.mean}, {"p50", g.p50}, {"min", g.min}}}};
   };
-  out["slowest_1pct_body"] = group(0, n);
-  if (bodies.size() > n) out["other_bodies"] = group(n, bodies.size());
+  add_slowest_vs_rest(bodies, out, "slowest_1pct_body", "other_bodies", group);
   return out;
 }
 
@@ -1019,8 +1027,6 @@ nlohmann::json rt_placement(const std::vector<rt_sample_trace>& samples) {
        "one SM"},
       {"n", bodies.size()}};
   if (bodies.empty()) return out;
-  std::sort(bodies.begin(), bodies.end(), [](const body& a, const body& b) { return a.us > b.us; });
-  const std::size_t n = slowest_count(bodies.size());
   const auto group = [&](std::size_t from, std::size_t to) -> nlohmann::json {
     std::vector<double> us, spread;
     std::int64_t crowded = 0;
@@ -1035,8 +1041,7 @@ nlohmann::json rt_placement(const std::vector<rt_sample_trace>& samples) {
             {"spread_us", {{"mean", sp.mean}, {"p50", sp.p50}, {"p99", sp.p99}, {"max", sp.max}}},
             {"crowded", crowded}};
   };
-  out["slowest_1pct_body"] = group(0, n);
-  if (bodies.size() > n) out["other_bodies"] = group(n, bodies.size());
+  add_slowest_vs_rest(bodies, out, "slowest_1pct_body", "other_bodies", group);
   return out;
 }
 
@@ -1078,9 +1083,6 @@ nlohmann::json rt_compute_split(const std::vector<rt_sample_trace>& samples) {
        "add up to the compute"},
       {"n", computes.size()}};
   if (computes.empty()) return out;
-  std::sort(computes.begin(), computes.end(),
-            [](const compute& a, const compute& b) { return a.us > b.us; });
-  const std::size_t n = slowest_count(computes.size());
   const auto group = [&](std::size_t from, std::size_t to) -> nlohmann::json {
     std::vector<double> sum(names.size(), 0.0);
     double us = 0;
@@ -1093,8 +1095,7 @@ nlohmann::json rt_compute_split(const std::vector<rt_sample_trace>& samples) {
     for (std::size_t k = 0; k < names.size(); ++k) seg[names[k]] = sum[k] / count;
     return {{"n", to - from}, {"mean_compute_us", us / count}, {"mean_segment_us", seg}};
   };
-  out["slowest_1pct_compute"] = group(0, n);
-  if (computes.size() > n) out["other_computes"] = group(n, computes.size());
+  add_slowest_vs_rest(computes, out, "slowest_1pct_compute", "other_computes", group);
   return out;
 }
 
