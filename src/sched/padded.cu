@@ -259,10 +259,12 @@ pad_limits placement_only(std::int32_t rt_blocks, std::uint32_t place_wait_ns) {
     throw std::invalid_argument("placement_only: rt_blocks (" + std::to_string(rt_blocks) +
                                 ") must be positive");
   }
-  // A fully free SM takes at most blocks_per_sm blocks of the launch, so rt_blocks *
-  // blocks_per_sm blocks reach at least rt_blocks SMs, whatever order the SMs free up in.
+  // Until every RT item is placed, only an RT block leaves an SM (the others wait), and each SM
+  // runs at most one RT item, so at most blocks_per_sm + 1 blocks of the launch land on one SM.
+  // rt_blocks * (blocks_per_sm + 1) blocks therefore reach at least rt_blocks SMs, whatever
+  // order the SMs free up in.
   pad_limits p;
-  p.slots = (std::max(padded_gemm_blocks_per_sm(), 1) - 1) * rt_blocks;
+  p.slots = std::max(padded_gemm_blocks_per_sm(), 1) * rt_blocks;
   p.budget = 0;
   p.place_wait_ns = place_wait_ns;
   return p;

@@ -480,7 +480,7 @@ TEST(SchedPadding, PlacementSlotsGiveEachRtBlockAnSmOfItsOwn) {
   const sched::pad_limits spread = sched::placement_only(rt_blocks, 1'000'000'000U);
   EXPECT_EQ(spread.budget, 0U);
   EXPECT_GE(spread.slots, 0);
-  EXPECT_EQ(spread.slots, (sched::padded_gemm_blocks_per_sm() - 1) * rt_blocks);
+  EXPECT_EQ(spread.slots, sched::padded_gemm_blocks_per_sm() * rt_blocks);
   EXPECT_THROW((void)sched::placement_only(0), std::invalid_argument);
 
   host_mapped_buffer words(2 * sizeof(std::uint32_t));  // release, arrived

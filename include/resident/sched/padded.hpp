@@ -116,8 +116,8 @@ void launch_padded_gemm_conv(cudaStream_t s, const gemm_args& rt, const conv2d_a
 [[nodiscard]] int padded_gemm_blocks_per_sm();
 
 /// Limits that pad an RT gemm of `rt_blocks` blocks with no BE work, only with enough extra
-/// blocks that its RT blocks each get an SM of their own: (blocks per SM - 1) * rt_blocks
-/// slots, budget 0. An RT kernel launched while other work still leaves the GPU (preempted BE
+/// blocks that its RT blocks each get an SM of their own: blocks per SM * rt_blocks slots,
+/// budget 0. An RT kernel launched while other work still leaves the GPU (preempted BE
 /// blocks draining) would otherwise get two or more blocks on the first SMs to free up, and
 /// each of them runs slower (bench reef: rt_placement).
 [[nodiscard]] pad_limits placement_only(std::int32_t rt_blocks,
