@@ -393,6 +393,72 @@ std::vector<std::vector<std::string>> slowest_rows(const json& r) {
   return rows;
 }
 
+// Co-scheduling results (bench reef): one row per policy, with the RT tail against the
+// exclusive policy, the preemption latency, the BE throughput against the sequential policy and
+// where the RT gemm blocks landed.
+bool is_policy_result(const json& r) {
+  return is_latency_result(r) && r.contains("policy") && r.contains("be") && r["be"].is_object();
+}
+
+std::string ratio_field(const json& r, const char* key) {
+  const auto it = r.find(key);
+  if (it == r.end() || !it->is_number()) return "-";
+  std::array<char, 32> text{};
+  const int n = std::snprintf(text.data(), text.size(), "%.3fx", it->get<double>());
+  return std::string(text.data(), static_cast<std::size_t>(std::max(n, 0)));
+}
+
+const std::vector<std::string> policy_header = {
+    "policy",     "RT p99",          "RT p99 / exclusive",  "preemption p50", "preemption p99",
+    "BE GFLOP/s", "BE / sequential", "crowded RT launches", "late RT items"};
+constexpr std::size_t policy_text_columns = 1;
+
+std::vector<std::string> policy_row(const json& r) {
+  const json none = json::object();
+  const auto sub = [&](const char* key) -> const json& {
+    const auto it = r.find(key);
+    return it != r.end() && it->is_object() ? *it : none;
+  };
+  const json& be = sub("be");
+  // Policies without BE work (exclusive) have no BE throughput to show.
+  const bool has_be =
+      be.contains("sequences") && be["sequences"].is_number() && be["sequences"].get<double>() > 0;
+  return {text_field(r, "policy"),
+          us_field(r, "p99_us"),
+          ratio_field(r, "rt_p99_over_exclusive"),
+          us_field(sub("preemption_latency"), "p50_us"),
+          us_field(sub("preemption_latency"), "p99_us"),
+          has_be ? us_field(be, "gflops") : std::string("-"),
+          has_be ? ratio_field(r, "be_gflops_over_sequential") : std::string("-"),
+          count_field(sub("rt_placement"), "crowded_launches"),
+          count_field(r, "rt_late_items")};
+}
+
+// The receipt's evaluated targets (settings.targets: name, value, target, met), one line each.
+std::vector<std::string> target_lines(const receipt& rc) {
+  std::vector<std::string> lines;
+  const auto t = rc.settings.find("targets");
+  if (t == rc.settings.end() || !t->is_array()) return lines;
+  for (const auto& x : *t) {
+    if (!x.is_object()) continue;
+    std::string line = x.value("met", false) ? "met     " : "missed  ";
+    line += x.value("name", std::string("?"));
+    line += ": ";
+    if (x.contains("value") && x["value"].is_number()) {
+      std::array<char, 32> text{};
+      const int n = std::snprintf(text.data(), text.size(), "%.4g", x["value"].get<double>());
+      line.append(text.data(), static_cast<std::size_t>(std::max(n, 0)));
+    } else {
+      line += "-";
+    }
+    line += " (target ";
+    line += x.contains("target") ? value_text(x["target"]) : "-";
+    line += ")";
+    lines.push_back(std::move(line));
+  }
+  return lines;
+}
+
 constexpr const char* slowest_note =
     "slowest samples, each against the sample before it on the same loop: how much each part "
     "of the path grew (release>detect, detect>commit from device stamps; commit>seen at the "
@@ -408,7 +474,19 @@ std::string render_text(const std::vector<receipt>& receipts) {
   std::vector<std::vector<std::string>> rows;
   std::vector<std::vector<std::string>> slow_rows;
   std::string others;
+  std::string policies;  // co-scheduling tables and targets, per receipt
   for (const receipt& rc : receipts) {
+    std::vector<std::vector<std::string>> policy_rows;
+    for (const auto& r : rc.results) {
+      if (is_policy_result(r)) policy_rows.push_back(policy_row(r));
+    }
+    if (!policy_rows.empty()) {
+      std::vector<bool> right(policy_header.size(), true);
+      for (std::size_t c = 0; c < policy_text_columns; ++c) right[c] = false;
+      policies += "\n" + rc.benchmark + ": co-scheduling (\xC2\xB5s)\n";
+      policies += render_columns(policy_header, right, policy_rows);
+    }
+    for (const auto& line : target_lines(rc)) policies += line + "\n";
     out += rc.benchmark + ": git " + rc.git_commit + ", started " + rc.started_at + ", " +
            describe_device(rc.device) + "; " + describe_host(rc.host) +
            "\n  command: " + rc.command + "\n";
@@ -456,6 +534,7 @@ std::string render_text(const std::vector<receipt>& receipts) {
     for (std::size_t c = 0; c < slowest_text_columns; ++c) right[c] = false;
     out += render_columns(slowest_header, right, slow_rows);
   }
+  out += policies;
   if (!others.empty()) out += "\n" + others;
   return out;
 }
@@ -613,6 +692,32 @@ void render_receipt(std::ostringstream& html, const receipt& rc, const report_op
       }
       html << "</tbody>\n</table>\n";
     }
+  }
+  std::vector<std::vector<std::string>> policy_rows;
+  for (const auto& r : rc.results) {
+    if (is_policy_result(r)) policy_rows.push_back(policy_row(r));
+  }
+  if (!policy_rows.empty()) {
+    html << "<h3>co-scheduling</h3>\n<table class=\"results\">\n<thead><tr>";
+    for (std::size_t c = 0; c < policy_header.size(); ++c) {
+      html << (c < policy_text_columns ? "<th>" : "<th class=\"num\">")
+           << html_escape(policy_header[c]) << "</th>";
+    }
+    html << "</tr></thead>\n<tbody>\n";
+    for (const auto& row : policy_rows) {
+      html << "<tr>";
+      for (std::size_t c = 0; c < row.size(); ++c) {
+        html << (c < policy_text_columns ? "<td>" : "<td class=\"num\">") << html_escape(row[c])
+             << "</td>";
+      }
+      html << "</tr>\n";
+    }
+    html << "</tbody>\n</table>\n";
+  }
+  if (const auto lines = target_lines(rc); !lines.empty()) {
+    html << "<h3>targets</h3>\n<ul class=\"targets\">\n";
+    for (const auto& line : lines) html << "<li>" << html_escape(line) << "</li>\n";
+    html << "</ul>\n";
   }
   std::vector<const json*> others;
   for (const auto& r : rc.results) {

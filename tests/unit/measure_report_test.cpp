@@ -39,6 +39,41 @@ receipt overhead_receipt() {
   return r;
 }
 
+// A bench reef receipt in miniature: an exclusive and a preempt policy, with their targets.
+receipt reef_receipt() {
+  receipt r("reef", "resident bench reef");
+  r.git_commit = "def5678";
+  const auto policy = [](const char* name, double p99, double ratio, double be_gflops,
+                         std::int64_t sequences, double be_ratio, std::int64_t crowded) {
+    return json{{"mode", name},
+                {"workload", "rt-mlp"},
+                {"contention", "be-mlp"},
+                {"policy", name},
+                {"n", 100},
+                {"mean_us", p99 - 5},
+                {"p50_us", p99 - 5},
+                {"p99_us", p99},
+                {"max_us", p99 + 50},
+                {"rt_p99_over_exclusive", ratio},
+                {"be_gflops_over_sequential", be_ratio},
+                {"preemption_latency", {{"p50_us", 9.5}, {"p99_us", 12.25}}},
+                {"be", {{"sequences", sequences}, {"gflops", be_gflops}}},
+                {"rt_placement", {{"crowded_launches", crowded}}},
+                {"rt_late_items", 3}};
+  };
+  r.results.push_back(policy("exclusive", 126.5, 1.0, 0.0, 0, 0.0, 0));
+  r.results.push_back(policy("preempt", 134.5, 1.0632, 4303.25, 90, 0.5916, 7));
+  r.settings["targets"] = json::array({{{"name", "preempt: RT p99 / exclusive p99"},
+                                        {"value", 1.0632},
+                                        {"target", 1.05},
+                                        {"met", false}},
+                                       {{"name", "preempt: preemption latency p99 (us)"},
+                                        {"value", 12.25},
+                                        {"target", 20.0},
+                                        {"met", true}}});
+  return r;
+}
+
 // ---- text --------------------------------------------------------------------------------------
 
 TEST(report, text_lists_every_latency_result_with_its_numbers) {
@@ -196,6 +231,41 @@ TEST(report, html_tables_the_slowest_samples_under_their_group) {
   EXPECT_THAT(html, HasSubstr("<th class=\"num\">commit&gt;seen</th>"));
   EXPECT_THAT(html, HasSubstr("<td class=\"num\">117.69</td>"));
   EXPECT_EQ(count(html, "<td class=\"num\">1296</td>"), 1U);
+}
+
+// bench reef: a co-scheduling row per policy (ratios, preemption latency, BE throughput, RT
+// placement) and the receipt's targets; a policy without BE work shows no throughput.
+TEST(report, text_tables_co_scheduling_policies_and_their_targets) {
+  const std::string text = render_text({reef_receipt()});
+  EXPECT_THAT(text, HasSubstr("reef: co-scheduling"));
+  const auto line_of = [&](const std::string& start) {
+    const auto at = text.find("\n" + start);
+    return at == std::string::npos ? std::string()
+                                   : text.substr(at + 1, text.find('\n', at + 1) - at - 1);
+  };
+  const std::string preempt = line_of("preempt ");
+  EXPECT_THAT(preempt, HasSubstr("134.50"));
+  EXPECT_THAT(preempt, HasSubstr("1.063x"));
+  EXPECT_THAT(preempt, HasSubstr("12.25"));
+  EXPECT_THAT(preempt, HasSubstr("4303.25"));
+  EXPECT_THAT(preempt, HasSubstr("0.592x"));
+  const std::string exclusive = line_of("exclusive ");
+  EXPECT_THAT(exclusive, HasSubstr("1.000x"));
+  EXPECT_THAT(exclusive, Not(HasSubstr("0.000x")));  // no BE work: no throughput ratio
+  EXPECT_THAT(text, HasSubstr("missed  preempt: RT p99 / exclusive p99: 1.063 (target 1.05)"));
+  EXPECT_THAT(text, HasSubstr("met     preempt: preemption latency p99 (us): 12.25 (target 20"));
+  // Receipts of other benches have no such section.
+  EXPECT_THAT(render_text({overhead_receipt()}), Not(HasSubstr("co-scheduling")));
+}
+
+TEST(report, html_tables_co_scheduling_policies_and_their_targets) {
+  const std::string html = render_html({reef_receipt()});
+  EXPECT_THAT(html, HasSubstr("<h3>co-scheduling</h3>"));
+  EXPECT_THAT(html, HasSubstr("<td>preempt</td>"));
+  EXPECT_THAT(html, HasSubstr("<td class=\"num\">1.063x</td>"));
+  EXPECT_THAT(html, HasSubstr("<h3>targets</h3>"));
+  EXPECT_EQ(count(html, "<li>"), 2U);
+  EXPECT_THAT(render_html({overhead_receipt()}), Not(HasSubstr("co-scheduling")));
 }
 
 TEST(report, text_of_nothing) { EXPECT_EQ(render_text({}), "no receipts\n"); }
