@@ -636,6 +636,24 @@ void other_results_table(std::ostringstream& html, const std::vector<const json*
   html << "</tbody>\n</table>\n";
 }
 
+// A table of preformatted rows: the first `text_columns` columns left-aligned, the rest numbers.
+void rows_table(std::ostringstream& html, const std::vector<std::string>& header,
+                std::size_t text_columns, const std::vector<std::vector<std::string>>& rows) {
+  html << "<table class=\"results\">\n<thead><tr>";
+  for (std::size_t c = 0; c < header.size(); ++c) {
+    html << (c < text_columns ? "<th>" : "<th class=\"num\">") << html_escape(header[c]) << "</th>";
+  }
+  html << "</tr></thead>\n<tbody>\n";
+  for (const auto& row : rows) {
+    html << "<tr>";
+    for (std::size_t c = 0; c < row.size(); ++c) {
+      html << (c < text_columns ? "<td>" : "<td class=\"num\">") << html_escape(row[c]) << "</td>";
+    }
+    html << "</tr>\n";
+  }
+  html << "</tbody>\n</table>\n";
+}
+
 void render_receipt(std::ostringstream& html, const receipt& rc, const report_options& options) {
   html << "<section class=\"receipt\">\n<h2>" << html_escape(rc.benchmark) << "</h2>\n";
   html << "<table class=\"meta\">\n";
@@ -676,21 +694,7 @@ void render_receipt(std::ostringstream& html, const receipt& rc, const report_op
     }
     if (!slow.empty()) {
       html << "<p class=\"legend\">" << html_escape(slowest_note) << " (&#181;s).</p>\n";
-      html << "<table class=\"results\">\n<thead><tr>";
-      for (std::size_t c = 0; c < slowest_header.size(); ++c) {
-        html << (c < slowest_text_columns ? "<th>" : "<th class=\"num\">")
-             << html_escape(slowest_header[c]) << "</th>";
-      }
-      html << "</tr></thead>\n<tbody>\n";
-      for (const auto& row : slow) {
-        html << "<tr>";
-        for (std::size_t c = 0; c < row.size(); ++c) {
-          html << (c < slowest_text_columns ? "<td>" : "<td class=\"num\">") << html_escape(row[c])
-               << "</td>";
-        }
-        html << "</tr>\n";
-      }
-      html << "</tbody>\n</table>\n";
+      rows_table(html, slowest_header, slowest_text_columns, slow);
     }
   }
   std::vector<std::vector<std::string>> policy_rows;
@@ -698,21 +702,8 @@ void render_receipt(std::ostringstream& html, const receipt& rc, const report_op
     if (is_policy_result(r)) policy_rows.push_back(policy_row(r));
   }
   if (!policy_rows.empty()) {
-    html << "<h3>co-scheduling</h3>\n<table class=\"results\">\n<thead><tr>";
-    for (std::size_t c = 0; c < policy_header.size(); ++c) {
-      html << (c < policy_text_columns ? "<th>" : "<th class=\"num\">")
-           << html_escape(policy_header[c]) << "</th>";
-    }
-    html << "</tr></thead>\n<tbody>\n";
-    for (const auto& row : policy_rows) {
-      html << "<tr>";
-      for (std::size_t c = 0; c < row.size(); ++c) {
-        html << (c < policy_text_columns ? "<td>" : "<td class=\"num\">") << html_escape(row[c])
-             << "</td>";
-      }
-      html << "</tr>\n";
-    }
-    html << "</tbody>\n</table>\n";
+    html << "<h3>co-scheduling</h3>\n";
+    rows_table(html, policy_header, policy_text_columns, policy_rows);
   }
   if (const auto lines = target_lines(rc); !lines.empty()) {
     html << "<h3>targets</h3>\n<ul class=\"targets\">\n";
