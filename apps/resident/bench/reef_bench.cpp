@@ -587,8 +587,7 @@ nlohmann::json run_policy(const reef_settings& s, const std::string& policy,
   for (std::size_t l = 0; l < limits.size(); ++l) {
     if (pc.pad && l < pads.size()) limits[l] = pads[l];
     if (s.rt_spread && limits[l].budget == 0) {
-      limits[l] = sched::placement_only(sched::gemm_blocks(model->gemm(l)),
-                                        static_cast<std::uint32_t>(s.pad_place_wait_us * 1000.0));
+      limits[l] = sched::placement_only(sched::gemm_blocks(model->gemm(l)), s.place_wait_ns());
     }
   }
   reef_rt_app app(model, pad, limits, s.rt_out_copy == "kernel", l2_window,
@@ -918,12 +917,16 @@ void add_slowest_vs_rest(std::vector<T>& items, nlohmann::json& out, const char*
 
 nlohmann::json rt_clock(const std::vector<rt_sample_trace>& samples) {
   std::vector<double> mhz;
-  std::vector<std::pair<double, double>> by_compute;  // (compute us, MHz)
+  struct compute {
+    double us;
+    double mhz;
+  };
+  std::vector<compute> by_compute;
   for (const rt_sample_trace& t : samples) {
     if (t.sm_khz == 0 || t.body_start == 0 || t.compute_end < t.body_start) continue;
     const double m = t.sm_khz / 1000.0;
     mhz.push_back(m);
-    by_compute.emplace_back(static_cast<double>(t.compute_end - t.body_start) / 1000.0, m);
+    by_compute.push_back({static_cast<double>(t.compute_end - t.body_start) / 1000.0, m});
   }
   nlohmann::json out = {
       {"method",
@@ -935,14 +938,12 @@ nlohmann::json rt_clock(const std::vector<rt_sample_trace>& samples) {
   out["sm_mhz"] = {{"mean", m.mean}, {"min", m.min}, {"p50", m.p50}, {"max", m.max}};
   // Slowest 1% of computes against the rest: a lower clock there means the GPU ran slower
   // (power or thermal limits), an equal one that the compute took more cycles (memory).
-  std::sort(by_compute.begin(), by_compute.end(), std::greater<>());
-  const std::size_t n = slowest_count(by_compute.size());
   const auto group = [&](std::size_t from, std::size_t to) -> nlohmann::json {
     double us = 0, mh = 0, kcycles = 0;
     for (std::size_t i = from; i < to; ++i) {
-      us += by_compute[i].first;
-      mh += by_compute[i].second;
-      kcycles += by_compute[i].first * by_compute[i].second / 1000.0;
+      us += by_compute[i].us;
+      mh += by_compute[i].mhz;
+      kcycles += by_compute[i].us * by_compute[i].mhz / 1000.0;
     }
     const auto k = static_cast<double>(to - from);
     return {{"n", to - from},
@@ -950,8 +951,7 @@ nlohmann::json rt_clock(const std::vector<rt_sample_trace>& samples) {
             {"mean_sm_mhz", mh / k},
             {"mean_kcycles_at_that_clock", kcycles / k}};
   };
-  out["slowest_1pct_compute"] = group(0, n);
-  if (by_compute.size() > n) out["other_computes"] = group(n, by_compute.size());
+  add_slowest_vs_rest(by_compute, out, "slowest_1pct_compute", "other_computes", group);
   return out;
 }
 
@@ -1046,7 +1046,8 @@ nlohmann::json rt_placement(const std::vector<rt_sample_trace>& samples) {
 }
 
 nlohmann::json rt_compute_split(const std::vector<rt_sample_trace>& samples) {
-  constexpr std::size_t gemms = 3;
+  constexpr auto gemms = static_cast<std::size_t>(rt_stamped_gemms);
+  static_assert(std::tuple_size_v<decltype(rt_sample_trace::gemm_start)> == gemms);
   // Segment names in time order: head, gemm1, between1, gemm2, between2, gemm3, tail.
   std::vector<std::string> names = {"body_start_to_gemm1"};
   for (std::size_t l = 0; l < gemms; ++l) {
@@ -1272,7 +1273,7 @@ measure::receipt run_reef_bench(const reef_settings& s, std::ostream& log) {
       std::find(s.policies.begin(), s.policies.end(), "preempt-pad") != s.policies.end();
   std::vector<layer_padding> pads;
   if (any_pad) pads = plan_padding(*model, *pad, s.pad_tolerance, padding_report);
-  for (auto& p : pads) p.place_wait_ns = static_cast<std::uint32_t>(s.pad_place_wait_us * 1000.0);
+  for (auto& p : pads) p.place_wait_ns = s.place_wait_ns();
   // After the padding profiles (measured without it), for every policy alike.
   std::optional<l2_set_aside> l2;
   std::optional<cudaAccessPolicyWindow> l2_window;

@@ -51,6 +51,10 @@ struct reef_settings {
   std::string command;
 
   void make_quick();
+  /// pad_place_wait_us as sched::pad_limits::place_wait_ns.
+  [[nodiscard]] std::uint32_t place_wait_ns() const {
+    return static_cast<std::uint32_t>(pad_place_wait_us * 1000.0);
+  }
   /// Throws std::invalid_argument naming the bad value.
   void validate() const;
 };
