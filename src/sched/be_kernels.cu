@@ -71,6 +71,11 @@ void check_view(const char* kernel, const be_launch_view& v, std::int32_t blocks
     throw std::invalid_argument(std::string(kernel) +
                                 ": view.next_left is set but view.next is null");
   }
+  if (v.handback != nullptr && (v.next == nullptr || v.next_left == nullptr)) {
+    // The hand-back words are zeroed by the launch's last block, which needs next_left.
+    throw std::invalid_argument(std::string(kernel) +
+                                ": view.handback needs view.next and view.next_left");
+  }
   if (v.saved != nullptr && v.progress == nullptr) {
     throw std::invalid_argument(std::string(kernel) +
                                 ": view.saved is set but view.progress "
@@ -111,14 +116,84 @@ __global__ void __launch_bounds__(be_block_threads, 4) be_kernel(be_launch_view 
 // the end or was already done by an earlier attempt.
 template <class Args>
 __device__ bool run_logical(const be_launch_view& v, const Args& a, std::int32_t logical) {
-  be_block blk(v, logical);
+  be_block blk(v, logical, v.handback != nullptr);
   if (!blk.begin()) return !blk.stopped();  // already done (a resumed attempt), or stopped
   run_block(a, blk);
   return !blk.stopped();
 }
 
+__device__ inline cuda::atomic_ref<std::uint32_t, cuda::thread_scope_device> device_word(
+    std::uint32_t* p) {
+  return cuda::atomic_ref<std::uint32_t, cuda::thread_scope_device>(*p);
+}
+
+// be_launch_view::handback: [0] holders, [1] handed back, [2] taken, then the entries (logical
+// offset + 1; 0 marks an entry not written yet).
+enum : int { hb_holders = 0, hb_pushed = 1, hb_popped = 2 };
+constexpr std::int32_t take_wait = -1;   // nothing to take now, but a holder may hand back
+constexpr std::int32_t take_leave = -2;  // nothing to take, and nothing can come
+
+// Thread 0: the next logical offset for this block (the counter first, then blocks handed
+// back), take_wait or take_leave. A block that gets an offset counts as a holder until it
+// finishes it or hands it back (release_item).
+__device__ std::int32_t take_item(const be_launch_view& v, std::int32_t total) {
+  if (v.handback == nullptr) {
+    const auto t = static_cast<std::int32_t>(atomicAdd(v.next, 1U));
+    return t < total ? t : take_leave;
+  }
+  std::uint32_t* hb = v.handback;
+  // Nothing to take and nothing can come: no holder left (a holder hands back before it stops
+  // holding) and every hand-back taken. The holders are read first.
+  const auto nothing_can_come = [&] {
+    return device_word(hb + hb_holders).load(cuda::memory_order_acquire) == 0U &&
+           device_word(hb + hb_popped).load(cuda::memory_order_acquire) ==
+               device_word(hb + hb_pushed).load(cuda::memory_order_acquire);
+  };
+  // Read-only while there is nothing to take: the blocks waiting at the launch's tail must not
+  // hammer these words with atomics.
+  if (device_word(v.next).load(cuda::memory_order_relaxed) >= static_cast<std::uint32_t>(total) &&
+      device_word(hb + hb_popped).load(cuda::memory_order_acquire) >=
+          device_word(hb + hb_pushed).load(cuda::memory_order_acquire)) {
+    return nothing_can_come() ? take_leave : take_wait;
+  }
+  // A holder first, so a block about to take never reads as "nobody holds work".
+  device_word(hb + hb_holders).fetch_add(1U, cuda::memory_order_acq_rel);
+  if (device_word(v.next).load(cuda::memory_order_relaxed) < static_cast<std::uint32_t>(total)) {
+    const auto t = static_cast<std::int32_t>(atomicAdd(v.next, 1U));
+    if (t < total) return t;
+  }
+  auto popped = device_word(hb + hb_popped).load(cuda::memory_order_acquire);
+  while (popped < device_word(hb + hb_pushed).load(cuda::memory_order_acquire)) {
+    if (device_word(hb + hb_popped)
+            .compare_exchange_weak(popped, popped + 1U, cuda::memory_order_acq_rel)) {
+      // The pusher counts the entry before it writes it: wait for the write.
+      auto entry = device_word(hb + handback_header_words + popped);
+      std::uint32_t t = 0;
+      while ((t = entry.load(cuda::memory_order_acquire)) == 0U) __nanosleep(32);
+      entry.store(0U, cuda::memory_order_relaxed);  // zero again for the next launch
+      return static_cast<std::int32_t>(t - 1U);
+    }
+  }
+  device_word(hb + hb_holders).fetch_sub(1U, cuda::memory_order_acq_rel);
+  return nothing_can_come() ? take_leave : take_wait;
+}
+
+// Thread 0, once the block's item is over: `stopped` part-way (hand it back) or finished.
+__device__ void release_item(const be_launch_view& v, std::int32_t t, bool stopped) {
+  if (v.handback == nullptr) return;
+  std::uint32_t* hb = v.handback;
+  if (stopped) {
+    const std::uint32_t i = device_word(hb + hb_pushed).fetch_add(1U, cuda::memory_order_acq_rel);
+    device_word(hb + handback_header_words + i)
+        .store(static_cast<std::uint32_t>(t) + 1U, cuda::memory_order_release);
+    if (v.handbacks != nullptr) atomicAdd(v.handbacks, 1U);
+  }
+  device_word(hb + hb_holders).fetch_sub(1U, cuda::memory_order_acq_rel);
+}
+
 // Work taken from a counter: a block that must stop takes nothing more, so the blocks on the
-// SMs that stay free finish the launch (spatial preemption leaves no stragglers).
+// SMs that stay free finish the launch (spatial preemption leaves no stragglers). With a
+// hand-back area, a block stopped part-way gives its logical block to them as well.
 template <class Args>
 __device__ void counter_loop(const be_launch_view& v, const Args& a) {
   __shared__ std::int32_t item;
@@ -126,12 +201,18 @@ __device__ void counter_loop(const be_launch_view& v, const Args& a) {
   for (;;) {
     be_block probe(v, -1);
     if (probe.stop_requested()) return;
-    if (threadIdx.x == 0) item = static_cast<std::int32_t>(atomicAdd(v.next, 1U));
+    if (threadIdx.x == 0) item = take_item(v, total);
     __syncthreads();
     const std::int32_t t = item;
     __syncthreads();
-    if (t >= total) return;
-    if (!run_logical(v, a, v.first_block + t)) return;
+    if (t == take_leave) return;
+    if (t == take_wait) {
+      __nanosleep(256);
+      continue;
+    }
+    const bool ran = run_logical(v, a, v.first_block + t);
+    if (threadIdx.x == 0) release_item(v, t, !ran);
+    if (!ran) return;
   }
 }
 
@@ -139,12 +220,29 @@ template <class Args>
 __global__ void __launch_bounds__(be_block_threads, 4) be_counter_kernel(be_launch_view v, Args a) {
   counter_loop(v, a);
   // Only thread 0 takes work, and it has taken its last item: the last block to get here
-  // leaves both words zero for the next launch.
+  // leaves the words zero for the next launch.
   if (v.next_left != nullptr && threadIdx.x == 0) {
     __threadfence();
     if (atomicAdd(v.next_left, 1U) == gridDim.x - 1U) {
+      if (v.handback != nullptr) {
+        std::uint32_t* hb = v.handback;
+        const std::uint32_t pushed = device_word(hb + hb_pushed).load(cuda::memory_order_acquire);
+        const std::uint32_t popped = device_word(hb + hb_popped).load(cuda::memory_order_acquire);
+        if (popped < pushed) {
+          // Handed back with nobody left to take it (every block that could was on an RT SM):
+          // the launch ends short, and its stream stops until the host resubmits the rest.
+          if (v.halt != nullptr) device_word(v.halt).store(1U, cuda::memory_order_relaxed);
+          for (std::uint32_t i = popped; i < pushed; ++i) {
+            device_word(hb + handback_header_words + i).store(0U, cuda::memory_order_relaxed);
+          }
+        }
+        device_word(hb + hb_pushed).store(0U, cuda::memory_order_relaxed);
+        device_word(hb + hb_popped).store(0U, cuda::memory_order_relaxed);
+        device_word(hb + hb_holders).store(0U, cuda::memory_order_relaxed);
+      }
       atomicExch(v.next, 0U);
       atomicExch(v.next_left, 0U);
+      __threadfence();
     }
   }
 }
@@ -180,6 +278,11 @@ void launch(const char* kernel, cudaStream_t s, const be_launch_view& v, const A
     be_kernel<Args><<<grid, be_block_threads, 0, s>>>(v, a);
   } else {
     if (v.max_grid > 0) grid = std::min(grid, v.max_grid);
+    if (v.handback != nullptr && v.handback_capacity < grid) {
+      throw std::invalid_argument(std::string(kernel) + ": view.handback holds " +
+                                  std::to_string(v.handback_capacity) + " entries, the grid has " +
+                                  std::to_string(grid) + " blocks");
+    }
     be_counter_kernel<Args><<<grid, be_block_threads, 0, s>>>(v, a);
   }
   RESIDENT_CUDA_CHECK_LAUNCH(kernel);

@@ -104,7 +104,7 @@ std::size_t effective_window(const be_runner_options& o) {
     throw std::invalid_argument("be_runner '" + o.name + "': bounded_grid_per_sm is " +
                                 std::to_string(o.bounded_grid_per_sm) + "; it must be >= 0");
   }
-  return o.sequential || o.rt_sms != nullptr ? 1 : o.window;
+  return o.sequential ? 1 : o.window;
 }
 
 }  // namespace
@@ -176,10 +176,22 @@ void be_runner::prepare() {
     RESIDENT_CUDA_TRY(cudaGetDevice(&device));
     RESIDENT_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
     _max_grid = _options.bounded_grid_per_sm * sms;
-    if (_options.bounded_grid_counter) {
-      _counters = device_buffer(2 * _queue.window() * sizeof(std::uint32_t));
-      RESIDENT_CUDA_TRY(cudaMemsetAsync(_counters.data(), 0, _counters.size(), _stream));
-    }
+  }
+  const bool spatial = _options.preemptible && _options.rt_sms != nullptr;
+  if (spatial || (_max_grid > 0 && _options.bounded_grid_counter)) {
+    _counters = device_buffer(2 * _queue.window() * sizeof(std::uint32_t));
+    RESIDENT_CUDA_TRY(cudaMemsetAsync(_counters.data(), 0, _counters.size(), _stream));
+  }
+  if (spatial) {
+    // A hand-back area per launch in flight, each on lines of its own, with an entry per grid
+    // block (each cut ends its CUDA block).
+    std::int32_t most = 0;
+    for (const auto& c : _calls) most = std::max(most, c.blocks);
+    _handback_capacity = _max_grid > 0 ? std::min(_max_grid, most) : most;
+    const auto words = static_cast<std::size_t>(handback_words(_handback_capacity));
+    _handback_stride = (words + k_word_stride - 1) / k_word_stride * k_word_stride;
+    _handback = device_buffer(_queue.window() * _handback_stride * sizeof(std::uint32_t));
+    RESIDENT_CUDA_TRY(cudaMemsetAsync(_handback.data(), 0, _handback.size(), _stream));
   }
   for (std::size_t i = 0; i < _queue.window(); ++i) {
     _events.emplace_back(false);
@@ -319,13 +331,21 @@ void be_runner::poll_once(bool submit, bool enqueue) {
     const be_call& call = _calls[m.call];
     be_launch_view v;
     v.preempt = _options.preemptible ? _signal->word() : nullptr;
-    v.halt = _options.preemptible && !spatial ? word(0) : nullptr;
+    // Spatial launches hand their cut blocks back within the launch, so the halt only guards
+    // the next launch in flight against one that still ended short (or a custom kernel that
+    // ignores the hand-back): with one launch in flight there is none to guard.
+    v.halt = _options.preemptible && (!spatial || _queue.window() > 1) ? word(0) : nullptr;
     v.rt_sms = _options.preemptible ? _options.rt_sms : nullptr;
     const std::size_t ev = _free_events.back();
     if (v.rt_sms != nullptr) {
-      // Spatial: work from a counter, reset stream-ordered before each launch.
-      v.next = word(3);
-      RESIDENT_CUDA_TRY(cudaMemsetAsync(v.next, 0, sizeof(std::uint32_t), _stream));
+      // Spatial: work from this event slot's counter pair and hand-back area, which the
+      // launch's last block leaves zero.
+      v.next = _counters.data_as<std::uint32_t>() + 2 * ev;
+      v.next_left = v.next + 1;
+      v.max_grid = _max_grid;
+      v.handback = _handback.data_as<std::uint32_t>() + ev * _handback_stride;
+      v.handback_capacity = _handback_capacity;
+      v.handbacks = word(3);
     } else if (_max_grid > 0 && _options.preemptible) {
       v.max_grid = _max_grid;
       if (_options.bounded_grid_counter) {
@@ -396,6 +416,7 @@ be_runner_stats be_runner::collect() const {
     s.early_exits = words[1 * k_word_stride];
     s.repeated_commits = words[2 * k_word_stride];
     s.checkpoints = words[4 * k_word_stride];
+    s.handbacks = words[3 * k_word_stride];
   }
   return s;
 }

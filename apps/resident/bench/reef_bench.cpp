@@ -554,7 +554,7 @@ nlohmann::json run_policy(const reef_settings& s, const std::string& policy,
       sched::be_runner_options ro;
       ro.name = s.be_model + std::to_string(i);
       ro.preemptible = pc.preemptible;
-      ro.window = s.be_window;
+      ro.window = pc.spatial ? s.be_window_sm : s.be_window;
       ro.checkpoint = s.be_checkpoint;
       ro.checkpoint_min_steps = s.be_checkpoint_min_steps;
       ro.bounded_grid_per_sm = s.be_bounded_grid;
@@ -840,6 +840,7 @@ nlohmann::json run_policy(const reef_settings& s, const std::string& policy,
                    {"blocks_rerun", st.blocks_rerun},
                    {"early_exits", st.early_exits},
                    {"checkpoints", st.checkpoints},
+                   {"handbacks", st.handbacks},
                    {"repeated_commits_non_idempotent", st.repeated_commits}});
   }
   const double seq_gflop = be_gflop(s.be_model);
@@ -1187,6 +1188,9 @@ void reef_settings::validate() const {
   if (be_window < 1 || be_window > 8) {
     throw std::invalid_argument("bench reef: --be-window must be in 1..8");
   }
+  if (be_window_sm < 1 || be_window_sm > 8) {
+    throw std::invalid_argument("bench reef: --be-window-sm must be in 1..8");
+  }
   if (be_bounded_grid < 0 || be_bounded_grid > 64) {
     throw std::invalid_argument("bench reef: --be-bounded-grid must be in 0..64");
   }
@@ -1305,6 +1309,7 @@ measure::receipt run_reef_bench(const reef_settings& s, std::ostream& log) {
                         {"clients", s.be_clients},
                         {"gflop_per_inference", be_gflop(s.be_model)},
                         {"window", s.be_window},
+                        {"window_sm", s.be_window_sm},
                         {"checkpoint", s.be_checkpoint},
                         {"checkpoint_min_steps", s.be_checkpoint_min_steps},
                         {"bounded_grid_per_sm", s.be_bounded_grid},

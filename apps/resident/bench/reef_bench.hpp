@@ -25,9 +25,11 @@ struct reef_settings {
   double rate_hz{4000.0};           // RT requests per second
   std::int64_t samples{5000};       // measured RT requests per policy
   std::int64_t warmup{500};
-  std::string be_model{"mlp"};               // mlp or cnn
-  int be_clients{1};                         // closed-loop BE clients (one stream each)
-  std::size_t be_window{1};                  // BE launches in flight per client (see docs/sched.md)
+  std::string be_model{"mlp"};  // mlp or cnn
+  int be_clients{1};            // closed-loop BE clients (one stream each)
+  std::size_t be_window{1};     // BE launches in flight per client (see docs/sched.md)
+  /// ... under preempt-sm, whose launches hand cut blocks back within the launch.
+  std::size_t be_window_sm{2};
   std::int32_t be_bounded_grid{4};           // be_runner_options::bounded_grid_per_sm (0: off)
   bool be_bounded_grid_counter{false};       // ... taking work from a counter, not a stride
   bool be_checkpoint{true};                  // preempted gemm/conv2d blocks keep their partial sums

@@ -32,7 +32,10 @@ class be_block {
     return v.first_block + static_cast<std::int32_t>(blockIdx.x);
   }
 
-  __device__ be_block(const be_launch_view& v, std::int32_t logical) : _v(v), _index(logical) {}
+  /// `hands_back`: the caller gives the logical block back to its launch if the word stops it
+  /// (be_launch_view::handback), so a stop must not halt the stream.
+  __device__ be_block(const be_launch_view& v, std::int32_t logical, bool hands_back = false)
+      : _v(v), _index(logical), _hands_back(hands_back) {}
   /// A block that ran leaves the trace here, however it ends (commit, stop or plain return).
   __device__ ~be_block() {
     if (_traced) {
@@ -171,7 +174,7 @@ class be_block {
     return ((_v.rt_sms[(sm >> 5) & 7U] >> (sm & 31U)) & 1U) != 0U;  // only the RT SMs clear
   }
   __device__ void note_exit() const {
-    if (_v.halt != nullptr) store(_v.halt, 1U);
+    if (_v.halt != nullptr && !_hands_back) store(_v.halt, 1U);
     if (_v.exits != nullptr) atomicAdd(_v.exits, 1U);
   }
   __device__ static std::uint32_t load(const std::uint32_t* p) {
@@ -186,6 +189,7 @@ class be_block {
 
   const be_launch_view& _v;
   std::int32_t _index;
+  bool _hands_back{false};
   bool _stopped{false};
   bool _traced{false};
 };

@@ -47,7 +47,7 @@ struct be_launch_view {
   std::uint32_t* halt{nullptr};
   /// Spatial preemption: a bitmap (8 words, bit s = SM s, device memory) of the SMs real-time
   /// work runs on, or null. When set, the preempt word stops only blocks on those SMs; the
-  /// others run on. Such launches leave `halt` null (their runner keeps one launch in flight).
+  /// others run on.
   const std::uint32_t* rt_sms{nullptr};
   /// Device word, zero before the launch, or null. When set, blocks take their logical blocks
   /// from this counter (first_block + taken, up to the grid) instead of from blockIdx, and a
@@ -64,6 +64,21 @@ struct be_launch_view {
   /// logical blocks from the counter; without, grid block i runs i, i + max_grid, ... (library
   /// kernels; a block the word stops takes nothing more either way).
   std::int32_t max_grid{0};
+  /// Hand-back area of a counter launch (needs `next` and `next_left`), or null. Device words,
+  /// zero before the launch: [0] blocks holding a logical block, [1] logical blocks handed
+  /// back, [2] hand-backs taken, then `handback_capacity` entries. A block the word stops part
+  /// way (spatial preemption: an RT SM) hands its logical block back instead of leaving a hole,
+  /// and the blocks on the other SMs take it once the counter has run out: they leave only when
+  /// no block holds work and nothing handed back is left, so the launch finishes every block
+  /// without the host. If every block that could take it has left (all were on RT SMs), the
+  /// launch's last block sets `halt`, so the stream stops as it would without a hand-back, and
+  /// zeroes the words for the next launch. Library kernels honour it; a custom kernel that
+  /// ignores it stops its stream through `halt` on every cut (correct, but slower).
+  std::uint32_t* handback{nullptr};
+  /// Entries of `handback`: at least the launch's grid (each cut ends its CUDA block).
+  std::int32_t handback_capacity{0};
+  /// Logical blocks handed back (any attempt). Null: not counted.
+  std::uint32_t* handbacks{nullptr};
   /// One word per logical block (host-mapped): 0 until the block commits, then the attempt
   /// that committed it. Required.
   std::uint32_t* done{nullptr};
@@ -105,6 +120,12 @@ struct be_launch_view {
   /// Where the blocks that run record themselves (diagnostics), or null: not traced.
   be_trace* trace{nullptr};
 };
+
+/// Words of a be_launch_view::handback area with room for `capacity` entries.
+inline constexpr std::int32_t handback_header_words = 3;
+[[nodiscard]] constexpr std::int64_t handback_words(std::int32_t capacity) noexcept {
+  return handback_header_words + static_cast<std::int64_t>(capacity);
+}
 
 /// Blocks a launch of this attempt puts on the grid.
 [[nodiscard]] constexpr std::int32_t grid_blocks(const be_launch_view& v) noexcept {

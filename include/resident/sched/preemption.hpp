@@ -88,9 +88,12 @@ struct be_runner_options {
   /// be_launch_view::min_saved_steps of the checkpointed launches.
   std::uint32_t checkpoint_min_steps{1};
   /// Spatial preemption (be_launch_view::rt_sms): device bitmap of the SMs real-time work runs
-  /// on, or null. When set, a raised word clears only those SMs: the runner keeps submitting,
-  /// with one launch in flight, and resubmits a launch's stopped blocks at once (they land
-  /// elsewhere, or wait until the word is clear).
+  /// on, or null. When set, a raised word clears only those SMs and the runner keeps submitting,
+  /// `window` launches in flight. The launches take their blocks from a counter, and a block cut
+  /// on an RT SM hands its logical block back to the blocks on the other SMs
+  /// (be_launch_view::handback), so a launch finishes without the host. One that still ends
+  /// short (every block able to take the rest was on an RT SM) halts the stream when another
+  /// launch is in flight, and the runner resubmits what it left at once.
   const std::uint32_t* rt_sms{nullptr};
   /// Time-shared preemption: when nonzero, every launch keeps at most this many blocks per SM
   /// on the grid (be_launch_view::max_grid), and they loop over the logical blocks. A raise
@@ -129,6 +132,8 @@ struct be_runner_stats {
   std::uint64_t blocks_rerun{};  // idempotent blocks run again on a resume
   std::uint64_t early_exits{};   // blocks that returned because of the word
   std::uint64_t checkpoints{};   // of those, blocks that kept their partial sums
+  /// Spatial launches: logical blocks a cut block handed back to the rest of its launch.
+  std::uint64_t handbacks{};
   /// Commits of a non-idempotent block that had already committed (0: every resume was
   /// exact), counted on the device.
   std::uint64_t repeated_commits{};
@@ -214,15 +219,20 @@ class be_runner {
   std::unique_ptr<stream> _copy;  // created by prepare(), in the thread's context
   device_buffer _runs;            // the same layout, device atomics
   /// Device words, each on its own 128-byte line (word(i)): [0] halt (be_launch_view::halt of
-  /// this stream), [1] exits, [2] repeats, [3] the work counter of spatial launches,
-  /// [4] checkpoints. Apart, because every BE block reads the halt word at each check while,
-  /// when the preempt word goes up, hundreds of blocks add to the exit and checkpoint counts.
+  /// this stream), [1] exits, [2] repeats, [3] hand-backs, [4] checkpoints. Apart,
+  /// because every BE block reads the halt word at each check while, when the preempt word goes
+  /// up, hundreds of blocks add to the exit and checkpoint counts.
   static constexpr std::size_t k_words = 5;
   static constexpr std::size_t k_word_stride = 32;
   device_buffer _words;
-  /// bounded_grid_per_sm: a (next, next_left) pair per event slot, so each launch in flight
-  /// has its own; the launch's last block zeroes them.
+  /// Spatial or bounded_grid_counter launches: a (next, next_left) pair per event slot, so
+  /// each launch in flight has its own; the launch's last block zeroes them.
   device_buffer _counters;
+  /// Spatial launches: a be_launch_view::handback area per event slot, _handback_stride words
+  /// apart, each with _handback_capacity entries.
+  device_buffer _handback;
+  std::size_t _handback_stride{0};
+  std::int32_t _handback_capacity{0};
   std::int32_t _max_grid{0};   // bounded_grid_per_sm x SMs, set by prepare()
   std::vector<event> _events;  // created by prepare()
   std::shared_ptr<void> _scope;
