@@ -127,45 +127,39 @@ __device__ inline cuda::atomic_ref<std::uint32_t, cuda::thread_scope_device> dev
   return cuda::atomic_ref<std::uint32_t, cuda::thread_scope_device>(*p);
 }
 
-// be_launch_view::handback: [0] holders, [1] handed back, [2] taken, then the entries (logical
-// offset + 1; 0 marks an entry not written yet).
-enum : int { hb_holders = 0, hb_pushed = 1, hb_popped = 2 };
+// Kernels whose blocks check the word part-way (and checkpoint): only their blocks can be cut
+// after they took their work. The others' blocks are short, so once taken they run to the end.
+template <class Args>
+inline constexpr bool cut_part_way = false;
+template <>
+inline constexpr bool cut_part_way<gemm_args> = true;
+template <>
+inline constexpr bool cut_part_way<conv2d_args> = true;
+
+// be_launch_view::handback: [0] logical blocks finished, [1] handed back, [2] hand-backs taken,
+// then the entries (logical offset + 1; 0 marks an entry not written yet).
+enum : int { hb_finished = 0, hb_pushed = 1, hb_popped = 2 };
 constexpr std::int32_t take_wait = -1;   // nothing to take now, but a holder may hand back
-constexpr std::int32_t take_leave = -2;  // nothing to take, and nothing can come
+constexpr std::int32_t take_leave = -2;  // every logical block is finished (or none can come)
 
 // Thread 0: the next logical offset for this block (the counter first, then blocks handed
-// back), take_wait or take_leave. A block that gets an offset counts as a holder until it
-// finishes it or hands it back (release_item).
-__device__ std::int32_t take_item(const be_launch_view& v, std::int32_t total) {
-  if (v.handback == nullptr) {
-    const auto t = static_cast<std::int32_t>(atomicAdd(v.next, 1U));
-    return t < total ? t : take_leave;
-  }
-  std::uint32_t* hb = v.handback;
-  // Nothing to take and nothing can come: no holder left (a holder hands back before it stops
-  // holding) and every hand-back taken. The holders are read first.
-  const auto nothing_can_come = [&] {
-    return device_word(hb + hb_holders).load(cuda::memory_order_acquire) == 0U &&
-           device_word(hb + hb_popped).load(cuda::memory_order_acquire) ==
-               device_word(hb + hb_pushed).load(cuda::memory_order_acquire);
-  };
-  // Read-only while there is nothing to take: the blocks waiting at the launch's tail must not
-  // hammer these words with atomics.
-  if (device_word(v.next).load(cuda::memory_order_relaxed) >= static_cast<std::uint32_t>(total) &&
-      device_word(hb + hb_popped).load(cuda::memory_order_acquire) >=
-          device_word(hb + hb_pushed).load(cuda::memory_order_acquire)) {
-    return nothing_can_come() ? take_leave : take_wait;
-  }
-  // A holder first, so a block about to take never reads as "nobody holds work".
-  device_word(hb + hb_holders).fetch_add(1U, cuda::memory_order_acq_rel);
+// back), take_wait or take_leave. `hands_back`: a block the word stops part-way gives its
+// logical block back, so a block with nothing to take waits until every logical block is
+// finished. The waiting costs nothing where it matters: the next launch of the stream cannot
+// start before the last block of this one has finished anyway. A block that waits on a word
+// an RT SM raises leaves (counter_loop), and if none is left to take a hand-back, the launch's
+// last block sees it and halts the stream (be_counter_kernel).
+__device__ std::int32_t take_item(const be_launch_view& v, std::int32_t total, bool hands_back) {
   if (device_word(v.next).load(cuda::memory_order_relaxed) < static_cast<std::uint32_t>(total)) {
     const auto t = static_cast<std::int32_t>(atomicAdd(v.next, 1U));
     if (t < total) return t;
   }
-  auto popped = device_word(hb + hb_popped).load(cuda::memory_order_acquire);
-  while (popped < device_word(hb + hb_pushed).load(cuda::memory_order_acquire)) {
+  if (!hands_back) return take_leave;
+  std::uint32_t* hb = v.handback;
+  auto popped = device_word(hb + hb_popped).load(cuda::memory_order_relaxed);
+  while (popped < device_word(hb + hb_pushed).load(cuda::memory_order_relaxed)) {
     if (device_word(hb + hb_popped)
-            .compare_exchange_weak(popped, popped + 1U, cuda::memory_order_acq_rel)) {
+            .compare_exchange_weak(popped, popped + 1U, cuda::memory_order_relaxed)) {
       // The pusher counts the entry before it writes it: wait for the write.
       auto entry = device_word(hb + handback_header_words + popped);
       std::uint32_t t = 0;
@@ -174,44 +168,53 @@ __device__ std::int32_t take_item(const be_launch_view& v, std::int32_t total) {
       return static_cast<std::int32_t>(t - 1U);
     }
   }
-  device_word(hb + hb_holders).fetch_sub(1U, cuda::memory_order_acq_rel);
-  return nothing_can_come() ? take_leave : take_wait;
+  return device_word(hb + hb_finished).load(cuda::memory_order_relaxed) >=
+                 static_cast<std::uint32_t>(total)
+             ? take_leave
+             : take_wait;
 }
 
-// Thread 0, once the block's item is over: `stopped` part-way (hand it back) or finished.
+// Thread 0, once the block's logical block is over: `stopped` part-way (hand it back, with its
+// checkpoint: the release orders the block's stores before the entry) or finished.
 __device__ void release_item(const be_launch_view& v, std::int32_t t, bool stopped) {
-  if (v.handback == nullptr) return;
   std::uint32_t* hb = v.handback;
   if (stopped) {
-    const std::uint32_t i = device_word(hb + hb_pushed).fetch_add(1U, cuda::memory_order_acq_rel);
+    const std::uint32_t i = atomicAdd(hb + hb_pushed, 1U);
     device_word(hb + handback_header_words + i)
         .store(static_cast<std::uint32_t>(t) + 1U, cuda::memory_order_release);
     if (v.handbacks != nullptr) atomicAdd(v.handbacks, 1U);
+  } else {
+    atomicAdd(hb + hb_finished, 1U);
   }
-  device_word(hb + hb_holders).fetch_sub(1U, cuda::memory_order_acq_rel);
 }
 
 // Work taken from a counter: a block that must stop takes nothing more, so the blocks on the
 // SMs that stay free finish the launch (spatial preemption leaves no stragglers). With a
-// hand-back area, a block stopped part-way gives its logical block to them as well.
+// hand-back area, a block stopped part-way gives its logical block to them as well, and the
+// short blocks of the other kernels run to the end once taken (they never need handing back).
 template <class Args>
 __device__ void counter_loop(const be_launch_view& v, const Args& a) {
   __shared__ std::int32_t item;
   const std::int32_t total = grid_blocks(v);
+  const bool hands_back = v.handback != nullptr && cut_part_way<Args>;
+  be_launch_view run_view = v;
+  if (v.handback != nullptr && !cut_part_way<Args>) {
+    run_view.preempt = nullptr;  // checked before the take: a taken short block runs
+  }
   for (;;) {
     be_block probe(v, -1);
     if (probe.stop_requested()) return;
-    if (threadIdx.x == 0) item = take_item(v, total);
+    if (threadIdx.x == 0) item = take_item(v, total, hands_back);
     __syncthreads();
     const std::int32_t t = item;
     __syncthreads();
     if (t == take_leave) return;
     if (t == take_wait) {
-      __nanosleep(256);
+      __nanosleep(1000);
       continue;
     }
-    const bool ran = run_logical(v, a, v.first_block + t);
-    if (threadIdx.x == 0) release_item(v, t, !ran);
+    const bool ran = run_logical(run_view, a, v.first_block + t);
+    if (hands_back && threadIdx.x == 0) release_item(v, t, !ran);
     if (!ran) return;
   }
 }
@@ -226,8 +229,8 @@ __global__ void __launch_bounds__(be_block_threads, 4) be_counter_kernel(be_laun
     if (atomicAdd(v.next_left, 1U) == gridDim.x - 1U) {
       if (v.handback != nullptr) {
         std::uint32_t* hb = v.handback;
-        const std::uint32_t pushed = device_word(hb + hb_pushed).load(cuda::memory_order_acquire);
-        const std::uint32_t popped = device_word(hb + hb_popped).load(cuda::memory_order_acquire);
+        const std::uint32_t pushed = device_word(hb + hb_pushed).load(cuda::memory_order_relaxed);
+        const std::uint32_t popped = device_word(hb + hb_popped).load(cuda::memory_order_relaxed);
         if (popped < pushed) {
           // Handed back with nobody left to take it (every block that could was on an RT SM):
           // the launch ends short, and its stream stops until the host resubmits the rest.
@@ -238,7 +241,7 @@ __global__ void __launch_bounds__(be_block_threads, 4) be_counter_kernel(be_laun
         }
         device_word(hb + hb_pushed).store(0U, cuda::memory_order_relaxed);
         device_word(hb + hb_popped).store(0U, cuda::memory_order_relaxed);
-        device_word(hb + hb_holders).store(0U, cuda::memory_order_relaxed);
+        device_word(hb + hb_finished).store(0U, cuda::memory_order_relaxed);
       }
       atomicExch(v.next, 0U);
       atomicExch(v.next_left, 0U);
