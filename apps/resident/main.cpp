@@ -413,11 +413,6 @@ int main(int argc, char** argv) {
                    "BE launches in flight per client under preempt-sm")
       ->capture_default_str();
   reef_cmd
-      ->add_option("--be-sm-throttle-ns", reef.be_sm_throttle_ns,
-                   "preempt-sm: BE blocks off the RT SMs sleep this long per tile while RT "
-                   "work runs (0: off)")
-      ->capture_default_str();
-  reef_cmd
       ->add_option("--be-checkpoint", reef.be_checkpoint,
                    "preempted gemm/conv2d blocks keep their partial sums (on/off)")
       ->capture_default_str();

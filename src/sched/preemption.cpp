@@ -346,7 +346,6 @@ void be_runner::poll_once(bool submit, bool enqueue) {
       v.handback = _handback.data_as<std::uint32_t>() + ev * _handback_stride;
       v.handback_capacity = _handback_capacity;
       v.handbacks = word(3);
-      v.rt_busy_sleep_ns = _options.rt_busy_sleep_ns;
     } else if (_max_grid > 0 && _options.preemptible) {
       v.max_grid = _max_grid;
       if (_options.bounded_grid_counter) {

@@ -557,7 +557,6 @@ nlohmann::json run_policy(const reef_settings& s, const std::string& policy,
       ro.window = pc.spatial ? s.be_window_sm : s.be_window;
       ro.checkpoint = s.be_checkpoint;
       ro.checkpoint_min_steps = s.be_checkpoint_min_steps;
-      ro.rt_busy_sleep_ns = s.be_sm_throttle_ns;
       ro.bounded_grid_per_sm = s.be_bounded_grid;
       ro.bounded_grid_counter = s.be_bounded_grid_counter;
       ro.sequential = pc.sequential;
@@ -1192,9 +1191,6 @@ void reef_settings::validate() const {
   if (be_window_sm < 1 || be_window_sm > 8) {
     throw std::invalid_argument("bench reef: --be-window-sm must be in 1..8");
   }
-  if (be_sm_throttle_ns > 100'000) {
-    throw std::invalid_argument("bench reef: --be-sm-throttle-ns must be in 0..100000");
-  }
   if (be_bounded_grid < 0 || be_bounded_grid > 64) {
     throw std::invalid_argument("bench reef: --be-bounded-grid must be in 0..64");
   }
@@ -1314,7 +1310,6 @@ measure::receipt run_reef_bench(const reef_settings& s, std::ostream& log) {
                         {"gflop_per_inference", be_gflop(s.be_model)},
                         {"window", s.be_window},
                         {"window_sm", s.be_window_sm},
-                        {"sm_throttle_ns", s.be_sm_throttle_ns},
                         {"checkpoint", s.be_checkpoint},
                         {"checkpoint_min_steps", s.be_checkpoint_min_steps},
                         {"bounded_grid_per_sm", s.be_bounded_grid},

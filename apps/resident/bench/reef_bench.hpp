@@ -30,8 +30,6 @@ struct reef_settings {
   std::size_t be_window{1};     // BE launches in flight per client (see docs/sched.md)
   /// ... under preempt-sm, whose launches hand cut blocks back within the launch.
   std::size_t be_window_sm{2};
-  /// ... and their blocks on the other SMs sleep this long per tile while RT work runs (0: off).
-  std::uint32_t be_sm_throttle_ns{0};
   std::int32_t be_bounded_grid{4};           // be_runner_options::bounded_grid_per_sm (0: off)
   bool be_bounded_grid_counter{false};       // ... taking work from a counter, not a stride
   bool be_checkpoint{true};                  // preempted gemm/conv2d blocks keep their partial sums

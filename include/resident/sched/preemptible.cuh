@@ -102,11 +102,7 @@ class be_block {
     __shared__ std::uint32_t verdict;
     if (threadIdx.x == 0) {
       verdict = raised() ? 1U : 0U;
-      if (verdict != 0U) {
-        note_exit();
-      } else if (_v.rt_busy_sleep_ns != 0U && load(_v.preempt) != 0U) {
-        __nanosleep(_v.rt_busy_sleep_ns);  // RT work runs elsewhere: leave it the memory
-      }
+      if (verdict != 0U) note_exit();
     }
     __syncthreads();
     const bool stop = verdict != 0U;

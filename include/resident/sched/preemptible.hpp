@@ -79,10 +79,6 @@ struct be_launch_view {
   std::int32_t handback_capacity{0};
   /// Logical blocks handed back (any attempt). Null: not counted.
   std::uint32_t* handbacks{nullptr};
-  /// Spatial preemption: while the word is raised, a block on an SM that is not an RT SM sleeps
-  /// this long (ns, roughly) at each tile boundary, so that BE's memory traffic slows the RT
-  /// work less while it runs (a throttle, paid in BE throughput). 0: off.
-  std::uint32_t rt_busy_sleep_ns{0};
   /// One word per logical block (host-mapped): 0 until the block commits, then the attempt
   /// that committed it. Required.
   std::uint32_t* done{nullptr};

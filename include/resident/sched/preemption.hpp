@@ -87,8 +87,6 @@ struct be_runner_options {
   bool checkpoint{true};
   /// be_launch_view::min_saved_steps of the checkpointed launches.
   std::uint32_t checkpoint_min_steps{1};
-  /// be_launch_view::rt_busy_sleep_ns of spatial launches (0: no throttle).
-  std::uint32_t rt_busy_sleep_ns{0};
   /// Spatial preemption (be_launch_view::rt_sms): device bitmap of the SMs real-time work runs
   /// on, or null. When set, a raised word clears only those SMs and the runner keeps submitting,
   /// `window` launches in flight. The launches take their blocks from a counter, and a block cut
