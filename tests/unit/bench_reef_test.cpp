@@ -25,7 +25,7 @@ TEST(reef_settings, defaults_run_every_policy_and_bad_flags_are_clear) {
   reef_settings s;
   EXPECT_EQ(error_of(s), "");
   EXPECT_EQ(s.policies, reef_policies());
-  EXPECT_EQ(reef_policies().size(), 8U);
+  EXPECT_EQ(reef_policies().size(), 9U);
   EXPECT_TRUE(s.be_checkpoint);
   // The measured defaults (docs/sched.md): strided bounded grids of 4 per SM, the RT model in L2.
   EXPECT_EQ(s.be_bounded_grid, 4);

@@ -19,8 +19,9 @@
 namespace resident::bench {
 
 struct reef_settings {
-  std::vector<std::string> policies{"exclusive",   "sequential", "multi-stream", "priority",
-                                    "green-split", "preempt",    "preempt-pad",  "preempt-sm"};
+  std::vector<std::string> policies{"exclusive", "sequential",  "multi-stream",
+                                    "priority",  "green-split", "exclusive-split",
+                                    "preempt",   "preempt-pad", "preempt-sm"};
   std::string arrival{"periodic"};  // periodic or poisson
   double rate_hz{4000.0};           // RT requests per second
   std::int64_t samples{5000};       // measured RT requests per policy
@@ -41,6 +42,8 @@ struct reef_settings {
   /// RT gemms without BE padding get placement slots (sched::placement_only): their blocks each
   /// take an SM of their own instead of doubling up on the first SMs BE blocks leave.
   bool rt_spread{true};
+  /// RT gemm blocks one per SM pair (TPC) instead of one per SM (sched::pad_limits::place_shift).
+  bool rt_place_tpc{false};
   std::string rt_out_copy{"memcpy"};  // the RT scores into the output port: memcpy or kernel
   bool rt_l2_persist{true};           // RT kernels' accesses to the RT model persist in L2
   bool rt_arena{true};                // the RT model in one allocation (off: one per buffer)
