@@ -427,10 +427,6 @@ int main(int argc, char** argv) {
                    "SM of its own (on/off)")
       ->capture_default_str();
   reef_cmd
-      ->add_option("--rt-place-tpc", reef.rt_place_tpc,
-                   "RT gemm blocks one per SM pair (TPC) instead of one per SM (on/off)")
-      ->capture_default_str();
-  reef_cmd
       ->add_option("--be-checkpoint-min-steps", reef.be_checkpoint_min_steps,
                    "a cut block keeps its sums only after this many K-steps of its attempt")
       ->capture_default_str();

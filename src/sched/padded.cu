@@ -45,8 +45,7 @@ template <class RtArgs, class BeArgs, void (*RtBody)(const RtArgs&, be_block&),
 __global__ void __launch_bounds__(be_block_threads)
     padded_kernel(RtArgs rt, std::int32_t rt_blocks, BeArgs be, pad_job_view job,
                   std::uint32_t budget, std::uint32_t rounds, std::uint64_t place_wait_ns,
-                  std::uint32_t place_shift, unsigned long long* start_stamp,
-                  pad_launch_stamps* stamps) {
+                  unsigned long long* start_stamp, pad_launch_stamps* stamps) {
   __shared__ std::uint32_t role;  // RT item index, or pad_role / skip_role
   __shared__ unsigned long long be_index;
   constexpr std::uint32_t pad_role = 0xFFFFFFFEU;
@@ -58,14 +57,12 @@ __global__ void __launch_bounds__(be_block_threads)
     // assumes which blockIdx lands where). The others pad.
     const std::uint32_t sm = current_sm();
     const std::uint32_t bit = 1U << (sm & 31U);
-    const std::uint32_t unit = sm >> place_shift;  // the SM, or its group, that RT work claims
-    const std::uint32_t unit_bit = 1U << (unit & 31U);
     std::uint32_t r = pad_role;
     if (gridDim.x == rt_count) {
       // No pad slots: every block is an RT block. One that lands on an SM another RT block
       // holds (other work fills the rest) runs there now; waiting would only delay it.
       r = atomicAdd(state + rt_next, 1U);
-    } else if ((atomicOr(state + claimed + (unit >> 5), unit_bit) & unit_bit) == 0U) {
+    } else if ((atomicOr(state + claimed + (sm >> 5), bit) & bit) == 0U) {
       const std::uint32_t w = atomicAdd(state + rt_next, 1U);
       if (w < rt_count) r = w;
     }
@@ -176,16 +173,12 @@ void launch_merged(cudaStream_t s, const gemm_args& rt, const BeArgs& be, const 
                                 std::to_string(job.view().rt_capacity));
   }
   if (limits.slots < 0) throw std::invalid_argument(std::string(name) + ": slots < 0");
-  if (limits.place_shift > 2) {
-    throw std::invalid_argument(std::string(name) + ": place_shift " +
-                                std::to_string(limits.place_shift) + " is more than 2");
-  }
   // With budget 0 the slots run no BE work: they only spread the RT blocks one per SM.
   const std::int32_t slots = limits.slots;
   padded_kernel<gemm_args, BeArgs, gemm_block, BeBody>
       <<<rt_blocks + slots, be_block_threads, 0, s>>>(rt, rt_blocks, be, job.view(), limits.budget,
                                                       limits.rounds, limits.place_wait_ns,
-                                                      limits.place_shift, start_stamp, stamps);
+                                                      start_stamp, stamps);
   RESIDENT_CUDA_CHECK_LAUNCH(name);
 }
 

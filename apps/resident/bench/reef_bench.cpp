@@ -593,7 +593,6 @@ nlohmann::json run_policy(const reef_settings& s, const std::string& policy,
     if (s.rt_spread && limits[l].budget == 0) {
       limits[l] = sched::placement_only(sched::gemm_blocks(model->gemm(l)), s.place_wait_ns());
     }
-    limits[l].place_shift = s.rt_place_tpc ? 1U : 0U;
   }
   reef_rt_app app(model, pad, limits, s.rt_out_copy == "kernel", l2_window,
                   stamp_done ? done_ring.data_as<rt_done_stamp>() : nullptr, done_capacity, trace,
@@ -1321,7 +1320,6 @@ measure::receipt run_reef_bench(const reef_settings& s, std::ostream& log) {
                         {"bounded_grid_counter", s.be_bounded_grid_counter}}},
                       {"pad_place_wait_us", s.pad_place_wait_us},
                       {"rt_spread", s.rt_spread},
-                      {"rt_place_tpc", s.rt_place_tpc},
                       {"split_sms", s.split_sms},
                       {"rt_out_copy", s.rt_out_copy},
                       {"rt_l2_persist",

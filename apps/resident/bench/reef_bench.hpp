@@ -42,8 +42,6 @@ struct reef_settings {
   /// RT gemms without BE padding get placement slots (sched::placement_only): their blocks each
   /// take an SM of their own instead of doubling up on the first SMs BE blocks leave.
   bool rt_spread{true};
-  /// RT gemm blocks one per SM pair (TPC) instead of one per SM (sched::pad_limits::place_shift).
-  bool rt_place_tpc{false};
   std::string rt_out_copy{"memcpy"};  // the RT scores into the output port: memcpy or kernel
   bool rt_l2_persist{true};           // RT kernels' accesses to the RT model persist in L2
   bool rt_arena{true};                // the RT model in one allocation (off: one per buffer)

@@ -79,9 +79,6 @@ struct pad_limits {
   /// How long a pad block waits for the RT blocks to be placed on SMs of their own before it
   /// takes RT work that is left (nanoseconds).
   std::uint32_t place_wait_ns{20'000};
-  /// RT work goes to the first block on each group of 2^place_shift consecutive SM ids: 0, one
-  /// RT block per SM; 1, one per SM pair (a TPC, where the GPU pairs SMs 2k and 2k + 1).
-  std::uint32_t place_shift{0};
 };
 
 /// When one merged launch's RT blocks ran (%globaltimer, ns), written by its last block.
