@@ -221,29 +221,24 @@ TEST(SchedPreemption, CnnPreemptedAndResumedMatchesReference) {
   check_model(preempted, true);
 }
 
-// Two long GEMMs (256 K-steps per block) cut over and over by a word that rises and falls:
-// with checkpoints, the blocks cut mid-reduction keep their partial sums and the resumed
-// attempts go on from them; without, they start over. Both must leave the bits of an
-// uninterrupted launch.
-void check_gemm_resume(bool checkpoint) {
-  constexpr std::int32_t m = 2048;
-  constexpr std::int32_t n = 1024;
-  constexpr std::int32_t k = 4096;
-  const auto a = random_floats(static_cast<std::size_t>(m) * k);
-  const auto b = random_floats(static_cast<std::size_t>(k) * n);
-  device_buffer da(a.size() * sizeof(float));
-  device_buffer db(b.size() * sizeof(float));
-  RESIDENT_CUDA_TRY(cudaMemcpy(da.data(), a.data(), da.size(), cudaMemcpyHostToDevice));
-  RESIDENT_CUDA_TRY(cudaMemcpy(db.data(), b.data(), db.size(), cudaMemcpyHostToDevice));
-  const std::size_t out_bytes = static_cast<std::size_t>(m) * n * sizeof(float);
-  device_buffer want(out_bytes);
-  device_buffer c1(out_bytes);
-  device_buffer c2(out_bytes);
-  const auto args = [&](device_buffer& c) {
-    return sched::gemm_args{da.data_as<float>(), db.data_as<float>(), c.data_as<float>(), m, n, k};
-  };
-  stream s(0);
-  {
+// Two long GEMMs (256 K-steps per block) on the same inputs, and the bits an uninterrupted
+// launch leaves: whatever cuts the two, both outputs must match them exactly.
+struct gemm_pair {
+  static constexpr std::int32_t m = 2048;
+  static constexpr std::int32_t n = 1024;
+  static constexpr std::int32_t k = 4096;
+  static constexpr std::size_t out_bytes = static_cast<std::size_t>(m) * n * sizeof(float);
+  device_buffer da{static_cast<std::size_t>(m) * k * sizeof(float)};
+  device_buffer db{static_cast<std::size_t>(k) * n * sizeof(float)};
+  device_buffer want{out_bytes};
+  device_buffer c1{out_bytes};
+  device_buffer c2{out_bytes};
+
+  explicit gemm_pair(stream& s) {
+    const auto a = random_floats(static_cast<std::size_t>(m) * k);
+    const auto b = random_floats(static_cast<std::size_t>(k) * n);
+    RESIDENT_CUDA_TRY(cudaMemcpy(da.data(), a.data(), da.size(), cudaMemcpyHostToDevice));
+    RESIDENT_CUDA_TRY(cudaMemcpy(db.data(), b.data(), db.size(), cudaMemcpyHostToDevice));
     // The uninterrupted result, launched without a runner.
     device_buffer done(static_cast<std::size_t>(sched::gemm_blocks(args(want))) * 4);
     RESIDENT_CUDA_TRY(cudaMemset(done.data(), 0, done.size()));
@@ -253,17 +248,43 @@ void check_gemm_resume(bool checkpoint) {
     sched::launch_gemm(s.get(), v, args(want));
     s.synchronize();
   }
+  [[nodiscard]] sched::gemm_args args(device_buffer& c) {
+    return sched::gemm_args{da.data_as<float>(), db.data_as<float>(), c.data_as<float>(), m, n, k};
+  }
+  [[nodiscard]] std::vector<sched::be_call> calls() {
+    return {sched::make_call("g1", args(c1)), sched::make_call("g2", args(c2))};
+  }
+  void expect_uninterrupted_bits() const {
+    std::vector<float> expected(static_cast<std::size_t>(m) * n);
+    std::vector<float> got1(expected.size());
+    std::vector<float> got2(expected.size());
+    RESIDENT_CUDA_TRY(cudaMemcpy(expected.data(), want.data(), out_bytes, cudaMemcpyDeviceToHost));
+    RESIDENT_CUDA_TRY(cudaMemcpy(got1.data(), c1.data(), out_bytes, cudaMemcpyDeviceToHost));
+    RESIDENT_CUDA_TRY(cudaMemcpy(got2.data(), c2.data(), out_bytes, cudaMemcpyDeviceToHost));
+    EXPECT_TRUE(got1 == expected);
+    EXPECT_TRUE(got2 == expected);
+  }
+};
+
+// Twenty raises, then none: without checkpoints a block needs one uninterrupted stretch of the
+// whole reduction, which a word that keeps rising might never give it.
+std::function<void(std::uint64_t)> twenty_raises(sched::preempt_signal& signal) {
+  return [&signal, cut = raise_and_clear(signal, 300, 5, 40)](std::uint64_t poll) {
+    if (poll < 300 * 20 || signal.raised()) cut(poll);
+  };
+}
+
+// The two gemms cut over and over by a word that rises and falls: with checkpoints, the blocks
+// cut mid-reduction keep their partial sums and the resumed attempts go on from them; without,
+// they start over.
+void check_gemm_resume(bool checkpoint) {
+  stream s(0);
+  gemm_pair g(s);
   sched::preempt_signal signal;
   sched::be_runner_options o;
   o.checkpoint = checkpoint;
-  sched::be_runner runner({sched::make_call("g1", args(c1)), sched::make_call("g2", args(c2))},
-                          s.get(), &signal, o);
-  // Twenty raises, then none: without checkpoints a block needs one uninterrupted stretch of
-  // the whole reduction, which a word that keeps rising might never give it.
-  const auto cut = raise_and_clear(signal, 300, 5, 40);
-  const auto stats = runner.run_sequences(2, [&](std::uint64_t poll) {
-    if (poll < 300 * 20 || signal.raised()) cut(poll);
-  });
+  sched::be_runner runner(g.calls(), s.get(), &signal, o);
+  const auto stats = runner.run_sequences(2, twenty_raises(signal));
   s.synchronize();
   std::printf(
       "gemm resume (checkpoint %s): %llu preempted launches, %llu early exits, %llu "
@@ -271,14 +292,7 @@ void check_gemm_resume(bool checkpoint) {
       checkpoint ? "on" : "off", static_cast<unsigned long long>(stats.preempted_launches),
       static_cast<unsigned long long>(stats.early_exits),
       static_cast<unsigned long long>(stats.checkpoints));
-  std::vector<float> expected(static_cast<std::size_t>(m) * n);
-  std::vector<float> got1(expected.size());
-  std::vector<float> got2(expected.size());
-  RESIDENT_CUDA_TRY(cudaMemcpy(expected.data(), want.data(), out_bytes, cudaMemcpyDeviceToHost));
-  RESIDENT_CUDA_TRY(cudaMemcpy(got1.data(), c1.data(), out_bytes, cudaMemcpyDeviceToHost));
-  RESIDENT_CUDA_TRY(cudaMemcpy(got2.data(), c2.data(), out_bytes, cudaMemcpyDeviceToHost));
-  EXPECT_TRUE(got1 == expected);
-  EXPECT_TRUE(got2 == expected);
+  g.expect_uninterrupted_bits();
   EXPECT_EQ(stats.sequences, 2U);
   EXPECT_GT(stats.preempted_launches, 0U);
   EXPECT_EQ(stats.repeated_commits, 0U);
@@ -290,37 +304,12 @@ void check_gemm_resume(bool checkpoint) {
   }
 }
 
-// Spatial preemption of two long gemms, two launches in flight. `rt_mask` marks the
+// The two gemms under spatial preemption, two launches in flight. `rt_mask` marks the
 // "real-time" SMs: blocks there stop while the word is raised and hand their logical block
-// (with its checkpoint) back to the launch. Returns the runner's stats; both outputs must
-// carry the bits of an uninterrupted launch.
+// (with its checkpoint) back to the launch.
 sched::be_runner_stats check_gemm_spatial(std::uint32_t rt_mask) {
-  constexpr std::int32_t m = 2048;
-  constexpr std::int32_t n = 1024;
-  constexpr std::int32_t k = 4096;
-  const auto a = random_floats(static_cast<std::size_t>(m) * k);
-  const auto b = random_floats(static_cast<std::size_t>(k) * n);
-  device_buffer da(a.size() * sizeof(float));
-  device_buffer db(b.size() * sizeof(float));
-  RESIDENT_CUDA_TRY(cudaMemcpy(da.data(), a.data(), da.size(), cudaMemcpyHostToDevice));
-  RESIDENT_CUDA_TRY(cudaMemcpy(db.data(), b.data(), db.size(), cudaMemcpyHostToDevice));
-  const std::size_t out_bytes = static_cast<std::size_t>(m) * n * sizeof(float);
-  device_buffer want(out_bytes);
-  device_buffer c1(out_bytes);
-  device_buffer c2(out_bytes);
-  const auto args = [&](device_buffer& c) {
-    return sched::gemm_args{da.data_as<float>(), db.data_as<float>(), c.data_as<float>(), m, n, k};
-  };
   stream s(0);
-  {
-    device_buffer done(static_cast<std::size_t>(sched::gemm_blocks(args(want))) * 4);
-    RESIDENT_CUDA_TRY(cudaMemset(done.data(), 0, done.size()));
-    sched::be_launch_view v;
-    v.done = done.data_as<std::uint32_t>();
-    v.blocks = sched::gemm_blocks(args(want));
-    sched::launch_gemm(s.get(), v, args(want));
-    s.synchronize();
-  }
+  gemm_pair g(s);
   std::array<std::uint32_t, 8> mask{};
   mask.fill(rt_mask);
   device_buffer rt_sms(sizeof(mask));
@@ -330,13 +319,9 @@ sched::be_runner_stats check_gemm_spatial(std::uint32_t rt_mask) {
   o.rt_sms = rt_sms.data_as<std::uint32_t>();
   o.window = 2;
   o.bounded_grid_per_sm = 1;  // fewer grid blocks than logical blocks: the counter loops
-  sched::be_runner runner({sched::make_call("g1", args(c1)), sched::make_call("g2", args(c2))},
-                          s.get(), &signal, o);
+  sched::be_runner runner(g.calls(), s.get(), &signal, o);
   EXPECT_EQ(runner.queue().window(), 2U);
-  const auto cut = raise_and_clear(signal, 300, 5, 40);
-  const auto stats = runner.run_sequences(2, [&](std::uint64_t poll) {
-    if (poll < 300 * 20 || signal.raised()) cut(poll);
-  });
+  const auto stats = runner.run_sequences(2, twenty_raises(signal));
   s.synchronize();
   std::printf(
       "spatial gemm (RT SMs 0x%08x): %llu hand-backs, %llu preempted launches, %llu early exits, "
@@ -345,14 +330,7 @@ sched::be_runner_stats check_gemm_spatial(std::uint32_t rt_mask) {
       static_cast<unsigned long long>(stats.preempted_launches),
       static_cast<unsigned long long>(stats.early_exits),
       static_cast<unsigned long long>(stats.checkpoints));
-  std::vector<float> expected(static_cast<std::size_t>(m) * n);
-  std::vector<float> got1(expected.size());
-  std::vector<float> got2(expected.size());
-  RESIDENT_CUDA_TRY(cudaMemcpy(expected.data(), want.data(), out_bytes, cudaMemcpyDeviceToHost));
-  RESIDENT_CUDA_TRY(cudaMemcpy(got1.data(), c1.data(), out_bytes, cudaMemcpyDeviceToHost));
-  RESIDENT_CUDA_TRY(cudaMemcpy(got2.data(), c2.data(), out_bytes, cudaMemcpyDeviceToHost));
-  EXPECT_TRUE(got1 == expected);
-  EXPECT_TRUE(got2 == expected);
+  g.expect_uninterrupted_bits();
   EXPECT_EQ(stats.sequences, 2U);
   EXPECT_EQ(stats.repeated_commits, 0U);
   EXPECT_EQ(stats.resumed_launches, stats.preempted_launches);
