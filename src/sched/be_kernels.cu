@@ -227,6 +227,7 @@ __global__ void __launch_bounds__(be_block_threads, 4) be_counter_kernel(be_laun
   if (v.next_left != nullptr && threadIdx.x == 0) {
     __threadfence();
     if (atomicAdd(v.next_left, 1U) == gridDim.x - 1U) {
+      __threadfence();  // every other block's hand-backs, fenced before it left, are seen here
       if (v.handback != nullptr) {
         std::uint32_t* hb = v.handback;
         const std::uint32_t pushed = device_word(hb + hb_pushed).load(cuda::memory_order_relaxed);

@@ -65,15 +65,16 @@ struct be_launch_view {
   /// kernels; a block the word stops takes nothing more either way).
   std::int32_t max_grid{0};
   /// Hand-back area of a counter launch (needs `next` and `next_left`), or null. Device words,
-  /// zero before the launch: [0] blocks holding a logical block, [1] logical blocks handed
-  /// back, [2] hand-backs taken, then `handback_capacity` entries. A block the word stops part
-  /// way (spatial preemption: an RT SM) hands its logical block back instead of leaving a hole,
-  /// and the blocks on the other SMs take it once the counter has run out: they leave only when
-  /// no block holds work and nothing handed back is left, so the launch finishes every block
-  /// without the host. If every block that could take it has left (all were on RT SMs), the
-  /// launch's last block sets `halt`, so the stream stops as it would without a hand-back, and
-  /// zeroes the words for the next launch. Library kernels honour it; a custom kernel that
-  /// ignores it stops its stream through `halt` on every cut (correct, but slower).
+  /// zero before the launch: [0] logical blocks finished, [1] logical blocks handed back,
+  /// [2] hand-backs taken, then `handback_capacity` entries. A gemm or conv2d block the word
+  /// stops part way (spatial preemption: an RT SM) hands its logical block back instead of
+  /// leaving a hole, and the blocks on the other SMs take it once the counter has run out: they
+  /// leave only when every logical block is finished, so the launch finishes without the host.
+  /// (Short blocks of the other library kernels check the word only before they take a logical
+  /// block, then run it to the end.) If every block that could take it has left (all were on RT
+  /// SMs), the launch's last block sets `halt`, so the stream stops as it would without a
+  /// hand-back, and zeroes the words for the next launch. Library kernels honour it; a custom
+  /// kernel that ignores it stops its stream through `halt` on every cut (correct, but slower).
   std::uint32_t* handback{nullptr};
   /// Entries of `handback`: at least the launch's grid (each cut ends its CUDA block).
   std::int32_t handback_capacity{0};

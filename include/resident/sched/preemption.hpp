@@ -89,7 +89,8 @@ struct be_runner_options {
   std::uint32_t checkpoint_min_steps{1};
   /// Spatial preemption (be_launch_view::rt_sms): device bitmap of the SMs real-time work runs
   /// on, or null. When set, a raised word clears only those SMs and the runner keeps submitting,
-  /// `window` launches in flight. The launches take their blocks from a counter, and a block cut
+  /// `window` launches in flight. The launches take their blocks from a counter (with
+  /// bounded_grid_per_sm blocks per SM on the grid, when set), and a block cut
   /// on an RT SM hands its logical block back to the blocks on the other SMs
   /// (be_launch_view::handback), so a launch finishes without the host. One that still ends
   /// short (every block able to take the rest was on an RT SM) halts the stream when another
