@@ -2,7 +2,9 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <algorithm>
 
+#include <algorithm>
 #include <map>
 
 #include "bench/reef_bench.hpp"
@@ -26,6 +28,9 @@ TEST(reef_settings, defaults_run_every_policy_and_bad_flags_are_clear) {
   EXPECT_EQ(error_of(s), "");
   EXPECT_EQ(s.policies, reef_policies());
   EXPECT_EQ(reef_policies().size(), 9U);
+  // The RT loop alone in the split's partition, the baseline for green-split and preempt-sm.
+  EXPECT_NE(std::find(s.policies.begin(), s.policies.end(), "exclusive-split"), s.policies.end());
+  EXPECT_EQ(s.be_window_sm, 2U);  // spatial launches hand cut blocks back: two in flight
   EXPECT_TRUE(s.be_checkpoint);
   // The measured defaults (docs/sched.md): strided bounded grids of 4 per SM, the RT model in L2.
   EXPECT_EQ(s.be_bounded_grid, 4);
