@@ -2,7 +2,6 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-#include <algorithm>
 
 #include <algorithm>
 #include <map>
