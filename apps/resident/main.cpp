@@ -409,6 +409,10 @@ int main(int argc, char** argv) {
   reef_cmd->add_option("--be-window", reef.be_window, "BE launches in flight per client")
       ->capture_default_str();
   reef_cmd
+      ->add_option("--rt-raise", reef.rt_raise,
+                   "when the RT handler raises the preempt word: detect or after-copy")
+      ->capture_default_str();
+  reef_cmd
       ->add_option("--be-window-sm", reef.be_window_sm,
                    "BE launches in flight per client under preempt-sm")
       ->capture_default_str();

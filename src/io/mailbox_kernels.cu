@@ -121,8 +121,8 @@ __global__ void __launch_bounds__(max_threads)
       device::stamp(loop, stage::detect);
       loop->stamp_ns[static_cast<std::size_t>(stage::last_empty_poll)] = empty_at;
       // A new sample: real-time work is coming, best-effort blocks should leave now (before
-      // the copy, so the drain overlaps it).
-      if (pick != last) device::raise_preempt(loop);
+      // the copy, so the drain overlaps it), unless the hook asks for after the copy.
+      if (pick != last && loop->preempt.after_input == 0U) device::raise_preempt(loop);
     }
     if (pick == 0 || pick == last) {
       // No copy for a repeat: the "sample" port still holds the last sample's payload.
@@ -139,6 +139,7 @@ __global__ void __launch_bounds__(max_threads)
       cuda::atomic_thread_fence(cuda::memory_order_acquire, cuda::thread_scope_system);
       consistent = load_acquire_system(slot_seq(mb, pick)) == pick;
       if (consistent) {
+        device::raise_preempt(loop);  // after_input (otherwise raised at detect: a no-op)
         device::publish(loop, pick);
         device::stamp(loop, stage::handler_end);
       }

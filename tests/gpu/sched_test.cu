@@ -646,32 +646,36 @@ TEST(SchedPadding, RefusesAnRtKernelLargerThanTheJobHolds) {
 
 // ---- resident loops as real-time tasks ---------------------------------------------------------
 
+// Raised at detect (the default) or once the handler has copied the sample in
+// (preempt_hook::after_input): either way once per processed sample, cleared after it.
 TEST(SchedLoop, EveryModeRaisesAndClearsThePreemptWordOncePerSample) {
   RESIDENT_REQUIRE_GPU();
-  for (const execution_mode mode : {execution_mode::eager, execution_mode::host_graph,
-                                    execution_mode::while_loop, execution_mode::tail}) {
-    SCOPED_TRACE(std::string(to_string(mode)));
-    lab_app app(256);
-    sched::preempt_signal signal;
-    run_options o;
-    o.preempt = signal.hook();
-    auto handle = run_async(app, mode, o);
-    std::vector<std::vector<float>> samples;
-    for (int i = 0; i < 5; ++i) samples.push_back(random_floats(256));
-    const auto outputs = drive_lockstep(*app.mailbox(), samples);
-    ASSERT_EQ(outputs.size(), samples.size());
-    for (std::size_t i = 0; i < samples.size(); ++i) {
-      EXPECT_NEAR(as_float(outputs[i]), lab_reference(samples[i]),
-                  1e-4 * std::max(1.0, lab_reference(samples[i])));
+  for (const std::uint32_t after_input : {0U, 1U})
+    for (const execution_mode mode : {execution_mode::eager, execution_mode::host_graph,
+                                      execution_mode::while_loop, execution_mode::tail}) {
+      SCOPED_TRACE(std::string(to_string(mode)) + (after_input != 0U ? ", after the copy" : ""));
+      lab_app app(256);
+      sched::preempt_signal signal;
+      run_options o;
+      o.preempt = signal.hook();
+      o.preempt.after_input = after_input;
+      auto handle = run_async(app, mode, o);
+      std::vector<std::vector<float>> samples;
+      for (int i = 0; i < 5; ++i) samples.push_back(random_floats(256));
+      const auto outputs = drive_lockstep(*app.mailbox(), samples);
+      ASSERT_EQ(outputs.size(), samples.size());
+      for (std::size_t i = 0; i < samples.size(); ++i) {
+        EXPECT_NEAR(as_float(outputs[i]), lab_reference(samples[i]),
+                    1e-4 * std::max(1.0, lab_reference(samples[i])));
+      }
+      const auto report = handle->tear_down();
+      ASSERT_TRUE(report.stopped) << report.error;
+      const preempt_mirror m = signal.mirror();
+      EXPECT_EQ(m.raises, report.counters.processed);
+      EXPECT_EQ(m.clears, m.raises);
+      EXPECT_FALSE(signal.raised());
+      if (m.raises > 0) EXPECT_GE(m.last_clear_ns, m.last_raise_ns);
     }
-    const auto report = handle->tear_down();
-    ASSERT_TRUE(report.stopped) << report.error;
-    const preempt_mirror m = signal.mirror();
-    EXPECT_EQ(m.raises, report.counters.processed);
-    EXPECT_EQ(m.clears, m.raises);
-    EXPECT_FALSE(signal.raised());
-    if (m.raises > 0) EXPECT_GE(m.last_clear_ns, m.last_raise_ns);
-  }
 }
 
 TEST(SchedLoop, ResidentLoopPreemptsBestEffortWorkWithoutTheHost) {

@@ -601,6 +601,7 @@ nlohmann::json run_policy(const reef_settings& s, const std::string& policy,
   o.poll_ns = s.poll_ns;
   o.telemetry_samples = static_cast<std::size_t>(s.samples + s.warmup) + 64;
   o.preempt = signal.hook();  // every policy: the mirror tells the BE runner about RT work
+  o.preempt.after_input = s.rt_raise == "after-copy" ? 1U : 0U;
   o.stream_priority = pc.rt_high ? greatest : 0;
   if (parts) o.partition = parts->share(0);
   auto handle = run_async(app, execution_mode::while_loop, o);
@@ -1192,6 +1193,10 @@ void reef_settings::validate() const {
   if (be_window < 1 || be_window > 8) {
     throw std::invalid_argument("bench reef: --be-window must be in 1..8");
   }
+  if (rt_raise != "detect" && rt_raise != "after-copy") {
+    throw std::invalid_argument("bench reef: --rt-raise must be detect or after-copy, got '" +
+                                rt_raise + "'");
+  }
   if (be_window_sm < 1 || be_window_sm > 8) {
     throw std::invalid_argument("bench reef: --be-window-sm must be in 1..8");
   }
@@ -1322,6 +1327,7 @@ measure::receipt run_reef_bench(const reef_settings& s, std::ostream& log) {
                       {"rt_spread", s.rt_spread},
                       {"split_sms", s.split_sms},
                       {"rt_out_copy", s.rt_out_copy},
+                      {"rt_raise", s.rt_raise},
                       {"rt_l2_persist",
                        {{"on", s.rt_l2_persist},
                         {"arena", s.rt_arena},

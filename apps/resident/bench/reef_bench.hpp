@@ -43,9 +43,12 @@ struct reef_settings {
   /// take an SM of their own instead of doubling up on the first SMs BE blocks leave.
   bool rt_spread{true};
   std::string rt_out_copy{"memcpy"};  // the RT scores into the output port: memcpy or kernel
-  bool rt_l2_persist{true};           // RT kernels' accesses to the RT model persist in L2
-  bool rt_arena{true};                // the RT model in one allocation (off: one per buffer)
-  bool rt_split_body{false};          // stamp the end of the RT compute: body = compute + egress
+  /// When the RT handler raises the preempt word: "detect" (it sees a new sample, so BE blocks
+  /// leave while it copies the sample in) or "after-copy" (preempt_hook::after_input).
+  std::string rt_raise{"detect"};
+  bool rt_l2_persist{true};   // RT kernels' accesses to the RT model persist in L2
+  bool rt_arena{true};        // the RT model in one allocation (off: one per buffer)
+  bool rt_split_body{false};  // stamp the end of the RT compute: body = compute + egress
   bool be_trace{false};  // BE blocks trace themselves; each RT sample says whether they overlapped
   std::uint64_t poll_ns{20'000'000};
   std::uint64_t seed{7};

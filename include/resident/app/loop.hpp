@@ -86,6 +86,10 @@ struct preempt_mirror {
 struct preempt_hook {
   std::uint32_t* word{nullptr};     // device memory; null: the loop preempts nothing
   preempt_mirror* mirror{nullptr};  // device pointer of host-mapped memory, or null
+  /// 0: the handler raises the word the moment it sees a new sample, so the best-effort blocks
+  /// leave while it copies the sample in. 1: it raises it once the copy is done, so the copy
+  /// does not share the memory system with the blocks leaving (their checkpoint stores).
+  std::uint32_t after_input{0};
   [[nodiscard]] bool active() const noexcept { return word != nullptr; }
 };
 
