@@ -431,6 +431,11 @@ int main(int argc, char** argv) {
                    "SM of its own (on/off)")
       ->capture_default_str();
   reef_cmd
+      ->add_option("--rt-placement", reef.rt_placement,
+                   "RT gemm launches record where their blocks landed (rt_placement; on/off). "
+                   "--be-trace needs it")
+      ->capture_default_str();
+  reef_cmd
       ->add_option("--be-checkpoint-min-steps", reef.be_checkpoint_min_steps,
                    "a cut block keeps its sums only after this many K-steps of its attempt")
       ->capture_default_str();

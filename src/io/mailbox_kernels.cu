@@ -139,7 +139,7 @@ __global__ void __launch_bounds__(max_threads)
       cuda::atomic_thread_fence(cuda::memory_order_acquire, cuda::thread_scope_system);
       consistent = load_acquire_system(slot_seq(mb, pick)) == pick;
       if (consistent) {
-        device::raise_preempt(loop);  // after_input (otherwise raised at detect: a no-op)
+        if (loop->preempt.after_input != 0U) device::raise_preempt(loop);  // else at detect
         device::publish(loop, pick);
         device::stamp(loop, stage::handler_end);
       }

@@ -52,6 +52,11 @@ __global__ void __launch_bounds__(be_block_threads)
   constexpr std::uint32_t skip_role = 0xFFFFFFFFU;
   std::uint32_t* state = job.launch_state;
   const auto rt_count = static_cast<std::uint32_t>(rt_blocks);
+  // The placement record and the stamps are diagnostics: without them the RT blocks skip the
+  // start and end stamps and the last block skips the record (RT blocks are on the loop's
+  // critical path).
+  const bool record = job.rt_crowded != nullptr;
+  const bool stamp_starts = record || stamps != nullptr;
   if (threadIdx.x == 0) {
     // RT work goes to the first block on each SM, so no two RT blocks share an SM (nothing
     // assumes which blockIdx lands where). The others pad.
@@ -86,9 +91,11 @@ __global__ void __launch_bounds__(be_block_threads)
     if (r < rt_count) {
       const unsigned long long t = now_ns();
       if (start_stamp != nullptr) atomicCAS(start_stamp, 0ULL, t);
-      auto* first = reinterpret_cast<unsigned long long*>(state + first_rt_ns);
-      if (atomicCAS(first, 0ULL, t) != 0ULL) atomicMin(first, t);
-      atomicMax(reinterpret_cast<unsigned long long*>(state + last_rt_ns), t);
+      if (stamp_starts) {
+        auto* first = reinterpret_cast<unsigned long long*>(state + first_rt_ns);
+        if (atomicCAS(first, 0ULL, t) != 0ULL) atomicMin(first, t);
+        atomicMax(reinterpret_cast<unsigned long long*>(state + last_rt_ns), t);
+      }
       atomicOr(state + rt_here + (sm >> 5), bit);
       __threadfence();
       atomicAdd(state + rt_placed, 1U);
@@ -131,7 +138,7 @@ __global__ void __launch_bounds__(be_block_threads)
     }
   }
   __syncthreads();  // the whole block's work is done
-  if (threadIdx.x == 0 && r < rt_count) {
+  if (threadIdx.x == 0 && r < rt_count && stamps != nullptr) {
     atomicMax(reinterpret_cast<unsigned long long*>(state + rt_end_ns),
               static_cast<unsigned long long>(now_ns()));
   }
@@ -140,16 +147,20 @@ __global__ void __launch_bounds__(be_block_threads)
   if (threadIdx.x == 0) {
     __threadfence();
     if (atomicAdd(state + blocks_done, 1U) == gridDim.x - 1) {
-      // Where the RT blocks landed: how many SMs, and how far apart their starts were.
-      std::uint32_t sms = 0;
-      for (int i = 0; i < 8; ++i) sms += __popc(atomicAdd(state + rt_here + i, 0U));
-      if (sms < rt_count) atomicAdd(job.rt_crowded, 1U);
-      atomicAdd(job.rt_crowded + 1, 1U);  // launches
       const unsigned long long first =
-          atomicAdd(reinterpret_cast<unsigned long long*>(state + first_rt_ns), 0ULL);
+          stamp_starts ? atomicAdd(reinterpret_cast<unsigned long long*>(state + first_rt_ns), 0ULL)
+                       : 0ULL;
       const unsigned long long last =
-          atomicAdd(reinterpret_cast<unsigned long long*>(state + last_rt_ns), 0ULL);
-      if (first != 0ULL && last >= first) atomicAdd(job.rt_spread_ns, last - first);
+          stamp_starts ? atomicAdd(reinterpret_cast<unsigned long long*>(state + last_rt_ns), 0ULL)
+                       : 0ULL;
+      if (record) {
+        // Where the RT blocks landed: how many SMs, and how far apart their starts were.
+        std::uint32_t sms = 0;
+        for (int i = 0; i < 8; ++i) sms += __popc(atomicAdd(state + rt_here + i, 0U));
+        if (sms < rt_count) atomicAdd(job.rt_crowded, 1U);
+        atomicAdd(job.rt_crowded + 1, 1U);  // launches
+        if (first != 0ULL && last >= first) atomicAdd(job.rt_spread_ns, last - first);
+      }
       if (stamps != nullptr) {
         stamps->first_rt_start_ns = first;
         stamps->last_rt_start_ns = last;
@@ -184,7 +195,7 @@ void launch_merged(cudaStream_t s, const gemm_args& rt, const BeArgs& be, const 
 
 }  // namespace
 
-pad_job::pad_job(std::int32_t be_blocks, std::int32_t rt_capacity) {
+pad_job::pad_job(std::int32_t be_blocks, std::int32_t rt_capacity, bool record_placement) {
   if (be_blocks <= 0 || rt_capacity <= 0) {
     throw std::invalid_argument("pad_job: be_blocks (" + std::to_string(be_blocks) +
                                 ") and rt_capacity (" + std::to_string(rt_capacity) +
@@ -205,6 +216,10 @@ pad_job::pad_job(std::int32_t be_blocks, std::int32_t rt_capacity) {
   _view.rt_done = _view.runs + be_blocks;
   _view.rt_late = _view.rt_done + rt_capacity;
   _view.rt_crowded = _view.rt_late + 1;
+  if (!record_placement) {
+    _view.rt_crowded = nullptr;
+    _view.rt_spread_ns = nullptr;
+  }
   _view.be_blocks = be_blocks;
   _view.rt_capacity = rt_capacity;
 }
@@ -223,6 +238,7 @@ std::uint32_t pad_job::rt_late_takes() const {
 
 pad_placement pad_job::placement() const {
   pad_placement p;
+  if (_view.rt_crowded == nullptr) return p;  // not recorded
   unsigned long long spread = 0;
   std::uint32_t words[2] = {0, 0};  // crowded, launches
   RESIDENT_CUDA_TRY(cudaMemcpy(words, _view.rt_crowded, sizeof words, cudaMemcpyDeviceToHost));

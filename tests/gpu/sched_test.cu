@@ -516,6 +516,52 @@ TEST(SchedPadding, PaddedLaunchLeavesBothOutputsCorrect) {
   EXPECT_LE(job.placement().crowded_launches, 20U);
 }
 
+// Without the placement record the merged launch does the same work: both outputs are right,
+// the job's placement stays zero, and the per-launch stamps are still written when asked for.
+TEST(SchedPadding, WithoutThePlacementRecordOutputsAndStampsStay) {
+  RESIDENT_REQUIRE_GPU();
+  gemm_case rt(64, 512, 256, 3);
+  gemm_case be(256, 256, 128, 5);
+  const auto rt_want = rt.reference();
+  const auto be_want = be.reference();
+  const std::int32_t be_blocks = sched::gemm_blocks(be.args());
+  sched::pad_job job(be_blocks, sched::gemm_blocks(rt.args()), false);
+  EXPECT_FALSE(job.records_placement());
+  EXPECT_EQ(job.view().rt_crowded, nullptr);
+  EXPECT_EQ(job.view().rt_spread_ns, nullptr);
+  device_buffer stamps_mem(sizeof(sched::pad_launch_stamps));
+  RESIDENT_CUDA_TRY(cudaMemset(stamps_mem.data(), 0, stamps_mem.size()));
+  auto* stamps = stamps_mem.data_as<sched::pad_launch_stamps>();
+  stream s(0);
+  sched::launch_padded_gemm(s.get(), rt.args(), be.args(), job, {128, 10, 0});
+  s.synchronize();
+  const sched::pad_placement none = job.placement();
+  EXPECT_EQ(none.launches, 0U);
+  EXPECT_EQ(none.crowded_launches, 0U);
+  EXPECT_EQ(none.spread_ns, 0U);
+  // Stamped launch: the RT blocks' starts and their end, in order.
+  RESIDENT_CUDA_TRY(cudaMemset(rt.dc.data(), 0xFF, rt.dc.size()));
+  sched::launch_padded_gemm(s.get(), rt.args(), be.args(), job, {128, 6, 0}, nullptr, stamps);
+  s.synchronize();
+  sched::pad_launch_stamps st;
+  RESIDENT_CUDA_TRY(cudaMemcpy(&st, stamps, sizeof st, cudaMemcpyDeviceToHost));
+  EXPECT_GT(st.first_rt_start_ns, 0U);
+  EXPECT_LE(st.first_rt_start_ns, st.last_rt_start_ns);
+  EXPECT_LT(st.last_rt_start_ns, st.last_rt_end_ns);
+  EXPECT_EQ(job.placement().launches, 0U);
+  const auto rt_c = rt.result();
+  for (std::int32_t t = 0; t < sched::gemm_blocks(rt.args()); ++t) {
+    EXPECT_TRUE(rt.tile_ok(rt_c, rt_want, t)) << "RT tile " << t;
+  }
+  const auto be_c = be.result();
+  const auto runs = job.runs();
+  EXPECT_EQ(job.taken(), 16U);
+  for (std::int32_t t = 0; t < be_blocks; ++t) {
+    EXPECT_EQ(runs[static_cast<std::size_t>(t)], 1U) << "BE block " << t;
+    EXPECT_TRUE(be.tile_ok(be_c, be_want, t)) << "BE tile " << t;
+  }
+}
+
 // Holds one SM per block until *release: each block asks for all the shared memory a block
 // may have, so no other block (an RT gemm block needs shared memory too) fits beside it.
 __global__ void hold_sm_kernel(const volatile std::uint32_t* release, std::uint32_t* arrived) {

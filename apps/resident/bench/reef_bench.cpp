@@ -220,11 +220,11 @@ using layer_padding = sched::pad_limits;
 /// The BE work that pads RT gemms: an idempotent gemm whose blocks are handed out round after
 /// round (sched::pad_job).
 struct pad_source {
-  explicit pad_source(std::int32_t rt_capacity)
+  pad_source(std::int32_t rt_capacity, bool record_placement)
       : a(static_cast<std::size_t>(m) * k * sizeof(float)),
         b(static_cast<std::size_t>(k) * n * sizeof(float)),
         c(static_cast<std::size_t>(m) * n * sizeof(float)),
-        job(sched::gemm_blocks(args()), rt_capacity) {
+        job(sched::gemm_blocks(args()), rt_capacity, record_placement) {
     RESIDENT_CUDA_TRY(cudaMemset(a.data(), 0, a.size()));
     RESIDENT_CUDA_TRY(cudaMemset(b.data(), 0, b.size()));
   }
@@ -862,7 +862,7 @@ nlohmann::json run_policy(const reef_settings& s, const std::string& policy,
   r["be"] = be;
   // RT gemm items that began only after a pad block waited for them (see pad_limits).
   r["rt_late_items"] = rt_late;
-  {
+  if (pad->job.records_placement()) {
     // Where the RT gemm blocks landed, over the run's merged launches (warm-up included).
     const std::uint32_t launches = placed_after.launches - placed_before.launches;
     const std::uint64_t spread = placed_after.spread_ns - placed_before.spread_ns;
@@ -1223,6 +1223,10 @@ void reef_settings::validate() const {
     throw std::invalid_argument(
         "bench reef: --rt-l2-persist needs --rt-arena on (one window covers one address range)");
   }
+  if (be_trace && !rt_placement) {
+    throw std::invalid_argument(
+        "bench reef: --be-trace needs --rt-placement on (it compares bodies by placement)");
+  }
   if (rt_out_copy != "memcpy" && rt_out_copy != "kernel") {
     throw std::invalid_argument("bench reef: --rt-out-copy must be memcpy or kernel, got '" +
                                 rt_out_copy + "'");
@@ -1280,7 +1284,7 @@ measure::receipt run_reef_bench(const reef_settings& s, std::ostream& log) {
   for (std::size_t l = 0; l < model->layers(); ++l) {
     rt_capacity = std::max(rt_capacity, sched::gemm_blocks(model->gemm(l)));
   }
-  auto pad = std::make_shared<pad_source>(rt_capacity);
+  auto pad = std::make_shared<pad_source>(rt_capacity, s.rt_placement);
   nlohmann::json padding_report;
   const bool any_pad =
       std::find(s.policies.begin(), s.policies.end(), "preempt-pad") != s.policies.end();
@@ -1325,6 +1329,7 @@ measure::receipt run_reef_bench(const reef_settings& s, std::ostream& log) {
                         {"bounded_grid_counter", s.be_bounded_grid_counter}}},
                       {"pad_place_wait_us", s.pad_place_wait_us},
                       {"rt_spread", s.rt_spread},
+                      {"rt_placement", s.rt_placement},
                       {"split_sms", s.split_sms},
                       {"rt_out_copy", s.rt_out_copy},
                       {"rt_raise", s.rt_raise},

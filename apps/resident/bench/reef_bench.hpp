@@ -42,6 +42,9 @@ struct reef_settings {
   /// RT gemms without BE padding get placement slots (sched::placement_only): their blocks each
   /// take an SM of their own instead of doubling up on the first SMs BE blocks leave.
   bool rt_spread{true};
+  /// The RT gemm launches record where their blocks landed (rt_placement in the result); off
+  /// takes those atomics off the RT kernels' own time.
+  bool rt_placement{true};
   std::string rt_out_copy{"memcpy"};  // the RT scores into the output port: memcpy or kernel
   /// When the RT handler raises the preempt word: "detect" (it sees a new sample, so BE blocks
   /// leave while it copies the sample in) or "after-copy" (preempt_hook::after_input).

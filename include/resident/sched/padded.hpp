@@ -33,7 +33,8 @@ struct pad_job_view {
   /// reached fewer SMs than it has RT blocks when they were dispatched.
   std::uint32_t* rt_late{nullptr};
   /// Two words: merged launches whose RT blocks ran on fewer SMs than there are RT blocks (two
-  /// or more on one SM), and merged launches in all (both over every launch).
+  /// or more on one SM), and merged launches in all (both over every launch). Null when the
+  /// job does not record placement (then rt_spread_ns is null too).
   std::uint32_t* rt_crowded{nullptr};
   /// Over every launch, the sum of (last RT block's start - first RT block's start), in ns
   /// (%globaltimer): how long an RT kernel waited for SMs after its first block started.
@@ -53,8 +54,10 @@ struct pad_placement {
 class pad_job {
  public:
   /// `be_blocks`: the BE kernel's logical blocks; `rt_capacity`: the most RT blocks a merged
-  /// launch will carry. invalid_argument when either is <= 0.
-  pad_job(std::int32_t be_blocks, std::int32_t rt_capacity);
+  /// launch will carry. invalid_argument when either is <= 0. `record_placement`: every merged
+  /// launch records where its RT blocks landed (placement()); it costs each RT block two or
+  /// three atomics and the launch's last block about ten more, on the RT kernel's own time.
+  pad_job(std::int32_t be_blocks, std::int32_t rt_capacity, bool record_placement = true);
 
   [[nodiscard]] const pad_job_view& view() const noexcept { return _view; }
   /// BE blocks run so far (synchronous read; call with the launches' stream drained).
@@ -63,8 +66,10 @@ class pad_job {
   [[nodiscard]] std::vector<std::uint32_t> runs() const;
   /// pad_job_view::rt_late so far (synchronous read).
   [[nodiscard]] std::uint32_t rt_late_takes() const;
-  /// pad_job_view::rt_crowded (both words) and rt_spread_ns so far (synchronous read).
+  /// pad_job_view::rt_crowded (both words) and rt_spread_ns so far (synchronous read); zeros
+  /// when the job does not record placement.
   [[nodiscard]] pad_placement placement() const;
+  [[nodiscard]] bool records_placement() const noexcept { return _view.rt_crowded != nullptr; }
 
  private:
   device_buffer _mem;
