@@ -87,6 +87,14 @@ int main(int argc, char** argv) {
          v.handback_capacity = max_grid;
          v.handbacks = handbacks;
        }},
+      // Twice the bound: the short kernels' blocks fit 5 to 8 per SM, the gemm's 4.
+      {"strided8", [&](be_launch_view& v) { v.max_grid = 2 * max_grid; }},
+      {"counter8",
+       [&](be_launch_view& v) {
+         v.max_grid = 2 * max_grid;
+         v.next = counters;
+         v.next_left = counters + 1;
+       }},
   };
   struct kernel {
     std::string name;

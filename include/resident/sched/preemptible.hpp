@@ -6,8 +6,10 @@
 // point, or returns before it has written anything: it reads the preempt word when it starts
 // and, in long blocks, at tile boundaries, and writes its outputs only after the last check.
 // A committed block writes the attempt number into its `done` word. The host reads the words
-// after the launch drained (they are host-mapped), so it knows exactly which blocks ran and
-// can resume the launch from the rest (sched::be_queue keeps that bookkeeping).
+// only after the launch drained (be_runner copies them back on the launch's stream), so it
+// knows exactly which blocks ran and can resume the launch from the rest (sched::be_queue
+// keeps that bookkeeping). Reading them while the launch runs is outside the contract: a
+// commit orders its outputs before its record only at device scope.
 
 #include <cstdint>
 
@@ -80,8 +82,8 @@ struct be_launch_view {
   std::int32_t handback_capacity{0};
   /// Logical blocks handed back (any attempt). Null: not counted.
   std::uint32_t* handbacks{nullptr};
-  /// One word per logical block (host-mapped): 0 until the block commits, then the attempt
-  /// that committed it. Required.
+  /// One word per logical block (device or host-mapped memory): 0 until the block commits,
+  /// then the attempt that committed it. Read it only after the launch drained. Required.
   std::uint32_t* done{nullptr};
   /// One word per logical block: commits of that block over every attempt (evidence that no
   /// block of a non-idempotent kernel ran twice). Null: not counted. Device memory is the fast
