@@ -432,8 +432,8 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   reef_cmd
       ->add_option("--rt-placement", reef.rt_placement,
-                   "RT gemm launches record where their blocks landed (rt_placement; on/off). "
-                   "--be-trace needs it")
+                   "RT gemm launches record where their blocks landed (rt_placement; on/off; "
+                   "--be-trace turns it on)")
       ->capture_default_str();
   reef_cmd
       ->add_option("--be-checkpoint-min-steps", reef.be_checkpoint_min_steps,

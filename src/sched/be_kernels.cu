@@ -149,12 +149,9 @@ constexpr std::int32_t take_leave = -2;  // every logical block is finished (or 
 // start before the last block of this one has finished anyway. A block that waits on a word
 // an RT SM raises leaves (counter_loop), and if none is left to take a hand-back, the launch's
 // last block sees it and halts the stream (be_counter_kernel).
-// `home`: logical offsets below it are no counter's to hand out (counter_loop).
-__device__ std::int32_t take_item(const be_launch_view& v, std::int32_t total, std::int32_t home,
-                                  bool hands_back) {
-  if (device_word(v.next).load(cuda::memory_order_relaxed) <
-      static_cast<std::uint32_t>(total - home)) {
-    const auto t = home + static_cast<std::int32_t>(atomicAdd(v.next, 1U));
+__device__ std::int32_t take_item(const be_launch_view& v, std::int32_t total, bool hands_back) {
+  if (device_word(v.next).load(cuda::memory_order_relaxed) < static_cast<std::uint32_t>(total)) {
+    const auto t = static_cast<std::int32_t>(atomicAdd(v.next, 1U));
     if (t < total) return t;
   }
   if (!hands_back) return take_leave;
@@ -195,39 +192,24 @@ __device__ void release_item(const be_launch_view& v, std::int32_t t, bool stopp
 // SMs that stay free finish the launch (spatial preemption leaves no stragglers). With a
 // hand-back area, a block stopped part-way gives its logical block to them as well, and the
 // short blocks of the other kernels run to the end once taken (they never need handing back).
-//
-// A gemm or conv2d block starts with its home item, logical offset blockIdx.x, as a plain
-// launch would, and only then takes from the counter (which hands out the offsets from
-// gridDim.x on). The blocks one SM holds then share the A and B panels that a plain launch's
-// would (the hardware deals blocks out in index order), where blocks numbered by the order of
-// their atomics share nothing, and a launch of one wave takes no atomic at all: in be_probe the
-// counter made the MLP's gemm 6% slower than a plain launch. A home item the word stops is
-// stopped in begin() and handed back (or, without a hand-back area, halts the stream) like any
-// other. Short blocks take every item from the counter: one of them on an RT SM must not run
-// anything once the word is up, and they have no panels to share.
 template <class Args>
 __device__ void counter_loop(const be_launch_view& v, const Args& a) {
   __shared__ std::int32_t item;
   const std::int32_t total = grid_blocks(v);
   const bool hands_back = v.handback != nullptr && cut_part_way<Args>;
-  const std::int32_t home =
-      cut_part_way<Args> ? std::min(total, static_cast<std::int32_t>(gridDim.x)) : 0;
   be_launch_view run_view = v;
   if (v.handback != nullptr && !cut_part_way<Args>) {
     run_view.preempt = nullptr;  // checked before the take: a taken short block runs
   }
-  for (bool first = true;; first = false) {
-    std::int32_t t = 0;
-    if (first && static_cast<std::int32_t>(blockIdx.x) < home) {
-      t = static_cast<std::int32_t>(blockIdx.x);  // begin() checks the word
-    } else {
-      be_block probe(v, -1);
-      if (probe.stop_requested()) return;
-      if (threadIdx.x == 0) item = take_item(v, total, home, hands_back);
-      __syncthreads();
-      t = item;
-      __syncthreads();
-    }
+  for (;;) {
+    be_block probe(v, -1);
+    if (probe.stop_requested()) return;
+    if (threadIdx.x == 0) item = take_item(v, total, hands_back);
+    __syncthreads();
+    // Through a shuffle from lane 0: the compiler may then keep the index, and the tile's row
+    // and column derived from it, in uniform registers, as it does for blockIdx.
+    const std::int32_t t = __shfl_sync(0xFFFFFFFFU, item, 0);
+    __syncthreads();
     if (t == take_leave) return;
     if (t == take_wait) {
       __nanosleep(1000);

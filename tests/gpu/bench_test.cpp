@@ -157,6 +157,9 @@ TEST(bench_reef, be_trace_sees_best_effort_blocks_beside_the_real_time_body) {
     if (r.contains("policy")) by_policy[r["policy"].get<std::string>()] = r;
   }
   ASSERT_EQ(by_policy.size(), 3U) << log.str();
+  // The trace compares bodies by placement, so it turned the placement record on.
+  EXPECT_FALSE(settings.rt_placement);
+  EXPECT_TRUE(receipt.settings["rt_placement"].get<bool>());
   EXPECT_FALSE(by_policy["exclusive"].contains("be_trace"));
   for (const auto& [p, r] : by_policy) {  // the clock probe runs in every policy
     SCOPED_TRACE(p);

@@ -35,6 +35,17 @@ TEST(reef_settings, defaults_run_every_policy_and_bad_flags_are_clear) {
   EXPECT_EQ(s.be_bounded_grid, 4);
   EXPECT_FALSE(s.be_bounded_grid_counter);
   EXPECT_TRUE(s.rt_l2_persist);
+  // The placement record costs the RT kernels time: only on request, or with the trace.
+  EXPECT_FALSE(s.rt_placement);
+  EXPECT_FALSE(s.records_placement());
+  {
+    reef_settings traced;
+    traced.be_trace = true;
+    EXPECT_TRUE(traced.records_placement());
+    traced.be_trace = false;
+    traced.rt_placement = true;
+    EXPECT_TRUE(traced.records_placement());
+  }
   s.make_quick();
   EXPECT_EQ(error_of(s), "");
   auto with = [](auto change) {
@@ -56,12 +67,6 @@ TEST(reef_settings, defaults_run_every_policy_and_bad_flags_are_clear) {
   EXPECT_THAT(with([](auto& x) { x.be_window_sm = 9; }), HasSubstr("--be-window-sm"));
   EXPECT_THAT(with([](auto& x) { x.rt_raise = "early"; }), HasSubstr("--rt-raise"));
   EXPECT_EQ(with([](auto& x) { x.rt_raise = "after-copy"; }), "");
-  EXPECT_THAT(with([](auto& x) {
-                x.be_trace = true;
-                x.rt_placement = false;
-              }),
-              HasSubstr("--be-trace needs --rt-placement on"));
-  EXPECT_EQ(with([](auto& x) { x.rt_placement = false; }), "");
   EXPECT_THAT(with([](auto& x) { x.be_checkpoint_min_steps = 0; }),
               HasSubstr("--be-checkpoint-min-steps"));
   EXPECT_THAT(with([](auto& x) { x.be_clients = 9; }), HasSubstr("--be-clients"));

@@ -1223,10 +1223,6 @@ void reef_settings::validate() const {
     throw std::invalid_argument(
         "bench reef: --rt-l2-persist needs --rt-arena on (one window covers one address range)");
   }
-  if (be_trace && !rt_placement) {
-    throw std::invalid_argument(
-        "bench reef: --be-trace needs --rt-placement on (it compares bodies by placement)");
-  }
   if (rt_out_copy != "memcpy" && rt_out_copy != "kernel") {
     throw std::invalid_argument("bench reef: --rt-out-copy must be memcpy or kernel, got '" +
                                 rt_out_copy + "'");
@@ -1284,7 +1280,7 @@ measure::receipt run_reef_bench(const reef_settings& s, std::ostream& log) {
   for (std::size_t l = 0; l < model->layers(); ++l) {
     rt_capacity = std::max(rt_capacity, sched::gemm_blocks(model->gemm(l)));
   }
-  auto pad = std::make_shared<pad_source>(rt_capacity, s.rt_placement);
+  auto pad = std::make_shared<pad_source>(rt_capacity, s.records_placement());
   nlohmann::json padding_report;
   const bool any_pad =
       std::find(s.policies.begin(), s.policies.end(), "preempt-pad") != s.policies.end();
@@ -1329,7 +1325,7 @@ measure::receipt run_reef_bench(const reef_settings& s, std::ostream& log) {
                         {"bounded_grid_counter", s.be_bounded_grid_counter}}},
                       {"pad_place_wait_us", s.pad_place_wait_us},
                       {"rt_spread", s.rt_spread},
-                      {"rt_placement", s.rt_placement},
+                      {"rt_placement", s.records_placement()},
                       {"split_sms", s.split_sms},
                       {"rt_out_copy", s.rt_out_copy},
                       {"rt_raise", s.rt_raise},

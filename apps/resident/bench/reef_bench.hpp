@@ -42,9 +42,10 @@ struct reef_settings {
   /// RT gemms without BE padding get placement slots (sched::placement_only): their blocks each
   /// take an SM of their own instead of doubling up on the first SMs BE blocks leave.
   bool rt_spread{true};
-  /// The RT gemm launches record where their blocks landed (rt_placement in the result); off
-  /// takes those atomics off the RT kernels' own time.
-  bool rt_placement{true};
+  /// The RT gemm launches record where their blocks landed (rt_placement in the result). Off
+  /// by default: the record's atomics run on the RT kernels' own time (about 1 us of the RT
+  /// body in bench reef, docs/sched.md). --be-trace turns it on.
+  bool rt_placement{false};
   std::string rt_out_copy{"memcpy"};  // the RT scores into the output port: memcpy or kernel
   /// When the RT handler raises the preempt word: "detect" (it sees a new sample, so BE blocks
   /// leave while it copies the sample in) or "after-copy" (preempt_hook::after_input).
@@ -60,6 +61,8 @@ struct reef_settings {
   std::string command;
 
   void make_quick();
+  /// Whether the RT gemm launches record their placement: --rt-placement, or --be-trace.
+  [[nodiscard]] bool records_placement() const { return rt_placement || be_trace; }
   /// pad_place_wait_us as sched::pad_limits::place_wait_ns.
   [[nodiscard]] std::uint32_t place_wait_ns() const {
     return static_cast<std::uint32_t>(pad_place_wait_us * 1000.0);
