@@ -206,9 +206,7 @@ __device__ void counter_loop(const be_launch_view& v, const Args& a) {
     if (probe.stop_requested()) return;
     if (threadIdx.x == 0) item = take_item(v, total, hands_back);
     __syncthreads();
-    // Through a shuffle from lane 0: the compiler may then keep the index, and the tile's row
-    // and column derived from it, in uniform registers, as it does for blockIdx.
-    const std::int32_t t = __shfl_sync(0xFFFFFFFFU, item, 0);
+    const std::int32_t t = item;
     __syncthreads();
     if (t == take_leave) return;
     if (t == take_wait) {
