@@ -93,7 +93,7 @@ void check_saved(const char* kernel, const be_launch_view& v) {
 }
 
 // Dispatch from an argument type to its block body, for the one generic kernel below.
-__device__ void run_block(const gemm_args& a, be_block& blk) { gemm_block(a, blk); }
+__device__ void run_block(const gemm_args& a, be_block& blk) { gemm_block<>(a, blk); }
 __device__ void run_block(const conv2d_args& a, be_block& blk) { conv2d_block(a, blk); }
 __device__ void run_block(const bias_act_args& a, be_block& blk) { bias_act_block(a, blk); }
 __device__ void run_block(const maxpool2d_args& a, be_block& blk) { maxpool2d_block(a, blk); }

@@ -186,7 +186,7 @@ void launch_merged(cudaStream_t s, const gemm_args& rt, const BeArgs& be, const 
   if (limits.slots < 0) throw std::invalid_argument(std::string(name) + ": slots < 0");
   // With budget 0 the slots run no BE work: they only spread the RT blocks one per SM.
   const std::int32_t slots = limits.slots;
-  padded_kernel<gemm_args, BeArgs, gemm_block, BeBody>
+  padded_kernel<gemm_args, BeArgs, gemm_block<gemm_loads::from_bases>, BeBody>
       <<<rt_blocks + slots, be_block_threads, 0, s>>>(rt, rt_blocks, be, job.view(), limits.budget,
                                                       limits.rounds, limits.place_wait_ns,
                                                       start_stamp, stamps);
@@ -259,14 +259,16 @@ std::vector<std::uint32_t> pad_job::runs() const {
 void launch_padded_gemm(cudaStream_t s, const gemm_args& rt, const gemm_args& be,
                         const pad_job& job, const pad_limits& limits,
                         unsigned long long* start_stamp, pad_launch_stamps* stamps) {
-  launch_merged<gemm_args, gemm_block>(s, rt, be, job, limits, start_stamp, stamps,
-                                       "padded_gemm_kernel");
+  launch_merged<gemm_args, gemm_block<>>(s, rt, be, job, limits, start_stamp, stamps,
+                                         "padded_gemm_kernel");
 }
 
 int padded_gemm_blocks_per_sm() {
   int blocks = 0;
   RESIDENT_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-      &blocks, padded_kernel<gemm_args, gemm_args, gemm_block, gemm_block>, be_block_threads, 0));
+      &blocks,
+      padded_kernel<gemm_args, gemm_args, gemm_block<gemm_loads::from_bases>, gemm_block<>>,
+      be_block_threads, 0));
   return blocks;
 }
 
