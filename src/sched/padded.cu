@@ -186,7 +186,7 @@ void launch_merged(cudaStream_t s, const gemm_args& rt, const BeArgs& be, const 
   if (limits.slots < 0) throw std::invalid_argument(std::string(name) + ": slots < 0");
   // With budget 0 the slots run no BE work: they only spread the RT blocks one per SM.
   const std::int32_t slots = limits.slots;
-  padded_kernel<gemm_args, BeArgs, gemm_block<gemm_loads::from_bases>, BeBody>
+  padded_kernel<gemm_args, BeArgs, gemm_block<gemm_loads::prefetched>, BeBody>
       <<<rt_blocks + slots, be_block_threads, 0, s>>>(rt, rt_blocks, be, job.view(), limits.budget,
                                                       limits.rounds, limits.place_wait_ns,
                                                       start_stamp, stamps);
@@ -267,7 +267,7 @@ int padded_gemm_blocks_per_sm() {
   int blocks = 0;
   RESIDENT_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
       &blocks,
-      padded_kernel<gemm_args, gemm_args, gemm_block<gemm_loads::from_bases>, gemm_block<>>,
+      padded_kernel<gemm_args, gemm_args, gemm_block<gemm_loads::prefetched>, gemm_block<>>,
       be_block_threads, 0));
   return blocks;
 }

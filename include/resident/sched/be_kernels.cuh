@@ -92,7 +92,10 @@ __device__ inline void save_tile(be_block& blk, const float (&acc)[tile_per_lane
 /// by a fixed stride: the RT gemms of bench reef, launched through the merged kernel without a
 /// register cap and waiting on memory at every K-step, took 20 us less per three-layer body
 /// so (108-109 against 128.6 us, `bench/results/h200/README.md`).
-enum class gemm_loads { per_load, from_bases };
+/// `prefetched`: as from_bases, and each K-step's loads are issued before the step before it
+/// multiplies, into registers, so their latency overlaps that work (the RT gemm's blocks are
+/// alone on their SMs, with nothing else to hide it).
+enum class gemm_loads { per_load, from_bases, prefetched };
 
 template <gemm_loads Loads = gemm_loads::per_load>
 __device__ inline void gemm_block(const gemm_args& args, be_block& blk) {
@@ -123,7 +126,41 @@ __device__ inline void gemm_block(const gemm_args& args, be_block& blk) {
 
   float acc[tile_per_lane][tile_per_lane] = {};
   const std::int32_t k_first = restore_tile(blk, acc);
-  for (std::int32_t k0 = k_first; k0 < args.k; k0 += be_k_step) {
+  if constexpr (Loads == gemm_loads::prefetched) {
+    float a_next[4];
+    float b_next[4];
+    auto load = [&](std::int32_t k0) {
+      const bool a_k_ok = k0 + a_kk < args.k;
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        const bool ok = a_k_ok && row0 + a_r + a_rows_per_load * i < args.m;
+        a_next[i] = ok ? a_at[a_step * i + k0] : 0.0F;
+      }
+      const float* b_k0 = b_at + std::int64_t{k0} * args.n;
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        const bool ok = b_col_ok && k0 + b_kk + b_rows_per_load * i < args.k;
+        b_next[i] = ok ? b_k0[b_step * i] : 0.0F;
+      }
+    };
+    if (k_first < args.k) load(k_first);
+    for (std::int32_t k0 = k_first; k0 < args.k; k0 += be_k_step) {
+      if (blk.preempted()) {
+        save_tile(blk, acc, k_first, k0);
+        return;  // no output written yet
+      }
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        a_tile[a_kk][a_r + a_rows_per_load * i] = a_next[i];
+        b_tile[b_kk + b_rows_per_load * i][b_c] = b_next[i];
+      }
+      __syncthreads();
+      if (k0 + be_k_step < args.k) load(k0 + be_k_step);  // in flight during the multiply
+      multiply_tile(a_tile, b_tile, row_lane, col_lane, acc);
+      __syncthreads();  // the next step overwrites the tiles
+    }
+  }
+  for (std::int32_t k0 = k_first; Loads != gemm_loads::prefetched && k0 < args.k; k0 += be_k_step) {
     if (blk.preempted()) {
       save_tile(blk, acc, k_first, k0);
       return;  // no output written yet
