@@ -516,6 +516,35 @@ TEST(SchedPadding, PaddedLaunchLeavesBothOutputsCorrect) {
   EXPECT_LE(job.placement().crowded_launches, 20U);
 }
 
+// The merged kernel's RT gemm loads its next K-step while it multiplies the last
+// (gemm_loads::prefetched): ragged shapes (no dimension a multiple of the tile or the K-step)
+// and a K of one step still match the reference, alone and padded.
+TEST(SchedPadding, RaggedRtGemmsMatchTheReference) {
+  RESIDENT_REQUIRE_GPU();
+  gemm_case be(256, 256, 128, 21);
+  sched::pad_job job(sched::gemm_blocks(be.args()), 64);
+  stream s(0);
+  struct shape {
+    std::int32_t m, n, k;
+  };
+  for (const shape sh :
+       {shape{37, 200, 70}, shape{70, 65, 16}, shape{1, 130, 9}, shape{64, 64, 17}}) {
+    for (const std::int32_t slots : {0, 64}) {
+      SCOPED_TRACE(::testing::Message()
+                   << sh.m << "x" << sh.n << "x" << sh.k << ", slots " << slots);
+      gemm_case rt(sh.m, sh.n, sh.k, 31);
+      const auto want = rt.reference();
+      sched::launch_padded_gemm(s.get(), rt.args(), be.args(), job,
+                                {slots, slots > 0 ? 4U : 0U, 0});
+      s.synchronize();
+      const auto c = rt.result();
+      for (std::int32_t t = 0; t < sched::gemm_blocks(rt.args()); ++t) {
+        EXPECT_TRUE(rt.tile_ok(c, want, t)) << "RT tile " << t;
+      }
+    }
+  }
+}
+
 // Without the placement record the merged launch does the same work: both outputs are right,
 // the job's placement stays zero, and the per-launch stamps are still written when asked for.
 TEST(SchedPadding, WithoutThePlacementRecordOutputsAndStampsStay) {

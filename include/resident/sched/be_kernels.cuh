@@ -86,16 +86,15 @@ __device__ inline void save_tile(be_block& blk, const float (&acc)[tile_per_lane
 
 }  // namespace detail
 
-/// How a gemm block addresses its global loads (the same values either way, so the same bits).
-/// `per_load` computes each load's index from its row and reduction; the BE kernels, held to 64
-/// registers, run 6% faster so (be_probe). `from_bases` keeps one base per operand and steps it
-/// by a fixed stride: the RT gemms of bench reef, launched through the merged kernel without a
-/// register cap and waiting on memory at every K-step, took 20 us less per three-layer body
-/// so (108-109 against 128.6 us, `bench/results/h200/README.md`).
-/// `prefetched`: as from_bases, and each K-step's loads are issued before the step before it
-/// multiplies, into registers, so their latency overlaps that work (the RT gemm's blocks are
-/// alone on their SMs, with nothing else to hide it).
-enum class gemm_loads { per_load, from_bases, prefetched };
+/// How a gemm block loads its operands (the same values either way, so the same bits).
+/// `per_load`: each K-step computes each load's index from its row and reduction, loads, then
+/// multiplies. The BE kernels, held to 64 registers with four blocks per SM to hide the
+/// latency, run fastest so (be_probe). `prefetched`: one base per operand, stepped by a fixed
+/// stride, and each K-step's loads issued into registers before the step before it multiplies,
+/// so their latency overlaps that work. For the RT gemms of bench reef, each block alone on its
+/// SM with nothing else to hide the latency, the three-layer body went from 128.6 to 108-109 us
+/// with the bases alone and to 86.7-86.8 us with the prefetch (`bench/results/h200/README.md`).
+enum class gemm_loads { per_load, prefetched };
 
 template <gemm_loads Loads = gemm_loads::per_load>
 __device__ inline void gemm_block(const gemm_args& args, be_block& blk) {
@@ -117,7 +116,7 @@ __device__ inline void gemm_block(const gemm_args& args, be_block& blk) {
   const int a_kk = t % be_k_step;
   const int b_kk = t / be_tile;
   const int b_c = t % be_tile;
-  // from_bases: the operands' bases, and what one load steps over (dead code under per_load).
+  // prefetched: the operands' bases, and what one load steps over (dead code under per_load).
   const float* a_at = args.a + std::int64_t{row0 + a_r} * args.k + a_kk;
   const float* b_at = args.b + std::int64_t{b_kk} * args.n + col0 + b_c;
   const std::int64_t a_step = std::int64_t{a_rows_per_load} * args.k;
@@ -167,34 +166,19 @@ __device__ inline void gemm_block(const gemm_args& args, be_block& blk) {
     }
     // A: 64 rows x 16 k, consecutive threads read consecutive k of a row. B: 16 k x 64
     // columns, consecutive threads read consecutive columns.
-    if constexpr (Loads == gemm_loads::from_bases) {
-      const bool a_k_ok = k0 + a_kk < args.k;
 #pragma unroll
-      for (int i = 0; i < 4; ++i) {
-        const bool ok = a_k_ok && row0 + a_r + a_rows_per_load * i < args.m;
-        a_tile[a_kk][a_r + a_rows_per_load * i] = ok ? a_at[a_step * i + k0] : 0.0F;
-      }
-      const float* b_k0 = b_at + std::int64_t{k0} * args.n;
+    for (int i = 0; i < 4; ++i) {
+      const std::int32_t gr = row0 + a_r + a_rows_per_load * i;
+      const std::int32_t gk = k0 + a_kk;
+      a_tile[a_kk][a_r + a_rows_per_load * i] =
+          gr < args.m && gk < args.k ? args.a[std::int64_t{gr} * args.k + gk] : 0.0F;
+    }
 #pragma unroll
-      for (int i = 0; i < 4; ++i) {
-        const bool ok = b_col_ok && k0 + b_kk + b_rows_per_load * i < args.k;
-        b_tile[b_kk + b_rows_per_load * i][b_c] = ok ? b_k0[b_step * i] : 0.0F;
-      }
-    } else {
-#pragma unroll
-      for (int i = 0; i < 4; ++i) {
-        const std::int32_t gr = row0 + a_r + a_rows_per_load * i;
-        const std::int32_t gk = k0 + a_kk;
-        a_tile[a_kk][a_r + a_rows_per_load * i] =
-            gr < args.m && gk < args.k ? args.a[std::int64_t{gr} * args.k + gk] : 0.0F;
-      }
-#pragma unroll
-      for (int i = 0; i < 4; ++i) {
-        const std::int32_t gk = k0 + b_kk + b_rows_per_load * i;
-        const std::int32_t gc = col0 + b_c;
-        b_tile[b_kk + b_rows_per_load * i][b_c] =
-            gk < args.k && gc < args.n ? args.b[std::int64_t{gk} * args.n + gc] : 0.0F;
-      }
+    for (int i = 0; i < 4; ++i) {
+      const std::int32_t gk = k0 + b_kk + b_rows_per_load * i;
+      const std::int32_t gc = col0 + b_c;
+      b_tile[b_kk + b_rows_per_load * i][b_c] =
+          gk < args.k && gc < args.n ? args.b[std::int64_t{gk} * args.n + gc] : 0.0F;
     }
     __syncthreads();
     multiply_tile(a_tile, b_tile, row_lane, col_lane, acc);
