@@ -149,9 +149,11 @@ constexpr std::int32_t take_leave = -2;  // every logical block is finished (or 
 // start before the last block of this one has finished anyway. A block that waits on a word
 // an RT SM raises leaves (counter_loop), and if none is left to take a hand-back, the launch's
 // last block sees it and halts the stream (be_counter_kernel).
-__device__ std::int32_t take_item(const be_launch_view& v, std::int32_t total, bool hands_back) {
+// `step`: logical blocks one take hands out (the caller runs t, t + 1, ... below total).
+__device__ std::int32_t take_item(const be_launch_view& v, std::int32_t total, bool hands_back,
+                                  std::uint32_t step) {
   if (device_word(v.next).load(cuda::memory_order_relaxed) < static_cast<std::uint32_t>(total)) {
-    const auto t = static_cast<std::int32_t>(atomicAdd(v.next, 1U));
+    const auto t = static_cast<std::int32_t>(atomicAdd(v.next, step));
     if (t < total) return t;
   }
   if (!hands_back) return take_leave;
@@ -188,6 +190,12 @@ __device__ void release_item(const be_launch_view& v, std::int32_t t, bool stopp
   }
 }
 
+// Logical blocks a short (elementwise) kernel's block takes per atomic. Each take costs the
+// block an atomic round trip and two barriers before it can start, about as long as a short
+// logical block itself, so taking two halves that; a block on an RT SM then runs at most two
+// short blocks (a few microseconds, beside the RT block, not in its way) after the word rises.
+constexpr std::uint32_t short_take = 2;
+
 // Work taken from a counter: a block that must stop takes nothing more, so the blocks on the
 // SMs that stay free finish the launch (spatial preemption leaves no stragglers). With a
 // hand-back area, a block stopped part-way gives its logical block to them as well, and the
@@ -197,6 +205,7 @@ __device__ void counter_loop(const be_launch_view& v, const Args& a) {
   __shared__ std::int32_t item;
   const std::int32_t total = grid_blocks(v);
   const bool hands_back = v.handback != nullptr && cut_part_way<Args>;
+  const std::uint32_t step = cut_part_way<Args> ? 1U : short_take;
   be_launch_view run_view = v;
   if (v.handback != nullptr && !cut_part_way<Args>) {
     run_view.preempt = nullptr;  // checked before the take: a taken short block runs
@@ -204,7 +213,7 @@ __device__ void counter_loop(const be_launch_view& v, const Args& a) {
   for (;;) {
     be_block probe(v, -1);
     if (probe.stop_requested()) return;
-    if (threadIdx.x == 0) item = take_item(v, total, hands_back);
+    if (threadIdx.x == 0) item = take_item(v, total, hands_back, step);
     __syncthreads();
     const std::int32_t t = item;
     __syncthreads();
@@ -213,9 +222,18 @@ __device__ void counter_loop(const be_launch_view& v, const Args& a) {
       __nanosleep(1000);
       continue;
     }
-    const bool ran = run_logical(run_view, a, v.first_block + t);
-    if (hands_back && threadIdx.x == 0) release_item(v, t, !ran);
-    if (!ran) return;
+    if constexpr (cut_part_way<Args>) {
+      const bool ran = run_logical(run_view, a, v.first_block + t);
+      if (hands_back && threadIdx.x == 0) release_item(v, t, !ran);
+      if (!ran) return;
+    } else {
+      // A stop (time-shared preemption: the word reaches begin()) leaves the rest of the take
+      // undone, like the counter's untaken blocks: the halt word stops the stream and the
+      // runner resubmits what the done words do not show.
+      for (std::int32_t j = t; j < std::min(total, t + static_cast<std::int32_t>(step)); ++j) {
+        if (!run_logical(run_view, a, v.first_block + j)) return;
+      }
+    }
   }
 }
 
