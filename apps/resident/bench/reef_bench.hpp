@@ -43,8 +43,8 @@ struct reef_settings {
   /// take an SM of their own instead of doubling up on the first SMs BE blocks leave.
   bool rt_spread{true};
   /// The RT gemm launches record where their blocks landed (rt_placement in the result). Off
-  /// by default: the record's atomics run on the RT kernels' own time (about 1 us of the RT
-  /// body in bench reef, docs/sched.md). --be-trace turns it on.
+  /// by default: the record's atomics run on the RT kernels' own time (0.7-3.9 us of the RT
+  /// body's median in bench reef, docs/sched.md). --be-trace turns it on.
   bool rt_placement{false};
   std::string rt_out_copy{"memcpy"};  // the RT scores into the output port: memcpy or kernel
   /// When the RT handler raises the preempt word: "detect" (it sees a new sample, so BE blocks

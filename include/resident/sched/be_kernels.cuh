@@ -158,31 +158,32 @@ __device__ inline void gemm_block(const gemm_args& args, be_block& blk) {
       multiply_tile(a_tile, b_tile, row_lane, col_lane, acc);
       __syncthreads();  // the next step overwrites the tiles
     }
-  }
-  for (std::int32_t k0 = k_first; Loads != gemm_loads::prefetched && k0 < args.k; k0 += be_k_step) {
-    if (blk.preempted()) {
-      save_tile(blk, acc, k_first, k0);
-      return;  // no output written yet
-    }
-    // A: 64 rows x 16 k, consecutive threads read consecutive k of a row. B: 16 k x 64
-    // columns, consecutive threads read consecutive columns.
+  } else {
+    for (std::int32_t k0 = k_first; k0 < args.k; k0 += be_k_step) {
+      if (blk.preempted()) {
+        save_tile(blk, acc, k_first, k0);
+        return;  // no output written yet
+      }
+      // A: 64 rows x 16 k, consecutive threads read consecutive k of a row. B: 16 k x 64
+      // columns, consecutive threads read consecutive columns.
 #pragma unroll
-    for (int i = 0; i < 4; ++i) {
-      const std::int32_t gr = row0 + a_r + a_rows_per_load * i;
-      const std::int32_t gk = k0 + a_kk;
-      a_tile[a_kk][a_r + a_rows_per_load * i] =
-          gr < args.m && gk < args.k ? args.a[std::int64_t{gr} * args.k + gk] : 0.0F;
-    }
+      for (int i = 0; i < 4; ++i) {
+        const std::int32_t gr = row0 + a_r + a_rows_per_load * i;
+        const std::int32_t gk = k0 + a_kk;
+        a_tile[a_kk][a_r + a_rows_per_load * i] =
+            gr < args.m && gk < args.k ? args.a[std::int64_t{gr} * args.k + gk] : 0.0F;
+      }
 #pragma unroll
-    for (int i = 0; i < 4; ++i) {
-      const std::int32_t gk = k0 + b_kk + b_rows_per_load * i;
-      const std::int32_t gc = col0 + b_c;
-      b_tile[b_kk + b_rows_per_load * i][b_c] =
-          gk < args.k && gc < args.n ? args.b[std::int64_t{gk} * args.n + gc] : 0.0F;
+      for (int i = 0; i < 4; ++i) {
+        const std::int32_t gk = k0 + b_kk + b_rows_per_load * i;
+        const std::int32_t gc = col0 + b_c;
+        b_tile[b_kk + b_rows_per_load * i][b_c] =
+            gk < args.k && gc < args.n ? args.b[std::int64_t{gk} * args.n + gc] : 0.0F;
+      }
+      __syncthreads();
+      multiply_tile(a_tile, b_tile, row_lane, col_lane, acc);
+      __syncthreads();  // the next step overwrites the tiles
     }
-    __syncthreads();
-    multiply_tile(a_tile, b_tile, row_lane, col_lane, acc);
-    __syncthreads();  // the next step overwrites the tiles
   }
 
 #pragma unroll

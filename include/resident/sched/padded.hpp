@@ -69,6 +69,7 @@ class pad_job {
   /// pad_job_view::rt_crowded (both words) and rt_spread_ns so far (synchronous read); zeros
   /// when the job does not record placement.
   [[nodiscard]] pad_placement placement() const;
+  /// Whether the job was made with record_placement.
   [[nodiscard]] bool records_placement() const noexcept { return _view.rt_crowded != nullptr; }
 
  private:
