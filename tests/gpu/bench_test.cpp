@@ -163,6 +163,15 @@ TEST(bench_reef, be_trace_sees_best_effort_blocks_beside_the_real_time_body) {
   EXPECT_FALSE(by_policy["exclusive"].contains("be_trace"));
   for (const auto& [p, r] : by_policy) {  // the clock probe runs in every policy
     SCOPED_TRACE(p);
+    // The word goes up at detect and down in the end marker, around the whole body: its share
+    // of the run is the RT loop's duty cycle, below 1 at this rate.
+    const nlohmann::json& up = r["rt_word_up"];
+    EXPECT_GT(up["n"].get<std::int64_t>(), settings.samples / 2) << up.dump();
+    EXPECT_GT(up["mean_us"].get<double>(), r["rt_body"]["mean_us"].get<double>());
+    EXPECT_GT(up["duty"].get<double>(), 0.0);
+    EXPECT_LT(up["duty"].get<double>(), 1.0);
+    EXPECT_NEAR(up["duty"].get<double>(), up["mean_us"].get<double>() * 1e-6 * settings.rate_hz,
+                1e-9);
     ASSERT_TRUE(r.contains("rt_clock")) << r.dump();
     EXPECT_GT(r["rt_clock"]["n"].get<std::int64_t>(), settings.samples / 2);
     EXPECT_GT(r["rt_clock"]["sm_mhz"]["min"].get<double>(), 100.0);

@@ -735,6 +735,7 @@ nlohmann::json run_policy(const reef_settings& s, const std::string& policy,
   std::vector<double> compute_us;        // body start -> RT compute done (--rt-split-body)
   std::vector<double> egress_us;         // RT compute done -> commit
   std::vector<rt_sample_trace> traced;   // --be-trace
+  std::vector<double> word_up_us;        // the preempt word's raise -> the end marker (its clear)
   std::vector<rt_done_stamp> done;
   if (stamp_done) {
     done.resize(done_capacity);
@@ -742,9 +743,14 @@ nlohmann::json run_policy(const reef_settings& s, const std::string& policy,
         cudaMemcpy(done.data(), done_ring.data(), done_ring.size(), cudaMemcpyDeviceToHost));
   }
   const std::uint64_t first = base + static_cast<std::uint64_t>(s.warmup) + 1;
+  // Where the handler raises the word: at detect, or once the sample is copied in.
+  const stage raised_at = s.rt_raise == "after-copy" ? stage::handler_end : stage::detect;
   for (const telemetry_entry& e : handle->telemetry()) {
     if (e.seq < first || e.seq > final_seq || e.repeat != 0) continue;
     const auto at = [&](stage st) { return e.stamp_ns[static_cast<std::size_t>(st)]; };
+    if (at(raised_at) != 0 && at(stage::end_marker) > at(raised_at)) {
+      word_up_us.push_back(static_cast<double>(at(stage::end_marker) - at(raised_at)) / 1e3);
+    }
     if (at(stage::detect) != 0 && at(stage::body_start) > at(stage::detect)) {
       preempt_us.push_back(static_cast<double>(at(stage::body_start) - at(stage::detect)) / 1e3);
     }
@@ -813,6 +819,12 @@ nlohmann::json run_policy(const reef_settings& s, const std::string& policy,
   r["preemption_latency"] = measure::summary_fields(
       preempt_us.empty() ? measure::summary{} : measure::summarize(preempt_us));
   r["rt_body"] = brief(body_us);
+  // How long each sample holds the word up, and the share of the run's time that makes at the
+  // run's rate: what a policy that stops BE work on the word can never give to BE.
+  r["rt_word_up"] = brief(word_up_us);
+  if (!word_up_us.empty()) {
+    r["rt_word_up"]["duty"] = r["rt_word_up"]["mean_us"].get<double>() * 1e-6 * s.rate_hz;
+  }
   if (stamp_done) {
     r["rt_body_split"] = {{"compute", brief(compute_us)}, {"egress", brief(egress_us)}};
   }
