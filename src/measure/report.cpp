@@ -408,9 +408,13 @@ std::string ratio_field(const json& r, const char* key) {
   return std::string(text.data(), static_cast<std::size_t>(std::max(n, 0)));
 }
 
+// "RT duty": the share of the run the RT loop held the preempt word up (rt_word_up), what a
+// policy that stops BE work on the word can never give to BE.
 const std::vector<std::string> policy_header = {
-    "policy",     "RT p99",          "RT p99 / exclusive",  "preemption p50", "preemption p99",
-    "BE GFLOP/s", "BE / sequential", "crowded RT launches", "late RT items"};
+    "policy",       "RT p99",          "RT p99 / exclusive",
+    "RT duty",      "preemption p50",  "preemption p99",
+    "BE GFLOP/s",   "BE / sequential", "crowded RT launches",
+    "late RT items"};
 constexpr std::size_t policy_text_columns = 1;
 
 std::vector<std::string> policy_row(const json& r) {
@@ -426,6 +430,7 @@ std::vector<std::string> policy_row(const json& r) {
   return {text_field(r, "policy"),
           us_field(r, "p99_us"),
           ratio_field(r, "rt_p99_over_exclusive"),
+          count_field(sub("rt_word_up"), "duty"),
           us_field(sub("preemption_latency"), "p50_us"),
           us_field(sub("preemption_latency"), "p99_us"),
           has_be ? us_field(be, "gflops") : std::string("-"),

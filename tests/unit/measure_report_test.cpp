@@ -59,6 +59,7 @@ receipt reef_receipt() {
                 {"preemption_latency", {{"p50_us", 9.5}, {"p99_us", 12.25}}},
                 {"be", {{"sequences", sequences}, {"gflops", be_gflops}}},
                 {"rt_placement", {{"crowded_launches", crowded}}},
+                {"rt_word_up", {{"n", 100}, {"mean_us", p99 - 20}, {"duty", 0.4125}}},
                 {"rt_late_items", 3}};
   };
   r.results.push_back(policy("exclusive", 126.5, 1.0, 0.0, 0, 0.0, 0));
@@ -249,6 +250,7 @@ TEST(report, text_tables_co_scheduling_policies_and_their_targets) {
   EXPECT_THAT(preempt, HasSubstr("12.25"));
   EXPECT_THAT(preempt, HasSubstr("4303.25"));
   EXPECT_THAT(preempt, HasSubstr("0.592x"));
+  EXPECT_THAT(preempt, HasSubstr(" 0.41 "));  // RT duty: the word up 41% of the run
   const std::string exclusive = line_of("exclusive ");
   EXPECT_THAT(exclusive, HasSubstr("1.000x"));
   EXPECT_THAT(exclusive, Not(HasSubstr("0.000x")));  // no BE work: no throughput ratio
