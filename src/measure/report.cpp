@@ -439,6 +439,15 @@ std::vector<std::string> policy_row(const json& r) {
           count_field(r, "rt_late_items")};
 }
 
+// One co-scheduling row per policy result of the receipt (none for other benches).
+std::vector<std::vector<std::string>> policy_rows_of(const receipt& rc) {
+  std::vector<std::vector<std::string>> rows;
+  for (const auto& r : rc.results) {
+    if (is_policy_result(r)) rows.push_back(policy_row(r));
+  }
+  return rows;
+}
+
 // The receipt's evaluated targets (settings.targets: name, value, target, met), one line each.
 std::vector<std::string> target_lines(const receipt& rc) {
   std::vector<std::string> lines;
@@ -481,10 +490,7 @@ std::string render_text(const std::vector<receipt>& receipts) {
   std::string others;
   std::string policies;  // co-scheduling tables and targets, per receipt
   for (const receipt& rc : receipts) {
-    std::vector<std::vector<std::string>> policy_rows;
-    for (const auto& r : rc.results) {
-      if (is_policy_result(r)) policy_rows.push_back(policy_row(r));
-    }
+    const auto policy_rows = policy_rows_of(rc);
     if (!policy_rows.empty()) {
       std::vector<bool> right(policy_header.size(), true);
       for (std::size_t c = 0; c < policy_text_columns; ++c) right[c] = false;
@@ -702,11 +708,7 @@ void render_receipt(std::ostringstream& html, const receipt& rc, const report_op
       rows_table(html, slowest_header, slowest_text_columns, slow);
     }
   }
-  std::vector<std::vector<std::string>> policy_rows;
-  for (const auto& r : rc.results) {
-    if (is_policy_result(r)) policy_rows.push_back(policy_row(r));
-  }
-  if (!policy_rows.empty()) {
+  if (const auto policy_rows = policy_rows_of(rc); !policy_rows.empty()) {
     html << "<h3>co-scheduling</h3>\n";
     rows_table(html, policy_header, policy_text_columns, policy_rows);
   }

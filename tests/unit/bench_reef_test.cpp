@@ -67,6 +67,7 @@ TEST(reef_settings, defaults_run_every_policy_and_bad_flags_are_clear) {
   EXPECT_THAT(with([](auto& x) { x.be_window_sm = 9; }), HasSubstr("--be-window-sm"));
   EXPECT_THAT(with([](auto& x) { x.rt_raise = "early"; }), HasSubstr("--rt-raise"));
   EXPECT_EQ(with([](auto& x) { x.rt_raise = "after-copy"; }), "");
+  EXPECT_FALSE(s.raises_after_copy());  // detect by default
   EXPECT_THAT(with([](auto& x) { x.be_checkpoint_min_steps = 0; }),
               HasSubstr("--be-checkpoint-min-steps"));
   EXPECT_THAT(with([](auto& x) { x.be_clients = 9; }), HasSubstr("--be-clients"));

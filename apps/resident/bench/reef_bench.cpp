@@ -601,7 +601,7 @@ nlohmann::json run_policy(const reef_settings& s, const std::string& policy,
   o.poll_ns = s.poll_ns;
   o.telemetry_samples = static_cast<std::size_t>(s.samples + s.warmup) + 64;
   o.preempt = signal.hook();  // every policy: the mirror tells the BE runner about RT work
-  o.preempt.after_input = s.rt_raise == "after-copy" ? 1U : 0U;
+  o.preempt.after_input = s.raises_after_copy() ? 1U : 0U;
   o.stream_priority = pc.rt_high ? greatest : 0;
   if (parts) o.partition = parts->share(0);
   auto handle = run_async(app, execution_mode::while_loop, o);
@@ -744,7 +744,7 @@ nlohmann::json run_policy(const reef_settings& s, const std::string& policy,
   }
   const std::uint64_t first = base + static_cast<std::uint64_t>(s.warmup) + 1;
   // Where the handler raises the word: at detect, or once the sample is copied in.
-  const stage raised_at = s.rt_raise == "after-copy" ? stage::handler_end : stage::detect;
+  const stage raised_at = s.raises_after_copy() ? stage::handler_end : stage::detect;
   for (const telemetry_entry& e : handle->telemetry()) {
     if (e.seq < first || e.seq > final_seq || e.repeat != 0) continue;
     const auto at = [&](stage st) { return e.stamp_ns[static_cast<std::size_t>(st)]; };

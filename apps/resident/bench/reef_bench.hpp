@@ -61,6 +61,8 @@ struct reef_settings {
   std::string command;
 
   void make_quick();
+  /// Whether the handler raises the preempt word once the sample is copied in (--rt-raise).
+  [[nodiscard]] bool raises_after_copy() const { return rt_raise == "after-copy"; }
   /// Whether the RT gemm launches record their placement: --rt-placement, or --be-trace.
   [[nodiscard]] bool records_placement() const { return rt_placement || be_trace; }
   /// pad_place_wait_us as sched::pad_limits::place_wait_ns.
