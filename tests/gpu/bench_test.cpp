@@ -17,6 +17,7 @@
 #include "bench/reef_bench.hpp"
 #include "gpu/support.hpp"
 #include "resident/measure/threads.hpp"
+#include "resident/partition/green_context.hpp"
 
 namespace resident::testing {
 namespace {
@@ -139,6 +140,27 @@ TEST(bench_overhead, quick_run_reports_every_fixed_cost) {
         "handler/while", "end_marker_and_loop_back/while"}) {
     EXPECT_THAT(names, ::testing::Contains(std::string(want)));
   }
+}
+
+// bench reef refuses a --split-sms that leaves green-split no BE partition, before any policy
+// runs (it crashed on the missing partition once).
+TEST(bench_reef, split_sms_without_room_for_best_effort_is_refused_up_front) {
+  RESIDENT_REQUIRE_GPU();
+  bench::reef_settings settings;
+  settings.make_quick();
+  settings.policies = {"exclusive", "exclusive-split"};
+  // Every whole group of SMs to the RT partition.
+  const auto info = partition::query_sm_resource(0, false);
+  const int unit = std::max(1, info.alignment);
+  settings.split_sms = info.sm_count / unit * unit;
+  std::ostringstream log;
+  try {
+    (void)bench::run_reef_bench(settings, log);
+    ADD_FAILURE() << "no error for --split-sms " << settings.split_sms;
+  } catch (const std::invalid_argument& e) {
+    EXPECT_THAT(e.what(), ::testing::HasSubstr("BE partition")) << e.what();
+  }
+  EXPECT_EQ(log.str().find("reef exclusive:"), std::string::npos) << log.str();
 }
 
 // bench reef --be-trace: a policy without BE work has no trace; one whose BE kernels run beside

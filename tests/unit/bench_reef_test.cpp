@@ -85,6 +85,35 @@ TEST(reef_settings, defaults_run_every_policy_and_bad_flags_are_clear) {
   EXPECT_THAT(with([](auto& x) { x.be_bounded_grid = -1; }), HasSubstr("--be-bounded-grid"));
 }
 
+// --split-sms against the device (before any policy runs): an H200's 132 SMs in groups of 8.
+TEST(reef_settings, split_sms_must_leave_the_split_policies_a_best_effort_partition) {
+  auto check = [](std::vector<std::string> policies, int split_sms) -> std::string {
+    reef_settings s;
+    s.policies = std::move(policies);
+    s.split_sms = split_sms;
+    try {
+      s.check_split(132, 8);
+    } catch (const std::invalid_argument& e) {
+      return e.what();
+    }
+    return {};
+  };
+  EXPECT_EQ(check(reef_policies(), 32), "");
+  EXPECT_EQ(check(reef_policies(), 120), "");  // 16 whole groups: 15 for RT, 1 for BE
+  // 121 SMs round up to 128, all of the whole groups: green-split and exclusive-split would
+  // have no BE partition (bench reef dereferenced the missing one and crashed before).
+  const std::string no_rest = check({"exclusive", "exclusive-split"}, 121);
+  EXPECT_THAT(no_rest, HasSubstr("--split-sms 121"));
+  EXPECT_THAT(no_rest, HasSubstr("groups of 8 SMs, 128 of the device's 132 SMs"));
+  EXPECT_THAT(no_rest, HasSubstr("at most 120"));
+  EXPECT_THAT(check({"green-split"}, 128), HasSubstr("need at least 8 SMs for the BE partition"));
+  // preempt-sm keeps BE on every SM: only the RT partition has to fit.
+  EXPECT_EQ(check({"preempt-sm"}, 128), "");
+  EXPECT_THAT(check({"preempt-sm"}, 129), HasSubstr("the RT partition needs 136 SMs"));
+  // Policies without a partition ignore the setting.
+  EXPECT_EQ(check({"exclusive", "preempt"}, 500), "");
+}
+
 nlohmann::json result(const std::string& policy, double p99, double preempt_p99, double gflops) {
   return {{"policy", policy},
           {"p99_us", p99},

@@ -535,6 +535,9 @@ nlohmann::json run_policy(const reef_settings& s, const std::string& policy,
         if (rest - align < align) throw;
       }
     }
+    if (!parts) {  // check_split refuses this before any policy runs
+      throw std::logic_error("bench reef " + policy + ": no SMs left for the BE partition");
+    }
   }
 
   sched::preempt_signal signal;
@@ -1241,6 +1244,36 @@ void reef_settings::validate() const {
   }
 }
 
+void reef_settings::check_split(int sm_count, int alignment) const {
+  bool split = false;
+  bool spatial = false;
+  for (const auto& p : policies) {
+    const policy_config c = config_of(p);
+    split = split || c.split;
+    spatial = spatial || c.spatial;
+  }
+  if (!split && !spatial) return;
+  // The driver hands out whole groups of `alignment` SMs; the SMs past the last whole group
+  // go to no partition (partition_set::split).
+  const int unit = std::max(1, alignment);
+  const int usable = sm_count / unit * unit;
+  const int rt = (split_sms + unit - 1) / unit * unit;
+  const std::string asked = "bench reef --split-sms " + std::to_string(split_sms) + ": ";
+  const std::string device = "partitions are whole groups of " + std::to_string(unit) + " SMs, " +
+                             std::to_string(usable) + " of the device's " +
+                             std::to_string(sm_count) + " SMs";
+  if (rt > usable) {
+    throw std::invalid_argument(asked + "the RT partition needs " + std::to_string(rt) +
+                                " SMs, and " + device);
+  }
+  if (split && usable - rt < unit) {
+    throw std::invalid_argument(asked + "green-split and exclusive-split need at least " +
+                                std::to_string(unit) + " SMs for the BE partition, and " + device +
+                                ", so at most " + std::to_string(usable - unit) +
+                                " can go to the RT partition");
+  }
+}
+
 nlohmann::json reef_targets(const nlohmann::json& results) {
   nlohmann::json t = nlohmann::json::array();
   const auto* ex = find_policy(results, "exclusive");
@@ -1286,6 +1319,13 @@ measure::receipt run_reef_bench(const reef_settings& s, std::ostream& log) {
     log << "reef: could not keep other threads off the sensor and actuator cores\n";
   }
   RESIDENT_CUDA_TRY(cudaSetDevice(0));
+  if (std::any_of(s.policies.begin(), s.policies.end(), [](const std::string& p) {
+        const policy_config c = config_of(p);
+        return c.split || c.spatial;
+      })) {
+    const auto info = partition::query_sm_resource(0, false);
+    s.check_split(info.sm_count, info.alignment);
+  }
   const std::vector<std::int32_t> rt_widths{256, 512, 512, 256};
   auto model = std::make_shared<const rt_model>(s.rt_batch, rt_widths, s.rt_arena);
   std::int32_t rt_capacity = 0;

@@ -71,6 +71,11 @@ struct reef_settings {
   }
   /// Throws std::invalid_argument naming the bad value.
   void validate() const;
+  /// --split-sms against the device (sm_count SMs, handed out by the driver in groups of
+  /// `alignment`), for the policies in `policies` that split: the RT partition must fit, and
+  /// green-split and exclusive-split must leave at least one group for their BE partition.
+  /// Throws std::invalid_argument naming the numbers.
+  void check_split(int sm_count, int alignment) const;
 };
 
 /// One RT sample as --be-trace sees it (device %globaltimer, ns; host latency in us).
