@@ -417,6 +417,11 @@ int main(int argc, char** argv) {
                    "BE launches in flight per client under preempt-sm")
       ->capture_default_str();
   reef_cmd
+      ->add_option("--be-rt-sm-blocks", reef.be_rt_sm_blocks,
+                   "under preempt-sm, at most this many BE blocks on each RT SM at once, so the "
+                   "RT loop always finds room there (0: no limit)")
+      ->capture_default_str();
+  reef_cmd
       ->add_option("--be-checkpoint", reef.be_checkpoint,
                    "preempted gemm/conv2d blocks keep their partial sums (on/off)")
       ->capture_default_str();

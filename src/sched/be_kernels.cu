@@ -71,6 +71,16 @@ void check_view(const char* kernel, const be_launch_view& v, std::int32_t blocks
     throw std::invalid_argument(std::string(kernel) +
                                 ": view.next_left is set but view.next is null");
   }
+  if (v.rt_sm_load != nullptr && (v.rt_sms == nullptr || v.next == nullptr)) {
+    // Only counter launches count their blocks per SM, and only on the SMs rt_sms marks.
+    throw std::invalid_argument(std::string(kernel) +
+                                ": view.rt_sm_load needs view.rt_sms and view.next");
+  }
+  if (v.rt_sm_load != nullptr && v.rt_sm_blocks == 0) {
+    throw std::invalid_argument(std::string(kernel) +
+                                ": view.rt_sm_blocks is 0; a launch whose blocks could run on no "
+                                "RT SM would never finish on a device of RT SMs only");
+  }
   if (v.handback != nullptr && (v.next == nullptr || v.next_left == nullptr)) {
     // The hand-back words are zeroed by the launch's last block, which needs next_left.
     throw std::invalid_argument(std::string(kernel) +
@@ -237,9 +247,29 @@ __device__ void counter_loop(const be_launch_view& v, const Args& a) {
   }
 }
 
+// be_launch_view::rt_sm_load, thread 0 at a block's start: the SM the block is counted on,
+// rt_sm_uncounted (not an RT SM, or no count kept) or rt_sm_full (the block must leave).
+constexpr std::int32_t rt_sm_uncounted = -1;
+constexpr std::int32_t rt_sm_full = -2;
+__device__ std::int32_t enter_rt_sm(const be_launch_view& v) {
+  if (v.rt_sm_load == nullptr) return rt_sm_uncounted;
+  std::uint32_t sm;
+  asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));
+  sm &= static_cast<std::uint32_t>(rt_sm_load_words - 1);
+  if (((v.rt_sms[sm >> 5] >> (sm & 31U)) & 1U) == 0U) return rt_sm_uncounted;
+  if (atomicAdd(v.rt_sm_load + sm, 1U) < v.rt_sm_blocks) return static_cast<std::int32_t>(sm);
+  atomicSub(v.rt_sm_load + sm, 1U);
+  return rt_sm_full;
+}
+
 template <class Args>
 __global__ void __launch_bounds__(be_block_threads, 4) be_counter_kernel(be_launch_view v, Args a) {
-  counter_loop(v, a);
+  __shared__ std::int32_t rt_sm;
+  if (threadIdx.x == 0) rt_sm = enter_rt_sm(v);
+  __syncthreads();
+  if (rt_sm != rt_sm_full) counter_loop(v, a);
+  // Whatever way the loop ended, the block leaves its SM now.
+  if (threadIdx.x == 0 && rt_sm >= 0) atomicSub(v.rt_sm_load + rt_sm, 1U);
   // Only thread 0 takes work, and it has taken its last item: the last block to get here
   // leaves the words zero for the next launch.
   if (v.next_left != nullptr && threadIdx.x == 0) {

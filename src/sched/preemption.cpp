@@ -104,6 +104,14 @@ std::size_t effective_window(const be_runner_options& o) {
     throw std::invalid_argument("be_runner '" + o.name + "': bounded_grid_per_sm is " +
                                 std::to_string(o.bounded_grid_per_sm) + "; it must be >= 0");
   }
+  if (o.rt_sm_load != nullptr && (o.rt_sms == nullptr || !o.preemptible)) {
+    throw std::invalid_argument("be_runner '" + o.name +
+                                "': rt_sm_load needs rt_sms and preemptible (spatial preemption)");
+  }
+  if (o.rt_sm_load != nullptr && o.rt_sm_blocks == 0) {
+    throw std::invalid_argument("be_runner '" + o.name +
+                                "': rt_sm_blocks is 0; BE blocks need room on at least one SM");
+  }
   return o.sequential ? 1 : o.window;
 }
 
@@ -346,6 +354,8 @@ void be_runner::poll_once(bool submit, bool enqueue) {
       v.handback = _handback.data_as<std::uint32_t>() + ev * _handback_stride;
       v.handback_capacity = _handback_capacity;
       v.handbacks = word(3);
+      v.rt_sm_load = _options.rt_sm_load;
+      v.rt_sm_blocks = _options.rt_sm_blocks;
     } else if (_max_grid > 0 && _options.preemptible) {
       v.max_grid = _max_grid;
       if (_options.bounded_grid_counter) {

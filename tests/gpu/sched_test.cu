@@ -357,6 +357,73 @@ TEST(SchedSpatial, AHandBackNobodyCanTakeHaltsTheStreamAndIsResubmitted) {
   EXPECT_GT(stats.preempted_launches, 0U);
 }
 
+// Room for real-time work on the RT SMs (be_runner_options::rt_sm_load). Every SM is marked
+// real-time and the grids have four blocks per SM. With one BE block allowed per RT SM, the
+// launches never run more logical blocks at once than the device has SMs (be_trace's peak);
+// without the limit they do. The outputs stay exact, and the counts are back to zero once the
+// launches drain, with the word rising and falling or not.
+struct rt_room_run {
+  std::uint32_t peak_running{0};
+  std::uint32_t load_left{0};  // sum of the per-SM counts after the run
+  sched::be_runner_stats stats;
+};
+
+rt_room_run run_gemms_with_rt_room(bool limit, bool raises) {
+  stream s(0);
+  gemm_pair g(s);
+  std::array<std::uint32_t, 8> mask{};
+  mask.fill(0xFFFFFFFFU);
+  device_buffer rt_sms(sizeof(mask));
+  RESIDENT_CUDA_TRY(cudaMemcpy(rt_sms.data(), mask.data(), sizeof(mask), cudaMemcpyHostToDevice));
+  device_buffer load(sched::rt_sm_load_words * sizeof(std::uint32_t));
+  RESIDENT_CUDA_TRY(cudaMemset(load.data(), 0, load.size()));
+  device_buffer trace(sizeof(sched::be_trace));
+  RESIDENT_CUDA_TRY(cudaMemset(trace.data(), 0, trace.size()));
+  sched::preempt_signal signal;
+  sched::be_runner_options o;
+  o.rt_sms = rt_sms.data_as<std::uint32_t>();
+  o.window = 2;
+  o.bounded_grid_per_sm = 4;
+  o.trace = trace.data_as<sched::be_trace>();
+  if (limit) {
+    o.rt_sm_load = load.data_as<std::uint32_t>();
+    o.rt_sm_blocks = 1;
+  }
+  sched::be_runner runner(g.calls(), s.get(), &signal, o);
+  rt_room_run r;
+  r.stats = runner.run_sequences(
+      2, raises ? twenty_raises(signal) : std::function<void(std::uint64_t)>{});
+  s.synchronize();
+  g.expect_uninterrupted_bits();
+  EXPECT_EQ(r.stats.sequences, 2U);
+  EXPECT_EQ(r.stats.repeated_commits, 0U);
+  sched::be_trace t{};
+  RESIDENT_CUDA_TRY(cudaMemcpy(&t, trace.data(), sizeof(t), cudaMemcpyDeviceToHost));
+  r.peak_running = t.peak_running;
+  EXPECT_EQ(t.running, 0U);
+  std::vector<std::uint32_t> left(sched::rt_sm_load_words);
+  RESIDENT_CUDA_TRY(cudaMemcpy(left.data(), load.data(), load.size(), cudaMemcpyDeviceToHost));
+  for (const std::uint32_t w : left) r.load_left += w;
+  return r;
+}
+
+TEST(SchedSpatial, RtSmLimitKeepsRoomForRealTimeWorkAndStaysExact) {
+  RESIDENT_REQUIRE_GPU();
+  const auto sms = static_cast<std::uint32_t>(query_device(0).sm_count);
+  const rt_room_run open = run_gemms_with_rt_room(false, false);
+  const rt_room_run limited = run_gemms_with_rt_room(true, false);
+  const rt_room_run cut = run_gemms_with_rt_room(true, true);
+  std::printf("peak logical blocks running: %u without the limit, %u with it (%u SMs)\n",
+              open.peak_running, limited.peak_running, sms);
+  EXPECT_GT(open.peak_running, sms);  // 512 grid blocks fit four to an SM
+  EXPECT_GT(limited.peak_running, 0U);
+  EXPECT_LE(limited.peak_running, sms);
+  EXPECT_LE(cut.peak_running, sms);
+  EXPECT_EQ(limited.load_left, 0U);
+  EXPECT_EQ(cut.load_left, 0U);
+  EXPECT_GT(cut.stats.early_exits, 0U);  // the raises did cut blocks
+}
+
 TEST(SchedPreemption, GemmResumesFromCheckpointsToTheSameBits) {
   RESIDENT_REQUIRE_GPU();
   check_gemm_resume(true);
@@ -378,6 +445,25 @@ TEST(SchedPreemption, RunnerRefusesBadConfigurations) {
   // Fewer calls than the window.
   sched::preempt_signal signal;
   EXPECT_THROW(sched::be_runner({a.call("a")}, s.get(), &signal, {}), std::invalid_argument);
+  // Room on the RT SMs without RT SMs, or with no room for BE blocks at all.
+  device_buffer words(sched::rt_sm_load_words * sizeof(std::uint32_t));
+  sched::be_runner_options no_sms;
+  no_sms.rt_sm_load = words.data_as<std::uint32_t>();
+  try {
+    sched::be_runner r({a.call("a"), a.call("b")}, s.get(), &signal, no_sms);
+    ADD_FAILURE() << "rt_sm_load without rt_sms was accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("rt_sm_load needs rt_sms"), std::string::npos) << e.what();
+  }
+  sched::be_runner_options none = no_sms;
+  none.rt_sms = words.data_as<std::uint32_t>();
+  none.rt_sm_blocks = 0;
+  try {
+    sched::be_runner r({a.call("a"), a.call("b")}, s.get(), &signal, none);
+    ADD_FAILURE() << "rt_sm_blocks 0 was accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("rt_sm_blocks is 0"), std::string::npos) << e.what();
+  }
 }
 
 // ---- dynamic kernel padding --------------------------------------------------------------------

@@ -29,7 +29,8 @@ TEST(reef_settings, defaults_run_every_policy_and_bad_flags_are_clear) {
   EXPECT_EQ(reef_policies().size(), 9U);
   // The RT loop alone in the split's partition, the baseline for green-split and preempt-sm.
   EXPECT_NE(std::find(s.policies.begin(), s.policies.end(), "exclusive-split"), s.policies.end());
-  EXPECT_EQ(s.be_window_sm, 2U);  // spatial launches hand cut blocks back: two in flight
+  EXPECT_EQ(s.be_window_sm, 2U);    // spatial launches hand cut blocks back: two in flight
+  EXPECT_EQ(s.be_rt_sm_blocks, 3);  // ... and leave room for one RT block on each RT SM
   EXPECT_TRUE(s.be_checkpoint);
   // The measured defaults (docs/sched.md): strided bounded grids of 4 per SM, the RT model in L2.
   EXPECT_EQ(s.be_bounded_grid, 4);
@@ -65,6 +66,8 @@ TEST(reef_settings, defaults_run_every_policy_and_bad_flags_are_clear) {
   EXPECT_THAT(with([](auto& x) { x.be_model = "resnet"; }), HasSubstr("mlp or cnn"));
   EXPECT_THAT(with([](auto& x) { x.be_window = 0; }), HasSubstr("--be-window"));
   EXPECT_THAT(with([](auto& x) { x.be_window_sm = 9; }), HasSubstr("--be-window-sm"));
+  EXPECT_THAT(with([](auto& x) { x.be_rt_sm_blocks = -1; }), HasSubstr("--be-rt-sm-blocks"));
+  EXPECT_EQ(with([](auto& x) { x.be_rt_sm_blocks = 0; }), "");  // no limit
   EXPECT_THAT(with([](auto& x) { x.rt_raise = "early"; }), HasSubstr("--rt-raise"));
   EXPECT_EQ(with([](auto& x) { x.rt_raise = "after-copy"; }), "");
   EXPECT_FALSE(s.raises_after_copy());  // detect by default

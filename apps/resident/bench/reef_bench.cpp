@@ -516,12 +516,17 @@ nlohmann::json run_policy(const reef_settings& s, const std::string& policy,
   RESIDENT_CUDA_TRY(cudaDeviceGetStreamPriorityRange(&least, &greatest));
 
   std::shared_ptr<partition::partition_set> parts;
-  device_buffer rt_sms;  // spatial: the RT partition's SMs, for the BE kernels
+  device_buffer rt_sms;      // spatial: the RT partition's SMs, for the BE kernels
+  device_buffer rt_sm_load;  // spatial: BE blocks on each RT SM (--be-rt-sm-blocks)
   if (pc.spatial) {
     parts = partition::partition_set::split({s.split_sms});
     const auto mask = (*parts)[0].sm_mask();
     rt_sms = device_buffer(sizeof(mask));
     RESIDENT_CUDA_TRY(cudaMemcpy(rt_sms.data(), mask.data(), sizeof(mask), cudaMemcpyHostToDevice));
+    if (s.be_rt_sm_blocks > 0) {  // one count per SM, shared by every BE client
+      rt_sm_load = device_buffer(sched::rt_sm_load_words * sizeof(std::uint32_t));
+      RESIDENT_CUDA_TRY(cudaMemset(rt_sm_load.data(), 0, rt_sm_load.size()));
+    }
   } else if (pc.split) {
     // BE gets what is left: the driver's groups of `alignment` SMs need not cover the whole
     // device, so the largest remainder that splits is found by trying.
@@ -568,7 +573,13 @@ nlohmann::json run_policy(const reef_settings& s, const std::string& policy,
       ro.bounded_grid_counter = s.be_bounded_grid_counter;
       ro.sequential = pc.sequential;
       ro.trace = trace;
-      if (pc.spatial) ro.rt_sms = rt_sms.data_as<std::uint32_t>();
+      if (pc.spatial) {
+        ro.rt_sms = rt_sms.data_as<std::uint32_t>();
+        if (rt_sm_load.size() > 0) {
+          ro.rt_sm_load = rt_sm_load.data_as<std::uint32_t>();
+          ro.rt_sm_blocks = static_cast<std::uint32_t>(s.be_rt_sm_blocks);
+        }
+      }
       if (pc.split) {
         // Events and launches from the context that owns the BE streams.
         ro.thread_scope = [parts]() -> std::shared_ptr<void> {
@@ -1215,6 +1226,9 @@ void reef_settings::validate() const {
   if (be_window_sm < 1 || be_window_sm > 8) {
     throw std::invalid_argument("bench reef: --be-window-sm must be in 1..8");
   }
+  if (be_rt_sm_blocks < 0 || be_rt_sm_blocks > 64) {
+    throw std::invalid_argument("bench reef: --be-rt-sm-blocks must be in 0..64 (0: no limit)");
+  }
   if (be_bounded_grid < 0 || be_bounded_grid > 64) {
     throw std::invalid_argument("bench reef: --be-bounded-grid must be in 0..64");
   }
@@ -1371,6 +1385,7 @@ measure::receipt run_reef_bench(const reef_settings& s, std::ostream& log) {
                         {"gflop_per_inference", be_gflop(s.be_model)},
                         {"window", s.be_window},
                         {"window_sm", s.be_window_sm},
+                        {"rt_sm_blocks", s.be_rt_sm_blocks},
                         {"checkpoint", s.be_checkpoint},
                         {"checkpoint_min_steps", s.be_checkpoint_min_steps},
                         {"bounded_grid_per_sm", s.be_bounded_grid},

@@ -31,6 +31,10 @@ struct reef_settings {
   std::size_t be_window{1};     // BE launches in flight per client (see docs/sched.md)
   /// ... under preempt-sm, whose launches hand cut blocks back within the launch.
   std::size_t be_window_sm{2};
+  /// ... and at most this many BE blocks on each RT SM at once (sched::be_runner_options::
+  /// rt_sm_blocks; 0: no limit). 3 keeps one block's room for the RT loop: with four, a
+  /// handler relaunched after its end marker can wait for a whole BE kernel (docs/sched.md).
+  int be_rt_sm_blocks{3};
   std::int32_t be_bounded_grid{4};           // be_runner_options::bounded_grid_per_sm (0: off)
   bool be_bounded_grid_counter{false};       // ... taking work from a counter, not a stride
   bool be_checkpoint{true};                  // preempted gemm/conv2d blocks keep their partial sums

@@ -66,7 +66,7 @@ class be_block {
       }
       if (run != 0U && _v.skip_done != 0U && load(_v.done + _index) != 0U) run = 0U;
       if (run == 1U && _v.trace != nullptr) {
-        atomicAdd(&_v.trace->running, 1U);
+        atomicMax(&_v.trace->peak_running, atomicAdd(&_v.trace->running, 1U) + 1U);
         atomicMax(reinterpret_cast<unsigned long long*>(&_v.trace->last_begin_ns), now_ns());
         _traced = true;  // thread 0 only: it alone updates the trace
       }

@@ -34,6 +34,8 @@ struct be_trace {
   std::uint64_t last_stop_ns{0};   // %globaltimer at the latest begin() that turned one away
   /// Blocks that stored a checkpoint of their partial state and stopped (the runner's count).
   std::uint32_t checkpoints{0};
+  /// The most logical blocks running at once (`running`'s highest value).
+  std::uint32_t peak_running{0};
 };
 
 /// The device's view of one attempt of one BE launch. Plain data: passed by value to kernels.
@@ -80,6 +82,17 @@ struct be_launch_view {
   std::uint32_t* handback{nullptr};
   /// Entries of `handback`: at least the launch's grid (each cut ends its CUDA block).
   std::int32_t handback_capacity{0};
+  /// Room for real-time work on the RT SMs (needs `rt_sms` and `next`): one word per SM id
+  /// (rt_sm_load_words, device memory, zero while no BE block is on the SM), shared by every
+  /// BE launch beside the same real-time loop, or null. A block that starts on an RT SM
+  /// already holding `rt_sm_blocks` BE blocks leaves at once and takes nothing, so while the
+  /// word is clear BE work fills the RT SMs only up to that, and the loop's own blocks (its
+  /// handler's relaunch, each kernel's first blocks) always find room there. Without it four BE
+  /// blocks fill an SM's registers, and a handler relaunched after its end marker can wait
+  /// for a whole BE kernel.
+  std::uint32_t* rt_sm_load{nullptr};
+  /// BE blocks an RT SM may hold at once (with `rt_sm_load`): at least 1.
+  std::uint32_t rt_sm_blocks{0};
   /// Logical blocks handed back (any attempt). Null: not counted.
   std::uint32_t* handbacks{nullptr};
   /// One word per logical block (device or host-mapped memory): 0 until the block commits,
@@ -123,6 +136,9 @@ struct be_launch_view {
   /// Where the blocks that run record themselves (diagnostics), or null: not traced.
   be_trace* trace{nullptr};
 };
+
+/// Words of a be_launch_view::rt_sm_load array: one per SM id the rt_sms bitmap can mark.
+inline constexpr std::int32_t rt_sm_load_words = 256;
 
 /// Words of a be_launch_view::handback area with room for `capacity` entries.
 inline constexpr std::int32_t handback_header_words = 3;

@@ -96,6 +96,15 @@ struct be_runner_options {
   /// short (every block able to take the rest was on an RT SM) halts the stream when another
   /// launch is in flight, and the runner resubmits what it left at once.
   const std::uint32_t* rt_sms{nullptr};
+  /// Spatial preemption: room for real-time work on the RT SMs (be_launch_view::rt_sm_load).
+  /// The caller's device array of rt_sm_load_words words, zero, shared by every runner beside
+  /// the same real-time loop, or null (no limit). With it, at most `rt_sm_blocks` BE blocks run
+  /// on an RT SM at once, so the loop's handler and kernels never wait there for BE blocks to
+  /// leave. Needs rt_sms and preemptible.
+  std::uint32_t* rt_sm_load{nullptr};
+  /// With rt_sm_load: BE blocks an RT SM may hold at once, at least 1 (the library kernels fit
+  /// four per SM, so 3 keeps one block's room free).
+  std::uint32_t rt_sm_blocks{3};
   /// Time-shared preemption: when nonzero, every launch keeps at most this many blocks per SM
   /// on the grid (be_launch_view::max_grid), and they loop over the logical blocks. A raise
   /// then waits for the blocks on the SMs, instead of also for the queued blocks of a short
