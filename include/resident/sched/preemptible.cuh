@@ -170,11 +170,17 @@ class be_block {
   __device__ bool raised() const {
     if (_v.preempt == nullptr) return false;
     if (_v.halt != nullptr && load(_v.halt) != 0U) return true;
-    if (load(_v.preempt) == 0U) return false;
-    if (_v.rt_sms == nullptr) return true;
+    // Spatial: the word stops only the RT SMs, so a block elsewhere never reads it. The bitmap
+    // is fixed for the launch and read through the read-only cache: the hundreds of BE blocks
+    // that check at every K-step while the RT loop runs beside them add one L2 read each (the
+    // halt word), not three.
+    if (_v.rt_sms != nullptr && !on_rt_sm()) return false;
+    return load(_v.preempt) != 0U;
+  }
+  __device__ bool on_rt_sm() const {
     std::uint32_t sm;
-    asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));
-    return ((_v.rt_sms[(sm >> 5) & 7U] >> (sm & 31U)) & 1U) != 0U;  // only the RT SMs clear
+    asm("mov.u32 %0, %%smid;" : "=r"(sm));  // fixed for the block's life
+    return ((__ldg(_v.rt_sms + ((sm >> 5) & 7U)) >> (sm & 31U)) & 1U) != 0U;
   }
   __device__ void note_exit() const {
     if (_v.halt != nullptr && !_hands_back) store(_v.halt, 1U);
