@@ -913,6 +913,15 @@ nlohmann::json run_policy(const reef_settings& s, const std::string& policy,
     r["split_sms"] = {{"rt", (*parts)[0].sm_count()},
                       {"be", "all, leaving the RT SMs when raised"}};
   }
+  if (pc.split || pc.spatial) {
+    // Which SMs the driver gave the RT partition: they may differ from one split to the next.
+    std::vector<int> ids;
+    const auto mask = (*parts)[0].sm_mask();
+    for (int sm = 0; sm < static_cast<int>(mask.size()) * 32; ++sm) {
+      if (((mask[static_cast<std::size_t>(sm) / 32] >> (sm % 32)) & 1U) != 0U) ids.push_back(sm);
+    }
+    r["split_sms"]["rt_sm_ids"] = ids;
+  }
   log << "reef " << policy << ": RT p50 " << sum.p50 << " us, p99 " << sum.p99 << " us, max "
       << sum.max << " us; BE " << be["inferences_per_s"].get<double>() << " inf/s, "
       << be["gflops"].get<double>() << " GFLOP/s; wrong " << wrong << ", unobserved " << unobserved
