@@ -26,7 +26,10 @@ TEST(reef_settings, defaults_run_every_policy_and_bad_flags_are_clear) {
   reef_settings s;
   EXPECT_EQ(error_of(s), "");
   EXPECT_EQ(s.policies, reef_policies());
-  EXPECT_EQ(reef_policies().size(), 9U);
+  EXPECT_EQ(reef_policies().size(), 10U);
+  // The baseline again at the end: how far it drifted over the run.
+  EXPECT_EQ(s.policies.front(), "exclusive");
+  EXPECT_EQ(s.policies.back(), "exclusive-end");
   // The RT loop alone in the split's partition, the baseline for green-split and preempt-sm.
   EXPECT_NE(std::find(s.policies.begin(), s.policies.end(), "exclusive-split"), s.policies.end());
   EXPECT_EQ(s.be_window_sm, 2U);    // spatial launches hand cut blocks back: two in flight
@@ -122,6 +125,34 @@ nlohmann::json result(const std::string& policy, double p99, double preempt_p99,
           {"p99_us", p99},
           {"preemption_latency", {{"p99_us", preempt_p99}}},
           {"be", {{"gflops", gflops}}}};
+}
+
+TEST(reef_ratios, against_the_first_and_the_last_baseline_and_sequential) {
+  auto with_stats = [](nlohmann::json r, double mean, double max) {
+    r["mean_us"] = mean;
+    r["max_us"] = max;
+    return r;
+  };
+  nlohmann::json results =
+      nlohmann::json::array({with_stats(result("exclusive", 100.0, 10.0, 0.0), 99.0, 120.0),
+                             with_stats(result("sequential", 170.0, 12.0, 8000.0), 130.0, 200.0),
+                             with_stats(result("preempt-sm", 106.0, 12.5, 10000.0), 104.0, 150.0),
+                             with_stats(result("exclusive-end", 102.0, 10.1, 0.0), 100.5, 125.0)});
+  reef_ratios(results);
+  const nlohmann::json& sm = results[2];
+  EXPECT_DOUBLE_EQ(sm["rt_p99_over_exclusive"].get<double>(), 1.06);
+  EXPECT_DOUBLE_EQ(sm["rt_mean_over_exclusive"].get<double>(), 104.0 / 99.0);
+  EXPECT_DOUBLE_EQ(sm["rt_max_over_exclusive"].get<double>(), 1.25);
+  EXPECT_DOUBLE_EQ(sm["rt_p99_over_exclusive_end"].get<double>(), 106.0 / 102.0);
+  EXPECT_DOUBLE_EQ(sm["be_gflops_over_sequential"].get<double>(), 1.25);
+  // The baseline measured last, against the first: the drift over the run.
+  EXPECT_DOUBLE_EQ(results[3]["rt_p99_over_exclusive"].get<double>(), 1.02);
+  // No exclusive-end in the run: no such ratio.
+  nlohmann::json without = nlohmann::json::array({results[0], results[2]});
+  without[1].erase("rt_p99_over_exclusive_end");
+  reef_ratios(without);
+  EXPECT_FALSE(without[1].contains("rt_p99_over_exclusive_end"));
+  EXPECT_DOUBLE_EQ(without[1]["rt_p99_over_exclusive"].get<double>(), 1.06);
 }
 
 TEST(reef_targets, compare_preemption_with_exclusive_and_sequential) {

@@ -19,9 +19,9 @@
 namespace resident::bench {
 
 struct reef_settings {
-  std::vector<std::string> policies{"exclusive", "sequential",  "multi-stream",
-                                    "priority",  "green-split", "exclusive-split",
-                                    "preempt",   "preempt-pad", "preempt-sm"};
+  std::vector<std::string> policies{"exclusive",   "sequential",      "multi-stream", "priority",
+                                    "green-split", "exclusive-split", "preempt",      "preempt-pad",
+                                    "preempt-sm",  "exclusive-end"};
   std::string arrival{"periodic"};  // periodic or poisson
   double rate_hz{4000.0};           // RT requests per second
   std::int64_t samples{5000};       // measured RT requests per policy
@@ -144,5 +144,8 @@ struct rt_sample_trace {
 [[nodiscard]] std::string reef_table(const measure::receipt& receipt);
 /// The targets evaluated on a receipt's results, each {name, value, target, met}.
 [[nodiscard]] nlohmann::json reef_targets(const nlohmann::json& results);
+/// Adds each result's ratios to the baselines: RT mean, p99 and max over `exclusive`, p99 over
+/// `exclusive-end` (the baseline measured last), BE GFLOP/s over `sequential`, for those present.
+void reef_ratios(nlohmann::json& results);
 
 }  // namespace resident::bench
