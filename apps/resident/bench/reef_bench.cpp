@@ -56,7 +56,7 @@ policy_config config_of(const std::string& p) {
   policy_config c;
   if (p == "exclusive" || p == "exclusive-end") {
     // exclusive-end: the RT loop alone again, after the other policies. The same loop runs
-    // slower late in a process than first (docs/sched.md, "The baseline drifts"), so this run
+    // slower after BE work than before it (docs/sched.md, "The baseline drifts"), so this run
     // shows how far the baseline moved over the run.
     c.be = false;
   } else if (p == "sequential") {
