@@ -523,9 +523,6 @@ nlohmann::json run_policy(const reef_settings& s, const std::string& policy,
   device_buffer rt_sm_load;  // spatial: BE blocks on each RT SM (--be-rt-sm-blocks)
   if (pc.spatial) {
     parts = partition::partition_set::split({s.split_sms});
-    const auto mask = (*parts)[0].sm_mask();
-    rt_sms = device_buffer(sizeof(mask));
-    RESIDENT_CUDA_TRY(cudaMemcpy(rt_sms.data(), mask.data(), sizeof(mask), cudaMemcpyHostToDevice));
     if (s.be_rt_sm_blocks > 0) {  // one count per SM, shared by every BE client
       rt_sm_load = device_buffer(sched::rt_sm_load_words * sizeof(std::uint32_t));
       RESIDENT_CUDA_TRY(cudaMemset(rt_sm_load.data(), 0, rt_sm_load.size()));
@@ -546,6 +543,15 @@ nlohmann::json run_policy(const reef_settings& s, const std::string& policy,
     if (!parts) {  // check_split refuses this before any policy runs
       throw std::logic_error("bench reef " + policy + ": no SMs left for the BE partition");
     }
+  }
+  // Which SMs the driver gave the RT partition (a probe kernel finds them; they may differ from
+  // one split to the next): for the spatial BE kernels and for the receipt.
+  const std::array<std::uint32_t, 8> rt_mask =
+      parts ? (*parts)[0].sm_mask() : std::array<std::uint32_t, 8>{};
+  if (pc.spatial) {
+    rt_sms = device_buffer(sizeof(rt_mask));
+    RESIDENT_CUDA_TRY(
+        cudaMemcpy(rt_sms.data(), rt_mask.data(), sizeof(rt_mask), cudaMemcpyHostToDevice));
   }
 
   sched::preempt_signal signal;
@@ -916,12 +922,12 @@ nlohmann::json run_policy(const reef_settings& s, const std::string& policy,
     r["split_sms"] = {{"rt", (*parts)[0].sm_count()},
                       {"be", "all, leaving the RT SMs when raised"}};
   }
-  if (pc.split || pc.spatial) {
-    // Which SMs the driver gave the RT partition: they may differ from one split to the next.
+  if (parts) {
     std::vector<int> ids;
-    const auto mask = (*parts)[0].sm_mask();
-    for (int sm = 0; sm < static_cast<int>(mask.size()) * 32; ++sm) {
-      if (((mask[static_cast<std::size_t>(sm) / 32] >> (sm % 32)) & 1U) != 0U) ids.push_back(sm);
+    for (int sm = 0; sm < static_cast<int>(rt_mask.size()) * 32; ++sm) {
+      if (((rt_mask[static_cast<std::size_t>(sm) / 32] >> (sm % 32)) & 1U) != 0U) {
+        ids.push_back(sm);
+      }
     }
     r["split_sms"]["rt_sm_ids"] = ids;
   }
@@ -1270,15 +1276,17 @@ void reef_settings::validate() const {
   }
 }
 
-void reef_settings::check_split(int sm_count, int alignment) const {
-  bool split = false;
-  bool spatial = false;
-  for (const auto& p : policies) {
+bool reef_settings::needs_partition() const {
+  return std::any_of(policies.begin(), policies.end(), [](const std::string& p) {
     const policy_config c = config_of(p);
-    split = split || c.split;
-    spatial = spatial || c.spatial;
-  }
-  if (!split && !spatial) return;
+    return c.split || c.spatial;
+  });
+}
+
+void reef_settings::check_split(int sm_count, int alignment) const {
+  if (!needs_partition()) return;
+  const bool split = std::any_of(policies.begin(), policies.end(),
+                                 [](const std::string& p) { return config_of(p).split; });
   // The driver hands out whole groups of `alignment` SMs; the SMs past the last whole group
   // go to no partition (partition_set::split).
   const int unit = std::max(1, alignment);
@@ -1366,10 +1374,7 @@ measure::receipt run_reef_bench(const reef_settings& s, std::ostream& log) {
     log << "reef: could not keep other threads off the sensor and actuator cores\n";
   }
   RESIDENT_CUDA_TRY(cudaSetDevice(0));
-  if (std::any_of(s.policies.begin(), s.policies.end(), [](const std::string& p) {
-        const policy_config c = config_of(p);
-        return c.split || c.spatial;
-      })) {
+  if (s.needs_partition()) {
     const auto info = partition::query_sm_resource(0, false);
     s.check_split(info.sm_count, info.alignment);
   }

@@ -75,6 +75,8 @@ struct reef_settings {
   }
   /// Throws std::invalid_argument naming the bad value.
   void validate() const;
+  /// Whether a policy runs in an SM partition (green-split, exclusive-split, preempt-sm).
+  [[nodiscard]] bool needs_partition() const;
   /// --split-sms against the device (sm_count SMs, handed out by the driver in groups of
   /// `alignment`), for the policies in `policies` that split: the RT partition must fit, and
   /// green-split and exclusive-split must leave at least one group for their BE partition.
