@@ -116,8 +116,14 @@ TEST(reef_settings, split_sms_must_leave_the_split_policies_a_best_effort_partit
   // preempt-sm keeps BE on every SM: only the RT partition has to fit.
   EXPECT_EQ(check({"preempt-sm"}, 128), "");
   EXPECT_THAT(check({"preempt-sm"}, 129), HasSubstr("the RT partition needs 136 SMs"));
-  // Policies without a partition ignore the setting.
+  // Policies without a partition ignore the setting (and the device is not asked).
   EXPECT_EQ(check({"exclusive", "preempt"}, 500), "");
+  reef_settings plain;
+  plain.policies = {"exclusive", "preempt", "exclusive-end"};
+  EXPECT_FALSE(plain.needs_partition());
+  plain.policies.push_back("preempt-sm");
+  EXPECT_TRUE(plain.needs_partition());
+  EXPECT_TRUE(reef_settings{}.needs_partition());
 }
 
 nlohmann::json result(const std::string& policy, double p99, double preempt_p99, double gflops) {

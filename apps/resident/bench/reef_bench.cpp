@@ -523,6 +523,9 @@ nlohmann::json run_policy(const reef_settings& s, const std::string& policy,
   device_buffer rt_sm_load;  // spatial: BE blocks on each RT SM (--be-rt-sm-blocks)
   if (pc.spatial) {
     parts = partition::partition_set::split({s.split_sms});
+    const auto mask = (*parts)[0].sm_mask();
+    rt_sms = device_buffer(sizeof(mask));
+    RESIDENT_CUDA_TRY(cudaMemcpy(rt_sms.data(), mask.data(), sizeof(mask), cudaMemcpyHostToDevice));
     if (s.be_rt_sm_blocks > 0) {  // one count per SM, shared by every BE client
       rt_sm_load = device_buffer(sched::rt_sm_load_words * sizeof(std::uint32_t));
       RESIDENT_CUDA_TRY(cudaMemset(rt_sm_load.data(), 0, rt_sm_load.size()));
@@ -543,15 +546,6 @@ nlohmann::json run_policy(const reef_settings& s, const std::string& policy,
     if (!parts) {  // check_split refuses this before any policy runs
       throw std::logic_error("bench reef " + policy + ": no SMs left for the BE partition");
     }
-  }
-  // Which SMs the driver gave the RT partition (a probe kernel finds them; they may differ from
-  // one split to the next): for the spatial BE kernels and for the receipt.
-  const std::array<std::uint32_t, 8> rt_mask =
-      parts ? (*parts)[0].sm_mask() : std::array<std::uint32_t, 8>{};
-  if (pc.spatial) {
-    rt_sms = device_buffer(sizeof(rt_mask));
-    RESIDENT_CUDA_TRY(
-        cudaMemcpy(rt_sms.data(), rt_mask.data(), sizeof(rt_mask), cudaMemcpyHostToDevice));
   }
 
   sched::preempt_signal signal;
@@ -922,12 +916,12 @@ nlohmann::json run_policy(const reef_settings& s, const std::string& policy,
     r["split_sms"] = {{"rt", (*parts)[0].sm_count()},
                       {"be", "all, leaving the RT SMs when raised"}};
   }
-  if (parts) {
+  if (pc.split || pc.spatial) {
+    // Which SMs the driver gave the RT partition: they may differ from one split to the next.
     std::vector<int> ids;
-    for (int sm = 0; sm < static_cast<int>(rt_mask.size()) * 32; ++sm) {
-      if (((rt_mask[static_cast<std::size_t>(sm) / 32] >> (sm % 32)) & 1U) != 0U) {
-        ids.push_back(sm);
-      }
+    const auto mask = (*parts)[0].sm_mask();
+    for (int sm = 0; sm < static_cast<int>(mask.size()) * 32; ++sm) {
+      if (((mask[static_cast<std::size_t>(sm) / 32] >> (sm % 32)) & 1U) != 0U) ids.push_back(sm);
     }
     r["split_sms"]["rt_sm_ids"] = ids;
   }
