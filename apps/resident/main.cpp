@@ -476,6 +476,11 @@ int main(int argc, char** argv) {
                    "the GPU with its body (adds the --rt-split-body kernel)")
       ->capture_default_str();
   reef_cmd
+      ->add_option("--rt-pdl", reef.rt_pdl,
+                   "the RT model's kernels after the first are launched as programmatic "
+                   "dependents of the kernel before them (on/off)")
+      ->capture_default_str();
+  reef_cmd
       ->add_option("--rt-out-copy", reef.rt_out_copy,
                    "the RT scores into the output port: memcpy (node) or kernel")
       ->capture_default_str();

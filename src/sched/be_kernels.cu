@@ -6,6 +6,7 @@
 #include <string>
 #include <utility>
 
+#include "resident/app/loop_device.cuh"
 #include "resident/cuda/device.hpp"
 #include "resident/cuda/error.hpp"
 #include "resident/sched/be_kernels.cuh"
@@ -116,6 +117,10 @@ __device__ void run_block(const fill_args& a, be_block& blk) { fill_block(a, blk
 // per SM: the checkpoint code would otherwise push conv2d to 77 and three blocks per SM.
 template <class Args>
 __global__ void __launch_bounds__(be_block_threads, 4) be_kernel(be_launch_view v, Args a) {
+  // A programmatic launch (launch_dependency) lets the next kernel be scheduled now and waits
+  // for the previous one here, before any memory is touched; both are no-ops otherwise.
+  device::let_next_kernel_start();
+  device::wait_for_previous_kernels();
   be_block blk(v, be_block::grid_index(v));
   if (!blk.begin()) return;  // skipped or preempted: nothing written
   run_block(a, blk);
@@ -253,10 +258,8 @@ constexpr std::int32_t rt_sm_uncounted = -1;
 constexpr std::int32_t rt_sm_full = -2;
 __device__ std::int32_t enter_rt_sm(const be_launch_view& v) {
   if (v.rt_sm_load == nullptr) return rt_sm_uncounted;
-  std::uint32_t sm;
-  asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));
-  sm &= static_cast<std::uint32_t>(rt_sm_load_words - 1);
-  if (((v.rt_sms[sm >> 5] >> (sm & 31U)) & 1U) == 0U) return rt_sm_uncounted;
+  const std::uint32_t sm = detail::current_sm();
+  if (!detail::sm_marked(v.rt_sms, sm)) return rt_sm_uncounted;
   if (atomicAdd(v.rt_sm_load + sm, 1U) < v.rt_sm_blocks) return static_cast<std::int32_t>(sm);
   atomicSub(v.rt_sm_load + sm, 1U);
   return rt_sm_full;
@@ -320,10 +323,31 @@ void load_kernels_of(const char* name) {
 
 template <class Args>
 void launch(const char* kernel, cudaStream_t s, const be_launch_view& v, const Args& a,
-            std::int32_t blocks) {
+            std::int32_t blocks, launch_dependency d = launch_dependency::full) {
   check_view(kernel, v, blocks);
   std::int32_t grid = grid_blocks(v);
   if (grid == 0) return;
+  const bool plain = v.next == nullptr && (v.max_grid <= 0 || grid <= v.max_grid);
+  if (d == launch_dependency::programmatic) {
+    if (!plain) {
+      throw std::invalid_argument(std::string(kernel) +
+                                  ": a programmatic launch takes only a plain grid (the view has "
+                                  "a work counter or a max_grid stride)");
+    }
+    cudaLaunchAttribute attribute{};
+    attribute.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attribute.val.programmaticStreamSerializationAllowed = 1;
+    cudaLaunchConfig_t config{};
+    config.gridDim = dim3(static_cast<unsigned>(grid));
+    config.blockDim = dim3(be_block_threads);
+    config.stream = s;
+    config.attrs = &attribute;
+    config.numAttrs = 1;
+    const cudaError_t status = cudaLaunchKernelEx(&config, be_kernel<Args>, v, a);
+    if (status != cudaSuccess)
+      resident::detail::throw_cuda_error(status, kernel, __FILE__, __LINE__);
+    return;
+  }
   if (v.next == nullptr && v.max_grid > 0 && grid > v.max_grid) {
     be_strided_kernel<Args><<<v.max_grid, be_block_threads, 0, s>>>(v, a);
   } else if (v.next == nullptr) {
@@ -446,12 +470,22 @@ void launch_bias_act(cudaStream_t s, const be_launch_view& v, const bias_act_arg
   launch("bias_act", s, v, a, bias_act_blocks(a));
 }
 
+void launch_bias_act(cudaStream_t s, const be_launch_view& v, const bias_act_args& a,
+                     launch_dependency d) {
+  launch("bias_act", s, v, a, bias_act_blocks(a), d);
+}
+
 void launch_maxpool2d(cudaStream_t s, const be_launch_view& v, const maxpool2d_args& a) {
   launch("maxpool2d", s, v, a, maxpool2d_blocks(a));
 }
 
 void launch_row_sum(cudaStream_t s, const be_launch_view& v, const row_sum_args& a) {
   launch("row_sum", s, v, a, row_sum_blocks(a));
+}
+
+void launch_row_sum(cudaStream_t s, const be_launch_view& v, const row_sum_args& a,
+                    launch_dependency d) {
+  launch("row_sum", s, v, a, row_sum_blocks(a), d);
 }
 
 void load_be_kernels() {
@@ -465,6 +499,10 @@ void load_be_kernels() {
 
 void launch_fill(cudaStream_t s, const be_launch_view& v, const fill_args& a) {
   launch("fill", s, v, a, fill_blocks(a));
+}
+
+void launch_fill(cudaStream_t s, const be_launch_view& v, const fill_args& a, launch_dependency d) {
+  launch("fill", s, v, a, fill_blocks(a), d);
 }
 
 be_call make_call(std::string name, const gemm_args& a) {

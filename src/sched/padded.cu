@@ -6,6 +6,7 @@
 
 #include <cuda/atomic>
 
+#include "resident/app/loop_device.cuh"
 #include "resident/cuda/error.hpp"
 #include "resident/sched/be_kernels.cuh"
 #include "resident/sched/padded.hpp"
@@ -28,12 +29,6 @@ enum : int {
   state_words = 26
 };
 
-__device__ inline std::uint32_t current_sm() {
-  std::uint32_t sm;
-  asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));
-  return sm & 255U;
-}
-
 __device__ inline std::uint64_t now_ns() {
   std::uint64_t t;
   asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
@@ -46,6 +41,11 @@ __global__ void __launch_bounds__(be_block_threads)
     padded_kernel(RtArgs rt, std::int32_t rt_blocks, BeArgs be, pad_job_view job,
                   std::uint32_t budget, std::uint32_t rounds, std::uint64_t place_wait_ns,
                   unsigned long long* start_stamp, pad_launch_stamps* stamps) {
+  // A programmatic launch (launch_dependency) lets the next kernel be scheduled now and waits
+  // for the previous one here, before anything is read: the launch state the previous merged
+  // launch resets included. Both are no-ops otherwise.
+  device::let_next_kernel_start();
+  device::wait_for_previous_kernels();
   __shared__ std::uint32_t role;  // RT item index, or pad_role / skip_role
   __shared__ unsigned long long be_index;
   constexpr std::uint32_t pad_role = 0xFFFFFFFEU;
@@ -60,7 +60,7 @@ __global__ void __launch_bounds__(be_block_threads)
   if (threadIdx.x == 0) {
     // RT work goes to the first block on each SM, so no two RT blocks share an SM (nothing
     // assumes which blockIdx lands where). The others pad.
-    const std::uint32_t sm = current_sm();
+    const std::uint32_t sm = detail::current_sm();
     const std::uint32_t bit = 1U << (sm & 31U);
     std::uint32_t r = pad_role;
     if (gridDim.x == rt_count) {
@@ -176,7 +176,7 @@ __global__ void __launch_bounds__(be_block_threads)
 template <class BeArgs, void (*BeBody)(const BeArgs&, be_block&)>
 void launch_merged(cudaStream_t s, const gemm_args& rt, const BeArgs& be, const pad_job& job,
                    const pad_limits& limits, unsigned long long* start_stamp,
-                   pad_launch_stamps* stamps, const char* name) {
+                   pad_launch_stamps* stamps, launch_dependency d, const char* name) {
   const std::int32_t rt_blocks = gemm_blocks(rt);
   if (rt_blocks > job.view().rt_capacity) {
     throw std::invalid_argument(std::string(name) + ": the RT gemm has " +
@@ -186,11 +186,22 @@ void launch_merged(cudaStream_t s, const gemm_args& rt, const BeArgs& be, const 
   if (limits.slots < 0) throw std::invalid_argument(std::string(name) + ": slots < 0");
   // With budget 0 the slots run no BE work: they only spread the RT blocks one per SM.
   const std::int32_t slots = limits.slots;
-  padded_kernel<gemm_args, BeArgs, gemm_block<gemm_loads::prefetched>, BeBody>
-      <<<rt_blocks + slots, be_block_threads, 0, s>>>(rt, rt_blocks, be, job.view(), limits.budget,
-                                                      limits.rounds, limits.place_wait_ns,
-                                                      start_stamp, stamps);
-  RESIDENT_CUDA_CHECK_LAUNCH(name);
+  cudaLaunchAttribute attribute{};
+  attribute.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attribute.val.programmaticStreamSerializationAllowed = 1;
+  cudaLaunchConfig_t config{};
+  config.gridDim = dim3(static_cast<unsigned>(rt_blocks + slots));
+  config.blockDim = dim3(be_block_threads);
+  config.stream = s;
+  if (d == launch_dependency::programmatic) {
+    config.attrs = &attribute;
+    config.numAttrs = 1;
+  }
+  const cudaError_t status = cudaLaunchKernelEx(
+      &config, padded_kernel<gemm_args, BeArgs, gemm_block<gemm_loads::prefetched>, BeBody>, rt,
+      rt_blocks, be, job.view(), limits.budget, limits.rounds, limits.place_wait_ns, start_stamp,
+      stamps);
+  if (status != cudaSuccess) resident::detail::throw_cuda_error(status, name, __FILE__, __LINE__);
 }
 
 }  // namespace
@@ -258,8 +269,9 @@ std::vector<std::uint32_t> pad_job::runs() const {
 
 void launch_padded_gemm(cudaStream_t s, const gemm_args& rt, const gemm_args& be,
                         const pad_job& job, const pad_limits& limits,
-                        unsigned long long* start_stamp, pad_launch_stamps* stamps) {
-  launch_merged<gemm_args, gemm_block<>>(s, rt, be, job, limits, start_stamp, stamps,
+                        unsigned long long* start_stamp, pad_launch_stamps* stamps,
+                        launch_dependency d) {
+  launch_merged<gemm_args, gemm_block<>>(s, rt, be, job, limits, start_stamp, stamps, d,
                                          "padded_gemm_kernel");
 }
 
@@ -290,8 +302,9 @@ pad_limits placement_only(std::int32_t rt_blocks, std::uint32_t place_wait_ns) {
 
 void launch_padded_gemm_conv(cudaStream_t s, const gemm_args& rt, const conv2d_args& be,
                              const pad_job& job, const pad_limits& limits,
-                             unsigned long long* start_stamp, pad_launch_stamps* stamps) {
-  launch_merged<conv2d_args, conv2d_block>(s, rt, be, job, limits, start_stamp, stamps,
+                             unsigned long long* start_stamp, pad_launch_stamps* stamps,
+                             launch_dependency d) {
+  launch_merged<conv2d_args, conv2d_block>(s, rt, be, job, limits, start_stamp, stamps, d,
                                            "padded_gemm_conv_kernel");
 }
 

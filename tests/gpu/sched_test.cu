@@ -603,8 +603,9 @@ TEST(SchedPadding, PaddedLaunchLeavesBothOutputsCorrect) {
 }
 
 // The merged kernel's RT gemm loads its next K-step while it multiplies the last
-// (gemm_loads::prefetched): ragged shapes (no dimension a multiple of the tile or the K-step)
-// and a K of one step still match the reference, alone and padded.
+// (gemm_loads::prefetched): ragged shapes (no dimension a multiple of the tile or the K-step),
+// a K of one step and the bench's 32 x 512 x 512 layer still match the reference, alone and
+// padded.
 TEST(SchedPadding, RaggedRtGemmsMatchTheReference) {
   RESIDENT_REQUIRE_GPU();
   gemm_case be(256, 256, 128, 21);
@@ -613,8 +614,8 @@ TEST(SchedPadding, RaggedRtGemmsMatchTheReference) {
   struct shape {
     std::int32_t m, n, k;
   };
-  for (const shape sh :
-       {shape{37, 200, 70}, shape{70, 65, 16}, shape{1, 130, 9}, shape{64, 64, 17}}) {
+  for (const shape sh : {shape{37, 200, 70}, shape{70, 65, 16}, shape{1, 130, 9}, shape{64, 64, 17},
+                         shape{32, 512, 512}}) {
     for (const std::int32_t slots : {0, 64}) {
       SCOPED_TRACE(::testing::Message()
                    << sh.m << "x" << sh.n << "x" << sh.k << ", slots " << slots);
@@ -629,6 +630,104 @@ TEST(SchedPadding, RaggedRtGemmsMatchTheReference) {
       }
     }
   }
+}
+
+// An RT model as bench reef --rt-pdl captures it: a padded gemm, then bias+relu, a second
+// padded gemm, a fill and a row sum, each after the first launched as a programmatic dependent
+// of the kernel before it. The captured graph has those programmatic edges, and twenty replays
+// give the fp64 reference and the same bits as the chain with full edges; a programmatic
+// launch of a view with a work counter is refused.
+TEST(SchedPadding, ProgrammaticChainMatchesTheReference) {
+  RESIDENT_REQUIRE_GPU();
+  constexpr std::int32_t m = 32, k1 = 128, n1 = 256, n2 = 192;
+  gemm_case g1(m, n1, k1, 41);  // a: input, b: weights 1, dc: layer 1 (bias + relu in place)
+  gemm_case g2(m, n2, n1, 43);  // b: weights 2, dc: layer 2 (its a is unused: it reads g1.dc)
+  gemm_case be(128, 128, 64, 45);
+  const std::vector<float> bias = seeded(n1, 47);
+  device_buffer dbias(bias.size() * sizeof(float));
+  RESIDENT_CUDA_TRY(cudaMemcpy(dbias.data(), bias.data(), dbias.size(), cudaMemcpyHostToDevice));
+  device_buffer dsum(m * sizeof(float));
+  device_buffer scratch(4096 * sizeof(std::uint32_t));
+  const auto view = [&](std::int32_t blocks) {
+    sched::be_launch_view v;
+    v.done = scratch.data_as<std::uint32_t>();
+    v.blocks = blocks;
+    return v;
+  };
+  sched::gemm_args l2 = g2.args();
+  l2.a = g1.dc.data_as<float>();
+  const sched::bias_act_args ba{
+      g1.dc.data_as<float>(), dbias.data_as<float>(), std::int64_t{m} * n1, 1, n1,
+      sched::activation::relu};
+  const sched::fill_args fill{dsum.data_as<float>(), m, 0.0F};
+  const sched::row_sum_args sum{g2.dc.data_as<float>(), dsum.data_as<float>(), m, n2};
+  sched::pad_job job(sched::gemm_blocks(be.args()), 16);
+  const auto slots = [&](const sched::gemm_args& a) {
+    return sched::placement_only(sched::gemm_blocks(a), 20'000);
+  };
+  stream s(0);
+  const auto record = [&](sched::launch_dependency after) {
+    return capture_graph(s, [&](stream_view cs) {
+      sched::launch_padded_gemm(cs.get(), g1.args(), be.args(), job, slots(g1.args()));
+      sched::launch_bias_act(cs.get(), view(sched::bias_act_blocks(ba)), ba, after);
+      sched::launch_padded_gemm(cs.get(), l2, be.args(), job, slots(l2), nullptr, nullptr, after);
+      sched::launch_fill(cs.get(), view(sched::fill_blocks(fill)), fill, after);
+      sched::launch_row_sum(cs.get(), view(sched::row_sum_blocks(sum)), sum, after);
+    });
+  };
+  const auto programmatic_edges = [](const graph& g) {
+    std::size_t n = 0;
+    RESIDENT_CUDA_TRY(cudaGraphGetEdges(g.get(), nullptr, nullptr, nullptr, &n));
+    std::vector<cudaGraphNode_t> from(n), to(n);
+    std::vector<cudaGraphEdgeData> data(n);
+    RESIDENT_CUDA_TRY(cudaGraphGetEdges(g.get(), from.data(), to.data(), data.data(), &n));
+    return std::count_if(data.begin(), data.end(), [](const cudaGraphEdgeData& e) {
+      return e.type == cudaGraphDependencyTypeProgrammatic;
+    });
+  };
+  const auto replay = [&](const graph& g) {
+    graph_exec exec(g.get());
+    for (int i = 0; i < 20; ++i) exec.launch(s);
+    s.synchronize();
+    std::vector<float> out(m);
+    RESIDENT_CUDA_TRY(cudaMemcpy(out.data(), dsum.data(), dsum.size(), cudaMemcpyDeviceToHost));
+    return out;
+  };
+  const graph chained = record(sched::launch_dependency::programmatic);
+  EXPECT_EQ(programmatic_edges(chained), 4);
+  const std::vector<float> got = replay(chained);
+  const graph plain = record(sched::launch_dependency::full);
+  EXPECT_EQ(programmatic_edges(plain), 0);
+  const std::vector<float> want_bits = replay(plain);
+
+  // fp64 reference: relu(input x w1 + bias) x w2, summed per row.
+  std::vector<double> h(static_cast<std::size_t>(m) * n1);
+  for (std::int32_t r = 0; r < m; ++r) {
+    for (std::int32_t j = 0; j < n1; ++j) {
+      double acc = bias[static_cast<std::size_t>(j)];
+      for (std::int32_t q = 0; q < k1; ++q) {
+        acc += double{g1.a[static_cast<std::size_t>(r) * k1 + q]} *
+               g1.b[static_cast<std::size_t>(q) * n1 + j];
+      }
+      h[static_cast<std::size_t>(r) * n1 + j] = std::max(acc, 0.0);
+    }
+  }
+  for (std::int32_t r = 0; r < m; ++r) {
+    double row = 0;
+    for (std::int32_t j = 0; j < n2; ++j) {
+      for (std::int32_t q = 0; q < n1; ++q) {
+        row += h[static_cast<std::size_t>(r) * n1 + q] * g2.b[static_cast<std::size_t>(q) * n2 + j];
+      }
+    }
+    const auto i = static_cast<std::size_t>(r);
+    EXPECT_NEAR(got[i], row, 1e-3 * std::max(1.0, std::abs(row))) << "row " << r;
+    EXPECT_EQ(got[i], want_bits[i]) << "row " << r << ": programmatic and full edges differ";
+  }
+
+  sched::be_launch_view counted = view(sched::fill_blocks(fill));
+  counted.next = scratch.data_as<std::uint32_t>() + 2048;
+  EXPECT_THROW(sched::launch_fill(s.get(), counted, fill, sched::launch_dependency::programmatic),
+               std::invalid_argument);
 }
 
 // Without the placement record the merged launch does the same work: both outputs are right,

@@ -39,6 +39,8 @@ TEST(reef_settings, defaults_run_every_policy_and_bad_flags_are_clear) {
   EXPECT_EQ(s.be_bounded_grid, 4);
   EXPECT_FALSE(s.be_bounded_grid_counter);
   EXPECT_TRUE(s.rt_l2_persist);
+  // ... and its kernels joined by programmatic edges (the drift and 2.4 us of the body gone).
+  EXPECT_TRUE(s.rt_pdl);
   // The placement record costs the RT kernels time: only on request, or with the trace.
   EXPECT_FALSE(s.rt_placement);
   EXPECT_FALSE(s.records_placement());

@@ -137,6 +137,7 @@ class rt_model {
     const float* in = l == 0 ? _input : _acts[l - 1];
     return {in, _weights[l], _acts[l], _batch, _widths[l + 1], _widths[l]};
   }
+
   [[nodiscard]] sched::bias_act_args bias(std::size_t l) const {
     sched::bias_act_args a;
     a.x = _acts[l];
@@ -247,7 +248,7 @@ struct pad_source {
 class rt_mlp_op final : public Operator {
  public:
   rt_mlp_op(std::shared_ptr<const rt_model> model, std::shared_ptr<pad_source> pad,
-            std::vector<layer_padding> pads, bool copy_kernel,
+            std::vector<layer_padding> pads, bool copy_kernel, bool pdl,
             std::optional<cudaAccessPolicyWindow> l2_window,
             std::shared_ptr<std::atomic<int>> l2_marked, rt_done_stamp* done_ring,
             std::uint32_t done_capacity, const sched::be_trace* be_trace, bool clock_probe)
@@ -255,6 +256,7 @@ class rt_mlp_op final : public Operator {
         _pad(std::move(pad)),
         _pads(std::move(pads)),
         _copy_kernel(copy_kernel),
+        _pdl(pdl),
         _l2_window(l2_window),
         _l2_marked(std::move(l2_marked)),
         _done_ring(done_ring),
@@ -277,21 +279,26 @@ class rt_mlp_op final : public Operator {
     const auto persist = [&] {
       if (_l2_window) *_l2_marked += mark_captured_kernels(ctx.stream(), *_l2_window);
     };
+    // --rt-pdl: every kernel after the first follows the one before it programmatically, so
+    // its launch overlaps that kernel's run (each waits on the device before touching memory).
+    const auto after =
+        _pdl ? sched::launch_dependency::programmatic : sched::launch_dependency::full;
     for (std::size_t l = 0; l < m.layers(); ++l) {
       const layer_padding p = l < _pads.size() ? _pads[l] : layer_padding{};
       sched::launch_padded_gemm(ctx.stream(), m.gemm(l), _pad->args(), _pad->job, p,
                                 l == 0 ? stamp : nullptr,
                                 _done_ring != nullptr && l < rt_stamped_gemms
                                     ? _gemm_stamps.data_as<sched::pad_launch_stamps>() + l
-                                    : nullptr);
+                                    : nullptr,
+                                l == 0 ? sched::launch_dependency::full : after);
       persist();
       const auto b = m.bias(l);
-      sched::launch_bias_act(ctx.stream(), m.view(sched::bias_act_blocks(b)), b);
+      sched::launch_bias_act(ctx.stream(), m.view(sched::bias_act_blocks(b)), b, after);
       persist();
     }
-    sched::launch_fill(ctx.stream(), m.view(sched::fill_blocks(m.fill())), m.fill());
+    sched::launch_fill(ctx.stream(), m.view(sched::fill_blocks(m.fill())), m.fill(), after);
     persist();
-    sched::launch_row_sum(ctx.stream(), m.view(sched::row_sum_blocks(m.sum())), m.sum());
+    sched::launch_row_sum(ctx.stream(), m.view(sched::row_sum_blocks(m.sum())), m.sum(), after);
     persist();
     // --rt-split-body: where the compute ends, so the body splits into compute and egress.
     if (_done_ring != nullptr && ctx.loop() != nullptr) {
@@ -303,7 +310,7 @@ class rt_mlp_op final : public Operator {
     if (_copy_kernel) {
       // A kernel, not a memcpy node, so the copy cannot queue behind other streams' copies (an
       // experiment: bench reef showed no difference, bench/results/h200/README.md).
-      ops::detail::launch_copy(m.scores(), ctx.device_memory<float>("out"), 2, ctx.stream());
+      ops::detail::launch_copy(m.scores(), ctx.device_memory<float>("out"), 2, ctx.stream(), _pdl);
       persist();
     } else {
       RESIDENT_CUDA_TRY(cudaMemcpyAsync(ctx.device_memory<std::byte>("out"), m.scores(), 8,
@@ -316,6 +323,7 @@ class rt_mlp_op final : public Operator {
   std::shared_ptr<pad_source> _pad;
   std::vector<layer_padding> _pads;
   bool _copy_kernel;
+  bool _pdl;
   std::optional<cudaAccessPolicyWindow> _l2_window;
   std::shared_ptr<std::atomic<int>> _l2_marked;
   rt_done_stamp* _done_ring;
@@ -329,7 +337,7 @@ class rt_mlp_op final : public Operator {
 class reef_rt_app final : public Application {
  public:
   reef_rt_app(std::shared_ptr<const rt_model> model, std::shared_ptr<pad_source> pad,
-              std::vector<layer_padding> pads, bool copy_kernel,
+              std::vector<layer_padding> pads, bool copy_kernel, bool pdl,
               std::optional<cudaAccessPolicyWindow> l2_window, rt_done_stamp* done_ring = nullptr,
               std::uint32_t done_capacity = 0, const sched::be_trace* be_trace = nullptr,
               bool clock_probe = false)
@@ -338,6 +346,7 @@ class reef_rt_app final : public Application {
         _pad(std::move(pad)),
         _pads(std::move(pads)),
         _copy_kernel(copy_kernel),
+        _pdl(pdl),
         _l2_window(l2_window),
         _done_ring(done_ring),
         _done_capacity(done_capacity),
@@ -347,7 +356,7 @@ class reef_rt_app final : public Application {
   void compose() override {
     auto rx = make_operator<io::mailbox_rx>("rx", _mailbox);
     auto rt =
-        make_operator<rt_mlp_op>("rt_mlp", _model, _pad, _pads, _copy_kernel, _l2_window,
+        make_operator<rt_mlp_op>("rt_mlp", _model, _pad, _pads, _copy_kernel, _pdl, _l2_window,
                                  _l2_marked, _done_ring, _done_capacity, _be_trace, _clock_probe);
     auto tx = make_operator<io::mailbox_tx>("tx", _mailbox);
     register_data_ready_handler(_mailbox->make_handler(rx));
@@ -372,6 +381,7 @@ class reef_rt_app final : public Application {
   std::shared_ptr<pad_source> _pad;
   std::vector<layer_padding> _pads;
   bool _copy_kernel;
+  bool _pdl;
   std::optional<cudaAccessPolicyWindow> _l2_window;
   rt_done_stamp* _done_ring;
   std::uint32_t _done_capacity;
@@ -523,9 +533,6 @@ nlohmann::json run_policy(const reef_settings& s, const std::string& policy,
   device_buffer rt_sm_load;  // spatial: BE blocks on each RT SM (--be-rt-sm-blocks)
   if (pc.spatial) {
     parts = partition::partition_set::split({s.split_sms});
-    const auto mask = (*parts)[0].sm_mask();
-    rt_sms = device_buffer(sizeof(mask));
-    RESIDENT_CUDA_TRY(cudaMemcpy(rt_sms.data(), mask.data(), sizeof(mask), cudaMemcpyHostToDevice));
     if (s.be_rt_sm_blocks > 0) {  // one count per SM, shared by every BE client
       rt_sm_load = device_buffer(sched::rt_sm_load_words * sizeof(std::uint32_t));
       RESIDENT_CUDA_TRY(cudaMemset(rt_sm_load.data(), 0, rt_sm_load.size()));
@@ -546,6 +553,15 @@ nlohmann::json run_policy(const reef_settings& s, const std::string& policy,
     if (!parts) {  // check_split refuses this before any policy runs
       throw std::logic_error("bench reef " + policy + ": no SMs left for the BE partition");
     }
+  }
+  // Which SMs the driver gave the RT partition (a probe kernel finds them; they may differ from
+  // one split to the next): for the spatial BE kernels and for the receipt.
+  const std::array<std::uint32_t, 8> rt_mask =
+      parts ? (*parts)[0].sm_mask() : std::array<std::uint32_t, 8>{};
+  if (pc.spatial) {
+    rt_sms = device_buffer(sizeof(rt_mask));
+    RESIDENT_CUDA_TRY(
+        cudaMemcpy(rt_sms.data(), rt_mask.data(), sizeof(rt_mask), cudaMemcpyHostToDevice));
   }
 
   sched::preempt_signal signal;
@@ -611,7 +627,7 @@ nlohmann::json run_policy(const reef_settings& s, const std::string& policy,
       limits[l] = sched::placement_only(sched::gemm_blocks(model->gemm(l)), s.place_wait_ns());
     }
   }
-  reef_rt_app app(model, pad, limits, s.rt_out_copy == "kernel", l2_window,
+  reef_rt_app app(model, pad, limits, s.rt_out_copy == "kernel", s.rt_pdl, l2_window,
                   stamp_done ? done_ring.data_as<rt_done_stamp>() : nullptr, done_capacity, trace,
                   s.be_trace);
   run_options o;
@@ -916,12 +932,12 @@ nlohmann::json run_policy(const reef_settings& s, const std::string& policy,
     r["split_sms"] = {{"rt", (*parts)[0].sm_count()},
                       {"be", "all, leaving the RT SMs when raised"}};
   }
-  if (pc.split || pc.spatial) {
-    // Which SMs the driver gave the RT partition: they may differ from one split to the next.
+  if (parts) {
     std::vector<int> ids;
-    const auto mask = (*parts)[0].sm_mask();
-    for (int sm = 0; sm < static_cast<int>(mask.size()) * 32; ++sm) {
-      if (((mask[static_cast<std::size_t>(sm) / 32] >> (sm % 32)) & 1U) != 0U) ids.push_back(sm);
+    for (int sm = 0; sm < static_cast<int>(rt_mask.size()) * 32; ++sm) {
+      if (((rt_mask[static_cast<std::size_t>(sm) / 32] >> (sm % 32)) & 1U) != 0U) {
+        ids.push_back(sm);
+      }
     }
     r["split_sms"]["rt_sm_ids"] = ids;
   }
@@ -1427,6 +1443,7 @@ measure::receipt run_reef_bench(const reef_settings& s, std::ostream& log) {
                       {"rt_placement", s.records_placement()},
                       {"split_sms", s.split_sms},
                       {"rt_out_copy", s.rt_out_copy},
+                      {"rt_pdl", s.rt_pdl},
                       {"rt_raise", s.rt_raise},
                       {"rt_l2_persist",
                        {{"on", s.rt_l2_persist},

@@ -135,12 +135,28 @@ struct fill_args {
 // invalid_argument also when v.saved is set without v.progress, or with fewer than
 // be_tile_state_floats floats per block for gemm and conv2d; cuda_error when the launch fails.
 
+/// How a launch follows the previous kernel on its stream. `full`: after it has finished (an
+/// ordinary launch). `programmatic`: as its programmatic dependent (sm_90 PDL): the kernel may be
+/// scheduled while the previous one still runs and waits on the device, before it touches any
+/// memory, until that kernel has finished and its writes are visible; in a captured graph the
+/// edge becomes programmatic, which takes most of a node's launch latency off a chain of small
+/// kernels (the RT model of bench reef). Only plain grids take it (no work counter, no
+/// max_grid stride).
+enum class launch_dependency { full, programmatic };
+
 void launch_gemm(cudaStream_t s, const be_launch_view& v, const gemm_args& a);
 void launch_conv2d(cudaStream_t s, const be_launch_view& v, const conv2d_args& a);
 void launch_bias_act(cudaStream_t s, const be_launch_view& v, const bias_act_args& a);
 void launch_maxpool2d(cudaStream_t s, const be_launch_view& v, const maxpool2d_args& a);
 void launch_row_sum(cudaStream_t s, const be_launch_view& v, const row_sum_args& a);
 void launch_fill(cudaStream_t s, const be_launch_view& v, const fill_args& a);
+// The same, following the previous kernel as `d` says (invalid_argument for a programmatic
+// launch that would not be a plain grid).
+void launch_bias_act(cudaStream_t s, const be_launch_view& v, const bias_act_args& a,
+                     launch_dependency d);
+void launch_row_sum(cudaStream_t s, const be_launch_view& v, const row_sum_args& a,
+                    launch_dependency d);
+void launch_fill(cudaStream_t s, const be_launch_view& v, const fill_args& a, launch_dependency d);
 
 /// Loads every kernel above into the current context (resident::load_kernel). Under lazy module
 /// loading a kernel's first launch can wait for the context to go idle, which never happens

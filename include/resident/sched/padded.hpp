@@ -106,17 +106,21 @@ struct pad_launch_stamps {
 /// one SM (other work holds the rest), since no other block could take it sooner.
 /// `start_stamp` (device memory, or null): the first RT block to start writes %globaltimer there if
 /// it still holds 0 (e.g. a loop's body_start stamp). `stamps` (device memory, or null): the
-/// launch's last block writes when its RT blocks started and ended there.
+/// launch's last block writes when its RT blocks started and ended there. `d`: how the launch
+/// follows the previous kernel on `s` (launch_dependency; programmatic between the kernels of
+/// one RT model).
 void launch_padded_gemm(cudaStream_t s, const gemm_args& rt, const gemm_args& be,
                         const pad_job& job, const pad_limits& limits,
                         unsigned long long* start_stamp = nullptr,
-                        pad_launch_stamps* stamps = nullptr);
+                        pad_launch_stamps* stamps = nullptr,
+                        launch_dependency d = launch_dependency::full);
 
 /// As launch_padded_gemm, with a conv2d (implicit GEMM) pad job.
 void launch_padded_gemm_conv(cudaStream_t s, const gemm_args& rt, const conv2d_args& be,
                              const pad_job& job, const pad_limits& limits,
                              unsigned long long* start_stamp = nullptr,
-                             pad_launch_stamps* stamps = nullptr);
+                             pad_launch_stamps* stamps = nullptr,
+                             launch_dependency d = launch_dependency::full);
 
 /// Merged blocks of launch_padded_gemm that fit one SM at once (its occupancy).
 [[nodiscard]] int padded_gemm_blocks_per_sm();

@@ -25,6 +25,24 @@
 
 namespace resident::sched {
 
+namespace detail {
+
+/// The SM the calling thread runs on (the same for its block's whole life), as an index into
+/// the 256-SM bitmaps and per-SM arrays of be_launch_view (rt_sms, rt_sm_load).
+__device__ inline std::uint32_t current_sm() {
+  std::uint32_t sm;
+  asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));
+  return sm & static_cast<std::uint32_t>(rt_sm_load_words - 1);
+}
+
+/// Whether `bitmap` (bit s of word s / 32, fixed for the launch: read through the read-only
+/// cache) marks SM `sm` (< rt_sm_load_words).
+__device__ inline bool sm_marked(const std::uint32_t* bitmap, std::uint32_t sm) {
+  return ((__ldg(bitmap + (sm >> 5)) >> (sm & 31U)) & 1U) != 0U;
+}
+
+}  // namespace detail
+
 class be_block {
  public:
   /// The logical block a plain (non-merged) launch runs in this CUDA block.
@@ -177,11 +195,7 @@ class be_block {
     if (_v.rt_sms != nullptr && !on_rt_sm()) return false;
     return load(_v.preempt) != 0U;
   }
-  __device__ bool on_rt_sm() const {
-    std::uint32_t sm;
-    asm("mov.u32 %0, %%smid;" : "=r"(sm));  // fixed for the block's life
-    return ((__ldg(_v.rt_sms + ((sm >> 5) & 7U)) >> (sm & 31U)) & 1U) != 0U;
-  }
+  __device__ bool on_rt_sm() const { return detail::sm_marked(_v.rt_sms, detail::current_sm()); }
   __device__ void note_exit() const {
     if (_v.halt != nullptr && !_hands_back) store(_v.halt, 1U);
     if (_v.exits != nullptr) atomicAdd(_v.exits, 1U);
