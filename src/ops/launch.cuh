@@ -3,7 +3,7 @@
 // (PDL, sm_90): the kernel may be scheduled while the kernel before it on the stream is still
 // running, and waits on the device for that kernel's completion and memory before it touches
 // any. In a captured graph this becomes a programmatic edge, which takes most of a dependent
-// node's launch latency off the chain. Include only from .cu files of src/ops.
+// node's launch latency off the chain. Include only from .cu files of src/ops and src/sched.
 
 #include <cuda_runtime.h>
 

@@ -6,6 +6,7 @@
 #include <string>
 #include <utility>
 
+#include "ops/launch.cuh"
 #include "resident/app/loop_device.cuh"
 #include "resident/cuda/device.hpp"
 #include "resident/cuda/error.hpp"
@@ -327,25 +328,14 @@ void launch(const char* kernel, cudaStream_t s, const be_launch_view& v, const A
   check_view(kernel, v, blocks);
   std::int32_t grid = grid_blocks(v);
   if (grid == 0) return;
-  const bool plain = v.next == nullptr && (v.max_grid <= 0 || grid <= v.max_grid);
   if (d == launch_dependency::programmatic) {
-    if (!plain) {
+    if (v.next != nullptr || (v.max_grid > 0 && grid > v.max_grid)) {
       throw std::invalid_argument(std::string(kernel) +
                                   ": a programmatic launch takes only a plain grid (the view has "
                                   "a work counter or a max_grid stride)");
     }
-    cudaLaunchAttribute attribute{};
-    attribute.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    attribute.val.programmaticStreamSerializationAllowed = 1;
-    cudaLaunchConfig_t config{};
-    config.gridDim = dim3(static_cast<unsigned>(grid));
-    config.blockDim = dim3(be_block_threads);
-    config.stream = s;
-    config.attrs = &attribute;
-    config.numAttrs = 1;
-    const cudaError_t status = cudaLaunchKernelEx(&config, be_kernel<Args>, v, a);
-    if (status != cudaSuccess)
-      resident::detail::throw_cuda_error(status, kernel, __FILE__, __LINE__);
+    ops::detail::launch_kernel(kernel, be_kernel<Args>, dim3(static_cast<unsigned>(grid)),
+                               dim3(be_block_threads), s, true, v, a);
     return;
   }
   if (v.next == nullptr && v.max_grid > 0 && grid > v.max_grid) {

@@ -6,6 +6,7 @@
 
 #include <cuda/atomic>
 
+#include "ops/launch.cuh"
 #include "resident/app/loop_device.cuh"
 #include "resident/cuda/error.hpp"
 #include "resident/sched/be_kernels.cuh"
@@ -186,22 +187,11 @@ void launch_merged(cudaStream_t s, const gemm_args& rt, const BeArgs& be, const 
   if (limits.slots < 0) throw std::invalid_argument(std::string(name) + ": slots < 0");
   // With budget 0 the slots run no BE work: they only spread the RT blocks one per SM.
   const std::int32_t slots = limits.slots;
-  cudaLaunchAttribute attribute{};
-  attribute.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attribute.val.programmaticStreamSerializationAllowed = 1;
-  cudaLaunchConfig_t config{};
-  config.gridDim = dim3(static_cast<unsigned>(rt_blocks + slots));
-  config.blockDim = dim3(be_block_threads);
-  config.stream = s;
-  if (d == launch_dependency::programmatic) {
-    config.attrs = &attribute;
-    config.numAttrs = 1;
-  }
-  const cudaError_t status = cudaLaunchKernelEx(
-      &config, padded_kernel<gemm_args, BeArgs, gemm_block<gemm_loads::prefetched>, BeBody>, rt,
-      rt_blocks, be, job.view(), limits.budget, limits.rounds, limits.place_wait_ns, start_stamp,
-      stamps);
-  if (status != cudaSuccess) resident::detail::throw_cuda_error(status, name, __FILE__, __LINE__);
+  ops::detail::launch_kernel(
+      name, padded_kernel<gemm_args, BeArgs, gemm_block<gemm_loads::prefetched>, BeBody>,
+      dim3(static_cast<unsigned>(rt_blocks + slots)), dim3(be_block_threads), s,
+      d == launch_dependency::programmatic, rt, rt_blocks, be, job.view(), limits.budget,
+      limits.rounds, limits.place_wait_ns, start_stamp, stamps);
 }
 
 }  // namespace

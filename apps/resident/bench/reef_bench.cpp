@@ -137,7 +137,6 @@ class rt_model {
     const float* in = l == 0 ? _input : _acts[l - 1];
     return {in, _weights[l], _acts[l], _batch, _widths[l + 1], _widths[l]};
   }
-
   [[nodiscard]] sched::bias_act_args bias(std::size_t l) const {
     sched::bias_act_args a;
     a.x = _acts[l];
