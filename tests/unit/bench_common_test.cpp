@@ -7,6 +7,16 @@
 namespace resident::bench {
 namespace {
 
+TEST(sm_ids, lists_the_marked_sms_across_every_word_in_order) {
+  std::array<std::uint32_t, 8> mask{};
+  EXPECT_TRUE(sm_ids(mask).empty());
+  mask[0] = 0b1011U;      // SMs 0, 1, 3
+  mask[1] = 1U << 31;     // SM 63
+  mask[4] = 1U;           // SM 128
+  mask[7] = 0x80000000U;  // SM 255, the last the bitmap holds
+  EXPECT_EQ(sm_ids(mask), (std::vector<int>{0, 1, 3, 63, 128, 255}));
+}
+
 TEST(add_undisturbed, counts_the_disturbed_and_summarizes_the_rest) {
   nlohmann::json r;
   add_undisturbed(r, 6, {10.0, 12.0, 11.0, 13.0});

@@ -44,6 +44,14 @@ double cpu_seconds() {
          1e-6 * static_cast<double>(r.ru_utime.tv_usec + r.ru_stime.tv_usec);
 }
 
+std::vector<int> sm_ids(const std::array<std::uint32_t, 8>& mask) {
+  std::vector<int> ids;
+  for (int sm = 0; sm < static_cast<int>(mask.size()) * 32; ++sm) {
+    if (((mask[static_cast<std::size_t>(sm) / 32] >> (sm % 32)) & 1U) != 0U) ids.push_back(sm);
+  }
+  return ids;
+}
+
 smi_reading read_nvidia_smi() {
   smi_reading r;
   FILE* pipe = popen(

@@ -1,6 +1,7 @@
 #pragma once
 // Pieces every benchmark shares: clocks, waiting, the device and host facts of a receipt.
 
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <ctime>
@@ -51,6 +52,10 @@ bool wait_for_sample(const run_handle& handle, std::uint64_t seq, std::int64_t t
 
 /// User + system CPU time of the whole process, in seconds (getrusage).
 [[nodiscard]] double cpu_seconds();
+
+/// The SM ids a partition's bitmap marks (bit s of word s / 32: green_context::sm_mask()), in
+/// increasing order.
+[[nodiscard]] std::vector<int> sm_ids(const std::array<std::uint32_t, 8>& mask);
 
 /// What the emulated endpoints record for one loop: release and first-sight times and wrong
 /// outputs per sample (1-based), sized before the threads start so they never allocate.

@@ -144,15 +144,9 @@ nlohmann::json run_config(const loops_settings& s, execution_mode mode, int coun
   std::set<int> reached;
   std::vector<int> reached_each;
   for (std::size_t i = 0; i < parts->size(); ++i) {
-    const auto mask = (*parts)[i].sm_mask();
-    int n = 0;
-    for (int sm = 0; sm < 256; ++sm) {
-      if ((mask[static_cast<std::size_t>(sm / 32)] >> (sm % 32)) & 1U) {
-        reached.insert(sm);
-        ++n;
-      }
-    }
-    reached_each.push_back(n);
+    const std::vector<int> ids = sm_ids((*parts)[i].sm_mask());
+    reached.insert(ids.begin(), ids.end());
+    reached_each.push_back(static_cast<int>(ids.size()));
   }
   // Host-driven loops get a core each while cores last, then share round-robin.
   std::vector<int> loop_cpus;

@@ -931,15 +931,7 @@ nlohmann::json run_policy(const reef_settings& s, const std::string& policy,
     r["split_sms"] = {{"rt", (*parts)[0].sm_count()},
                       {"be", "all, leaving the RT SMs when raised"}};
   }
-  if (parts) {
-    std::vector<int> ids;
-    for (int sm = 0; sm < static_cast<int>(rt_mask.size()) * 32; ++sm) {
-      if (((rt_mask[static_cast<std::size_t>(sm) / 32] >> (sm % 32)) & 1U) != 0U) {
-        ids.push_back(sm);
-      }
-    }
-    r["split_sms"]["rt_sm_ids"] = ids;
-  }
+  if (parts) r["split_sms"]["rt_sm_ids"] = sm_ids(rt_mask);
   log << "reef " << policy << ": RT p50 " << sum.p50 << " us, p99 " << sum.p99 << " us, max "
       << sum.max << " us; BE " << be["inferences_per_s"].get<double>() << " inf/s, "
       << be["gflops"].get<double>() << " GFLOP/s; wrong " << wrong << ", unobserved " << unobserved
