@@ -112,16 +112,20 @@ __device__ void run_block(const maxpool2d_args& a, be_block& blk) { maxpool2d_bl
 __device__ void run_block(const row_sum_args& a, be_block& blk) { row_sum_block(a, blk); }
 __device__ void run_block(const fill_args& a, be_block& blk) { fill_block(a, blk); }
 
-// Two kernels per argument type, so that launches without a work counter run exactly the
+// Separate kernels per argument type, so that launches without a work counter run exactly the
 // plain body (the counter loop costs registers, and fewer resident blocks per SM means more
 // pending blocks to drain when the word is raised). Both are held to 64 registers, four blocks
 // per SM: the checkpoint code would otherwise push conv2d to 77 and three blocks per SM.
-template <class Args>
+// `Dependent`: the instantiation for programmatic launches (launch_dependency), which lets the
+// next kernel be scheduled now and waits for the previous one here, before any memory is
+// touched. Plain launches, every BE launch among them, get the other one: the two instructions
+// do nothing there but still sit at the start of every block.
+template <class Args, bool Dependent = false>
 __global__ void __launch_bounds__(be_block_threads, 4) be_kernel(be_launch_view v, Args a) {
-  // A programmatic launch (launch_dependency) lets the next kernel be scheduled now and waits
-  // for the previous one here, before any memory is touched; both are no-ops otherwise.
-  device::let_next_kernel_start();
-  device::wait_for_previous_kernels();
+  if constexpr (Dependent) {
+    device::let_next_kernel_start();
+    device::wait_for_previous_kernels();
+  }
   be_block blk(v, be_block::grid_index(v));
   if (!blk.begin()) return;  // skipped or preempted: nothing written
   run_block(a, blk);
@@ -318,6 +322,7 @@ __global__ void __launch_bounds__(be_block_threads, 4) be_strided_kernel(be_laun
 template <class Args>
 void load_kernels_of(const char* name) {
   load_kernel(be_kernel<Args>, name);
+  load_kernel(be_kernel<Args, true>, name);
   load_kernel(be_strided_kernel<Args>, name);
   load_kernel(be_counter_kernel<Args>, name);
 }
@@ -334,7 +339,7 @@ void launch(const char* kernel, cudaStream_t s, const be_launch_view& v, const A
                                   ": a programmatic launch takes only a plain grid (the view has "
                                   "a work counter or a max_grid stride)");
     }
-    ops::detail::launch_kernel(kernel, be_kernel<Args>, dim3(static_cast<unsigned>(grid)),
+    ops::detail::launch_kernel(kernel, be_kernel<Args, true>, dim3(static_cast<unsigned>(grid)),
                                dim3(be_block_threads), s, true, v, a);
     return;
   }
