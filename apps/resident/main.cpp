@@ -398,6 +398,11 @@ int main(int argc, char** argv) {
   reef_cmd->add_option("--arrival", reef.arrival, "RT requests: periodic or poisson")
       ->capture_default_str();
   reef_cmd->add_option("--rate", reef.rate_hz, "RT requests per second")->capture_default_str();
+  reef_cmd
+      ->add_option("--disturbance-ns", reef.disturbance_ns,
+                   "a sample is 'disturbed' when the sensor's publish or the actuator's poll "
+                   "gap around it took longer")
+      ->capture_default_str();
   reef_cmd->add_option("--samples", reef.samples, "measured RT requests per policy")
       ->capture_default_str();
   reef_cmd->add_option("--warmup", reef.warmup, "RT requests before measuring")

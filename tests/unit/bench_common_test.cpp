@@ -26,6 +26,8 @@ TEST(add_undisturbed, counts_the_disturbed_and_summarizes_the_rest) {
   EXPECT_DOUBLE_EQ(r["undisturbed_jitter_us"].get<double>(), 3.0);
   // Population stddev of 10, 11, 12, 13: sqrt(1.25).
   EXPECT_NEAR(r["undisturbed_stddev_us"].get<double>(), 1.118033988749895, 1e-12);
+  EXPECT_GT(r["undisturbed_p99_us"].get<double>(), 12.9);
+  EXPECT_LE(r["undisturbed_p99_us"].get<double>(), r["undisturbed_p999_us"].get<double>());
   EXPECT_GT(r["undisturbed_p999_us"].get<double>(), 12.9);
   EXPECT_LE(r["undisturbed_p999_us"].get<double>(), 13.0);
 }

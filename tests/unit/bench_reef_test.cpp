@@ -68,6 +68,8 @@ TEST(reef_settings, defaults_run_every_policy_and_bad_flags_are_clear) {
   EXPECT_THAT(with([](auto& x) { x.rate_hz = 0; }), HasSubstr("--rate"));
   EXPECT_THAT(with([](auto& x) { x.rate_hz = -5; }), HasSubstr("--rate"));
   EXPECT_THAT(with([](auto& x) { x.samples = 0; }), HasSubstr("--samples"));
+  EXPECT_EQ(s.disturbance_ns, 2000);  // bench io's threshold
+  EXPECT_THAT(with([](auto& x) { x.disturbance_ns = 0; }), HasSubstr("--disturbance-ns"));
   EXPECT_THAT(with([](auto& x) { x.be_model = "resnet"; }), HasSubstr("mlp or cnn"));
   EXPECT_THAT(with([](auto& x) { x.be_window = 0; }), HasSubstr("--be-window"));
   EXPECT_THAT(with([](auto& x) { x.be_window_sm = 9; }), HasSubstr("--be-window-sm"));
@@ -146,8 +148,12 @@ TEST(reef_ratios, against_the_first_and_the_last_baseline_and_sequential) {
                              with_stats(result("sequential", 170.0, 12.0, 8000.0), 130.0, 200.0),
                              with_stats(result("preempt-sm", 106.0, 12.5, 10000.0), 104.0, 150.0),
                              with_stats(result("exclusive-end", 102.0, 10.1, 0.0), 100.5, 125.0)});
+  results[0]["undisturbed_p99_us"] = 98.0;
+  results[2]["undisturbed_p99_us"] = 103.0;
   reef_ratios(results);
   const nlohmann::json& sm = results[2];
+  EXPECT_DOUBLE_EQ(sm["rt_undisturbed_p99_over_exclusive"].get<double>(), 103.0 / 98.0);
+  EXPECT_FALSE(results[1].contains("rt_undisturbed_p99_over_exclusive"));  // none of its own
   EXPECT_DOUBLE_EQ(sm["rt_p99_over_exclusive"].get<double>(), 1.06);
   EXPECT_DOUBLE_EQ(sm["rt_mean_over_exclusive"].get<double>(), 104.0 / 99.0);
   EXPECT_DOUBLE_EQ(sm["rt_max_over_exclusive"].get<double>(), 1.25);

@@ -118,6 +118,7 @@ void add_undisturbed(nlohmann::json& result, std::size_t all,
   if (undisturbed_us.empty()) return;
   const measure::summary clean = measure::summarize(undisturbed_us);
   result["undisturbed_n"] = clean.n;
+  result["undisturbed_p99_us"] = clean.p99;
   result["undisturbed_p999_us"] = clean.p999;
   result["undisturbed_max_us"] = clean.max;
   result["undisturbed_stddev_us"] = clean.stddev;

@@ -81,7 +81,7 @@ struct sample_log {
 };
 
 /// Writes `disturbed` (all minus the undisturbed) and, when any are left, the undisturbed
-/// samples' `undisturbed_n`, `_p999_us`, `_max_us`, `_stddev_us` and `_jitter_us` into a
+/// samples' `undisturbed_n`, `_p99_us`, `_p999_us`, `_max_us`, `_stddev_us` and `_jitter_us` into a
 /// latency result. Every sample stays in the result's main statistics.
 void add_undisturbed(nlohmann::json& result, std::size_t all,
                      const std::vector<double>& undisturbed_us);

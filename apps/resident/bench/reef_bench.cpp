@@ -667,9 +667,14 @@ nlohmann::json run_policy(const reef_settings& s, const std::string& policy,
     actuator_grant = measure::configure_current_thread(cpus.actuator, s.realtime);
     std::uint64_t last = mb.output_seq();
     std::array<std::byte, 8> out{};
+    // The clock before the last read that found the output unchanged: `t - polled` bounds how
+    // late a sighting can be (a long one: this thread lost its core).
+    std::int64_t polled = now_ns();
     while (!stop.load(std::memory_order_relaxed)) {
+      const std::int64_t before = now_ns();
       const std::uint64_t seq = mb.output_seq();
       if (seq == last) {
+        polled = before;
         cpu_relax();
         continue;
       }
@@ -678,6 +683,7 @@ nlohmann::json run_policy(const reef_settings& s, const std::string& policy,
       const std::uint64_t i = seq - base;
       if (seq > base && i <= total && samples.seen_ns[i] < 0) {
         samples.seen_ns[i] = t;
+        samples.poll_gap_ns[i] = t - polled;
         if (read == seq && !app.output_matches(out)) samples.wrong[i] = 1;
       } else {
         ++stray;
@@ -691,8 +697,11 @@ nlohmann::json run_policy(const reef_settings& s, const std::string& policy,
     for (std::size_t i = 1; i <= total; ++i) {
       wait_until(start + offsets[i]);
       const std::uint64_t token = base + i;
-      samples.release_ns[i].store(now_ns(), std::memory_order_release);
+      const std::int64_t t = now_ns();
+      samples.release_ns[i].store(t, std::memory_order_release);
       mb.publish(std::as_bytes(std::span(&token, 1)));
+      samples.publish_ns[i] = now_ns() - t;
+      samples.late_ns[i] = t - (start + offsets[i]);
     }
   });
   // --progress: where a run that does not finish got stuck (the loop, or a BE stream).
@@ -747,6 +756,10 @@ nlohmann::json run_policy(const reef_settings& s, const std::string& policy,
   std::vector<double> latencies;
   std::int64_t unobserved = 0;
   std::int64_t wrong = 0;
+  // Which latencies the measuring threads may have stretched (the sensor slow to publish, the
+  // actuator off its core), and each one's device part against the rest.
+  sample_accounting accounting(s.disturbance_ns);
+  const std::vector<device_stamps> stamps = stamps_by_sample(handle->telemetry(), base, total);
   for (std::size_t i = static_cast<std::size_t>(s.warmup) + 1; i <= total; ++i) {
     if (samples.seen_ns[i] < 0) {
       ++unobserved;
@@ -755,6 +768,7 @@ nlohmann::json run_policy(const reef_settings& s, const std::string& policy,
     latencies.push_back(static_cast<double>(samples.seen_ns[i] -
                                             samples.release_ns[i].load(std::memory_order_acquire)) /
                         1000.0);
+    accounting.add(0, samples, stamps, i, latencies.back());
     wrong += samples.wrong[i];
   }
   if (latencies.empty()) throw std::runtime_error("reef " + policy + ": no RT output seen");
@@ -848,6 +862,15 @@ nlohmann::json run_policy(const reef_settings& s, const std::string& policy,
   r["unobserved"] = unobserved;
   r["wrong_outputs"] = wrong;
   r["stray_outputs"] = stray.load();
+  // Every latency stays in the statistics above (the targets use them all).
+  accounting.write_undisturbed(r);
+  r["measurement"] = accounting.measurement(
+      "a sample is disturbed when the sensor took longer than the threshold to publish it or "
+      "the actuator's last poll before it saw the output was longer than the threshold; "
+      "in_loop: the device's detect -> commit (%globaltimer), outside: the rest of the same "
+      "sample's latency (the trips between host and device); slowest: the slowest samples, "
+      "each split against the sample before it",
+      false);
   r["preemption_latency"] = measure::summary_fields(
       preempt_us.empty() ? measure::summary{} : measure::summarize(preempt_us));
   r["rt_body"] = brief(body_us);
@@ -1230,6 +1253,9 @@ void reef_settings::validate() const {
     throw std::invalid_argument("bench reef: --rate must be in (0, 20000] Hz");
   }
   if (samples <= 0) throw std::invalid_argument("bench reef: --samples must be positive");
+  if (disturbance_ns <= 0) {
+    throw std::invalid_argument("bench reef: --disturbance-ns must be positive");
+  }
   if (warmup < 0) throw std::invalid_argument("bench reef: --warmup must be >= 0");
   if (be_model != "mlp" && be_model != "cnn") {
     throw std::invalid_argument("bench reef: --be-model must be mlp or cnn, got '" + be_model +
@@ -1318,6 +1344,12 @@ void reef_ratios(nlohmann::json& results) {
       r["rt_mean_over_exclusive"] = r["mean_us"].get<double>() / ex->at("mean_us").get<double>();
       r["rt_p99_over_exclusive"] = r["p99_us"].get<double>() / ex->at("p99_us").get<double>();
       r["rt_max_over_exclusive"] = r["max_us"].get<double>() / ex->at("max_us").get<double>();
+    }
+    if (ex != nullptr && r.contains("undisturbed_p99_us") && ex->contains("undisturbed_p99_us")) {
+      // Both without the samples the measuring threads may have stretched (no target: the
+      // targets take every sample).
+      r["rt_undisturbed_p99_over_exclusive"] =
+          r["undisturbed_p99_us"].get<double>() / ex->at("undisturbed_p99_us").get<double>();
     }
     if (ex_end != nullptr) {  // the same ratio against the baseline measured last (no target)
       r["rt_p99_over_exclusive_end"] =
@@ -1418,6 +1450,7 @@ measure::receipt run_reef_bench(const reef_settings& s, std::ostream& log) {
                         {"gflop", model->gflop()},
                         {"mode", "while"},
                         {"poll_ns", s.poll_ns}}},
+                      {"disturbance_ns", s.disturbance_ns},
                       {"be",
                        {{"model", s.be_model},
                         {"clients", s.be_clients},

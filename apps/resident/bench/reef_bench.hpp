@@ -63,6 +63,9 @@ struct reef_settings {
   bool rt_split_body{false};  // stamp the end of the RT compute: body = compute + egress
   bool be_trace{false};  // BE blocks trace themselves; each RT sample says whether they overlapped
   std::uint64_t poll_ns{20'000'000};
+  /// A sample is disturbed when the sensor's publish, or the actuator's last poll before it saw
+  /// the output, took longer (the thread lost its core; bench io's threshold).
+  std::int64_t disturbance_ns{2000};
   std::uint64_t seed{7};
   bool realtime{true};
   bool progress{false};  // a line per 250 ms to the log: RT loop and BE runner counts
@@ -150,8 +153,9 @@ struct rt_sample_trace {
 [[nodiscard]] std::string reef_table(const measure::receipt& receipt);
 /// The targets evaluated on a receipt's results, each {name, value, target, met}.
 [[nodiscard]] nlohmann::json reef_targets(const nlohmann::json& results);
-/// Adds each result's ratios to the baselines: RT mean, p99 and max over `exclusive`, p99 over
-/// `exclusive-end` (the baseline measured last), BE GFLOP/s over `sequential`, for those present.
+/// Adds each result's ratios to the baselines: RT mean, p99 and max over `exclusive`, the
+/// undisturbed p99 over exclusive's, p99 over `exclusive-end` (the baseline measured last), BE
+/// GFLOP/s over `sequential`, for those present.
 void reef_ratios(nlohmann::json& results);
 
 }  // namespace resident::bench
