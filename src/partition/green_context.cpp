@@ -5,6 +5,7 @@
 #include <stdexcept>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "partition/driver.hpp"
 #include "resident/cuda/error.hpp"
@@ -77,6 +78,20 @@ sm_resource_info query_sm_resource(int device, bool ignore_coscheduling) {
       if (split_one(all, group.sm.smCount + 1, flags, next, rest)) {
         info.alignment = static_cast<int>(next.sm.smCount - group.sm.smCount);
       }
+    }
+  }
+  // How many groups of the alignment a split gives (what partition_set::split combines): ask
+  // for as many as the SM count could hold and count what comes back. A driver that refuses
+  // the query (0 stays) leaves callers to fall back on sm_count / alignment.
+  const int unit = std::max(1, info.alignment);
+  unsigned groups = static_cast<unsigned>(info.sm_count / unit);
+  if (groups > 0) {
+    std::vector<CUdevResource> pieces(groups);
+    CUdevResource rest{};
+    if (detail::driver().dev_sm_resource_split_by_count(
+            pieces.data(), &groups, &all, &rest, split_flags(ignore_coscheduling),
+            static_cast<unsigned>(unit)) == CUDA_SUCCESS) {
+      info.whole_groups = static_cast<int>(groups);
     }
   }
   return info;

@@ -152,7 +152,7 @@ TEST(bench_reef, split_sms_without_room_for_best_effort_is_refused_up_front) {
   // Every whole group of SMs to the RT partition.
   const auto info = partition::query_sm_resource(0, false);
   const int unit = std::max(1, info.alignment);
-  settings.split_sms = info.sm_count / unit * unit;
+  settings.split_sms = info.whole_groups * unit;
   std::ostringstream log;
   try {
     (void)bench::run_reef_bench(settings, log);

@@ -137,10 +137,17 @@ TEST(partition, the_device_reports_its_sm_granularity) {
   EXPECT_GT(co.alignment, 0);
   const auto fine = partition::query_sm_resource(0, /*ignore_coscheduling=*/true);
   EXPECT_LE(fine.min_partition, co.min_partition);
+  // The whole groups a split hands out: all of them fit in partitions, one more group does not.
+  ASSERT_GT(co.whole_groups, 1);
+  EXPECT_LE(co.whole_groups * co.alignment, co.sm_count);
+  const int all = co.whole_groups * co.alignment;
+  EXPECT_NO_THROW((void)partition_set::split({all - co.alignment, co.alignment}));
+  EXPECT_THROW((void)partition_set::split({all, co.alignment}), partition::partition_error);
   std::printf(
-      "SM partitions: %d SMs, co-scheduled min %d align %d; ignoring co-scheduling min %d "
-      "align %d\n",
-      co.sm_count, co.min_partition, co.alignment, fine.min_partition, fine.alignment);
+      "SM partitions: %d SMs, co-scheduled min %d align %d (%d whole groups); ignoring "
+      "co-scheduling min %d align %d (%d)\n",
+      co.sm_count, co.min_partition, co.alignment, co.whole_groups, fine.min_partition,
+      fine.alignment, fine.whole_groups);
 }
 
 TEST(partition, split_gives_disjoint_partitions_of_the_sizes_asked) {

@@ -95,31 +95,36 @@ TEST(reef_settings, defaults_run_every_policy_and_bad_flags_are_clear) {
   EXPECT_THAT(with([](auto& x) { x.be_bounded_grid = -1; }), HasSubstr("--be-bounded-grid"));
 }
 
-// --split-sms against the device (before any policy runs): an H200's 132 SMs in groups of 8.
+// --split-sms against the device (before any policy runs): an H200's 132 SMs, of which the
+// driver hands out 15 whole groups of 8 (the other 12 SMs form no group).
 TEST(reef_settings, split_sms_must_leave_the_split_policies_a_best_effort_partition) {
-  auto check = [](std::vector<std::string> policies, int split_sms) -> std::string {
+  auto check = [](std::vector<std::string> policies, int split_sms, int groups = 15) {
     reef_settings s;
     s.policies = std::move(policies);
     s.split_sms = split_sms;
     try {
-      s.check_split(132, 8);
+      s.check_split(132, 8, groups);
     } catch (const std::invalid_argument& e) {
-      return e.what();
+      return std::string(e.what());
     }
-    return {};
+    return std::string();
   };
   EXPECT_EQ(check(reef_policies(), 32), "");
-  EXPECT_EQ(check(reef_policies(), 120), "");  // 16 whole groups: 15 for RT, 1 for BE
-  // 121 SMs round up to 128, all of the whole groups: green-split and exclusive-split would
-  // have no BE partition (bench reef dereferenced the missing one and crashed before).
-  const std::string no_rest = check({"exclusive", "exclusive-split"}, 121);
-  EXPECT_THAT(no_rest, HasSubstr("--split-sms 121"));
-  EXPECT_THAT(no_rest, HasSubstr("groups of 8 SMs, 128 of the device's 132 SMs"));
-  EXPECT_THAT(no_rest, HasSubstr("at most 120"));
-  EXPECT_THAT(check({"green-split"}, 128), HasSubstr("need at least 8 SMs for the BE partition"));
+  EXPECT_EQ(check(reef_policies(), 112), "");  // 14 groups for RT, 1 for BE
+  // 120 SMs are all of the whole groups: green-split and exclusive-split would have no BE
+  // partition (bench reef dereferenced the missing one and crashed once; then it let 120
+  // through, counting 132 / 8 = 16 groups, and the split failed after the first policy).
+  const std::string no_rest = check({"exclusive", "exclusive-split"}, 120);
+  EXPECT_THAT(no_rest, HasSubstr("--split-sms 120"));
+  EXPECT_THAT(no_rest, HasSubstr("groups of 8 SMs, 120 of the device's 132 SMs"));
+  EXPECT_THAT(no_rest, HasSubstr("at most 112"));
+  EXPECT_THAT(check({"green-split"}, 113), HasSubstr("need at least 8 SMs for the BE partition"));
   // preempt-sm keeps BE on every SM: only the RT partition has to fit.
-  EXPECT_EQ(check({"preempt-sm"}, 128), "");
-  EXPECT_THAT(check({"preempt-sm"}, 129), HasSubstr("the RT partition needs 136 SMs"));
+  EXPECT_EQ(check({"preempt-sm"}, 120), "");
+  EXPECT_THAT(check({"preempt-sm"}, 121), HasSubstr("the RT partition needs 128 SMs"));
+  // A device that does not say how many groups it has: every whole multiple of the alignment.
+  EXPECT_EQ(check({"preempt-sm"}, 128, 0), "");
+  EXPECT_THAT(check({"exclusive-split"}, 121, 0), HasSubstr("at most 120"));
   // Policies without a partition ignore the setting (and the device is not asked).
   EXPECT_EQ(check({"exclusive", "preempt"}, 500), "");
   reef_settings plain;

@@ -1310,14 +1310,14 @@ bool reef_settings::needs_partition() const {
   });
 }
 
-void reef_settings::check_split(int sm_count, int alignment) const {
+void reef_settings::check_split(int sm_count, int alignment, int groups) const {
   if (!needs_partition()) return;
   const bool split = std::any_of(policies.begin(), policies.end(),
                                  [](const std::string& p) { return config_of(p).split; });
-  // The driver hands out whole groups of `alignment` SMs; the SMs past the last whole group
-  // go to no partition (partition_set::split).
+  // The driver hands out whole groups of `alignment` SMs; the SMs in no whole group go to no
+  // partition (partition_set::split). On the H200 those are 12, not 132 % 8.
   const int unit = std::max(1, alignment);
-  const int usable = sm_count / unit * unit;
+  const int usable = (groups > 0 ? groups : sm_count / unit) * unit;
   const int rt = (split_sms + unit - 1) / unit * unit;
   const std::string asked = "bench reef --split-sms " + std::to_string(split_sms) + ": ";
   const std::string device = "partitions are whole groups of " + std::to_string(unit) + " SMs, " +
@@ -1409,7 +1409,7 @@ measure::receipt run_reef_bench(const reef_settings& s, std::ostream& log) {
   RESIDENT_CUDA_TRY(cudaSetDevice(0));
   if (s.needs_partition()) {
     const auto info = partition::query_sm_resource(0, false);
-    s.check_split(info.sm_count, info.alignment);
+    s.check_split(info.sm_count, info.alignment, info.whole_groups);
   }
   const std::vector<std::int32_t> rt_widths{256, 512, 512, 256};
   auto model = std::make_shared<const rt_model>(s.rt_batch, rt_widths, s.rt_arena);

@@ -84,11 +84,11 @@ struct reef_settings {
   void validate() const;
   /// Whether a policy runs in an SM partition (green-split, exclusive-split, preempt-sm).
   [[nodiscard]] bool needs_partition() const;
-  /// --split-sms against the device (sm_count SMs, handed out by the driver in groups of
-  /// `alignment`), for the policies in `policies` that split: the RT partition must fit, and
-  /// green-split and exclusive-split must leave at least one group for their BE partition.
-  /// Throws std::invalid_argument naming the numbers.
-  void check_split(int sm_count, int alignment) const;
+  /// --split-sms against the device (sm_count SMs, handed out by the driver as `groups` groups
+  /// of `alignment`; groups <= 0: sm_count / alignment), for the policies in `policies` that
+  /// split: the RT partition must fit, and green-split and exclusive-split must leave at least
+  /// one group for their BE partition. Throws std::invalid_argument naming the numbers.
+  void check_split(int sm_count, int alignment, int groups = 0) const;
 };
 
 /// One RT sample as --be-trace sees it (device %globaltimer, ns; host latency in us).

@@ -69,6 +69,10 @@ struct sm_resource_info {
   int sm_count{};
   int min_partition{};
   int alignment{};
+  /// Groups of `alignment` SMs a split hands out: the most SMs partitions can hold together is
+  /// whole_groups * alignment. On the H200 with co-scheduling, 15 (120 SMs); the other 12 SMs
+  /// form no group, so sm_count / alignment (16) overstates it. 0: the driver did not say.
+  int whole_groups{};
   bool ignore_coscheduling{false};
 };
 [[nodiscard]] sm_resource_info query_sm_resource(int device = 0, bool ignore_coscheduling = false);
