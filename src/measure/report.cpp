@@ -409,12 +409,13 @@ std::string ratio_field(const json& r, const char* key) {
 }
 
 // "RT duty": the share of the run the RT loop held the preempt word up (rt_word_up), what a
-// policy that stops BE work on the word can never give to BE.
+// policy that stops BE work on the word can never give to BE. "in-loop p99": the device's part
+// of the latency (detect -> commit), free of the host's noise; "undisturbed / exclusive": the
+// p99 ratio without the samples the sensor or actuator thread may have stretched.
 const std::vector<std::string> policy_header = {
-    "policy",       "RT p99",          "RT p99 / exclusive",
-    "RT duty",      "preemption p50",  "preemption p99",
-    "BE GFLOP/s",   "BE / sequential", "crowded RT launches",
-    "late RT items"};
+    "policy",      "RT p99",          "RT p99 / exclusive",  "undisturbed / exclusive",
+    "in-loop p99", "RT duty",         "preemption p50",      "preemption p99",
+    "BE GFLOP/s",  "BE / sequential", "crowded RT launches", "late RT items"};
 constexpr std::size_t policy_text_columns = 1;
 
 std::vector<std::string> policy_row(const json& r) {
@@ -427,9 +428,14 @@ std::vector<std::string> policy_row(const json& r) {
   // Policies without BE work (exclusive) have no BE throughput to show.
   const bool has_be =
       be.contains("sequences") && be["sequences"].is_number() && be["sequences"].get<double>() > 0;
+  const json& measurement = sub("measurement");
+  const auto in_loop = measurement.find("in_loop_us");
   return {text_field(r, "policy"),
           us_field(r, "p99_us"),
           ratio_field(r, "rt_p99_over_exclusive"),
+          ratio_field(r, "rt_undisturbed_p99_over_exclusive"),
+          in_loop != measurement.end() && in_loop->is_object() ? us_field(*in_loop, "p99_us")
+                                                               : std::string("-"),
           count_field(sub("rt_word_up"), "duty"),
           us_field(sub("preemption_latency"), "p50_us"),
           us_field(sub("preemption_latency"), "p99_us"),

@@ -60,7 +60,9 @@ receipt reef_receipt() {
                 {"be", {{"sequences", sequences}, {"gflops", be_gflops}}},
                 {"rt_placement", {{"crowded_launches", crowded}}},
                 {"rt_word_up", {{"n", 100}, {"mean_us", p99 - 20}, {"duty", 0.4125}}},
-                {"rt_late_items", 3}};
+                {"rt_late_items", 3},
+                {"rt_undisturbed_p99_over_exclusive", ratio - 0.0125},
+                {"measurement", {{"in_loop_us", {{"n", 100}, {"p99_us", p99 - 3.25}}}}}};
   };
   r.results.push_back(policy("exclusive", 126.5, 1.0, 0.0, 0, 0.0, 0));
   r.results.push_back(policy("preempt", 134.5, 1.0632, 4303.25, 90, 0.5916, 7));
@@ -251,6 +253,9 @@ TEST(report, text_tables_co_scheduling_policies_and_their_targets) {
   EXPECT_THAT(preempt, HasSubstr("4303.25"));
   EXPECT_THAT(preempt, HasSubstr("0.592x"));
   EXPECT_THAT(preempt, HasSubstr(" 0.41 "));  // RT duty: the word up 41% of the run
+  EXPECT_THAT(preempt, HasSubstr("1.051x"));  // without the disturbed samples
+  EXPECT_THAT(preempt, HasSubstr("131.25"));  // the device's part (in-loop p99)
+  EXPECT_THAT(text, HasSubstr("in-loop p99"));
   const std::string exclusive = line_of("exclusive ");
   EXPECT_THAT(exclusive, HasSubstr("1.000x"));
   EXPECT_THAT(exclusive, Not(HasSubstr("0.000x")));  // no BE work: no throughput ratio
