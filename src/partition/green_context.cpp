@@ -57,6 +57,20 @@ bool split_one(const CUdevResource& input, unsigned count, unsigned flags, CUdev
   return groups == 1;
 }
 
+// Splits `all` into as many groups of `unit` SMs as the driver gives (pieces resized to them):
+// the one split partition_set::split combines partitions from, and how whole_groups is counted.
+CUresult split_into_groups(const CUdevResource& all, int unit, unsigned flags,
+                           std::vector<CUdevResource>& pieces) {
+  unsigned groups = static_cast<unsigned>(static_cast<int>(all.sm.smCount) / unit);
+  pieces.assign(groups, CUdevResource{});
+  if (groups == 0) return CUDA_SUCCESS;
+  CUdevResource rest{};
+  const CUresult r = detail::driver().dev_sm_resource_split_by_count(
+      pieces.data(), &groups, &all, &rest, flags, static_cast<unsigned>(unit));
+  pieces.resize(r == CUDA_SUCCESS ? groups : 0U);
+  return r;
+}
+
 }  // namespace
 
 sm_resource_info query_sm_resource(int device, bool ignore_coscheduling) {
@@ -80,19 +94,12 @@ sm_resource_info query_sm_resource(int device, bool ignore_coscheduling) {
       }
     }
   }
-  // How many groups of the alignment a split gives (what partition_set::split combines): ask
-  // for as many as the SM count could hold and count what comes back. A driver that refuses
-  // the query (0 stays) leaves callers to fall back on sm_count / alignment.
-  const int unit = std::max(1, info.alignment);
-  unsigned groups = static_cast<unsigned>(info.sm_count / unit);
-  if (groups > 0) {
-    std::vector<CUdevResource> pieces(groups);
-    CUdevResource rest{};
-    if (detail::driver().dev_sm_resource_split_by_count(
-            pieces.data(), &groups, &all, &rest, split_flags(ignore_coscheduling),
-            static_cast<unsigned>(unit)) == CUDA_SUCCESS) {
-      info.whole_groups = static_cast<int>(groups);
-    }
+  // How many groups of the alignment a split gives. A driver that refuses the query (0 stays)
+  // leaves callers to fall back on sm_count / alignment.
+  std::vector<CUdevResource> pieces;
+  if (split_into_groups(all, std::max(1, info.alignment), split_flags(ignore_coscheduling),
+                        pieces) == CUDA_SUCCESS) {
+    info.whole_groups = static_cast<int>(pieces.size());
   }
   return info;
 }
@@ -205,12 +212,8 @@ std::shared_ptr<partition_set> partition_set::split_green(const std::vector<int>
   const int unit = std::max(1, set->_info.alignment);
   const unsigned flags = split_flags(o.ignore_coscheduling);
   const CUdevResource all = device_sms(dev);
-  unsigned groups = static_cast<unsigned>(set->_info.sm_count / unit);
-  std::vector<CUdevResource> pieces(groups);
-  CUdevResource rest{};
-  RESIDENT_CU_TRY(detail::driver().dev_sm_resource_split_by_count(
-      pieces.data(), &groups, &all, &rest, flags, static_cast<unsigned>(unit)));
-  pieces.resize(groups);
+  std::vector<CUdevResource> pieces;
+  RESIDENT_CU_TRY(split_into_groups(all, unit, flags, pieces));
   std::size_t next = 0;
   int given = 0;
   for (std::size_t i = 0; i < sm_counts.size(); ++i) {

@@ -7,7 +7,6 @@
 #include <utility>
 
 #include "ops/launch.cuh"
-#include "resident/app/loop_device.cuh"
 #include "resident/cuda/device.hpp"
 #include "resident/cuda/error.hpp"
 #include "resident/sched/be_kernels.cuh"
@@ -122,10 +121,7 @@ __device__ void run_block(const fill_args& a, be_block& blk) { fill_block(a, blk
 // do nothing there but still sit at the start of every block.
 template <class Args, bool Dependent = false>
 __global__ void __launch_bounds__(be_block_threads, 4) be_kernel(be_launch_view v, Args a) {
-  if constexpr (Dependent) {
-    device::let_next_kernel_start();
-    device::wait_for_previous_kernels();
-  }
+  if constexpr (Dependent) ops::detail::begin_dependent_kernel();
   be_block blk(v, be_block::grid_index(v));
   if (!blk.begin()) return;  // skipped or preempted: nothing written
   run_block(a, blk);

@@ -7,7 +7,6 @@
 #include <cuda/atomic>
 
 #include "ops/launch.cuh"
-#include "resident/app/loop_device.cuh"
 #include "resident/cuda/error.hpp"
 #include "resident/sched/be_kernels.cuh"
 #include "resident/sched/padded.hpp"
@@ -45,8 +44,7 @@ __global__ void __launch_bounds__(be_block_threads)
   // A programmatic launch (launch_dependency) lets the next kernel be scheduled now and waits
   // for the previous one here, before anything is read: the launch state the previous merged
   // launch resets included. Both are no-ops otherwise.
-  device::let_next_kernel_start();
-  device::wait_for_previous_kernels();
+  ops::detail::begin_dependent_kernel();
   __shared__ std::uint32_t role;  // RT item index, or pad_role / skip_role
   __shared__ unsigned long long be_index;
   constexpr std::uint32_t pad_role = 0xFFFFFFFEU;
