@@ -125,45 +125,38 @@ __device__ inline void gemm_block(const gemm_args& args, be_block& blk) {
 
   float acc[tile_per_lane][tile_per_lane] = {};
   const std::int32_t k_first = restore_tile(blk, acc);
+  // prefetched: the next K-step's loads, in flight while this one multiplies.
+  float a_next[4];
+  float b_next[4];
+  auto prefetch = [&](std::int32_t k0) {
+    const bool a_k_ok = k0 + a_kk < args.k;
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const bool ok = a_k_ok && row0 + a_r + a_rows_per_load * i < args.m;
+      a_next[i] = ok ? a_at[a_step * i + k0] : 0.0F;
+    }
+    const float* b_k0 = b_at + std::int64_t{k0} * args.n;
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const bool ok = b_col_ok && k0 + b_kk + b_rows_per_load * i < args.k;
+      b_next[i] = ok ? b_k0[b_step * i] : 0.0F;
+    }
+  };
   if constexpr (Loads == gemm_loads::prefetched) {
-    float a_next[4];
-    float b_next[4];
-    auto load = [&](std::int32_t k0) {
-      const bool a_k_ok = k0 + a_kk < args.k;
-#pragma unroll
-      for (int i = 0; i < 4; ++i) {
-        const bool ok = a_k_ok && row0 + a_r + a_rows_per_load * i < args.m;
-        a_next[i] = ok ? a_at[a_step * i + k0] : 0.0F;
-      }
-      const float* b_k0 = b_at + std::int64_t{k0} * args.n;
-#pragma unroll
-      for (int i = 0; i < 4; ++i) {
-        const bool ok = b_col_ok && k0 + b_kk + b_rows_per_load * i < args.k;
-        b_next[i] = ok ? b_k0[b_step * i] : 0.0F;
-      }
-    };
-    if (k_first < args.k) load(k_first);
-    for (std::int32_t k0 = k_first; k0 < args.k; k0 += be_k_step) {
-      if (blk.preempted()) {
-        save_tile(blk, acc, k_first, k0);
-        return;  // no output written yet
-      }
+    if (k_first < args.k) prefetch(k_first);
+  }
+  for (std::int32_t k0 = k_first; k0 < args.k; k0 += be_k_step) {
+    if (blk.preempted()) {
+      save_tile(blk, acc, k_first, k0);
+      return;  // no output written yet
+    }
+    if constexpr (Loads == gemm_loads::prefetched) {
 #pragma unroll
       for (int i = 0; i < 4; ++i) {
         a_tile[a_kk][a_r + a_rows_per_load * i] = a_next[i];
         b_tile[b_kk + b_rows_per_load * i][b_c] = b_next[i];
       }
-      __syncthreads();
-      if (k0 + be_k_step < args.k) load(k0 + be_k_step);  // in flight during the multiply
-      multiply_tile(a_tile, b_tile, row_lane, col_lane, acc);
-      __syncthreads();  // the next step overwrites the tiles
-    }
-  } else {
-    for (std::int32_t k0 = k_first; k0 < args.k; k0 += be_k_step) {
-      if (blk.preempted()) {
-        save_tile(blk, acc, k_first, k0);
-        return;  // no output written yet
-      }
+    } else {
       // A: 64 rows x 16 k, consecutive threads read consecutive k of a row. B: 16 k x 64
       // columns, consecutive threads read consecutive columns.
 #pragma unroll
@@ -180,10 +173,13 @@ __device__ inline void gemm_block(const gemm_args& args, be_block& blk) {
         b_tile[b_kk + b_rows_per_load * i][b_c] =
             gk < args.k && gc < args.n ? args.b[std::int64_t{gk} * args.n + gc] : 0.0F;
       }
-      __syncthreads();
-      multiply_tile(a_tile, b_tile, row_lane, col_lane, acc);
-      __syncthreads();  // the next step overwrites the tiles
     }
+    __syncthreads();
+    if constexpr (Loads == gemm_loads::prefetched) {
+      if (k0 + be_k_step < args.k) prefetch(k0 + be_k_step);
+    }
+    multiply_tile(a_tile, b_tile, row_lane, col_lane, acc);
+    __syncthreads();  // the next step overwrites the tiles
   }
 
 #pragma unroll
