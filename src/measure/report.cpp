@@ -252,6 +252,13 @@ std::string text_field(const json& r, const char* key) {
   return it->is_string() ? it->get<std::string>() : it->dump();
 }
 
+// The object `key` of `j`, or an empty object when there is none (its fields then show "-").
+const json& object_at(const json& j, const char* key) {
+  static const json none = json::object();
+  const auto it = j.find(key);
+  return it != j.end() && it->is_object() ? *it : none;
+}
+
 std::string us_field(const json& r, const char* key) {
   const auto it = r.find(key);
   return it != r.end() && it->is_number() ? format_us(it->get<double>()) : "-";
@@ -380,9 +387,7 @@ std::vector<std::vector<std::string>> slowest_rows(const json& r) {
   if (slow == m->end() || !slow->is_array()) return rows;
   for (std::size_t i = 0; i < slow->size() && i < slowest_shown; ++i) {
     const json& s = (*slow)[i];
-    const json none = json::object();
-    const auto v = s.find("vs_previous_us");
-    const json& split = v != s.end() ? *v : none;
+    const json& split = object_at(s, "vs_previous_us");
     rows.push_back({text_field(r, "mode"), text_field(r, "workload"), text_field(r, "contention"),
                     count_field(s, "loop"), count_field(s, "sample"), us_field(s, "latency_us"),
                     us_field(s, "previous_latency_us"), us_field(split, "release_to_detect"),
@@ -419,23 +424,16 @@ const std::vector<std::string> policy_header = {
 constexpr std::size_t policy_text_columns = 1;
 
 std::vector<std::string> policy_row(const json& r) {
-  const json none = json::object();
-  const auto sub = [&](const char* key) -> const json& {
-    const auto it = r.find(key);
-    return it != r.end() && it->is_object() ? *it : none;
-  };
+  const auto sub = [&](const char* key) -> const json& { return object_at(r, key); };
   const json& be = sub("be");
   // Policies without BE work (exclusive) have no BE throughput to show.
   const bool has_be =
       be.contains("sequences") && be["sequences"].is_number() && be["sequences"].get<double>() > 0;
-  const json& measurement = sub("measurement");
-  const auto in_loop = measurement.find("in_loop_us");
   return {text_field(r, "policy"),
           us_field(r, "p99_us"),
           ratio_field(r, "rt_p99_over_exclusive"),
           ratio_field(r, "rt_undisturbed_p99_over_exclusive"),
-          in_loop != measurement.end() && in_loop->is_object() ? us_field(*in_loop, "p99_us")
-                                                               : std::string("-"),
+          us_field(object_at(sub("measurement"), "in_loop_us"), "p99_us"),
           count_field(sub("rt_word_up"), "duty"),
           us_field(sub("preemption_latency"), "p50_us"),
           us_field(sub("preemption_latency"), "p99_us"),
