@@ -418,11 +418,6 @@ int main(int argc, char** argv) {
                    "when the RT handler raises the preempt word: detect or after-copy")
       ->capture_default_str();
   reef_cmd
-      ->add_option("--rt-context", reef.rt_context,
-                   "where preempt-sm runs the RT loop: partition (its green context) or device "
-                   "(the whole device; the partition's SMs only tell BE where to make room)")
-      ->capture_default_str();
-  reef_cmd
       ->add_option("--be-window-sm", reef.be_window_sm,
                    "BE launches in flight per client under preempt-sm")
       ->capture_default_str();

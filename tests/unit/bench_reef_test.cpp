@@ -86,9 +86,6 @@ TEST(reef_settings, defaults_run_every_policy_and_bad_flags_are_clear) {
   EXPECT_THAT(with([](auto& x) { x.pad_place_wait_us = 5000; }), HasSubstr("--pad-place-wait-us"));
   EXPECT_EQ(with([](auto& x) { x.pad_place_wait_us = 0; }), "");
   EXPECT_THAT(with([](auto& x) { x.rt_out_copy = "dma"; }), HasSubstr("--rt-out-copy"));
-  EXPECT_EQ(s.rt_context, "partition");
-  EXPECT_THAT(with([](auto& x) { x.rt_context = "primary"; }), HasSubstr("--rt-context"));
-  EXPECT_EQ(with([](auto& x) { x.rt_context = "device"; }), "");
   EXPECT_THAT(with([](auto& x) { x.rt_arena = false; }), HasSubstr("--rt-arena on"));
   EXPECT_EQ(with([](auto& x) {
               x.rt_arena = false;

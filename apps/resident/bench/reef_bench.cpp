@@ -635,10 +635,7 @@ nlohmann::json run_policy(const reef_settings& s, const std::string& policy,
   o.preempt = signal.hook();  // every policy: the mirror tells the BE runner about RT work
   o.preempt.after_input = s.raises_after_copy() ? 1U : 0U;
   o.stream_priority = pc.rt_high ? greatest : 0;
-  // --rt-context device: preempt-sm's RT loop stays on the whole device; its partition's SMs
-  // only tell the BE blocks where to leave room.
-  const bool rt_in_partition = !(pc.spatial && s.rt_context == "device");
-  if (parts && rt_in_partition) o.partition = parts->share(0);
+  if (parts) o.partition = parts->share(0);
   auto handle = run_async(app, execution_mode::while_loop, o);
 
   const std::uint64_t pad_before = pc.pad ? pad->job.taken() : 0;
@@ -957,10 +954,7 @@ nlohmann::json run_policy(const reef_settings& s, const std::string& policy,
     r["split_sms"] = {{"rt", (*parts)[0].sm_count()},
                       {"be", "all, leaving the RT SMs when raised"}};
   }
-  if (parts) {
-    r["split_sms"]["rt_sm_ids"] = sm_ids(rt_mask);
-    r["split_sms"]["rt_loop_in_partition"] = rt_in_partition;
-  }
+  if (parts) r["split_sms"]["rt_sm_ids"] = sm_ids(rt_mask);
   log << "reef " << policy << ": RT p50 " << sum.p50 << " us, p99 " << sum.p99 << " us, max "
       << sum.max << " us; BE " << be["inferences_per_s"].get<double>() << " inf/s, "
       << be["gflops"].get<double>() << " GFLOP/s; wrong " << wrong << ", unobserved " << unobserved
@@ -1303,10 +1297,6 @@ void reef_settings::validate() const {
     throw std::invalid_argument(
         "bench reef: --rt-l2-persist needs --rt-arena on (one window covers one address range)");
   }
-  if (rt_context != "partition" && rt_context != "device") {
-    throw std::invalid_argument("bench reef: --rt-context must be partition or device, got '" +
-                                rt_context + "'");
-  }
   if (rt_out_copy != "memcpy" && rt_out_copy != "kernel") {
     throw std::invalid_argument("bench reef: --rt-out-copy must be memcpy or kernel, got '" +
                                 rt_out_copy + "'");
@@ -1477,7 +1467,6 @@ measure::receipt run_reef_bench(const reef_settings& s, std::ostream& log) {
                       {"rt_placement", s.records_placement()},
                       {"split_sms", s.split_sms},
                       {"rt_out_copy", s.rt_out_copy},
-                      {"rt_context", s.rt_context},
                       {"rt_pdl", s.rt_pdl},
                       {"rt_raise", s.rt_raise},
                       {"rt_l2_persist",

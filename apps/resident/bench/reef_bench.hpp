@@ -40,11 +40,7 @@ struct reef_settings {
   bool be_checkpoint{true};                  // preempted gemm/conv2d blocks keep their partial sums
   std::uint32_t be_checkpoint_min_steps{1};  // ... when they added at least this many K-steps
   std::int32_t rt_batch{32};
-  int split_sms{32};  // green-split, preempt-sm: SMs of the RT partition
-  /// Where preempt-sm runs the RT loop: "partition" (in the green context of its --split-sms
-  /// SMs) or "device" (on the whole device, like exclusive; the partition's SMs only say where
-  /// the BE blocks make room and leave when the word rises, so the RT blocks land there).
-  std::string rt_context{"partition"};
+  int split_sms{32};               // green-split, preempt-sm: SMs of the RT partition
   double pad_tolerance{0.05};      // padded RT kernel within this of the kernel alone
   double pad_place_wait_us{20.0};  // sched::pad_limits::place_wait_ns of the padded launches
   /// RT gemms without BE padding get placement slots (sched::placement_only): their blocks each
