@@ -424,8 +424,7 @@ const std::vector<std::string> policy_header = {
 constexpr std::size_t policy_text_columns = 1;
 
 std::vector<std::string> policy_row(const json& r) {
-  const auto sub = [&](const char* key) -> const json& { return object_at(r, key); };
-  const json& be = sub("be");
+  const json& be = object_at(r, "be");
   // Policies without BE work (exclusive) have no BE throughput to show.
   const bool has_be =
       be.contains("sequences") && be["sequences"].is_number() && be["sequences"].get<double>() > 0;
@@ -433,13 +432,13 @@ std::vector<std::string> policy_row(const json& r) {
           us_field(r, "p99_us"),
           ratio_field(r, "rt_p99_over_exclusive"),
           ratio_field(r, "rt_undisturbed_p99_over_exclusive"),
-          us_field(object_at(sub("measurement"), "in_loop_us"), "p99_us"),
-          count_field(sub("rt_word_up"), "duty"),
-          us_field(sub("preemption_latency"), "p50_us"),
-          us_field(sub("preemption_latency"), "p99_us"),
+          us_field(object_at(object_at(r, "measurement"), "in_loop_us"), "p99_us"),
+          count_field(object_at(r, "rt_word_up"), "duty"),
+          us_field(object_at(r, "preemption_latency"), "p50_us"),
+          us_field(object_at(r, "preemption_latency"), "p99_us"),
           has_be ? us_field(be, "gflops") : std::string("-"),
           has_be ? ratio_field(r, "be_gflops_over_sequential") : std::string("-"),
-          count_field(sub("rt_placement"), "crowded_launches"),
+          count_field(object_at(r, "rt_placement"), "crowded_launches"),
           count_field(r, "rt_late_items")};
 }
 
