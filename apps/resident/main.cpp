@@ -407,7 +407,9 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   reef_cmd->add_option("--warmup", reef.warmup, "RT requests before measuring")
       ->capture_default_str();
-  reef_cmd->add_option("--be-model", reef.be_model, "best-effort model: mlp or cnn")
+  reef_cmd
+      ->add_option("--be-model", reef.be_model,
+                   "best-effort model: mlp, mlp-fused (bias and relu in the gemm) or cnn")
       ->capture_default_str();
   reef_cmd->add_option("--be-clients", reef.be_clients, "closed-loop best-effort clients")
       ->capture_default_str();

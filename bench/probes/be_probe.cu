@@ -1,7 +1,8 @@
 // be_probe: what each way of handing out a BE kernel's logical blocks costs, kernel by kernel,
 // with nothing else on the GPU. bench reef's low-rate runs put the work counter about 8% behind
 // the strided grid for the BE MLP; this probe times the MLP's two kernels (gemm 4096x512x512,
-// bias+relu over 4096x512) under each variant, alternating them so clock drift hits all alike.
+// bias+relu over 4096x512) and the two fused into one (gemm_bias_act) under each variant,
+// alternating them so clock drift hits all alike.
 // It is a design probe, not part of the library.
 //
 //   be_probe [reps]   (one line per kernel and variant: mean and median time per launch)
@@ -51,6 +52,7 @@ int main(int argc, char** argv) {
   float* bias = device_zeros<float>(width);
   const gemm_args gemm{x, w, y, batch, width, width};
   const bias_act_args act{y, bias, std::int64_t{batch} * width, 1, width, activation::relu};
+  const gemm_bias_act_args fused{gemm, bias, activation::relu};
   const std::int32_t most = std::max(gemm_blocks(gemm), bias_act_blocks(act));
 
   // The runner's words: preempt (never raised), halt, exits, done/runs, checkpoints, counters.
@@ -107,6 +109,9 @@ int main(int argc, char** argv) {
        [&](cudaStream_t s, const be_launch_view& v) { launch_gemm(s, v, gemm); }},
       {"bias_act", bias_act_blocks(act), false,
        [&](cudaStream_t s, const be_launch_view& v) { launch_bias_act(s, v, act); }},
+      // The two in one kernel (bench reef --be-model mlp-fused).
+      {"gemm_bias_act", gemm_bias_act_blocks(fused), true,
+       [&](cudaStream_t s, const be_launch_view& v) { launch_gemm_bias_act(s, v, fused); }},
   };
 
   cudaStream_t s = nullptr;

@@ -105,6 +105,9 @@ void check_saved(const char* kernel, const be_launch_view& v) {
 
 // Dispatch from an argument type to its block body, for the one generic kernel below.
 __device__ void run_block(const gemm_args& a, be_block& blk) { gemm_block<>(a, blk); }
+__device__ void run_block(const gemm_bias_act_args& a, be_block& blk) {
+  gemm_bias_act_block(a, blk);
+}
 __device__ void run_block(const conv2d_args& a, be_block& blk) { conv2d_block(a, blk); }
 __device__ void run_block(const bias_act_args& a, be_block& blk) { bias_act_block(a, blk); }
 __device__ void run_block(const maxpool2d_args& a, be_block& blk) { maxpool2d_block(a, blk); }
@@ -149,6 +152,8 @@ template <class Args>
 inline constexpr bool cut_part_way = false;
 template <>
 inline constexpr bool cut_part_way<gemm_args> = true;
+template <>
+inline constexpr bool cut_part_way<gemm_bias_act_args> = true;
 template <>
 inline constexpr bool cut_part_way<conv2d_args> = true;
 
@@ -376,6 +381,22 @@ std::int32_t gemm_blocks(const gemm_args& a) {
   return checked_blocks(kernel, ceil_div(a.m, be_tile) * ceil_div(a.n, be_tile));
 }
 
+std::int32_t gemm_bias_act_blocks(const gemm_bias_act_args& a) {
+  constexpr const char* kernel = "gemm_bias_act";
+  require_pointer(kernel, "gemm.a", a.gemm.a);
+  require_pointer(kernel, "gemm.b", a.gemm.b);
+  require_pointer(kernel, "gemm.c", a.gemm.c);
+  require_extent(kernel, "gemm.m", a.gemm.m);
+  require_extent(kernel, "gemm.n", a.gemm.n);
+  require_extent(kernel, "gemm.k", a.gemm.k);
+  require_pointer(kernel, "bias", a.bias);
+  if (a.act != activation::none && a.act != activation::relu) {
+    reject(kernel, "act",
+           "is not an activation (" + std::to_string(static_cast<std::int32_t>(a.act)) + ")");
+  }
+  return checked_blocks(kernel, ceil_div(a.gemm.m, be_tile) * ceil_div(a.gemm.n, be_tile));
+}
+
 std::int32_t conv2d_blocks(const conv2d_args& a) {
   constexpr const char* kernel = "conv2d";
   const conv2d_shape& sh = a.shape;
@@ -452,6 +473,11 @@ void launch_gemm(cudaStream_t s, const be_launch_view& v, const gemm_args& a) {
   launch("gemm", s, v, a, gemm_blocks(a));
 }
 
+void launch_gemm_bias_act(cudaStream_t s, const be_launch_view& v, const gemm_bias_act_args& a) {
+  check_saved("gemm_bias_act", v);
+  launch("gemm_bias_act", s, v, a, gemm_bias_act_blocks(a));
+}
+
 void launch_conv2d(cudaStream_t s, const be_launch_view& v, const conv2d_args& a) {
   check_saved("conv2d", v);
   launch("conv2d", s, v, a, conv2d_blocks(a));
@@ -481,6 +507,7 @@ void launch_row_sum(cudaStream_t s, const be_launch_view& v, const row_sum_args&
 
 void load_be_kernels() {
   load_kernels_of<gemm_args>("gemm");
+  load_kernels_of<gemm_bias_act_args>("gemm_bias_act");
   load_kernels_of<conv2d_args>("conv2d");
   load_kernels_of<bias_act_args>("bias_act");
   load_kernels_of<maxpool2d_args>("maxpool2d");
@@ -498,6 +525,11 @@ void launch_fill(cudaStream_t s, const be_launch_view& v, const fill_args& a, la
 
 be_call make_call(std::string name, const gemm_args& a) {
   return call_for(std::move(name), a, gemm_blocks(a), true, &launch_gemm, be_tile_state_floats);
+}
+
+be_call make_call(std::string name, const gemm_bias_act_args& a) {
+  return call_for(std::move(name), a, gemm_bias_act_blocks(a), true, &launch_gemm_bias_act,
+                  be_tile_state_floats);
 }
 
 be_call make_call(std::string name, const conv2d_args& a) {

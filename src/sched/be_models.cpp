@@ -111,7 +111,8 @@ std::vector<float> be_model::read_output() const {
 // ---- mlp_model
 // -----------------------------------------------------------------------------------
 
-mlp_model::mlp_model(std::int32_t batch, std::vector<std::int32_t> widths, std::uint64_t seed)
+mlp_model::mlp_model(std::int32_t batch, std::vector<std::int32_t> widths, std::uint64_t seed,
+                     mlp_bias bias)
     : be_model(batch, mlp_input_elements(batch, widths)), _widths(std::move(widths)) {
   std::mt19937_64 rng(seed);
   const std::size_t layers = _widths.size() - 1;
@@ -127,10 +128,16 @@ mlp_model::mlp_model(std::int32_t batch, std::vector<std::int32_t> widths, std::
     const float* b = upload(_biases.back());
     float* y = allocate(count(std::int64_t{batch} * out));
     const std::string layer = "mlp.fc" + std::to_string(i + 1);
-    add_call(make_call(layer + ".gemm", gemm_args{x, w, y, batch, out, in}));
-    add_call(make_call(layer + (last ? ".bias" : ".bias_relu"),
-                       bias_act_args{y, b, std::int64_t{batch} * out, 1, out,
-                                     last ? activation::none : activation::relu}));
+    const activation act = last ? activation::none : activation::relu;
+    const gemm_args gemm{x, w, y, batch, out, in};
+    if (bias == mlp_bias::fused) {
+      add_call(make_call(layer + (last ? ".gemm_bias" : ".gemm_bias_relu"),
+                         gemm_bias_act_args{gemm, b, act}));
+    } else {
+      add_call(make_call(layer + ".gemm", gemm));
+      add_call(make_call(layer + (last ? ".bias" : ".bias_relu"),
+                         bias_act_args{y, b, std::int64_t{batch} * out, 1, out, act}));
+    }
     x = y;
   }
   add_call(make_call("mlp.scores.row_sum", row_sum_args{x, scores(), batch, _widths.back()}));

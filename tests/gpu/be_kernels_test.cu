@@ -157,6 +157,26 @@ kernel_case gemm_case(std::int32_t m, std::int32_t n, std::int32_t k) {
   return c;
 }
 
+kernel_case gemm_bias_act_case(std::int32_t m, std::int32_t n, std::int32_t k, activation act) {
+  const auto a = random_floats(static_cast<std::size_t>(m) * k);
+  const auto b = random_floats(static_cast<std::size_t>(k) * n);
+  const auto bias = random_floats(static_cast<std::size_t>(n));
+  kernel_case c;
+  c.buffers.push_back(upload(a));
+  c.buffers.push_back(upload(b));
+  c.buffers.push_back(upload(bias));
+  c.buffers.push_back(upload(std::vector<float>(static_cast<std::size_t>(m) * n, sentinel)));
+  c.output = 3;
+  c.call = make_call("gemm_bias_act", gemm_bias_act_args{{c.buffers[0].data_as<float>(),
+                                                          c.buffers[1].data_as<float>(),
+                                                          c.buffers[3].data_as<float>(), m, n, k},
+                                                         c.buffers[2].data_as<float>(),
+                                                         act});
+  c.expected = gemm_reference(to_double(a), to_double(b), m, n, k);
+  bias_act_reference(c.expected, to_double(bias), 1, act);  // bias by column
+  return c;
+}
+
 kernel_case conv2d_case(const conv2d_shape& sh) {
   const auto x = random_floats(static_cast<std::size_t>(sh.n) * sh.c * sh.h * sh.w);
   const auto f = random_floats(static_cast<std::size_t>(sh.k) * sh.c * sh.r * sh.s);
@@ -233,6 +253,7 @@ kernel_case fill_case(std::int64_t elements, float value) {
 std::vector<kernel_case> every_kernel() {
   std::vector<kernel_case> cases;
   cases.push_back(gemm_case(70, 130, 45));
+  cases.push_back(gemm_bias_act_case(70, 130, 45, activation::relu));
   cases.push_back(conv2d_case({2, 3, 11, 9, 70, 3, 3, 2, 1}));
   cases.push_back(bias_act_case(2 * 7 * 150, 150, 7, activation::relu));
   cases.push_back(maxpool2d_case(2, 3, 45, 47));
@@ -262,6 +283,18 @@ TEST(be_kernels, gemm_matches_the_reference_on_odd_sizes) {
   expect_single_attempt(gemm_case(1, 1, 1));
   expect_single_attempt(gemm_case(129, 65, 17));
   expect_single_attempt(gemm_case(64, 64, 16));
+}
+
+TEST(be_kernels, gemm_bias_act_matches_the_reference_with_and_without_relu) {
+  RESIDENT_REQUIRE_GPU();
+  expect_single_attempt(gemm_bias_act_case(70, 130, 45, activation::relu));
+  expect_single_attempt(gemm_bias_act_case(129, 65, 17, activation::none));
+  expect_single_attempt(gemm_bias_act_case(1, 1, 1, activation::relu));
+  // Random signs in [-8, 8]: relu must have zeroed some outputs, or the case tests nothing.
+  const kernel_case c = gemm_bias_act_case(64, 64, 16, activation::relu);
+  expect_single_attempt(c);
+  const auto zeros = std::count(c.expected.begin(), c.expected.end(), 0.0);
+  EXPECT_GT(zeros, 64 * 64 / 8);
 }
 
 TEST(be_kernels, conv2d_matches_the_reference_with_stride_padding_and_odd_filters) {
@@ -714,6 +747,21 @@ TEST(be_kernels, a_gemm_cut_mid_reduction_resumes_from_its_checkpoints_bit_exact
   expect_checkpointed_resume(whole, cut, long_k / be_k_step);
 }
 
+TEST(be_kernels, a_gemm_bias_act_cut_mid_reduction_resumes_from_its_checkpoints_bit_exactly) {
+  RESIDENT_REQUIRE_GPU();
+  auto [whole, cut] = twins<gemm_bias_act_args>(
+      {random_floats(std::size_t{long_m} * long_k), random_floats(std::size_t{long_k} * long_n),
+       random_floats(std::size_t{long_n})},
+      std::size_t{long_m} * long_n, [](const kernel_case& c) {
+        return gemm_bias_act_args{{c.buffers[0].data_as<float>(), c.buffers[1].data_as<float>(),
+                                   c.buffers[3].data_as<float>(), long_m, long_n, long_k},
+                                  c.buffers[2].data_as<float>(),
+                                  activation::relu};
+      });
+  EXPECT_EQ(cut.call.saved_floats, be_tile_state_floats);
+  expect_checkpointed_resume(whole, cut, long_k / be_k_step);
+}
+
 TEST(be_kernels, blocks_that_added_fewer_steps_than_the_minimum_keep_no_checkpoint) {
   RESIDENT_REQUIRE_GPU();
   auto [whole, cut] = long_gemm_twins();
@@ -813,6 +861,27 @@ TEST(be_kernels, mlp_model_matches_its_reference_run_after_run) {
   EXPECT_EQ(model.input_elements(), 800U);
   EXPECT_EQ(model.output_elements(), 8U);
   expect_inferences_match_the_reference(model);
+}
+
+TEST(be_kernels, a_fused_mlp_matches_the_reference_and_the_unfused_one) {
+  RESIDENT_REQUIRE_GPU();
+  mlp_model fused(8, {100, 257, 64, 10}, 42, mlp_bias::fused);
+  EXPECT_THAT(names(fused),
+              ElementsAre("mlp.scores.fill", "mlp.fc1.gemm_bias_relu", "mlp.fc2.gemm_bias_relu",
+                          "mlp.fc3.gemm_bias", "mlp.scores.row_sum"));
+  expect_inferences_match_the_reference(fused);
+  // The same seed gives the same weights: both forms score one input alike.
+  mlp_model unfused(8, {100, 257, 64, 10}, 42);
+  const auto x = random_floats(unfused.input_elements());
+  fused.set_input(x);
+  unfused.set_input(x);
+  stream s;
+  (void)run_inference(fused, s);
+  (void)run_inference(unfused, s);
+  s.synchronize();
+  std::vector<double> want;
+  for (float v : unfused.read_output()) want.push_back(v);
+  expect_values("fused against unfused", fused.read_output(), want, false);
 }
 
 TEST(be_kernels, cnn_model_matches_its_reference_run_after_run) {

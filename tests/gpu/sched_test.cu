@@ -190,6 +190,10 @@ TEST(SchedPreemption, MlpPreemptedAndResumedMatchesReference) {
   check_model(plain, false);
   sched::mlp_model preempted(128, {256, 1024, 512, 128}, 3);
   check_model(preempted, true);
+  // Bias and relu in the gemm's epilogue: cut gemm blocks resume from their checkpoints and
+  // still add the bias once.
+  sched::mlp_model fused(128, {256, 1024, 512, 128}, 3, sched::mlp_bias::fused);
+  check_model(fused, true);
 }
 
 // One block per SM: the bias, pooling and row-sum launches loop over many logical blocks each,
@@ -200,6 +204,8 @@ TEST(SchedPreemption, ModelsPreemptedAndResumedOnABoundedGridMatchTheirReference
     SCOPED_TRACE(counter ? "counter" : "stride");
     sched::mlp_model mlp(512, {256, 1024, 512, 128}, 3);
     check_model(mlp, true, nullptr, 1, counter);
+    sched::mlp_model fused(512, {256, 1024, 512, 128}, 3, sched::mlp_bias::fused);
+    check_model(fused, true, nullptr, 1, counter);
     sched::cnn_model cnn(32, 5);
     check_model(cnn, true, nullptr, 1, counter);
   }
@@ -1051,6 +1057,8 @@ TEST(SchedSpatial, ModelsMatchTheirReferenceUnderSpatialPreemption) {
   RESIDENT_CUDA_TRY(cudaMemcpy(rt_sms.data(), mask.data(), sizeof(mask), cudaMemcpyHostToDevice));
   sched::mlp_model mlp(128, {256, 1024, 512, 128}, 3);
   check_model(mlp, true, rt_sms.data_as<std::uint32_t>());
+  sched::mlp_model fused(128, {256, 1024, 512, 128}, 3, sched::mlp_bias::fused);
+  check_model(fused, true, rt_sms.data_as<std::uint32_t>());
   sched::cnn_model cnn(32, 5);
   check_model(cnn, true, rt_sms.data_as<std::uint32_t>());
 }

@@ -135,6 +135,12 @@ TEST(be_kernel_args, gemm_has_one_block_per_64x64_output_tile) {
   EXPECT_EQ(gemm_blocks({dummy, dummy, dummy, 1, 1, 1000}), 1);
 }
 
+TEST(be_kernel_args, gemm_bias_act_tiles_its_output_like_gemm) {
+  EXPECT_EQ(gemm_bias_act_blocks({{dummy, dummy, dummy, 70, 130, 45}, dummy, activation::relu}),
+            2 * 3);
+  EXPECT_EQ(gemm_bias_act_blocks({{dummy, dummy, dummy, 1, 1, 1000}, dummy, activation::none}), 1);
+}
+
 TEST(be_kernel_args, conv2d_tiles_output_pixels_by_output_channels) {
   // p = (11 + 2 - 3) / 2 + 1 = 6, q = (9 + 2 - 3) / 2 + 1 = 5: 2 * 30 = 60 pixels, 1 row tile.
   const conv2d_args a{dummy, dummy, dummy, {2, 3, 11, 9, 70, 3, 3, 2, 1}};
@@ -171,6 +177,20 @@ TEST(be_kernel_args, invalid_arguments_name_the_kernel_and_the_field) {
               (void)gemm_blocks({nullptr, dummy, dummy, 4, 4, 4});
             }),
             "gemm: a is null");
+  EXPECT_EQ(invalid_argument_of([] {
+              (void)gemm_bias_act_blocks({{dummy, dummy, dummy, 4, 0, 4}, dummy, activation::relu});
+            }),
+            "gemm_bias_act: gemm.n must be > 0, got 0");
+  EXPECT_EQ(
+      invalid_argument_of([] {
+        (void)gemm_bias_act_blocks({{dummy, dummy, dummy, 4, 4, 4}, nullptr, activation::relu});
+      }),
+      "gemm_bias_act: bias is null");
+  EXPECT_EQ(invalid_argument_of([] {
+              (void)gemm_bias_act_blocks(
+                  {{dummy, dummy, dummy, 4, 4, 4}, dummy, static_cast<activation>(7)});
+            }),
+            "gemm_bias_act: act is not an activation (7)");
   EXPECT_THAT(invalid_argument_of([] {
                 (void)conv2d_blocks({dummy, dummy, dummy, {1, 1, 8, 8, 4, 3, 3, 0, 1}});
               }),
@@ -220,6 +240,13 @@ TEST(be_kernel_args, calls_carry_the_block_count_and_whether_a_rerun_is_safe) {
   EXPECT_TRUE(static_cast<bool>(gemm.launch));
   // The GEMM-shaped kernels checkpoint a tile of partial sums; the short ones none.
   EXPECT_EQ(gemm.saved_floats, be_tile_state_floats);
+  // The fused epilogue never reads C: a rerun is as safe as gemm's, and it checkpoints the same.
+  const be_call fused =
+      make_call("t.gemm_bias_relu",
+                gemm_bias_act_args{{dummy, dummy, dummy, 70, 130, 45}, dummy, activation::relu});
+  EXPECT_EQ(fused.blocks, 6);
+  EXPECT_TRUE(fused.idempotent);
+  EXPECT_EQ(fused.saved_floats, be_tile_state_floats);
   EXPECT_EQ(
       make_call("c", conv2d_args{dummy, dummy, dummy, {1, 1, 3, 3, 1, 3, 3, 1, 1}}).saved_floats,
       be_tile_state_floats);

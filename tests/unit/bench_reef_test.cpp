@@ -70,7 +70,8 @@ TEST(reef_settings, defaults_run_every_policy_and_bad_flags_are_clear) {
   EXPECT_THAT(with([](auto& x) { x.samples = 0; }), HasSubstr("--samples"));
   EXPECT_EQ(s.disturbance_ns, 2000);  // bench io's threshold
   EXPECT_THAT(with([](auto& x) { x.disturbance_ns = 0; }), HasSubstr("--disturbance-ns"));
-  EXPECT_THAT(with([](auto& x) { x.be_model = "resnet"; }), HasSubstr("mlp or cnn"));
+  EXPECT_THAT(with([](auto& x) { x.be_model = "resnet"; }), HasSubstr("mlp, mlp-fused or cnn"));
+  EXPECT_EQ(with([](auto& x) { x.be_model = "mlp-fused"; }), "");
   EXPECT_THAT(with([](auto& x) { x.be_window = 0; }), HasSubstr("--be-window"));
   EXPECT_THAT(with([](auto& x) { x.be_window_sm = 9; }), HasSubstr("--be-window-sm"));
   EXPECT_THAT(with([](auto& x) { x.be_rt_sm_blocks = -1; }), HasSubstr("--be-rt-sm-blocks"));

@@ -398,15 +398,20 @@ class reef_rt_app final : public Application {
 constexpr std::int32_t be_mlp_batch = 4096;
 const std::vector<std::int32_t> be_mlp_widths{512, 512, 512, 512};
 
+// mlp-fused: the same MLP with bias and activation in each gemm's epilogue (sched::mlp_bias).
 std::unique_ptr<sched::be_model> make_be_model(const std::string& name, std::uint64_t seed) {
   if (name == "mlp") return std::make_unique<sched::mlp_model>(be_mlp_batch, be_mlp_widths, seed);
+  if (name == "mlp-fused") {
+    return std::make_unique<sched::mlp_model>(be_mlp_batch, be_mlp_widths, seed,
+                                              sched::mlp_bias::fused);
+  }
   if (name == "cnn") return std::make_unique<sched::cnn_model>(64, seed);
-  throw std::invalid_argument("unknown BE model '" + name + "'; models: mlp, cnn");
+  throw std::invalid_argument("unknown BE model '" + name + "'; models: mlp, mlp-fused, cnn");
 }
 
 /// Floating-point work of one inference (multiply-adds count 2).
 double be_gflop(const std::string& name) {
-  if (name == "mlp") {
+  if (name == "mlp" || name == "mlp-fused") {
     double f = 0;
     for (std::size_t i = 0; i + 1 < be_mlp_widths.size(); ++i) {
       f += 2.0 * be_mlp_batch * be_mlp_widths[i] * static_cast<double>(be_mlp_widths[i + 1]);
@@ -1257,9 +1262,9 @@ void reef_settings::validate() const {
     throw std::invalid_argument("bench reef: --disturbance-ns must be positive");
   }
   if (warmup < 0) throw std::invalid_argument("bench reef: --warmup must be >= 0");
-  if (be_model != "mlp" && be_model != "cnn") {
-    throw std::invalid_argument("bench reef: --be-model must be mlp or cnn, got '" + be_model +
-                                "'");
+  if (be_model != "mlp" && be_model != "mlp-fused" && be_model != "cnn") {
+    throw std::invalid_argument("bench reef: --be-model must be mlp, mlp-fused or cnn, got '" +
+                                be_model + "'");
   }
   if (be_window < 1 || be_window > 8) {
     throw std::invalid_argument("bench reef: --be-window must be in 1..8");

@@ -26,7 +26,7 @@ struct reef_settings {
   double rate_hz{4000.0};           // RT requests per second
   std::int64_t samples{5000};       // measured RT requests per policy
   std::int64_t warmup{500};
-  std::string be_model{"mlp"};  // mlp or cnn
+  std::string be_model{"mlp"};  // mlp, mlp-fused or cnn
   int be_clients{1};            // closed-loop BE clients (one stream each)
   std::size_t be_window{1};     // BE launches in flight per client (see docs/sched.md)
   /// ... under preempt-sm, whose launches hand cut blocks back within the launch.

@@ -96,9 +96,23 @@ __device__ inline void save_tile(be_block& blk, const float (&acc)[tile_per_lane
 /// with the bases alone and to 86.7-86.8 us with the prefetch (`bench/results/h200/README.md`).
 enum class gemm_loads { per_load, prefetched };
 
-template <gemm_loads Loads = gemm_loads::per_load>
-__device__ inline void gemm_block(const gemm_args& args, be_block& blk) {
-  using namespace detail;
+namespace detail {
+
+// What a gemm block writes for accumulator `acc` of column `col`.
+struct plain_output {
+  __device__ float operator()(float acc, std::int32_t) const { return acc; }
+};
+struct bias_act_output {
+  const float* bias;
+  activation act;
+  __device__ float operator()(float acc, std::int32_t col) const {
+    const float v = acc + bias[col];
+    return act == activation::relu ? fmaxf(v, 0.0F) : v;
+  }
+};
+
+template <gemm_loads Loads, class Output>
+__device__ inline void gemm_tile(const gemm_args& args, be_block& blk, const Output& output) {
   __shared__ k_tile a_tile;
   __shared__ k_tile b_tile;
   const int t = static_cast<int>(threadIdx.x);
@@ -189,10 +203,22 @@ __device__ inline void gemm_block(const gemm_args& args, be_block& blk) {
 #pragma unroll
     for (int j = 0; j < tile_per_lane; ++j) {
       const std::int32_t gc = col0 + col_lane + tile_lanes * j;
-      if (gc < args.n) args.c[std::int64_t{gr} * args.n + gc] = acc[i][j];
+      if (gc < args.n) args.c[std::int64_t{gr} * args.n + gc] = output(acc[i][j], gc);
     }
   }
   blk.commit();
+}
+
+}  // namespace detail
+
+template <gemm_loads Loads = gemm_loads::per_load>
+__device__ inline void gemm_block(const gemm_args& args, be_block& blk) {
+  detail::gemm_tile<Loads>(args, blk, detail::plain_output{});
+}
+
+__device__ inline void gemm_bias_act_block(const gemm_bias_act_args& args, be_block& blk) {
+  detail::gemm_tile<gemm_loads::per_load>(args.gemm, blk,
+                                          detail::bias_act_output{args.bias, args.act});
 }
 
 __device__ inline void conv2d_block(const conv2d_args& args, be_block& blk) {

@@ -6,8 +6,8 @@
 // nothing until its last check, and commits. The device bodies live in be_kernels.cuh, so a
 // merged (padded) kernel can run them next to real-time work.
 //
-// Idempotent kernels (gemm, conv2d, maxpool2d, fill) may re-run a block on resume; the
-// non-idempotent ones (bias_act works in place, row_sum accumulates) must resume exactly,
+// Idempotent kernels (gemm, gemm_bias_act, conv2d, maxpool2d, fill) may re-run a block on resume;
+// the non-idempotent ones (bias_act works in place, row_sum accumulates) must resume exactly,
 // skipping the blocks their done words record.
 //
 // All tensors are fp32 and dense: row-major matrices, NCHW activations, KCRS filters.
@@ -42,6 +42,18 @@ struct gemm_args {
   std::int32_t m{};
   std::int32_t n{};
   std::int32_t k{};
+};
+
+/// C[m x n] = act(A[m x k] * B[k x n] + bias[column]): a gemm whose blocks add the bias and
+/// apply the activation to their tile before they write it, instead of a bias_act pass over C
+/// after it. The same tiles, K-steps and checkpoints as gemm. Unlike bias_act it never reads C,
+/// so it is idempotent. It exists for what it saves the memory system: a bias_act pass reads
+/// and writes all of C again (16 MB per layer of bench reef's BE MLP), and those writes are
+/// what slows a latency-bound RT loop on other SMs most (`bench/probes/interference_probe.cu`).
+struct gemm_bias_act_args {
+  gemm_args gemm;
+  const float* bias{};  // [gemm.n]
+  activation act{activation::none};
 };
 
 /// Geometry of a 2-D convolution with zero padding: input [n, c, h, w], filter [k, c, r, s],
@@ -118,6 +130,8 @@ struct fill_args {
 /// ceil(m / be_tile) * ceil(n / be_tile); block b computes tile row b / tiles_n, column
 /// b % tiles_n.
 [[nodiscard]] std::int32_t gemm_blocks(const gemm_args& a);
+/// gemm_blocks(a.gemm), laid out like gemm's; also checks the bias and the activation.
+[[nodiscard]] std::int32_t gemm_bias_act_blocks(const gemm_bias_act_args& a);
 /// ceil(n*p*q / be_tile) * ceil(k / be_tile), laid out like gemm's.
 [[nodiscard]] std::int32_t conv2d_blocks(const conv2d_args& a);
 /// ceil(elements / be_chunk).
@@ -145,6 +159,7 @@ struct fill_args {
 enum class launch_dependency { full, programmatic };
 
 void launch_gemm(cudaStream_t s, const be_launch_view& v, const gemm_args& a);
+void launch_gemm_bias_act(cudaStream_t s, const be_launch_view& v, const gemm_bias_act_args& a);
 void launch_conv2d(cudaStream_t s, const be_launch_view& v, const conv2d_args& a);
 void launch_bias_act(cudaStream_t s, const be_launch_view& v, const bias_act_args& a);
 void launch_maxpool2d(cudaStream_t s, const be_launch_view& v, const maxpool2d_args& a);
@@ -177,6 +192,7 @@ struct be_call {
 // A be_call for one launch of a kernel with fixed arguments (validated here).
 
 [[nodiscard]] be_call make_call(std::string name, const gemm_args& a);
+[[nodiscard]] be_call make_call(std::string name, const gemm_bias_act_args& a);
 [[nodiscard]] be_call make_call(std::string name, const conv2d_args& a);
 [[nodiscard]] be_call make_call(std::string name, const bias_act_args& a);
 [[nodiscard]] be_call make_call(std::string name, const maxpool2d_args& a);

@@ -98,15 +98,22 @@ class be_model {
   std::vector<be_call> _calls;
 };
 
+/// Where an MLP layer adds its bias and applies its activation. `kernel`: a bias_act kernel
+/// after the gemm. `fused`: in the gemm's own epilogue (gemm_bias_act), one kernel per layer and
+/// one pass over the layer's output fewer. The same values either way, to fp32 rounding.
+enum class mlp_bias { kernel, fused };
+
 /// A multi-layer perceptron: input [batch, widths[0]]; layer i is gemm to widths[i + 1], then
 /// bias + relu (no activation after the last layer); the scores sum the last layer's outputs.
 /// calls(): mlp.scores.fill, mlp.fc1.gemm, mlp.fc1.bias_relu, ..., mlp.fcL.bias,
-/// mlp.scores.row_sum.
+/// mlp.scores.row_sum; with mlp_bias::fused: mlp.scores.fill, mlp.fc1.gemm_bias_relu, ...,
+/// mlp.fcL.gemm_bias, mlp.scores.row_sum.
 class mlp_model final : public be_model {
  public:
   /// invalid_argument (before any allocation) when batch <= 0, widths has fewer than 2
   /// entries or one is <= 0.
-  mlp_model(std::int32_t batch, std::vector<std::int32_t> widths, std::uint64_t seed);
+  mlp_model(std::int32_t batch, std::vector<std::int32_t> widths, std::uint64_t seed,
+            mlp_bias bias = mlp_bias::kernel);
 
   [[nodiscard]] std::string name() const override { return "mlp"; }
   [[nodiscard]] std::vector<double> reference(std::span<const float> x) const override;

@@ -1,0 +1,443 @@
+// interference_probe: what slows bench reef's RT model when BE work runs on OTHER SMs? It is a
+// design probe, not part of the library.
+//
+// The RT body (the RT MLP's three gemms with bias_act between them: batch 32, widths
+// 256-512-512-256, the library's plain kernels) runs in a green context of the driver's first
+// four 8-SM groups (bench reef's default 32-SM partition), one event per body. Beside it, in a
+// green context of the remaining groups, one background at a time:
+//   none        nothing
+//   spin        FMA chains, no memory: power and issue, no memory traffic
+//   l2-read     16-B ld.cg over an 8 MB buffer (L2 hits), 4 blocks per SM
+//   l2-read-1   the same, 1 block per SM
+//   hbm-read    16-B ld.cg over 1 GB (DRAM)
+//   l2-write    16-B stores over an 8 MB buffer, 4 blocks per SM (l2-write-1: 1 per SM)
+//   be-mlp      the BE MLP's kernels (gemm 4096x512x512, bias_act), plain grids, back to back
+//   be-gemm     its gemm alone, back to back; be-act its bias_act alone
+//   be-fused    the gemm with bias and relu in its epilogue (gemm_bias_act), back to back
+//   fat-gemm    a 128x128-tile gemm (8x8 outputs per thread) over the same shapes, persistent:
+//               about half the L2 reads per FLOP of the library's 64x64 tile
+// Each background starts, runs 2 ms, the RT bodies run, then it stops. The backgrounds
+// alternate within a round. Prints each background's RT body p50/p90/p99/max, a chain of empty
+// kernels (the launch path alone), the SM clock seen in the RT partition, and the background's
+// own rate (GFLOP/s or GB/s).
+//
+//   interference_probe [rounds] [bodies per round]
+
+#include <cuda.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "probe_check.hpp"
+#include "resident/sched/be_kernels.hpp"
+#include "resident/sched/preemptible.hpp"
+
+#define CU_CHECK(call)                                                       \
+  do {                                                                       \
+    const CUresult r_ = (call);                                              \
+    if (r_ != CUDA_SUCCESS) {                                                \
+      const char* s_ = "unknown error";                                      \
+      cuGetErrorString(r_, &s_);                                             \
+      std::fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #call, s_); \
+      std::exit(1);                                                          \
+    }                                                                        \
+  } while (0)
+
+namespace {
+
+using namespace resident::sched;
+
+__device__ bool stopped(const unsigned* stop) {
+  return *reinterpret_cast<const volatile unsigned*>(stop) != 0U;
+}
+
+__global__ void spin(const unsigned* stop, float* sink, unsigned long long* work) {
+  float a[8];
+  for (int i = 0; i < 8; ++i) a[i] = threadIdx.x * 1e-3F + i;
+  unsigned long long n = 0;
+  while (!stopped(stop)) {
+    for (int r = 0; r < 256; ++r) {
+#pragma unroll
+      for (int i = 0; i < 8; ++i) a[i] = fmaf(a[i], 0.999F, 1e-4F);
+    }
+    n += 256 * 8;
+  }
+  float s = 0;
+  for (float v : a) s += v;
+  if (s == 12345.0F) sink[0] = s;
+  if (threadIdx.x == 0) atomicAdd(work, n * blockDim.x * 2);  // FLOP
+}
+
+// Reads (or writes) `words` float4 over and over; `work` counts bytes.
+template <bool Write>
+__global__ void stream(float4* buf, std::int64_t words, const unsigned* stop, float* sink,
+                       unsigned long long* work) {
+  const std::int64_t stride = std::int64_t{gridDim.x} * blockDim.x;
+  float acc = 0;
+  unsigned long long bytes = 0;
+  int pass = 0;
+  std::int64_t i = std::int64_t{blockIdx.x} * blockDim.x + threadIdx.x;
+  while (true) {
+    if ((pass++ & 15) == 0 && stopped(stop)) break;
+    if constexpr (Write) {
+      buf[i] = make_float4(acc, acc, acc, acc);
+    } else {
+      const float4 v = __ldcg(buf + i);
+      acc += v.x + v.y + v.z + v.w;
+    }
+    bytes += 16;
+    i += stride;
+    if (i >= words) i -= words;
+  }
+  if (acc == 12345.0F) sink[0] = acc;
+  atomicAdd(work, bytes);
+}
+
+// C[m x n] = A[m x k] B[k x n], row-major, 128x128 tiles, K-step 8, 256 threads of 8x8 outputs;
+// persistent: the grid walks the tiles over and over until stopped. m, n multiples of 128, k of 8.
+__global__ void __launch_bounds__(256)
+    fat_gemm(const float* a, const float* b, float* c, int m, int n, int k, const unsigned* stop,
+             unsigned long long* work) {
+  __shared__ float as[8][128];
+  __shared__ float bs[8][128];
+  __shared__ unsigned quit;
+  const int tid = threadIdx.x;
+  const int tx = tid % 16;
+  const int ty = tid / 16;
+  const int tiles_n = n / 128;
+  const int tiles = (m / 128) * tiles_n;
+  unsigned long long flop = 0;
+  for (int t = blockIdx.x;; t += gridDim.x) {
+    if (t >= tiles) t %= tiles;
+    if (tid == 0) quit = stopped(stop) ? 1U : 0U;
+    __syncthreads();  // one decision for the block: it syncs inside the tile
+    if (quit != 0U) break;
+    const int row0 = (t / tiles_n) * 128;
+    const int col0 = (t % tiles_n) * 128;
+    float acc[8][8] = {};
+    for (int k0 = 0; k0 < k; k0 += 8) {
+      {
+        const int r = tid / 2;
+        const int kk = (tid % 2) * 4;
+        const float4 v = __ldg(reinterpret_cast<const float4*>(a + (row0 + r) * k + k0 + kk));
+        as[kk + 0][r] = v.x;
+        as[kk + 1][r] = v.y;
+        as[kk + 2][r] = v.z;
+        as[kk + 3][r] = v.w;
+        const int kb = tid / 32;
+        const int cb = (tid % 32) * 4;
+        *reinterpret_cast<float4*>(&bs[kb][cb]) =
+            __ldg(reinterpret_cast<const float4*>(b + (k0 + kb) * n + col0 + cb));
+      }
+      __syncthreads();
+#pragma unroll
+      for (int kk = 0; kk < 8; ++kk) {
+        float ra[8];
+        float rb[8];
+#pragma unroll
+        for (int i = 0; i < 8; ++i) ra[i] = as[kk][ty * 8 + i];
+#pragma unroll
+        for (int j = 0; j < 8; ++j) rb[j] = bs[kk][tx * 8 + j];
+#pragma unroll
+        for (int i = 0; i < 8; ++i) {
+#pragma unroll
+          for (int j = 0; j < 8; ++j) acc[i][j] = fmaf(ra[i], rb[j], acc[i][j]);
+        }
+      }
+      __syncthreads();
+    }
+    for (int i = 0; i < 8; ++i) {
+      for (int j = 0; j < 8; j += 4) {
+        *reinterpret_cast<float4*>(c + (row0 + ty * 8 + i) * n + col0 + tx * 8 + j) =
+            make_float4(acc[i][j], acc[i][j + 1], acc[i][j + 2], acc[i][j + 3]);
+      }
+    }
+    flop += 2ULL * 128 * 128 * k / blockDim.x;
+  }
+  atomicAdd(work, flop);
+}
+
+__global__ void empty_kernel() {}
+
+// One thread: SM clock over about 20 us of global time, in kHz.
+__global__ void sm_clock(unsigned long long* out) {
+  unsigned long long g0;
+  unsigned long long g1;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(g0));
+  const long long c0 = clock64();
+  do {
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(g1));
+  } while (g1 - g0 < 20000);
+  const long long c1 = clock64();
+  *out = static_cast<unsigned long long>(c1 - c0) * 1000000ULL / (g1 - g0);
+}
+
+CUstream green_stream(CUdevice dev, const std::vector<CUdevResource>& pieces) {
+  CUdevResourceDesc desc{};
+  CU_CHECK(cuDevResourceGenerateDesc(&desc, const_cast<CUdevResource*>(pieces.data()),
+                                     static_cast<unsigned>(pieces.size())));
+  CUgreenCtx ctx{};
+  CU_CHECK(cuGreenCtxCreate(&ctx, desc, dev, CU_GREEN_CTX_DEFAULT_STREAM));
+  CUstream s{};
+  CU_CHECK(cuGreenCtxStreamCreate(&s, ctx, CU_STREAM_NON_BLOCKING, 0));
+  return s;  // the contexts live until the process ends
+}
+
+template <class T>
+T* device_zeros(std::size_t n) {
+  T* p = nullptr;
+  CHECK(cudaMalloc(&p, n * sizeof(T)));
+  CHECK(cudaMemset(p, 0, n * sizeof(T)));
+  return p;
+}
+
+struct stats {
+  double p50, p90, p99, max;
+};
+
+stats summarize(std::vector<float> v) {
+  std::sort(v.begin(), v.end());
+  auto at = [&](double q) { return v[std::min(v.size() - 1, std::size_t(q * v.size()))]; };
+  return {at(0.5), at(0.9), at(0.99), v.back()};
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const int rounds = argc > 1 ? std::max(1, std::atoi(argv[1])) : 5;
+  const int bodies = argc > 2 ? std::max(10, std::atoi(argv[2])) : 400;
+  CHECK(cudaSetDevice(0));
+  CHECK(cudaFree(nullptr));
+  CU_CHECK(cuInit(0));
+  CUdevice dev{};
+  CU_CHECK(cuDeviceGet(&dev, 0));
+  CUdevResource all{};
+  CU_CHECK(cuDeviceGetDevResource(dev, &all, CU_DEV_RESOURCE_TYPE_SM));
+  unsigned n_groups = all.sm.smCount;
+  std::vector<CUdevResource> groups(n_groups);
+  CUdevResource rest{};
+  CU_CHECK(cuDevSmResourceSplitByCount(groups.data(), &n_groups, &all, &rest, 0,
+                                       all.sm.smCoscheduledAlignment));
+  groups.resize(n_groups);
+  if (groups.size() < 6) {
+    std::fprintf(stderr, "interference_probe: needs at least 6 SM groups, got %zu\n",
+                 groups.size());
+    return 1;
+  }
+  const auto rt =
+      reinterpret_cast<cudaStream_t>(green_stream(dev, {groups.begin(), groups.begin() + 4}));
+  std::vector<CUdevResource> bg_pieces(groups.begin() + 4, groups.end());
+  if (rest.sm.smCount > 0) bg_pieces.push_back(rest);
+  const auto bg = reinterpret_cast<cudaStream_t>(green_stream(dev, bg_pieces));
+  int bg_sms = 0;
+  for (const auto& p : bg_pieces) bg_sms += static_cast<int>(p.sm.smCount);
+  cudaStream_t ctl{};
+  CHECK(cudaStreamCreateWithFlags(&ctl, cudaStreamNonBlocking));
+
+  load_be_kernels();
+  // The RT body.
+  constexpr std::int32_t batch = 32;
+  const std::vector<std::int32_t> widths{256, 512, 512, 256};
+  std::vector<gemm_args> gemms;
+  std::vector<bias_act_args> acts;
+  const float* in = device_zeros<float>(std::size_t{batch} * widths[0]);
+  for (std::size_t l = 0; l + 1 < widths.size(); ++l) {
+    float* w = device_zeros<float>(std::size_t(widths[l]) * widths[l + 1]);
+    float* out = device_zeros<float>(std::size_t{batch} * widths[l + 1]);
+    float* bias = device_zeros<float>(widths[l + 1]);
+    gemms.push_back({in, w, out, batch, widths[l + 1], widths[l]});
+    acts.push_back(
+        {out, bias, std::int64_t{batch} * widths[l + 1], 1, widths[l + 1], activation::relu});
+    in = out;
+  }
+  auto* rt_done = device_zeros<std::uint32_t>(4096);
+  auto rt_body = [&](cudaStream_t s) {
+    for (std::size_t l = 0; l < gemms.size(); ++l) {
+      be_launch_view v;
+      v.done = rt_done;
+      v.blocks = gemm_blocks(gemms[l]);
+      launch_gemm(s, v, gemms[l]);
+      if (l + 1 < gemms.size()) {
+        be_launch_view va;
+        va.done = rt_done;
+        va.blocks = bias_act_blocks(acts[l]);
+        launch_bias_act(s, va, acts[l]);
+      }
+    }
+  };
+
+  // The BE MLP's layer and the fat gemm's buffers.
+  constexpr std::int32_t be_m = 4096;
+  constexpr std::int32_t be_w = 512;
+  float* bx = device_zeros<float>(std::size_t{be_m} * be_w);
+  float* bw = device_zeros<float>(std::size_t{be_w} * be_w);
+  float* by = device_zeros<float>(std::size_t{be_m} * be_w);
+  float* bb = device_zeros<float>(be_w);
+  const gemm_args be_gemm{bx, bw, by, be_m, be_w, be_w};
+  const bias_act_args be_act{by, bb, std::int64_t{be_m} * be_w, 1, be_w, activation::relu};
+  auto* be_done =
+      device_zeros<std::uint32_t>(std::max(gemm_blocks(be_gemm), bias_act_blocks(be_act)));
+  constexpr std::int64_t l2_bytes = 8LL << 20;
+  constexpr std::int64_t hbm_bytes = 1LL << 30;
+  auto* big = device_zeros<float4>(hbm_bytes / 16);
+  auto* stop = device_zeros<unsigned>(32);
+  auto* work = device_zeros<unsigned long long>(4);
+  auto* sink = device_zeros<float>(4);
+  auto* clock_khz = device_zeros<unsigned long long>(1);
+
+  struct background {
+    std::string name;
+    const char* unit;
+  };
+  const std::vector<background> backgrounds{{"none", ""},
+                                            {"spin", "GFLOP/s"},
+                                            {"l2-read", "GB/s"},
+                                            {"l2-read-1", "GB/s"},
+                                            {"hbm-read", "GB/s"},
+                                            {"l2-write", "GB/s"},
+                                            {"l2-write-1", "GB/s"},
+                                            {"be-mlp", "GFLOP/s"},
+                                            {"be-gemm", "GFLOP/s"},
+                                            {"be-act", "launches/s"},
+                                            {"be-fused", "GFLOP/s"},
+                                            {"fat-gemm", "GFLOP/s"}};
+  int be_launches = 0;
+  auto start = [&](const std::string& name) {
+    const unsigned zero = 0;
+    CHECK(cudaMemcpyAsync(stop, &zero, sizeof zero, cudaMemcpyHostToDevice, ctl));
+    CHECK(cudaMemsetAsync(work, 0, sizeof(unsigned long long), ctl));
+    CHECK(cudaStreamSynchronize(ctl));
+    const int per_sm4 = 4 * bg_sms;
+    if (name == "spin") {
+      spin<<<per_sm4, 256, 0, bg>>>(stop, sink, work);
+    } else if (name == "l2-read" || name == "l2-read-1") {
+      stream<false><<<name == "l2-read" ? per_sm4 : bg_sms, 256, 0, bg>>>(big, l2_bytes / 16, stop,
+                                                                          sink, work);
+    } else if (name == "hbm-read") {
+      stream<false><<<per_sm4, 256, 0, bg>>>(big, hbm_bytes / 16, stop, sink, work);
+    } else if (name == "l2-write" || name == "l2-write-1") {
+      stream<true><<<name == "l2-write" ? per_sm4 : bg_sms, 256, 0, bg>>>(big, l2_bytes / 16, stop,
+                                                                          sink, work);
+    } else if (name == "fat-gemm") {
+      fat_gemm<<<2 * bg_sms, 256, 0, bg>>>(bx, bw, by, be_m, be_w, be_w, stop, work);
+    } else if (name == "be-fused") {
+      be_launches = 0;
+      const gemm_bias_act_args fused{be_gemm, bb, activation::relu};
+      for (int i = 0; i < 40 + bodies; ++i) {
+        be_launch_view v;
+        v.done = be_done;
+        v.blocks = gemm_bias_act_blocks(fused);
+        launch_gemm_bias_act(bg, v, fused);
+        ++be_launches;
+      }
+    } else if (name == "be-mlp" || name == "be-gemm" || name == "be-act") {
+      // Enough to outlast the RT bodies (about 0.15 ms per pair on 100 SMs, 0.02 ms per
+      // bias_act).
+      be_launches = 0;
+      const int n = name == "be-act" ? 8 * (40 + bodies) : 40 + bodies;
+      for (int i = 0; i < n; ++i) {
+        if (name != "be-act") {
+          be_launch_view v;
+          v.done = be_done;
+          v.blocks = gemm_blocks(be_gemm);
+          launch_gemm(bg, v, be_gemm);
+        }
+        if (name != "be-gemm") {
+          be_launch_view va;
+          va.done = be_done;
+          va.blocks = bias_act_blocks(be_act);
+          launch_bias_act(bg, va, be_act);
+        }
+        ++be_launches;
+      }
+    }
+    CHECK(cudaGetLastError());
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  };
+  auto finish = [&](const std::string& name, double seconds) -> double {
+    const unsigned one = 1;
+    CHECK(cudaMemcpyAsync(stop, &one, sizeof one, cudaMemcpyHostToDevice, ctl));
+    CHECK(cudaStreamSynchronize(ctl));
+    const auto t0 = std::chrono::steady_clock::now();
+    CHECK(cudaStreamSynchronize(bg));
+    const double drain =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    unsigned long long w = 0;
+    CHECK(cudaMemcpy(&w, work, sizeof w, cudaMemcpyDeviceToHost));
+    if (name == "be-act") return be_launches / (seconds + drain);
+    if (name == "be-mlp" || name == "be-gemm" || name == "be-fused") {
+      return 2.0 * be_m * be_w * be_w * be_launches / (seconds + drain) * 1e-9;
+    }
+    return static_cast<double>(w) / seconds * 1e-9;  // stopped right after: rate while on
+  };
+
+  constexpr int chain = 20;
+  std::vector<std::vector<float>> body_us(backgrounds.size());
+  std::vector<std::vector<float>> chain_us(backgrounds.size());
+  std::vector<std::vector<double>> rate(backgrounds.size());
+  std::vector<std::vector<double>> clock_mhz(backgrounds.size());
+  std::vector<cudaEvent_t> ev(bodies + 1);
+  for (auto& e : ev) CHECK(cudaEventCreate(&e));
+  cudaEvent_t c0{};
+  cudaEvent_t c1{};
+  CHECK(cudaEventCreate(&c0));
+  CHECK(cudaEventCreate(&c1));
+  for (int r = 0; r < rounds; ++r) {
+    for (std::size_t b = 0; b < backgrounds.size(); ++b) {
+      const auto& name = backgrounds[b].name;
+      start(name);
+      const auto t0 = std::chrono::steady_clock::now();
+      rt_body(rt);  // warm
+      for (int i = 0; i < bodies; ++i) {
+        CHECK(cudaEventRecord(ev[i], rt));
+        rt_body(rt);
+      }
+      CHECK(cudaEventRecord(ev[bodies], rt));
+      CHECK(cudaEventRecord(c0, rt));
+      for (int i = 0; i < chain; ++i) empty_kernel<<<1, 32, 0, rt>>>();
+      CHECK(cudaEventRecord(c1, rt));
+      sm_clock<<<1, 1, 0, rt>>>(clock_khz);
+      CHECK(cudaGetLastError());
+      CHECK(cudaStreamSynchronize(rt));
+      const double seconds =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() + 2e-3;
+      rate[b].push_back(finish(name, seconds));
+      for (int i = 0; i < bodies; ++i) {
+        float ms = 0;
+        CHECK(cudaEventElapsedTime(&ms, ev[i], ev[i + 1]));
+        body_us[b].push_back(ms * 1000.0F);
+      }
+      float ms = 0;
+      CHECK(cudaEventElapsedTime(&ms, c0, c1));
+      chain_us[b].push_back(ms * 1000.0F / chain);
+      unsigned long long khz = 0;
+      CHECK(cudaMemcpy(&khz, clock_khz, sizeof khz, cudaMemcpyDeviceToHost));
+      clock_mhz[b].push_back(static_cast<double>(khz) / 1000.0);
+    }
+  }
+  std::printf(
+      "interference_probe: RT body in 32 SMs (groups 0-3), background on %d SMs; %d rounds of "
+      "%d bodies\n",
+      bg_sms, rounds, bodies);
+  std::printf("%-10s %8s %8s %8s %8s | %8s | %8s | %s\n", "background", "p50 us", "p90 us",
+              "p99 us", "max us", "empty us", "SM MHz", "background rate (median)");
+  for (std::size_t b = 0; b < backgrounds.size(); ++b) {
+    const stats s = summarize(body_us[b]);
+    const stats c = summarize(chain_us[b]);
+    auto med = [](std::vector<double> v) {
+      std::sort(v.begin(), v.end());
+      return v[v.size() / 2];
+    };
+    std::printf("%-10s %8.2f %8.2f %8.2f %8.2f | %8.2f | %8.0f | %.0f %s\n",
+                backgrounds[b].name.c_str(), s.p50, s.p90, s.p99, s.max, c.p50, med(clock_mhz[b]),
+                med(rate[b]), backgrounds[b].unit);
+  }
+  return 0;
+}
