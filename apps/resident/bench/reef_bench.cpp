@@ -228,8 +228,14 @@ struct pad_source {
         b(static_cast<std::size_t>(k) * n * sizeof(float)),
         c(static_cast<std::size_t>(m) * n * sizeof(float)),
         job(sched::gemm_blocks(args()), rt_capacity, record_placement) {
-    RESIDENT_CUDA_TRY(cudaMemset(a.data(), 0, a.size()));
-    RESIDENT_CUDA_TRY(cudaMemset(b.data(), 0, b.size()));
+    // Random operands: a gemm on zeros can run faster than on real data.
+    std::mt19937_64 rng(rt_seed + 1);
+    std::uniform_real_distribution<float> dist(-1.0F, 1.0F);
+    for (device_buffer* buf : {&a, &b}) {
+      std::vector<float> host(buf->size() / sizeof(float));
+      for (auto& v : host) v = dist(rng);
+      RESIDENT_CUDA_TRY(cudaMemcpy(buf->data(), host.data(), buf->size(), cudaMemcpyHostToDevice));
+    }
   }
   [[nodiscard]] sched::gemm_args args() const {
     return {a.data_as<float>(), b.data_as<float>(), c.data_as<float>(), m, n, k};
