@@ -456,21 +456,24 @@ std::vector<std::string> target_lines(const receipt& rc) {
   std::vector<std::string> lines;
   const auto t = rc.settings.find("targets");
   if (t == rc.settings.end() || !t->is_array()) return lines;
+  const auto number = [](const nlohmann::json& v) {
+    if (!v.is_number()) return std::string("-");
+    std::array<char, 32> text{};
+    const int n = std::snprintf(text.data(), text.size(), "%.4g", v.get<double>());
+    return std::string(text.data(), static_cast<std::size_t>(std::max(n, 0)));
+  };
   for (const auto& x : *t) {
     if (!x.is_object()) continue;
     std::string line = x.value("met", false) ? "met     " : "missed  ";
     line += x.value("name", std::string("?"));
     line += ": ";
-    if (x.contains("value") && x["value"].is_number()) {
-      std::array<char, 32> text{};
-      const int n = std::snprintf(text.data(), text.size(), "%.4g", x["value"].get<double>());
-      line.append(text.data(), static_cast<std::size_t>(std::max(n, 0)));
-    } else {
-      line += "-";
-    }
+    line += x.contains("value") ? number(x["value"]) : "-";
     line += " (target ";
     line += x.contains("target") ? value_text(x["target"]) : "-";
     line += ")";
+    // Context beside a ratio target: the same ratio without the host's share (bench reef).
+    if (x.contains("undisturbed")) line += "; undisturbed " + number(x["undisturbed"]);
+    if (x.contains("in_loop")) line += "; in-loop " + number(x["in_loop"]);
     lines.push_back(std::move(line));
   }
   return lines;

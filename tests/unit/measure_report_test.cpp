@@ -69,7 +69,9 @@ receipt reef_receipt() {
   r.settings["targets"] = json::array({{{"name", "preempt: RT p99 / exclusive p99"},
                                         {"value", 1.0632},
                                         {"target", 1.05},
-                                        {"met", false}},
+                                        {"met", false},
+                                        {"undisturbed", 1.0507},
+                                        {"in_loop", 1.0712}},
                                        {{"name", "preempt: preemption latency p99 (us)"},
                                         {"value", 12.25},
                                         {"target", 20.0},
@@ -259,8 +261,12 @@ TEST(report, text_tables_co_scheduling_policies_and_their_targets) {
   const std::string exclusive = line_of("exclusive ");
   EXPECT_THAT(exclusive, HasSubstr("1.000x"));
   EXPECT_THAT(exclusive, Not(HasSubstr("0.000x")));  // no BE work: no throughput ratio
-  EXPECT_THAT(text, HasSubstr("missed  preempt: RT p99 / exclusive p99: 1.063 (target 1.05)"));
-  EXPECT_THAT(text, HasSubstr("met     preempt: preemption latency p99 (us): 12.25 (target 20"));
+  // The ratio target with the same ratio without the host's share beside it.
+  EXPECT_THAT(text, HasSubstr("missed  preempt: RT p99 / exclusive p99: 1.063 (target 1.05); "
+                              "undisturbed 1.051; in-loop 1.071\n"));
+  // A target without that context ends at its bracket.
+  EXPECT_THAT(text,
+              HasSubstr("met     preempt: preemption latency p99 (us): 12.25 (target 20.00)\n"));
   // Receipts of other benches have no such section.
   EXPECT_THAT(render_text({overhead_receipt()}), Not(HasSubstr("co-scheduling")));
 }
