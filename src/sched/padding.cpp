@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <stdexcept>
+#include <string>
 
 namespace resident::sched {
 
@@ -87,6 +88,45 @@ std::optional<padding_choice> select_padding(const rt_profile& rt, std::int64_t 
     best = padding_choice{i, be.name, slots, be_blocks, rounds, predicted_us, be_work_us};
   }
   return best;
+}
+
+padding_fit fit_padding_budget(std::int64_t proposed, double limit_us,
+                               const std::function<double(std::int64_t)>& measure,
+                               int refine_steps) {
+  const auto fail = [](const std::string& message) {
+    throw std::invalid_argument("fit_padding_budget: " + message);
+  };
+  if (proposed < 1) fail("proposed budget " + std::to_string(proposed) + " must be >= 1");
+  if (!(std::isfinite(limit_us) && limit_us > 0)) {
+    fail("limit " + std::to_string(limit_us) + " us must be a positive time");
+  }
+  if (refine_steps < 0) fail("refine_steps " + std::to_string(refine_steps) + " must be >= 0");
+  padding_fit fit;
+  const auto fits = [&](std::int64_t blocks) {
+    const double us = measure(blocks);
+    if (!std::isfinite(us)) {
+      fail("the launch with " + std::to_string(blocks) + " BE blocks measured " +
+           std::to_string(us) + " us");
+    }
+    fit.tried.push_back({blocks, us});
+    if (us > limit_us) return false;
+    fit.be_blocks = blocks;
+    fit.padded_us = us;
+    return true;
+  };
+  std::int64_t miss = 0;  // the smallest budget seen over the limit, 0: none
+  for (std::int64_t b = proposed; !fits(b); b /= 2) {
+    miss = b;
+    if (b == 1) {
+      fit.padded_us = fit.tried.back().padded_us;
+      return fit;
+    }
+  }
+  for (int step = 0; step < refine_steps && miss - fit.be_blocks > 1; ++step) {
+    const std::int64_t mid = fit.be_blocks + (miss - fit.be_blocks) / 2;
+    if (!fits(mid)) miss = mid;
+  }
+  return fit;
 }
 
 }  // namespace resident::sched

@@ -162,5 +162,73 @@ TEST(padding, a_multi_wave_kernel_is_padded_only_from_its_last_wave) {
   EXPECT_DOUBLE_EQ(choice->predicted_us, 310.0);  // 200 + 11 * 10
 }
 
+// ---- fit_padding_budget: the measured fit of a budget to the tolerance ----------------------
+
+// A padded launch that grows 0.01 us per BE block from 30 us: within 33 us up to 300 blocks.
+double linear_launch(std::int64_t blocks) { return 30.0 + 0.01 * static_cast<double>(blocks); }
+
+std::vector<std::int64_t> budgets_of(const padding_fit& fit) {
+  std::vector<std::int64_t> b;
+  for (const auto& t : fit.tried) b.push_back(t.be_blocks);
+  return b;
+}
+
+TEST(fit_padding_budget, keeps_a_proposal_that_fits_without_more_tries) {
+  const auto fit = fit_padding_budget(248, 33.0, linear_launch);
+  EXPECT_EQ(fit.be_blocks, 248);
+  EXPECT_DOUBLE_EQ(fit.padded_us, 32.48);
+  EXPECT_EQ(budgets_of(fit), (std::vector<std::int64_t>{248}));
+}
+
+TEST(fit_padding_budget, halves_then_bisects_towards_the_largest_budget_that_fits) {
+  // 496 misses (34.96), 248 fits; then 372 and 310 miss, 279 fits.
+  const auto fit = fit_padding_budget(496, 33.0, linear_launch);
+  EXPECT_EQ(budgets_of(fit), (std::vector<std::int64_t>{496, 248, 372, 310, 279}));
+  EXPECT_EQ(fit.be_blocks, 279);
+  EXPECT_DOUBLE_EQ(fit.padded_us, 32.79);
+  // Halving alone keeps 248; enough steps reach 300 exactly.
+  EXPECT_EQ(fit_padding_budget(496, 33.0, linear_launch, 0).be_blocks, 248);
+  EXPECT_EQ(fit_padding_budget(496, 33.0, linear_launch, 20).be_blocks, 300);
+  // The result is a measured fit even when the measurements are not monotone: a budget that
+  // misses once is never returned.
+  const auto noisy = fit_padding_budget(
+      496, 33.0, [](std::int64_t b) { return b == 279 ? 40.0 : linear_launch(b); });
+  EXPECT_EQ(noisy.be_blocks, 248);
+  EXPECT_DOUBLE_EQ(noisy.padded_us, 32.48);
+  for (const auto& t : noisy.tried) {
+    if (t.be_blocks == noisy.be_blocks) {
+      EXPECT_LE(t.padded_us, 33.0);
+    }
+  }
+}
+
+TEST(fit_padding_budget, returns_zero_when_not_one_block_fits) {
+  const auto fit = fit_padding_budget(496, 33.0, [](std::int64_t) { return 40.0; });
+  EXPECT_EQ(fit.be_blocks, 0);
+  EXPECT_DOUBLE_EQ(fit.padded_us, 40.0);  // the last try's
+  EXPECT_EQ(budgets_of(fit), (std::vector<std::int64_t>{496, 248, 124, 62, 31, 15, 7, 3, 1}));
+}
+
+TEST(fit_padding_budget, refuses_bad_arguments_and_measurements) {
+  const auto error_of = [](std::int64_t proposed, double limit, int steps,
+                           double measured = 1.0) -> std::string {
+    try {
+      (void)fit_padding_budget(
+          proposed, limit, [&](std::int64_t) { return measured; }, steps);
+    } catch (const std::invalid_argument& e) {
+      return e.what();
+    }
+    return {};
+  };
+  EXPECT_THAT(error_of(0, 33.0, 3), HasSubstr("proposed budget 0 must be >= 1"));
+  EXPECT_THAT(error_of(8, 0.0, 3), HasSubstr("must be a positive time"));
+  EXPECT_THAT(error_of(8, std::numeric_limits<double>::infinity(), 3),
+              HasSubstr("must be a positive time"));
+  EXPECT_THAT(error_of(8, 33.0, -1), HasSubstr("refine_steps -1 must be >= 0"));
+  EXPECT_THAT(error_of(8, 33.0, 3, std::numeric_limits<double>::quiet_NaN()),
+              HasSubstr("the launch with 8 BE blocks measured"));
+  EXPECT_EQ(error_of(8, 33.0, 3), "");
+}
+
 }  // namespace
 }  // namespace resident::sched

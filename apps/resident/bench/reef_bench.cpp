@@ -483,32 +483,34 @@ std::vector<layer_padding> plan_padding(const rt_model& m, pad_source& pad, doub
     if (choice) {
       // Pad blocks keep off the RT blocks' SMs: fill every other slot, each running at most the
       // model's rounds. The model leaves out how much co-running BE blocks slow the RT blocks
-      // (shared L2 and memory), so the budget is then cut in halves until the padded launch,
-      // measured, stays within the tolerance (or nothing is left).
+      // (shared L2 and memory), so the budget is then fitted to the tolerance by measuring the
+      // padded launch (sched::fit_padding_budget).
       const std::int64_t free_slots =
           (sm_count - std::min<std::int64_t>(sm_count, rt.blocks)) * per_sm;
       p.slots = static_cast<std::int32_t>(sm_count * per_sm - rt.blocks);
       p.rounds = static_cast<std::uint32_t>(choice->rounds);
       p.budget = static_cast<std::uint32_t>(
           std::min<std::int64_t>(choice->be_blocks, free_slots * choice->rounds));
-      const double limit_us = alone_us * (1.0 + tolerance);
+      const auto fit = sched::fit_padding_budget(
+          p.budget, alone_us * (1.0 + tolerance), [&](std::int64_t blocks) {
+            layer_padding trial = p;
+            trial.budget = static_cast<std::uint32_t>(blocks);
+            return time_launches(
+                s.get(), 200, [&] { sched::launch_padded_gemm(s.get(), g, be, pad.job, trial); });
+          });
+      p.budget = static_cast<std::uint32_t>(fit.be_blocks);
+      if (fit.be_blocks == 0) p = layer_padding{};  // not even one block fits: no padding
       nlohmann::json tried = nlohmann::json::array();
-      double padded_us = 0;
-      for (;;) {
-        padded_us = time_launches(s.get(), 200,
-                                  [&] { sched::launch_padded_gemm(s.get(), g, be, pad.job, p); });
-        tried.push_back({{"be_blocks", p.budget}, {"padded_us", padded_us}});
-        if (padded_us <= limit_us || p.budget <= 1) break;
-        p.budget /= 2;
+      for (const auto& t : fit.tried) {
+        tried.push_back({{"be_blocks", t.be_blocks}, {"padded_us", t.padded_us}});
       }
-      if (padded_us > limit_us) p = layer_padding{};  // not even one block fits: no padding
       layer["tried"] = tried;
       layer["pad_slots"] = p.slots;
       layer["rounds"] = p.rounds;
       layer["be_blocks"] = p.budget;
       layer["predicted_us"] = choice->predicted_us;
-      layer["padded_us"] = padded_us;
-      layer["padded_over_alone"] = padded_us / alone_us;
+      layer["padded_us"] = fit.padded_us;
+      layer["padded_over_alone"] = fit.padded_us / alone_us;
     } else {
       layer["pad_slots"] = 0;
       layer["be_blocks"] = 0;

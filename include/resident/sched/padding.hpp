@@ -22,6 +22,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -66,5 +67,30 @@ struct padding_choice {
 [[nodiscard]] std::optional<padding_choice> select_padding(
     const rt_profile& rt, std::int64_t sm_count, const std::vector<be_profile>& candidates,
     double tolerance = 0.05);
+
+/// One measured try of a padded launch.
+struct padding_trial {
+  std::int64_t be_blocks{};
+  double padded_us{};
+};
+
+/// What fit_padding_budget settled on: the largest budget measured within the limit (0 when not
+/// even one block was), its time (the last try's when none fit), and every try in order.
+struct padding_fit {
+  std::int64_t be_blocks{};
+  double padded_us{};
+  std::vector<padding_trial> tried;
+};
+
+/// Fits a padding budget by measurement, for what the model leaves out (co-running BE blocks
+/// slow the RT blocks through the shared L2 and memory): times `proposed` BE blocks, halves the
+/// budget while the measured launch exceeds limit_us, then bisects between the last budget that
+/// fit and the one above it that did not, `refine_steps` times, keeping the largest that fit.
+/// Halving alone can give away up to half of what fits. `measure(b)` times the padded launch
+/// with b >= 1 BE blocks. invalid_argument for proposed < 1, a limit that is not a positive
+/// finite time, refine_steps < 0, or a measured time that is not finite.
+[[nodiscard]] padding_fit fit_padding_budget(
+    std::int64_t proposed, double limit_us,
+    const std::function<double(std::int64_t be_blocks)>& measure, int refine_steps = 3);
 
 }  // namespace resident::sched
