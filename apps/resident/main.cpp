@@ -420,6 +420,11 @@ int main(int argc, char** argv) {
                    "when the RT handler raises the preempt word: detect or after-copy")
       ->capture_default_str();
   reef_cmd
+      ->add_option("--rt-raise-lead-us", reef.rt_raise_lead_us,
+                   "preemptive policies, periodic arrivals: raise the preempt word this long "
+                   "before the next RT sample is due (0: when it comes)")
+      ->capture_default_str();
+  reef_cmd
       ->add_option("--be-window-sm", reef.be_window_sm,
                    "BE launches in flight per client under preempt-sm")
       ->capture_default_str();

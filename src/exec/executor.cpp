@@ -70,6 +70,17 @@ void run_options::validate() const {
   if (stall_timeout.count() <= 0) {
     throw std::invalid_argument("run_options: stall_timeout must be positive");
   }
+  if (preempt.lead_ns > 0) {
+    if (preempt.word == nullptr) {
+      throw std::invalid_argument("run_options: preempt.lead_ns is set but preempt.word is null");
+    }
+    if (preempt.period_ns == 0 || preempt.lead_ns >= preempt.period_ns) {
+      throw std::invalid_argument("run_options: preempt.lead_ns (" + to_string(preempt.lead_ns) +
+                                  " ns) needs the sensor's preempt.period_ns and must be shorter "
+                                  "than it (period_ns " +
+                                  to_string(preempt.period_ns) + ")");
+    }
+  }
   // In long double: 2 * (idle_sleep_ns + poll_ns) can exceed 64 bits.
   const long double stall_ns = static_cast<long double>(stall_timeout.count()) * 1e6L;
   const long double quiet_ns =

@@ -46,6 +46,13 @@ loop_resources::loop_resources(const Application& app, execution_mode mode,
   config.control = control_mem.device_as<loop_control>();
   config.record_sms = options.record_sms ? 1U : 0U;
   config.preempt = options.preempt;
+  // run_options::validate checked the hook's own numbers; only the app can say whether a
+  // handler is there to watch for the sample the word goes up ahead of.
+  if (options.preempt.lead_ns > 0 && !app.has_data_ready_handler()) {
+    throw std::invalid_argument(
+        "run_options::preempt.lead_ns: the application has no data-ready handler to watch for "
+        "the sample it raises the word ahead of");
+  }
   if (options.preempt.mirror != nullptr) {
     // The loop keeps the mirror's counts in device memory (so that updating it never reads
     // across PCIe); start them from what the mirror holds, for a signal reused across runs.
@@ -59,6 +66,10 @@ loop_resources::loop_resources(const Application& app, execution_mode mode,
         std::atomic_ref<std::uint64_t>(const_cast<std::uint64_t&>(m->raises)).load();
     config.preempt_clears =
         std::atomic_ref<std::uint64_t>(const_cast<std::uint64_t&>(m->clears)).load();
+    config.preempt_early_raises =
+        std::atomic_ref<std::uint64_t>(const_cast<std::uint64_t&>(m->early_raises)).load();
+    config.preempt_withdrawn =
+        std::atomic_ref<std::uint64_t>(const_cast<std::uint64_t&>(m->withdrawn)).load();
   }
   if (options.partition) {
     // Work captured or launched on these streams belongs to the partition (its green context).

@@ -99,6 +99,7 @@ __global__ void __launch_bounds__(max_threads)
   // is a slow trip to host memory; a short one after many empty polls, a write that reached
   // the GPU late.
   std::uint64_t empty_at = 0;
+  const bool anticipating = loop->preempt.anticipates();
   for (;;) {
     if (threadIdx.x == 0) {
       std::uint64_t pick = 0;
@@ -108,6 +109,7 @@ __global__ void __launch_bounds__(max_threads)
         pick = select_sample(load_acquire_system(*mb.head), last, have_processed, policy, mb.depth);
         if (pick != 0) break;
         empty_at = device::globaltimer_ns();  // after the branch on the load: the load is done
+        if (anticipating) device::anticipate_preempt(loop, empty_at);
         if (empty_at - start >= poll_ns) {
           pick = 0;  // nothing to take within the polling budget: the iteration idles
           break;
@@ -121,8 +123,14 @@ __global__ void __launch_bounds__(max_threads)
       device::stamp(loop, stage::detect);
       loop->stamp_ns[static_cast<std::size_t>(stage::last_empty_poll)] = empty_at;
       // A new sample: real-time work is coming, best-effort blocks should leave now (before
-      // the copy, so the drain overlaps it), unless the hook asks for after the copy.
-      if (pick != last && loop->preempt.after_input == 0U) device::raise_preempt(loop);
+      // the copy, so the drain overlaps it), unless the hook asks for after the copy. With a
+      // lead the word may be up already, raised for this sample before it came.
+      if (pick != last) {
+        if (loop->preempt.after_input == 0U) device::raise_preempt(loop);
+        if (anticipating) {
+          device::note_sample_due(loop, loop->stamp_ns[static_cast<std::size_t>(stage::detect)]);
+        }
+      }
     }
     if (pick == 0 || pick == last) {
       // No copy for a repeat: the "sample" port still holds the last sample's payload.

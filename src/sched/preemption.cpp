@@ -89,6 +89,8 @@ preempt_mirror preempt_signal::mirror() const noexcept {
   out.raises = load_acquire(m.raises);
   out.last_raise_ns = load_acquire(m.last_raise_ns);
   out.last_clear_ns = load_acquire(m.last_clear_ns);
+  out.early_raises = load_acquire(m.early_raises);
+  out.withdrawn = load_acquire(m.withdrawn);
   return out;
 }
 

@@ -950,6 +950,95 @@ TEST(SchedLoop, EveryModeRaisesAndClearsThePreemptWordOncePerSample) {
     }
 }
 
+// preempt_hook::lead_ns: a periodic sensor's samples find the word already up, raised a lead
+// before each was due; once the sensor stops, the raise for the sample that never comes is
+// withdrawn, so an idle loop does not hold best-effort work off.
+TEST(SchedLoop, PeriodicLoopRaisesAheadOfEachSampleAndWithdrawsWhenTheSensorStops) {
+  RESIDENT_REQUIRE_GPU();
+  constexpr std::uint64_t period_ns = 2'000'000;  // 500 Hz: host sleeps are far shorter
+  constexpr std::uint64_t lead_ns = 400'000;
+  constexpr int n = 24;
+  lab_app app(256);
+  sched::preempt_signal signal;
+  run_options o;
+  o.preempt = signal.hook();
+  o.preempt.period_ns = period_ns;
+  o.preempt.lead_ns = lead_ns;
+  o.poll_ns = 20'000'000;  // the handler polls through each gap
+  o.telemetry_samples = n + 8;
+  auto handle = run_async(app, execution_mode::while_loop, o);
+  io::mailbox& mb = *app.mailbox();
+  std::vector<std::vector<float>> samples;
+  for (int i = 0; i < n; ++i) samples.push_back(random_floats(256));
+  std::vector<std::vector<std::byte>> outputs;
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int i = 0; i < n; ++i) {
+    std::this_thread::sleep_until(t0 + std::chrono::nanoseconds(period_ns) * i);
+    const std::uint64_t before = mb.output_seq();
+    const std::uint64_t seq = mb.publish(as_bytes(samples[static_cast<std::size_t>(i)]));
+    std::vector<std::byte> out(mb.settings().output_bytes);
+    ASSERT_EQ(mb.wait_output(before, out, 5000ms), seq) << "sample " << i;
+    outputs.push_back(std::move(out));
+  }
+  // The sample after the last is due a period later; its early raise goes a lead after that.
+  std::this_thread::sleep_for(std::chrono::nanoseconds(4 * period_ns));
+  const preempt_mirror m = signal.mirror();
+  EXPECT_FALSE(signal.raised()) << "the raise for a sample that never came was not withdrawn";
+  EXPECT_GE(m.withdrawn, 1U);
+  const auto report = handle->tear_down();
+  ASSERT_TRUE(report.stopped) << report.error;
+  for (int i = 0; i < n; ++i) {
+    const auto k = static_cast<std::size_t>(i);
+    EXPECT_NEAR(as_float(outputs[k]), lab_reference(samples[k]),
+                1e-4 * std::max(1.0, lab_reference(samples[k])));
+  }
+  // One raise per processed sample (early or on arrival), plus the withdrawn ones; all cleared.
+  EXPECT_EQ(report.counters.processed, static_cast<std::uint64_t>(n));
+  EXPECT_EQ(m.raises, report.counters.processed + m.withdrawn);
+  EXPECT_EQ(m.clears, m.raises);
+  EXPECT_LE(m.early_raises, m.raises);
+  // The first sample anchors the schedule; a host that oversleeps a lead past a due time loses
+  // that sample's early raise (withdrawn, raised again on arrival), so not every one has it.
+  EXPECT_GE(m.early_raises, static_cast<std::uint64_t>(n / 2));
+  int ahead = 0;
+  for (const telemetry_entry& e : handle->telemetry()) {
+    const std::uint64_t up = e.stamp_ns[static_cast<std::size_t>(stage::preempt_raised)];
+    const std::uint64_t detect = e.stamp_ns[static_cast<std::size_t>(stage::detect)];
+    ASSERT_NE(up, 0U) << "sample " << e.seq << " ran without the word up";
+    ASSERT_NE(detect, 0U);
+    if (up < detect) {
+      ++ahead;
+      // Raised a lead before the due time, and the sample came no later than a lead after it.
+      EXPECT_LE(detect - up, 2 * lead_ns + 100'000) << "sample " << e.seq;
+    }
+  }
+  EXPECT_GE(ahead, n / 2);
+}
+
+TEST(SchedLoop, LeadWithoutAHandlerOrAPeriodIsRefused) {
+  RESIDENT_REQUIRE_GPU();
+  sched::preempt_signal signal;
+  run_options o;
+  o.preempt = signal.hook();
+  o.preempt.lead_ns = 5'000;
+  lab_app app(256);
+  EXPECT_THROW((void)run_async(app, execution_mode::while_loop, o), std::invalid_argument);
+  o.preempt.period_ns = 125'000;
+  class no_handler final : public Application {
+    void compose() override { make_operator<busy_wait>("body", arg("ns", 1000)); }
+  } free_running;
+  try {
+    auto run = run_async(free_running, execution_mode::eager, o);
+    FAIL() << "a lead without a handler was accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("no data-ready handler"), std::string::npos) << e.what();
+  }
+  auto run = run_async(app, execution_mode::while_loop, o);  // both given: it runs
+  const auto outputs = drive_lockstep(*app.mailbox(), {random_floats(256)});
+  EXPECT_EQ(outputs.size(), 1U);
+  EXPECT_TRUE(run->tear_down().stopped);
+}
+
 TEST(SchedLoop, ResidentLoopPreemptsBestEffortWorkWithoutTheHost) {
   RESIDENT_REQUIRE_GPU();
   lab_app app(1024);

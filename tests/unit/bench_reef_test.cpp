@@ -79,6 +79,19 @@ TEST(reef_settings, defaults_run_every_policy_and_bad_flags_are_clear) {
   EXPECT_THAT(with([](auto& x) { x.rt_raise = "early"; }), HasSubstr("--rt-raise"));
   EXPECT_EQ(with([](auto& x) { x.rt_raise = "after-copy"; }), "");
   EXPECT_FALSE(s.raises_after_copy());  // detect by default
+  EXPECT_EQ(s.rt_raise_lead_us, 0.0);   // raised when the sample comes, by default
+  EXPECT_THAT(with([](auto& x) { x.rt_raise_lead_us = -1; }), HasSubstr("--rt-raise-lead-us"));
+  EXPECT_EQ(with([](auto& x) { x.rt_raise_lead_us = 5; }), "");
+  EXPECT_THAT(with([](auto& x) {
+                x.rt_raise_lead_us = 5;
+                x.arrival = "poisson";
+              }),
+              HasSubstr("needs --arrival periodic"));
+  EXPECT_THAT(with([](auto& x) {
+                x.rt_raise_lead_us = 125;  // half the 4 kHz period
+                x.rate_hz = 4000;
+              }),
+              HasSubstr("under half the RT period"));
   EXPECT_THAT(with([](auto& x) { x.be_checkpoint_min_steps = 0; }),
               HasSubstr("--be-checkpoint-min-steps"));
   EXPECT_THAT(with([](auto& x) { x.be_clients = 9; }), HasSubstr("--be-clients"));
@@ -98,6 +111,22 @@ TEST(reef_settings, defaults_run_every_policy_and_bad_flags_are_clear) {
 
 // --split-sms against the device (before any policy runs): an H200's 132 SMs, of which the
 // driver hands out 15 whole groups of 8 (the other 12 SMs form no group).
+TEST(reef_settings, only_the_preemptive_policies_raise_ahead_of_the_sample) {
+  reef_settings s;
+  s.rate_hz = 8000;
+  EXPECT_EQ(s.period_ns(), 125'000U);
+  EXPECT_EQ(s.raise_lead_ns("preempt-sm"), 0U);  // no lead by default
+  s.rt_raise_lead_us = 5;
+  for (const char* p : {"preempt", "preempt-pad", "preempt-sm"}) {
+    EXPECT_EQ(s.raise_lead_ns(p), 5'000U) << p;
+  }
+  // The baselines keep raising on arrival: sequential must not lose the lead to the word.
+  for (const char* p : {"exclusive", "sequential", "multi-stream", "priority", "green-split",
+                        "exclusive-split", "exclusive-end"}) {
+    EXPECT_EQ(s.raise_lead_ns(p), 0U) << p;
+  }
+}
+
 TEST(reef_settings, split_sms_must_leave_the_split_policies_a_best_effort_partition) {
   auto check = [](std::vector<std::string> policies, int split_sms, int groups = 15) {
     reef_settings s;

@@ -232,5 +232,68 @@ TEST(run_options, unknown_policy_value_is_rejected) {
             "run_options: policy holds an unknown value 9");
 }
 
+TEST(run_options, preempt_lead_needs_a_word_and_a_longer_period) {
+  std::uint32_t word = 0;
+  run_options options;
+  options.preempt.lead_ns = 5'000;
+  options.preempt.period_ns = 125'000;
+  EXPECT_EQ(error_of<std::invalid_argument>([&] { options.validate(); }),
+            "run_options: preempt.lead_ns is set but preempt.word is null");
+  options.preempt.word = &word;  // validate() only looks at the pointer
+  EXPECT_NO_THROW(options.validate());
+  options.preempt.period_ns = 0;
+  EXPECT_THAT(error_of<std::invalid_argument>([&] { options.validate(); }),
+              HasSubstr("preempt.lead_ns (5000 ns) needs the sensor's preempt.period_ns"));
+  options.preempt.period_ns = 5'000;
+  EXPECT_THAT(error_of<std::invalid_argument>([&] { options.validate(); }),
+              HasSubstr("must be shorter than it (period_ns 5000)"));
+  options.preempt.lead_ns = 0;  // no lead: the period is not needed
+  EXPECT_NO_THROW(options.validate());
+}
+
+// ---- anticipated raises (preempt_hook::lead_ns) -----------------------------------------------
+
+constexpr std::uint64_t period = 125'000;  // 8 kHz
+constexpr std::uint64_t lead = 5'000;
+
+static_assert(next_sample_due(1'000'000, 0, period, lead) == 1'125'000, "first sample anchors");
+static_assert(anticipate(10, 0, lead, false) == anticipation::wait, "nothing due: no raise");
+static_assert(anticipate(10, 100, 0, false) == anticipation::wait, "no lead: no raise");
+
+TEST(anticipation, a_sample_on_time_or_early_anchors_the_schedule) {
+  EXPECT_EQ(next_sample_due(1'125'000, 1'125'000, period, lead), 1'250'000);
+  EXPECT_EQ(next_sample_due(1'124'000, 1'125'000, period, lead), 1'249'000);  // sensor ahead
+}
+
+TEST(anticipation, a_little_late_follows_the_sensor_so_clock_drift_never_adds_up) {
+  // 2 us late, under half the lead: the schedule moves with it.
+  EXPECT_EQ(next_sample_due(1'127'000, 1'125'000, period, lead), 1'252'000);
+  // Exactly half the lead late still anchors.
+  EXPECT_EQ(next_sample_due(1'127'500, 1'125'000, period, lead), 1'252'500);
+}
+
+TEST(anticipation, one_late_sample_does_not_move_the_next_ones_lead) {
+  // 40 us late (the sensor's thread lost its core): the next sample is still due on the grid.
+  EXPECT_EQ(next_sample_due(1'165'000, 1'125'000, period, lead), 1'250'000);
+  EXPECT_EQ(next_sample_due(1'187'499, 1'125'000, period, lead), 1'250'000);
+}
+
+TEST(anticipation, half_a_period_late_or_more_anchors_anew) {
+  // Missed samples or a paused sensor: the old grid says nothing about the next one.
+  EXPECT_EQ(next_sample_due(1'187'500, 1'125'000, period, lead), 1'312'500);
+  EXPECT_EQ(next_sample_due(5'000'000, 1'125'000, period, lead), 5'125'000);
+}
+
+TEST(anticipation, raises_once_within_the_lead_and_withdraws_a_lead_after_the_due_time) {
+  constexpr std::uint64_t due = 1'000'000;
+  EXPECT_EQ(anticipate(due - lead - 1, due, lead, false), anticipation::wait);
+  EXPECT_EQ(anticipate(due - lead, due, lead, false), anticipation::raise);
+  EXPECT_EQ(anticipate(due - 1, due, lead, true), anticipation::wait);  // raised: once
+  EXPECT_EQ(anticipate(due + lead, due, lead, true), anticipation::wait);
+  EXPECT_EQ(anticipate(due + lead + 1, due, lead, true), anticipation::withdraw);
+  // A handler that comes back after the window (a long idle pass) raises nothing late.
+  EXPECT_EQ(anticipate(due + lead + 1, due, lead, false), anticipation::withdraw);
+}
+
 }  // namespace
 }  // namespace resident::test

@@ -647,6 +647,8 @@ nlohmann::json run_policy(const reef_settings& s, const std::string& policy,
   o.telemetry_samples = static_cast<std::size_t>(s.samples + s.warmup) + 64;
   o.preempt = signal.hook();  // every policy: the mirror tells the BE runner about RT work
   o.preempt.after_input = s.raises_after_copy() ? 1U : 0U;
+  o.preempt.lead_ns = s.raise_lead_ns(policy);
+  if (o.preempt.lead_ns > 0) o.preempt.period_ns = s.period_ns();
   o.stream_priority = pc.rt_high ? greatest : 0;
   if (parts) o.partition = parts->share(0);
   auto handle = run_async(app, execution_mode::while_loop, o);
@@ -795,6 +797,9 @@ nlohmann::json run_policy(const reef_settings& s, const std::string& policy,
   std::vector<double> egress_us;         // RT compute done -> commit
   std::vector<rt_sample_trace> traced;   // --be-trace
   std::vector<double> word_up_us;        // the preempt word's raise -> the end marker (its clear)
+  std::vector<double> raise_to_body_us;  // the raise -> body start (detect -> body start, plus
+                                         // the lead where the word went up ahead of the sample)
+  std::vector<double> raise_lead_us;     // the raise -> detect
   std::vector<rt_done_stamp> done;
   if (stamp_done) {
     done.resize(done_capacity);
@@ -807,8 +812,19 @@ nlohmann::json run_policy(const reef_settings& s, const std::string& policy,
   for (const telemetry_entry& e : handle->telemetry()) {
     if (e.seq < first || e.seq > final_seq || e.repeat != 0) continue;
     const auto at = [&](stage st) { return e.stamp_ns[static_cast<std::size_t>(st)]; };
-    if (at(raised_at) != 0 && at(stage::end_marker) > at(raised_at)) {
-      word_up_us.push_back(static_cast<double>(at(stage::end_marker) - at(raised_at)) / 1e3);
+    // The raise's own stamp; a receipt from before it existed has the stage it is raised at.
+    const std::uint64_t up =
+        at(stage::preempt_raised) != 0 ? at(stage::preempt_raised) : at(raised_at);
+    if (up != 0 && at(stage::end_marker) > up) {
+      word_up_us.push_back(static_cast<double>(at(stage::end_marker) - up) / 1e3);
+    }
+    if (up != 0 && at(stage::body_start) > up) {
+      raise_to_body_us.push_back(static_cast<double>(at(stage::body_start) - up) / 1e3);
+    }
+    if (up != 0 && at(stage::detect) != 0) {
+      // How long before the sample came the word went up (negative: after it).
+      raise_lead_us.push_back((static_cast<double>(at(stage::detect)) - static_cast<double>(up)) /
+                              1e3);
     }
     if (at(stage::detect) != 0 && at(stage::body_start) > at(stage::detect)) {
       preempt_us.push_back(static_cast<double>(at(stage::body_start) - at(stage::detect)) / 1e3);
@@ -953,7 +969,15 @@ nlohmann::json run_policy(const reef_settings& s, const std::string& policy,
          launches == 0 ? 0.0 : static_cast<double>(spread) / 1000.0 / launches}};
   }
   const preempt_mirror mirror = signal.mirror();
-  r["preempt_word"] = {{"raises", mirror.raises}, {"clears", mirror.clears}};
+  r["preempt_word"] = {{"raises", mirror.raises},
+                       {"clears", mirror.clears},
+                       {"lead_ns", o.preempt.lead_ns},
+                       {"early_raises", mirror.early_raises},
+                       {"withdrawn", mirror.withdrawn}};
+  // Preemption latency above runs from the sample's detect; from the raise it is longer by the
+  // lead where the word went up ahead of the sample (--rt-raise-lead-us).
+  r["preemption_from_raise"] = brief(raise_to_body_us);
+  r["raise_lead"] = brief(raise_lead_us);
   r["rt_stream_priority"] = o.stream_priority;
   r["rt_l2_marked_kernels"] = app.l2_marked();
   if (l2_window && app.l2_marked() == 0) {
@@ -1314,6 +1338,27 @@ void reef_settings::validate() const {
     throw std::invalid_argument("bench reef: --rt-out-copy must be memcpy or kernel, got '" +
                                 rt_out_copy + "'");
   }
+  if (!(rt_raise_lead_us >= 0.0)) {
+    throw std::invalid_argument("bench reef: --rt-raise-lead-us must be >= 0");
+  }
+  if (rt_raise_lead_us > 0.0) {
+    if (arrival != "periodic") {
+      throw std::invalid_argument(
+          "bench reef: --rt-raise-lead-us needs --arrival periodic (a Poisson sensor's next "
+          "sample is not due at any time)");
+    }
+    if (rt_raise_lead_us * 1000.0 >= static_cast<double>(period_ns()) / 2.0) {
+      throw std::invalid_argument("bench reef: --rt-raise-lead-us " +
+                                  std::to_string(rt_raise_lead_us) +
+                                  " must be under half the RT period (" +
+                                  std::to_string(static_cast<double>(period_ns()) / 1000.0) +
+                                  " us at --rate " + std::to_string(rate_hz) + ")");
+    }
+  }
+}
+
+std::uint64_t reef_settings::raise_lead_ns(const std::string& policy) const {
+  return config_of(policy).preemptible ? static_cast<std::uint64_t>(rt_raise_lead_us * 1000.0) : 0;
 }
 
 bool reef_settings::needs_partition() const {
@@ -1495,6 +1540,7 @@ measure::receipt run_reef_bench(const reef_settings& s, std::ostream& log) {
                       {"rt_out_copy", s.rt_out_copy},
                       {"rt_pdl", s.rt_pdl},
                       {"rt_raise", s.rt_raise},
+                      {"rt_raise_lead_us", s.rt_raise_lead_us},
                       {"rt_l2_persist",
                        {{"on", s.rt_l2_persist},
                         {"arena", s.rt_arena},

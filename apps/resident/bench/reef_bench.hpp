@@ -58,6 +58,11 @@ struct reef_settings {
   /// When the RT handler raises the preempt word: "detect" (it sees a new sample, so BE blocks
   /// leave while it copies the sample in) or "after-copy" (preempt_hook::after_input).
   std::string rt_raise{"detect"};
+  /// Under the preemptive policies (preempt, preempt-pad, preempt-sm) with periodic arrivals:
+  /// the handler raises the word this long before the next sample is due (preempt_hook::
+  /// lead_ns), so BE blocks leave before the sample comes. 0: raise when it comes. The other
+  /// policies raise on arrival whatever this says (sequential's BE must not lose the lead).
+  double rt_raise_lead_us{0.0};
   bool rt_l2_persist{true};   // RT kernels' accesses to the RT model persist in L2
   bool rt_arena{true};        // the RT model in one allocation (off: one per buffer)
   bool rt_split_body{false};  // stamp the end of the RT compute: body = compute + egress
@@ -74,6 +79,12 @@ struct reef_settings {
   void make_quick();
   /// Whether the handler raises the preempt word once the sample is copied in (--rt-raise).
   [[nodiscard]] bool raises_after_copy() const { return rt_raise == "after-copy"; }
+  /// preempt_hook::lead_ns for a policy: the lead under the preemptive ones, 0 elsewhere.
+  [[nodiscard]] std::uint64_t raise_lead_ns(const std::string& policy) const;
+  /// The RT sensor's period (1 / rate_hz), in ns.
+  [[nodiscard]] std::uint64_t period_ns() const {
+    return static_cast<std::uint64_t>(1e9 / rate_hz + 0.5);
+  }
   /// Whether the RT gemm launches record their placement: --rt-placement, or --be-trace.
   [[nodiscard]] bool records_placement() const { return rt_placement || be_trace; }
   /// pad_place_wait_us as sched::pad_limits::place_wait_ns.

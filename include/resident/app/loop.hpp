@@ -62,7 +62,8 @@ enum class stage : std::uint32_t {
   end_marker = 6,        // the end marker began
   handler_end = 7,       // the handler's last step (the sample copied in, or nothing to take)
   last_empty_poll = 8,   // the handler's clock after its last poll that found nothing new
-  count = 9,
+  preempt_raised = 9,    // the preempt word went up for this iteration (run_options::preempt)
+  count = 10,
 };
 inline constexpr std::size_t stage_count = static_cast<std::size_t>(stage::count);
 
@@ -82,6 +83,8 @@ struct preempt_mirror {
   std::uint64_t clears;         // times it cleared it (raises - clears: raised now)
   std::uint64_t last_raise_ns;  // %globaltimer of the latest raise
   std::uint64_t last_clear_ns;  // %globaltimer of the latest clear
+  std::uint64_t early_raises;   // raises ahead of a due sample (preempt_hook::lead_ns)
+  std::uint64_t withdrawn;      // early raises cleared again because no sample came in time
 };
 struct preempt_hook {
   std::uint32_t* word{nullptr};     // device memory; null: the loop preempts nothing
@@ -90,8 +93,47 @@ struct preempt_hook {
   /// leave while it copies the sample in. 1: it raises it once the copy is done, so the copy
   /// does not share the memory system with the blocks leaving (their checkpoint stores).
   std::uint32_t after_input{0};
+  /// A periodic sensor (sample every `period_ns`): the handler raises the word `lead_ns` before
+  /// the next sample is due, so the best-effort blocks leave while nothing waits for them, not
+  /// while the sample is copied in. An early raise that no sample follows by `lead_ns` after
+  /// it was due is withdrawn (the word cleared, `preempt_mirror::withdrawn`), so a sensor that
+  /// stops or slows holds best-effort work off for at most 2 * lead_ns. 0: raise on arrival.
+  /// The mailbox's handler honours it; a custom handler calls device::anticipate_preempt in its
+  /// polling loop and device::note_sample_due when it takes a sample.
+  std::uint64_t period_ns{0};
+  std::uint64_t lead_ns{0};
   [[nodiscard]] bool active() const noexcept { return word != nullptr; }
+  [[nodiscard]] __host__ __device__ bool anticipates() const noexcept {
+    return word != nullptr && lead_ns > 0;
+  }
 };
+
+/// When the sample after one detected at `detect` is due, for a periodic sensor (preempt_hook
+/// `period_ns`, `lead_ns`), given when this one was due (0: nothing expected). A sample on
+/// time, early or up to half the lead late anchors the schedule, so it follows the drift
+/// between the sensor's clock and the GPU's. A later one, by less than half a period, is a
+/// sample the sensor published late (its thread lost the core): the schedule stays, so one late
+/// sample does not shorten the next one's lead. Later still (missed samples, a restart): it
+/// anchors anew.
+__host__ __device__ constexpr std::uint64_t next_sample_due(std::uint64_t detect, std::uint64_t due,
+                                                            std::uint64_t period_ns,
+                                                            std::uint64_t lead_ns) noexcept {
+  if (due == 0 || detect <= due + lead_ns / 2 || detect - due >= period_ns / 2) {
+    return detect + period_ns;
+  }
+  return due + period_ns;
+}
+
+/// What an anticipating handler does with the word at time `now` while it waits for a sample
+/// due at `due` (0: none expected).
+enum class anticipation : std::uint32_t { wait = 0, raise = 1, withdraw = 2 };
+__host__ __device__ constexpr anticipation anticipate(std::uint64_t now, std::uint64_t due,
+                                                      std::uint64_t lead_ns, bool raised) noexcept {
+  if (due == 0 || lead_ns == 0) return anticipation::wait;
+  if (now > due + lead_ns) return anticipation::withdraw;  // the sample is late: give BE back
+  if (!raised && now + lead_ns >= due) return anticipation::raise;
+  return anticipation::wait;
+}
 
 /// Host-mapped words. The host writes only `tear_down`; the device writes everything else.
 /// The host-written word sits on its own cache line so device writes never share its line.
@@ -151,6 +193,10 @@ struct loop_state {
   std::uint32_t preempt_raised;  // this iteration raised the word (the end marker clears it)
   std::uint64_t preempt_raises;  // the mirror's counts, kept here so that updating the mirror
   std::uint64_t preempt_clears;  // is a posted write, never a PCIe read on the RT path
+  std::uint64_t preempt_early_raises;
+  std::uint64_t preempt_withdrawn;
+  std::uint64_t preempt_due_ns;  // the next sample is due then (preempt_hook::lead_ns), or 0
+  std::uint32_t preempt_early;   // the word is up ahead of a sample that has not come yet
 };
 
 }  // namespace resident

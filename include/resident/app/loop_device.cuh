@@ -97,8 +97,10 @@ __device__ inline void raise_preempt(loop_state* loop) {
   loop->preempt_raised = 1U;
   cuda::atomic_ref<std::uint32_t, cuda::thread_scope_device>(*loop->preempt.word)
       .store(1U, cuda::memory_order_relaxed);
+  const std::uint64_t now = globaltimer_ns();
+  loop->stamp_ns[static_cast<std::size_t>(stage::preempt_raised)] = now;
   if (preempt_mirror* m = loop->preempt.mirror; m != nullptr) {
-    store_relaxed_system(m->last_raise_ns, globaltimer_ns());
+    store_relaxed_system(m->last_raise_ns, now);
     store_relaxed_system(m->raises, ++loop->preempt_raises);
   }
 }
@@ -112,6 +114,43 @@ __device__ inline void clear_preempt(loop_state* loop) {
     store_relaxed_system(m->last_clear_ns, globaltimer_ns());
     store_release_system(m->clears, ++loop->preempt_clears);
   }
+}
+/// preempt_hook::lead_ns, for a handler's polling loop (one thread, `now` from its latest poll
+/// that found no sample): raises the word once the next sample is less than the lead away, and
+/// withdraws that raise if the sample is a lead late. Off the RT path: nothing waits for it.
+__device__ inline void anticipate_preempt(loop_state* loop, std::uint64_t now) {
+  if (!loop->preempt.anticipates()) return;
+  switch (
+      anticipate(now, loop->preempt_due_ns, loop->preempt.lead_ns, loop->preempt_raised != 0U)) {
+    case anticipation::raise:
+      raise_preempt(loop);
+      loop->preempt_early = 1U;
+      if (preempt_mirror* m = loop->preempt.mirror; m != nullptr) {
+        store_relaxed_system(m->early_raises, ++loop->preempt_early_raises);
+      }
+      break;
+    case anticipation::withdraw:
+      loop->preempt_due_ns = 0;  // expect nothing until the next sample anchors the schedule
+      if (loop->preempt_early != 0U) {
+        loop->preempt_early = 0U;
+        clear_preempt(loop);
+        loop->stamp_ns[static_cast<std::size_t>(stage::preempt_raised)] = 0;
+        if (preempt_mirror* m = loop->preempt.mirror; m != nullptr) {
+          store_relaxed_system(m->withdrawn, ++loop->preempt_withdrawn);
+        }
+      }
+      break;
+    case anticipation::wait:
+      break;
+  }
+}
+/// The handler took a new sample, detected at `detect`: the early raise (if any) was for it,
+/// and the schedule moves on to the next one.
+__device__ inline void note_sample_due(loop_state* loop, std::uint64_t detect) {
+  if (!loop->preempt.anticipates()) return;
+  loop->preempt_early = 0U;
+  loop->preempt_due_ns =
+      next_sample_due(detect, loop->preempt_due_ns, loop->preempt.period_ns, loop->preempt.lead_ns);
 }
 /// Stamps `at` once per iteration from whichever block gets there first (e.g. the first block
 /// of a multi-block body kernel marking body_start). Any thread may call it.
