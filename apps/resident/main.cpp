@@ -421,8 +421,8 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   reef_cmd
       ->add_option("--rt-raise-lead-us", reef.rt_raise_lead_us,
-                   "preemptive policies, periodic arrivals: raise the preempt word this long "
-                   "before the next RT sample is due (0: when it comes)")
+                   "preempt-lead: raise the preempt word this long before the next periodic "
+                   "RT sample is due")
       ->capture_default_str();
   reef_cmd
       ->add_option("--be-window-sm", reef.be_window_sm,

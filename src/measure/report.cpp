@@ -474,6 +474,8 @@ std::vector<std::string> target_lines(const receipt& rc) {
     // Context beside a ratio target: the same ratio without the host's share (bench reef).
     if (x.contains("undisturbed")) line += "; undisturbed " + number(x["undisturbed"]);
     if (x.contains("in_loop")) line += "; in-loop " + number(x["in_loop"]);
+    // ... and beside a preemption latency judged from an early raise, the wait after the sample.
+    if (x.contains("after_sample")) line += "; from the sample " + number(x["after_sample"]);
     lines.push_back(std::move(line));
   }
   return lines;

@@ -163,6 +163,48 @@ TEST(bench_reef, split_sms_without_room_for_best_effort_is_refused_up_front) {
   EXPECT_EQ(log.str().find("reef exclusive:"), std::string::npos) << log.str();
 }
 
+// bench reef's preempt-lead: with periodic arrivals the word goes up ahead of almost every
+// sample (raise -> detect positive), the RT outputs stay right, and the judged preemption latency
+// counts from the raise. Poisson arrivals leave the policy out and say so.
+TEST(bench_reef, preempt_lead_raises_ahead_of_periodic_samples_and_sits_out_poisson_ones) {
+  RESIDENT_REQUIRE_GPU();
+  bench::reef_settings settings;
+  settings.make_quick();
+  settings.policies = {"exclusive", "preempt", "preempt-lead"};
+  std::ostringstream log;
+  const measure::receipt receipt = bench::run_reef_bench(settings, log);
+  ASSERT_EQ(receipt.results.size(), 3U) << log.str();
+  const nlohmann::json& plain = receipt.results[1];
+  const nlohmann::json& led = receipt.results[2];
+  ASSERT_EQ(led["policy"], "preempt-lead");
+  EXPECT_EQ(led["wrong_outputs"].get<std::int64_t>(), 0);
+  EXPECT_EQ(led["preempt_word"]["lead_ns"].get<std::uint64_t>(), 10'000U);
+  EXPECT_EQ(plain["preempt_word"]["lead_ns"].get<std::uint64_t>(), 0U);
+  EXPECT_EQ(plain["preempt_word"]["early_raises"].get<std::uint64_t>(), 0U);
+  const auto early = led["preempt_word"]["early_raises"].get<std::uint64_t>();
+  EXPECT_GT(early, static_cast<std::uint64_t>(settings.samples) / 2) << led["preempt_word"].dump();
+  // Every raise was cleared, and each is an early one, a withdrawn one or one at a sample.
+  EXPECT_EQ(led["preempt_word"]["raises"], led["preempt_word"]["clears"]);
+  EXPECT_LE(early, led["preempt_word"]["raises"].get<std::uint64_t>());
+  EXPECT_GT(led["raise_lead"]["p50_us"].get<double>(), 0.0);    // up before the sample came
+  EXPECT_LT(plain["raise_lead"]["p50_us"].get<double>(), 0.5);  // up when it came
+  EXPECT_GT(led["preemption_from_raise"]["p50_us"].get<double>(),
+            led["preemption_latency"]["p50_us"].get<double>());
+  for (const auto& t : receipt.settings["targets"]) {
+    if (t["name"] == "preempt-lead: preemption latency p99 (us)") {
+      EXPECT_DOUBLE_EQ(t["value"].get<double>(),
+                       led["preemption_from_raise"]["p99_us"].get<double>());
+    }
+  }
+  settings.arrival = "poisson";
+  std::ostringstream poisson_log;
+  const measure::receipt poisson = bench::run_reef_bench(settings, poisson_log);
+  ASSERT_EQ(poisson.results.size(), 2U);
+  EXPECT_EQ(poisson.results[1]["policy"], "preempt");
+  EXPECT_TRUE(poisson.settings.contains("left_out"));
+  EXPECT_THAT(poisson_log.str(), ::testing::HasSubstr("preempt-lead left out"));
+}
+
 // bench reef --be-trace: a policy without BE work has no trace; one whose BE kernels run beside
 // the RT loop (multi-stream: nothing stops them) shows them in RT bodies; every traced sample
 // has its RT output checked.

@@ -26,7 +26,7 @@ TEST(reef_settings, defaults_run_every_policy_and_bad_flags_are_clear) {
   reef_settings s;
   EXPECT_EQ(error_of(s), "");
   EXPECT_EQ(s.policies, reef_policies());
-  EXPECT_EQ(reef_policies().size(), 10U);
+  EXPECT_EQ(reef_policies().size(), 11U);
   // The baseline again at the end: how far it drifted over the run.
   EXPECT_EQ(s.policies.front(), "exclusive");
   EXPECT_EQ(s.policies.back(), "exclusive-end");
@@ -79,14 +79,12 @@ TEST(reef_settings, defaults_run_every_policy_and_bad_flags_are_clear) {
   EXPECT_THAT(with([](auto& x) { x.rt_raise = "early"; }), HasSubstr("--rt-raise"));
   EXPECT_EQ(with([](auto& x) { x.rt_raise = "after-copy"; }), "");
   EXPECT_FALSE(s.raises_after_copy());  // detect by default
-  EXPECT_EQ(s.rt_raise_lead_us, 0.0);   // raised when the sample comes, by default
+  EXPECT_EQ(s.rt_raise_lead_us, 10.0);  // preempt-lead's lead
   EXPECT_THAT(with([](auto& x) { x.rt_raise_lead_us = -1; }), HasSubstr("--rt-raise-lead-us"));
+  EXPECT_THAT(with([](auto& x) { x.rt_raise_lead_us = 0; }), HasSubstr("must be positive"));
   EXPECT_EQ(with([](auto& x) { x.rt_raise_lead_us = 5; }), "");
-  EXPECT_THAT(with([](auto& x) {
-                x.rt_raise_lead_us = 5;
-                x.arrival = "poisson";
-              }),
-              HasSubstr("needs --arrival periodic"));
+  // Poisson arrivals: preempt-lead has nothing to raise ahead of and is left out, not refused.
+  EXPECT_EQ(with([](auto& x) { x.arrival = "poisson"; }), "");
   EXPECT_THAT(with([](auto& x) {
                 x.rt_raise_lead_us = 125;  // half the 4 kHz period
                 x.rate_hz = 4000;
@@ -115,16 +113,21 @@ TEST(reef_settings, only_the_preemptive_policies_raise_ahead_of_the_sample) {
   reef_settings s;
   s.rate_hz = 8000;
   EXPECT_EQ(s.period_ns(), 125'000U);
-  EXPECT_EQ(s.raise_lead_ns("preempt-sm"), 0U);  // no lead by default
+  EXPECT_EQ(s.raise_lead_ns("preempt-lead"), 10'000U);
   s.rt_raise_lead_us = 5;
-  for (const char* p : {"preempt", "preempt-pad", "preempt-sm"}) {
-    EXPECT_EQ(s.raise_lead_ns(p), 5'000U) << p;
-  }
-  // The baselines keep raising on arrival: sequential must not lose the lead to the word.
-  for (const char* p : {"exclusive", "sequential", "multi-stream", "priority", "green-split",
-                        "exclusive-split", "exclusive-end"}) {
+  EXPECT_EQ(s.raise_lead_ns("preempt-lead"), 5'000U);
+  // Every other policy raises when the sample comes: sequential must not lose the lead to the
+  // word, and preempt, preempt-pad and preempt-sm stay REEF's raise on arrival.
+  for (const char* p :
+       {"exclusive", "sequential", "multi-stream", "priority", "green-split", "exclusive-split",
+        "preempt", "preempt-pad", "preempt-sm", "exclusive-end"}) {
     EXPECT_EQ(s.raise_lead_ns(p), 0U) << p;
   }
+  EXPECT_EQ(s.runnable_policies(), s.policies);
+  s.arrival = "poisson";
+  const auto runnable = s.runnable_policies();
+  EXPECT_EQ(runnable.size(), s.policies.size() - 1);
+  EXPECT_EQ(std::find(runnable.begin(), runnable.end(), "preempt-lead"), runnable.end());
 }
 
 TEST(reef_settings, split_sms_must_leave_the_split_policies_a_best_effort_partition) {
@@ -242,6 +245,20 @@ TEST(reef_targets, compare_preemption_with_exclusive_and_sequential) {
       EXPECT_FALSE(t.contains("in_loop"));
     }
   }
+  // preempt-lead: judged from the raise where that came before the sample (the lead counts
+  // against it), with the wait after the sample beside it.
+  nlohmann::json led = nlohmann::json::array({result("preempt-lead", 100, 12, 100)});
+  led[0]["preemption_from_raise"] = {{"p99_us", 21.5}};
+  const auto lead_targets = reef_targets(led);
+  ASSERT_EQ(lead_targets.size(), 1U);
+  EXPECT_EQ(lead_targets[0]["name"], "preempt-lead: preemption latency p99 (us)");
+  EXPECT_DOUBLE_EQ(lead_targets[0]["value"].get<double>(), 21.5);
+  EXPECT_FALSE(lead_targets[0]["met"].get<bool>());
+  EXPECT_DOUBLE_EQ(lead_targets[0]["after_sample"].get<double>(), 12.0);
+  // A raise after the sample (--rt-raise after-copy) never shortens it either.
+  led[0]["preemption_from_raise"] = {{"p99_us", 9.0}};
+  EXPECT_DOUBLE_EQ(reef_targets(led)[0]["value"].get<double>(), 12.0);
+  EXPECT_FALSE(reef_targets(led)[0].contains("after_sample"));
   // Without the baselines only the latency targets can be judged.
   const auto alone = reef_targets(nlohmann::json::array({result("preempt", 104, 19, 900)}));
   ASSERT_EQ(alone.size(), 1U);

@@ -75,7 +75,12 @@ receipt reef_receipt() {
                                        {{"name", "preempt: preemption latency p99 (us)"},
                                         {"value", 12.25},
                                         {"target", 20.0},
-                                        {"met", true}}});
+                                        {"met", true}},
+                                       {{"name", "preempt-lead: preemption latency p99 (us)"},
+                                        {"value", 21.5},
+                                        {"target", 20.0},
+                                        {"met", false},
+                                        {"after_sample", 11.75}}});
   return r;
 }
 
@@ -267,6 +272,9 @@ TEST(report, text_tables_co_scheduling_policies_and_their_targets) {
   // A target without that context ends at its bracket.
   EXPECT_THAT(text,
               HasSubstr("met     preempt: preemption latency p99 (us): 12.25 (target 20.00)\n"));
+  // A latency judged from a raise ahead of the sample, with the wait after the sample beside it.
+  EXPECT_THAT(text, HasSubstr("missed  preempt-lead: preemption latency p99 (us): 21.5 (target "
+                              "20.00); from the sample 11.75\n"));
   // Receipts of other benches have no such section.
   EXPECT_THAT(render_text({overhead_receipt()}), Not(HasSubstr("co-scheduling")));
 }
@@ -277,7 +285,7 @@ TEST(report, html_tables_co_scheduling_policies_and_their_targets) {
   EXPECT_THAT(html, HasSubstr("<td>preempt</td>"));
   EXPECT_THAT(html, HasSubstr("<td class=\"num\">1.063x</td>"));
   EXPECT_THAT(html, HasSubstr("<h3>targets</h3>"));
-  EXPECT_EQ(count(html, "<li>"), 2U);
+  EXPECT_EQ(count(html, "<li>"), 3U);  // one per target
   EXPECT_THAT(render_html({overhead_receipt()}), Not(HasSubstr("co-scheduling")));
 }
 

@@ -37,8 +37,8 @@ using namespace std::chrono_literals;
 namespace {
 
 const std::vector<std::string> k_policies = {
-    "exclusive",       "sequential", "multi-stream", "priority",   "green-split",
-    "exclusive-split", "preempt",    "preempt-pad",  "preempt-sm", "exclusive-end"};
+    "exclusive", "sequential",  "multi-stream", "priority",     "green-split",  "exclusive-split",
+    "preempt",   "preempt-pad", "preempt-sm",   "preempt-lead", "exclusive-end"};
 
 /// What each policy changes.
 struct policy_config {
@@ -50,6 +50,7 @@ struct policy_config {
   bool split{false};        // RT and BE on disjoint green contexts
   bool pad{false};          // RT gemms padded with BE blocks
   bool spatial{false};      // RT on its own partition; the word clears only those SMs
+  bool lead{false};         // the handler raises the word --rt-raise-lead-us before a sample
 };
 
 policy_config config_of(const std::string& p) {
@@ -76,6 +77,10 @@ policy_config config_of(const std::string& p) {
     c.preemptible = c.rt_high = c.be_low = c.pad = true;
   } else if (p == "preempt-sm") {
     c.preemptible = c.rt_high = c.be_low = c.spatial = true;
+  } else if (p == "preempt-lead") {
+    // preempt, with the word raised ahead of each periodic sample (preempt_hook::lead_ns): the
+    // BE blocks drain before the sample comes, not on its path.
+    c.preemptible = c.rt_high = c.be_low = c.lead = true;
   } else {
     std::string list;
     for (const auto& k : k_policies) list += (list.empty() ? "" : ", ") + k;
@@ -1338,15 +1343,10 @@ void reef_settings::validate() const {
     throw std::invalid_argument("bench reef: --rt-out-copy must be memcpy or kernel, got '" +
                                 rt_out_copy + "'");
   }
-  if (!(rt_raise_lead_us >= 0.0)) {
-    throw std::invalid_argument("bench reef: --rt-raise-lead-us must be >= 0");
+  if (!(rt_raise_lead_us > 0.0)) {
+    throw std::invalid_argument("bench reef: --rt-raise-lead-us must be positive");
   }
-  if (rt_raise_lead_us > 0.0) {
-    if (arrival != "periodic") {
-      throw std::invalid_argument(
-          "bench reef: --rt-raise-lead-us needs --arrival periodic (a Poisson sensor's next "
-          "sample is not due at any time)");
-    }
+  if (arrival == "periodic") {  // (under Poisson arrivals preempt-lead does not run)
     if (rt_raise_lead_us * 1000.0 >= static_cast<double>(period_ns()) / 2.0) {
       throw std::invalid_argument("bench reef: --rt-raise-lead-us " +
                                   std::to_string(rt_raise_lead_us) +
@@ -1358,7 +1358,16 @@ void reef_settings::validate() const {
 }
 
 std::uint64_t reef_settings::raise_lead_ns(const std::string& policy) const {
-  return config_of(policy).preemptible ? static_cast<std::uint64_t>(rt_raise_lead_us * 1000.0) : 0;
+  return config_of(policy).lead ? static_cast<std::uint64_t>(rt_raise_lead_us * 1000.0) : 0;
+}
+
+std::vector<std::string> reef_settings::runnable_policies() const {
+  if (arrival == "periodic") return policies;
+  std::vector<std::string> out;
+  for (const auto& p : policies) {
+    if (!config_of(p).lead) out.push_back(p);
+  }
+  return out;
 }
 
 bool reef_settings::needs_partition() const {
@@ -1424,14 +1433,22 @@ nlohmann::json reef_targets(const nlohmann::json& results) {
   nlohmann::json t = nlohmann::json::array();
   const auto* ex = find_policy(results, "exclusive");
   const auto* seq = find_policy(results, "sequential");
-  for (const std::string p : {"preempt", "preempt-pad", "preempt-sm"}) {
+  for (const std::string p : {"preempt", "preempt-pad", "preempt-sm", "preempt-lead"}) {
     const auto* r = find_policy(results, p);
     if (r == nullptr) continue;
-    const double pl = r->at("preemption_latency").value("p99_us", 0.0);
-    t.push_back({{"name", p + ": preemption latency p99 (us)"},
-                 {"value", pl},
-                 {"target", 20.0},
-                 {"met", pl > 0 && pl <= 20.0}});
+    // From the sample's detect, or from the raise where that came first (preempt-lead): the
+    // later start of the two, so a lead never shortens the number judged.
+    const double after_sample = r->at("preemption_latency").value("p99_us", 0.0);
+    const double from_raise = r->contains("preemption_from_raise")
+                                  ? r->at("preemption_from_raise").value("p99_us", 0.0)
+                                  : 0.0;
+    const double pl = std::max(after_sample, from_raise);
+    nlohmann::json pt{{"name", p + ": preemption latency p99 (us)"},
+                      {"value", pl},
+                      {"target", 20.0},
+                      {"met", pl > 0 && pl <= 20.0}};
+    if (from_raise > after_sample) pt["after_sample"] = after_sample;
+    t.push_back(std::move(pt));
     if (ex != nullptr) {
       const double ratio = r->at("p99_us").get<double>() / ex->at("p99_us").get<double>();
       nlohmann::json rt{{"name", p + ": RT p99 / exclusive p99"},
@@ -1552,7 +1569,14 @@ measure::receipt run_reef_bench(const reef_settings& s, std::ostream& log) {
                       {"cpus", {{"sensor", cpus.sensor}, {"actuator", cpus.actuator}}},
                       {"realtime_requested", s.realtime}};
   if (any_pad) receipt.settings["padding"] = padding_report;
-  for (const auto& p : s.policies) {
+  const std::vector<std::string> runnable = s.runnable_policies();
+  if (runnable.size() != s.policies.size()) {
+    // A Poisson sensor's next sample is not due at any time: nothing to raise ahead of.
+    log << "reef: preempt-lead left out: it needs --arrival periodic\n";
+    receipt.settings["left_out"] = {{"preempt-lead", "needs --arrival periodic"}};
+  }
+  if (runnable.empty()) throw std::invalid_argument("bench reef: no policy can run");
+  for (const auto& p : runnable) {
     receipt.results.push_back(run_policy(s, p, model, pad, pads, cpus, l2_window, log));
   }
   // Each policy against the baselines: the RT latency increase over exclusive, the BE
@@ -1580,6 +1604,9 @@ std::string reef_table(const measure::receipt& receipt) {
           << t.value("value", 0.0) << " (target " << t.value("target", 0.0) << ")";
       if (t.contains("undisturbed")) out << "; undisturbed " << t.value("undisturbed", 0.0);
       if (t.contains("in_loop")) out << "; in-loop " << t.value("in_loop", 0.0);
+      if (t.contains("after_sample")) {
+        out << "; from the sample " << t.value("after_sample", 0.0);
+      }
       out << "\n";
     }
   }

@@ -21,7 +21,7 @@ namespace resident::bench {
 struct reef_settings {
   std::vector<std::string> policies{"exclusive",   "sequential",      "multi-stream", "priority",
                                     "green-split", "exclusive-split", "preempt",      "preempt-pad",
-                                    "preempt-sm",  "exclusive-end"};
+                                    "preempt-sm",  "preempt-lead",    "exclusive-end"};
   std::string arrival{"periodic"};  // periodic or poisson
   double rate_hz{4000.0};           // RT requests per second
   std::int64_t samples{5000};       // measured RT requests per policy
@@ -58,11 +58,11 @@ struct reef_settings {
   /// When the RT handler raises the preempt word: "detect" (it sees a new sample, so BE blocks
   /// leave while it copies the sample in) or "after-copy" (preempt_hook::after_input).
   std::string rt_raise{"detect"};
-  /// Under the preemptive policies (preempt, preempt-pad, preempt-sm) with periodic arrivals:
-  /// the handler raises the word this long before the next sample is due (preempt_hook::
-  /// lead_ns), so BE blocks leave before the sample comes. 0: raise when it comes. The other
-  /// policies raise on arrival whatever this says (sequential's BE must not lose the lead).
-  double rt_raise_lead_us{0.0};
+  /// preempt-lead (periodic arrivals): the handler raises the word this long before the next
+  /// sample is due (preempt_hook::lead_ns), so BE blocks leave before the sample comes. The
+  /// other policies raise it when the sample comes. 10 us: long enough for the BE blocks to
+  /// leave at 8 kHz (docs/sched.md, "Raising the word ahead of a periodic sample").
+  double rt_raise_lead_us{10.0};
   bool rt_l2_persist{true};   // RT kernels' accesses to the RT model persist in L2
   bool rt_arena{true};        // the RT model in one allocation (off: one per buffer)
   bool rt_split_body{false};  // stamp the end of the RT compute: body = compute + egress
@@ -79,7 +79,9 @@ struct reef_settings {
   void make_quick();
   /// Whether the handler raises the preempt word once the sample is copied in (--rt-raise).
   [[nodiscard]] bool raises_after_copy() const { return rt_raise == "after-copy"; }
-  /// preempt_hook::lead_ns for a policy: the lead under the preemptive ones, 0 elsewhere.
+  /// The policies that run: all of `policies`, less preempt-lead under Poisson arrivals.
+  [[nodiscard]] std::vector<std::string> runnable_policies() const;
+  /// preempt_hook::lead_ns for a policy: the lead under preempt-lead, 0 elsewhere.
   [[nodiscard]] std::uint64_t raise_lead_ns(const std::string& policy) const;
   /// The RT sensor's period (1 / rate_hz), in ns.
   [[nodiscard]] std::uint64_t period_ns() const {
