@@ -72,6 +72,18 @@ TEST(threads, allowed_cpus_is_the_process_mask_even_from_a_pinned_thread) {
   });
 }
 
+// A benchmark confines the process for its run; inside a longer-lived process (the GPU test
+// suite runs several) the next one must find every core again.
+TEST(threads, affinity_restorer_gives_the_confined_cpus_back) {
+  const std::vector<int> before = allowed_cpus();
+  {
+    const measure::affinity_restorer restore;
+    ASSERT_TRUE(measure::confine_process({before.back()}));
+    EXPECT_EQ(allowed_cpus(), std::vector<int>{before.back()});
+  }
+  EXPECT_EQ(allowed_cpus(), before);
+}
+
 TEST(threads, pins_the_calling_thread_to_each_allowed_cpu) {
   for (const int cpu : allowed_cpus()) {
     on_a_thread([cpu] {
@@ -219,8 +231,7 @@ std::string role(char prefix, std::size_t i) {
 TEST(assign_cpus, auto_roles_take_the_highest_cpus_and_cpu_zero_last) {
   const std::vector<int> allowed = allowed_cpus();
   std::vector<std::pair<std::string, int>> requested;
-  for (std::size_t i = 0; i < allowed.size(); ++i)
-    requested.emplace_back(role('r', i), -1);
+  for (std::size_t i = 0; i < allowed.size(); ++i) requested.emplace_back(role('r', i), -1);
   const auto got = assign_cpus(requested);
   ASSERT_EQ(got.size(), allowed.size());
   for (std::size_t i = 0; i < allowed.size(); ++i) {

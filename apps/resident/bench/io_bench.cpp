@@ -317,6 +317,7 @@ measure::receipt run_io_bench(const io_settings& s, std::ostream& log) {
   // Every other thread this process starts from here on (run supervisors, CUDA's helpers)
   // inherits this mask, so none of them competes with the three pinned threads for a core.
   const std::vector<int> others = measure::remaining_cpus(used);
+  const measure::affinity_restorer restore_affinity;  // the caller's cores back on return
   if (!others.empty() && !measure::confine_process(others)) {
     log << "io: could not keep other threads off the pinned cores\n";
   }

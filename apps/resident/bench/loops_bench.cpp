@@ -536,6 +536,7 @@ measure::receipt run_loops_bench(const loops_settings& s, std::ostream& log) {
   }
   // Every other thread (supervisors, CUDA's helpers, host loop threads before they pin) stays
   // off the sensor's and actuator's cores.
+  const measure::affinity_restorer restore_affinity;  // the caller's cores back on return
   if (!measure::confine_process(cpus.others)) {
     log << "loops: could not keep other threads off the sensor and actuator cores\n";
   }

@@ -1490,6 +1490,7 @@ measure::receipt run_reef_bench(const reef_settings& s, std::ostream& log) {
   const auto roles = measure::assign_cpus({{"sensor", -1}, {"actuator", -1}});
   cpu_roles cpus{roles.at("sensor"), roles.at("actuator")};
   const auto others = measure::remaining_cpus({cpus.sensor, cpus.actuator});
+  const measure::affinity_restorer restore_affinity;  // the caller's cores back on return
   // The BE runner threads and CUDA's helpers stay off the sensor's and actuator's cores.
   if (!others.empty() && !measure::confine_process(others)) {
     log << "reef: could not keep other threads off the sensor and actuator cores\n";

@@ -68,6 +68,23 @@ thread_grant configure_current_thread(int cpu, bool realtime, int priority = 50)
 /// mask unchanged, when `cpus` is empty or the kernel refuses.
 [[nodiscard]] bool confine_process(const std::vector<int>& cpus);
 
+/// Gives the calling thread back the cpus it was allowed when this was made, on leaving the
+/// scope: a benchmark that confines the process for its run (confine_process) and runs inside a
+/// longer-lived process (the test suite, a tool running several benchmarks) would otherwise leave
+/// it confined, and the next run would pick its cores from what is left.
+class affinity_restorer {
+ public:
+  affinity_restorer() : _saved(allowed_cpus()) {}
+  ~affinity_restorer() {
+    if (!_saved.empty()) (void)confine_process(_saved);
+  }
+  affinity_restorer(const affinity_restorer&) = delete;
+  affinity_restorer& operator=(const affinity_restorer&) = delete;
+
+ private:
+  std::vector<int> _saved;
+};
+
 /// "0,2,3" (empty: "none"): for messages and descriptions.
 [[nodiscard]] std::string cpu_list_text(const std::vector<int>& cpus);
 
