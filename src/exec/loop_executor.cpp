@@ -53,6 +53,13 @@ loop_resources::loop_resources(const Application& app, execution_mode mode,
         "run_options::preempt.lead_ns: the application has no data-ready handler to watch for "
         "the sample it raises the word ahead of");
   }
+  if (options.preempt.lead_ns > 0 && !resident) {
+    // Between samples a host-driven loop runs idle passes whose controller clears the word: an
+    // early raise would go up and down on every pass of the lead window.
+    throw std::invalid_argument(
+        std::string("run_options::preempt.lead_ns needs a resident mode (while or tail); in ") +
+        std::string(to_string(mode)) + " mode the handler does not poll between samples");
+  }
   if (options.preempt.mirror != nullptr) {
     // The loop keeps the mirror's counts in device memory (so that updating it never reads
     // across PCIe); start them from what the mirror holds, for a signal reused across runs.

@@ -1033,6 +1033,15 @@ TEST(SchedLoop, LeadWithoutAHandlerOrAPeriodIsRefused) {
   } catch (const std::invalid_argument& e) {
     EXPECT_NE(std::string(e.what()).find("no data-ready handler"), std::string::npos) << e.what();
   }
+  // Host-driven modes run idle passes between samples, whose controller clears the word.
+  for (const execution_mode mode : {execution_mode::eager, execution_mode::host_graph}) {
+    try {
+      auto host_run = run_async(app, mode, o);
+      ADD_FAILURE() << "a lead in " << to_string(mode) << " mode was accepted";
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find("needs a resident mode"), std::string::npos) << e.what();
+    }
+  }
   auto run = run_async(app, execution_mode::while_loop, o);  // both given: it runs
   const auto outputs = drive_lockstep(*app.mailbox(), {random_floats(256)});
   EXPECT_EQ(outputs.size(), 1U);

@@ -98,8 +98,9 @@ struct preempt_hook {
   /// while the sample is copied in. An early raise that no sample follows by `lead_ns` after
   /// it was due is withdrawn (the word cleared, `preempt_mirror::withdrawn`), so a sensor that
   /// stops or slows holds best-effort work off for at most 2 * lead_ns. 0: raise on arrival.
-  /// The mailbox's handler honours it; a custom handler calls device::anticipate_preempt in its
-  /// polling loop and device::note_sample_due when it takes a sample.
+  /// Resident modes only (their handler polls between samples). The mailbox's handler honours
+  /// it; a custom handler calls device::anticipate_preempt in its polling loop and
+  /// device::note_sample_due when it takes a sample.
   std::uint64_t period_ns{0};
   std::uint64_t lead_ns{0};
   [[nodiscard]] bool active() const noexcept { return word != nullptr; }
