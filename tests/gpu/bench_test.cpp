@@ -50,9 +50,12 @@ TEST(bench_io, quick_run_covers_every_configuration_with_checked_outputs) {
     // At 1 kHz every mode keeps up: on a quiet machine almost every measured sample reaches the
     // actuator. Under stress the unprivileged sensor thread is sometimes late and then releases
     // samples in a burst, which the loop's policy drops (and counts, checked above), so only
-    // most samples are required there.
+    // most samples are required there. A quiet machine can still take the sensor's core (VM
+    // steal time): each release the sensor itself saw late may cost one sample, no more.
     const bool quiet = r["contention"].get<std::string>() == "none";
-    EXPECT_GE(r["n"].get<std::int64_t>(), settings.samples * (quiet ? 95 : 50) / 100);
+    const auto late = r["measurement"].value("late_releases", std::int64_t{0});
+    EXPECT_GE(r["n"].get<std::int64_t>(),
+              quiet ? settings.samples * 95 / 100 - late : settings.samples * 50 / 100);
     EXPECT_GT(r["min_us"].get<double>(), 0.0);
     EXPECT_LE(r["p50_us"].get<double>(), r["max_us"].get<double>());
     // Disturbed samples are counted, never dropped: the two counts cover n, and dropping the
