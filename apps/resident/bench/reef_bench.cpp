@@ -812,14 +812,11 @@ nlohmann::json run_policy(const reef_settings& s, const std::string& policy,
         cudaMemcpy(done.data(), done_ring.data(), done_ring.size(), cudaMemcpyDeviceToHost));
   }
   const std::uint64_t first = base + static_cast<std::uint64_t>(s.warmup) + 1;
-  // Where the handler raises the word: at detect, or once the sample is copied in.
-  const stage raised_at = s.raises_after_copy() ? stage::handler_end : stage::detect;
   for (const telemetry_entry& e : handle->telemetry()) {
     if (e.seq < first || e.seq > final_seq || e.repeat != 0) continue;
     const auto at = [&](stage st) { return e.stamp_ns[static_cast<std::size_t>(st)]; };
-    // The raise's own stamp; a receipt from before it existed has the stage it is raised at.
-    const std::uint64_t up =
-        at(stage::preempt_raised) != 0 ? at(stage::preempt_raised) : at(raised_at);
+    // The loop stamps its own raise (at detect, after the copy, or a lead before the sample).
+    const std::uint64_t up = at(stage::preempt_raised);
     if (up != 0 && at(stage::end_marker) > up) {
       word_up_us.push_back(static_cast<double>(at(stage::end_marker) - up) / 1e3);
     }

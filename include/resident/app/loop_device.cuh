@@ -108,6 +108,7 @@ __device__ inline void raise_preempt(loop_state* loop) {
 __device__ inline void clear_preempt(loop_state* loop) {
   if (loop->preempt.word == nullptr || loop->preempt_raised == 0U) return;
   loop->preempt_raised = 0U;
+  loop->preempt_early = 0U;  // whoever clears it (end marker, idle pass, withdrawal) ends that too
   cuda::atomic_ref<std::uint32_t, cuda::thread_scope_device>(*loop->preempt.word)
       .store(0U, cuda::memory_order_release);
   if (preempt_mirror* m = loop->preempt.mirror; m != nullptr) {
@@ -132,7 +133,6 @@ __device__ inline void anticipate_preempt(loop_state* loop, std::uint64_t now) {
     case anticipation::withdraw:
       loop->preempt_due_ns = 0;  // expect nothing until the next sample anchors the schedule
       if (loop->preempt_early != 0U) {
-        loop->preempt_early = 0U;
         clear_preempt(loop);
         loop->stamp_ns[static_cast<std::size_t>(stage::preempt_raised)] = 0;
         if (preempt_mirror* m = loop->preempt.mirror; m != nullptr) {
