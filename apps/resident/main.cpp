@@ -429,6 +429,10 @@ int main(int argc, char** argv) {
                    "BE launches in flight per client under preempt-sm")
       ->capture_default_str();
   reef_cmd
+      ->add_option("--be-window-split", reef.be_window_split,
+                   "BE launches in flight per client under green-split")
+      ->capture_default_str();
+  reef_cmd
       ->add_option("--be-rt-sm-blocks", reef.be_rt_sm_blocks,
                    "under preempt-sm, at most this many BE blocks on each RT SM at once, so the "
                    "RT loop always finds room there (0: no limit)")
@@ -497,6 +501,11 @@ int main(int argc, char** argv) {
                    "the RT scores into the output port: memcpy (node) or kernel")
       ->capture_default_str();
   reef_cmd->add_option("--split-sms", reef.split_sms, "green-split: SMs of the RT partition")
+      ->capture_default_str();
+  reef_cmd
+      ->add_option("--split-be-rest", reef.split_be_rest,
+                   "green-split: the BE partition takes every SM the RT one leaves, those in no "
+                   "driver group included (on/off; off: whole groups only)")
       ->capture_default_str();
   reef_cmd
       ->add_option("--pad-tolerance", reef.pad_tolerance,

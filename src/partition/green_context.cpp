@@ -59,8 +59,9 @@ bool split_one(const CUdevResource& input, unsigned count, unsigned flags, CUdev
 
 // Splits `all` into as many groups of `unit` SMs as the driver gives (pieces resized to them):
 // the one split partition_set::split combines partitions from, and how whole_groups is counted.
+// `rest`, when given, receives the SMs in no whole group (the split's remainder).
 CUresult split_into_groups(const CUdevResource& all, int unit, unsigned flags,
-                           std::vector<CUdevResource>& pieces) {
+                           std::vector<CUdevResource>& pieces, CUdevResource* rest_out = nullptr) {
   unsigned groups = static_cast<unsigned>(static_cast<int>(all.sm.smCount) / unit);
   pieces.assign(groups, CUdevResource{});
   if (groups == 0) return CUDA_SUCCESS;
@@ -68,6 +69,7 @@ CUresult split_into_groups(const CUdevResource& all, int unit, unsigned flags,
   const CUresult r = detail::driver().dev_sm_resource_split_by_count(
       pieces.data(), &groups, &all, &rest, flags, static_cast<unsigned>(unit));
   pieces.resize(r == CUDA_SUCCESS ? groups : 0U);
+  if (rest_out != nullptr && r == CUDA_SUCCESS) *rest_out = rest;
   return r;
 }
 
@@ -213,7 +215,8 @@ std::shared_ptr<partition_set> partition_set::split_green(const std::vector<int>
   const unsigned flags = split_flags(o.ignore_coscheduling);
   const CUdevResource all = device_sms(dev);
   std::vector<CUdevResource> pieces;
-  RESIDENT_CU_TRY(split_into_groups(all, unit, flags, pieces));
+  CUdevResource rest{};
+  RESIDENT_CU_TRY(split_into_groups(all, unit, flags, pieces, &rest));
   std::size_t next = 0;
   int given = 0;
   for (std::size_t i = 0; i < sm_counts.size(); ++i) {
@@ -231,6 +234,16 @@ std::shared_ptr<partition_set> partition_set::split_green(const std::vector<int>
                             std::to_string(static_cast<int>(i) - 1) + " (partitions are whole " +
                             "groups of " + std::to_string(unit) + " SMs, at least " +
                             std::to_string(set->_info.min_partition) + ")");
+    }
+    if (o.rest_to_last && i + 1 == sm_counts.size()) {
+      // Every group left, and the remainder: outputs of one split may share a descriptor.
+      for (; next + take < pieces.size(); ++take)
+        sms += static_cast<int>(pieces[next + take].sm.smCount);
+      if (rest.sm.smCount > 0) {
+        pieces.push_back(rest);
+        ++take;
+        sms += static_cast<int>(rest.sm.smCount);
+      }
     }
     CUdevResourceDesc desc{};
     RESIDENT_CU_TRY(detail::driver().dev_resource_generate_desc(&desc, pieces.data() + next,

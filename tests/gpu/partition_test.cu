@@ -167,6 +167,33 @@ TEST(partition, split_gives_disjoint_partitions_of_the_sizes_asked) {
   EXPECT_TRUE(both.empty()) << "partitions share " << both.size() << " SMs";
 }
 
+TEST(partition, the_last_partition_can_take_every_sm_the_others_leave) {
+  RESIDENT_REQUIRE_GPU();
+  const int device_sms = query_device(0).sm_count;
+  partition::split_options o;
+  o.rest_to_last = true;
+  const auto parts = partition_set::split({16, 8}, o);
+  ASSERT_EQ(parts->size(), 2U);
+  EXPECT_GE((*parts)[0].sm_count(), 16);
+  EXPECT_EQ((*parts)[0].sm_count() + (*parts)[1].sm_count(), device_sms);
+  EXPECT_EQ(parts->remaining_sm_count(), 0);
+  const auto a = discover((*parts)[0]);
+  const auto b = discover((*parts)[1]);
+  EXPECT_EQ(static_cast<int>(a.size()), (*parts)[0].sm_count());
+  // The SMs in no whole group are there too: the two sets cover the device.
+  EXPECT_EQ(static_cast<int>(b.size()), (*parts)[1].sm_count());
+  std::vector<int> both;
+  std::set_intersection(a.begin(), a.end(), b.begin(), b.end(), std::back_inserter(both));
+  EXPECT_TRUE(both.empty()) << "partitions share " << both.size() << " SMs";
+  std::vector<int> all;
+  std::set_union(a.begin(), a.end(), b.begin(), b.end(), std::back_inserter(all));
+  EXPECT_EQ(static_cast<int>(all.size()), device_sms);
+  // Without it the same ask leaves the remainder out.
+  const auto plain = partition_set::split({16, 8});
+  EXPECT_EQ((*plain)[1].sm_count(), 8);
+  EXPECT_GT(plain->remaining_sm_count(), 0);
+}
+
 TEST(partition, a_split_that_does_not_fit_says_why) {
   RESIDENT_REQUIRE_GPU();
   try {

@@ -32,8 +32,11 @@ TEST(reef_settings, defaults_run_every_policy_and_bad_flags_are_clear) {
   EXPECT_EQ(s.policies.back(), "exclusive-end");
   // The RT loop alone in the split's partition, the baseline for green-split and preempt-sm.
   EXPECT_NE(std::find(s.policies.begin(), s.policies.end(), "exclusive-split"), s.policies.end());
-  EXPECT_EQ(s.be_window_sm, 2U);    // spatial launches hand cut blocks back: two in flight
-  EXPECT_EQ(s.be_rt_sm_blocks, 3);  // ... and leave room for one RT block on each RT SM
+  EXPECT_EQ(s.be_window_sm, 2U);     // spatial launches hand cut blocks back: two in flight
+  EXPECT_EQ(s.be_window_split, 2U);  // green-split never preempts: two in flight
+  EXPECT_TRUE(s.split_be_rest);      // ... on every SM the RT partition leaves
+  EXPECT_EQ(s.split_sms, 40);        // five of the H200's driver groups for the RT loop
+  EXPECT_EQ(s.be_rt_sm_blocks, 3);   // ... and leave room for one RT block on each RT SM
   EXPECT_TRUE(s.be_checkpoint);
   // The measured defaults (docs/sched.md): strided bounded grids of 4 per SM, the RT model in L2.
   EXPECT_EQ(s.be_bounded_grid, 4);
@@ -74,6 +77,7 @@ TEST(reef_settings, defaults_run_every_policy_and_bad_flags_are_clear) {
   EXPECT_EQ(with([](auto& x) { x.be_model = "mlp-fused"; }), "");
   EXPECT_THAT(with([](auto& x) { x.be_window = 0; }), HasSubstr("--be-window"));
   EXPECT_THAT(with([](auto& x) { x.be_window_sm = 9; }), HasSubstr("--be-window-sm"));
+  EXPECT_THAT(with([](auto& x) { x.be_window_split = 0; }), HasSubstr("--be-window-split"));
   EXPECT_THAT(with([](auto& x) { x.be_rt_sm_blocks = -1; }), HasSubstr("--be-rt-sm-blocks"));
   EXPECT_EQ(with([](auto& x) { x.be_rt_sm_blocks = 0; }), "");  // no limit
   EXPECT_THAT(with([](auto& x) { x.rt_raise = "early"; }), HasSubstr("--rt-raise"));

@@ -554,9 +554,15 @@ nlohmann::json run_policy(const reef_settings& s, const std::string& policy,
       rt_sm_load = device_buffer(sched::rt_sm_load_words * sizeof(std::uint32_t));
       RESIDENT_CUDA_TRY(cudaMemset(rt_sm_load.data(), 0, rt_sm_load.size()));
     }
+  } else if (pc.split && s.split_be_rest) {
+    // BE gets every SM the RT partition leaves, the ones in no driver group included.
+    const auto info = partition::query_sm_resource(0, false);
+    partition::split_options so;
+    so.rest_to_last = true;
+    parts = partition::partition_set::split({s.split_sms, std::max(1, info.alignment)}, so);
   } else if (pc.split) {
-    // BE gets what is left: the driver's groups of `alignment` SMs need not cover the whole
-    // device, so the largest remainder that splits is found by trying.
+    // BE gets what is left in whole groups: the driver's groups of `alignment` SMs need not
+    // cover the whole device, so the largest remainder that splits is found by trying.
     const auto info = partition::query_sm_resource(0, false);
     const int align = std::max(1, info.alignment);
     for (int rest = (info.sm_count - s.split_sms) / align * align; rest >= align && !parts;
@@ -602,7 +608,7 @@ nlohmann::json run_policy(const reef_settings& s, const std::string& policy,
       sched::be_runner_options ro;
       ro.name = s.be_model + std::to_string(i);
       ro.preemptible = pc.preemptible;
-      ro.window = pc.spatial ? s.be_window_sm : s.be_window;
+      ro.window = pc.spatial ? s.be_window_sm : pc.split ? s.be_window_split : s.be_window;
       ro.checkpoint = s.be_checkpoint;
       ro.checkpoint_min_steps = s.be_checkpoint_min_steps;
       ro.bounded_grid_per_sm = s.be_bounded_grid;
@@ -1310,6 +1316,9 @@ void reef_settings::validate() const {
   if (be_window_sm < 1 || be_window_sm > 8) {
     throw std::invalid_argument("bench reef: --be-window-sm must be in 1..8");
   }
+  if (be_window_split < 1 || be_window_split > 8) {
+    throw std::invalid_argument("bench reef: --be-window-split must be in 1..8");
+  }
   if (be_rt_sm_blocks < 0 || be_rt_sm_blocks > 64) {
     throw std::invalid_argument("bench reef: --be-rt-sm-blocks must be in 0..64 (0: no limit)");
   }
@@ -1543,6 +1552,7 @@ measure::receipt run_reef_bench(const reef_settings& s, std::ostream& log) {
                         {"gflop_per_inference", be_gflop(s.be_model)},
                         {"window", s.be_window},
                         {"window_sm", s.be_window_sm},
+                        {"window_split", s.be_window_split},
                         {"rt_sm_blocks", s.be_rt_sm_blocks},
                         {"checkpoint", s.be_checkpoint},
                         {"checkpoint_min_steps", s.be_checkpoint_min_steps},
@@ -1552,6 +1562,7 @@ measure::receipt run_reef_bench(const reef_settings& s, std::ostream& log) {
                       {"rt_spread", s.rt_spread},
                       {"rt_placement", s.records_placement()},
                       {"split_sms", s.split_sms},
+                      {"split_be_rest", s.split_be_rest},
                       {"rt_out_copy", s.rt_out_copy},
                       {"rt_pdl", s.rt_pdl},
                       {"rt_raise", s.rt_raise},

@@ -31,6 +31,10 @@ struct reef_settings {
   std::size_t be_window{1};     // BE launches in flight per client (see docs/sched.md)
   /// ... under preempt-sm, whose launches hand cut blocks back within the launch.
   std::size_t be_window_sm{2};
+  /// ... under green-split, whose BE partition never holds an RT kernel: no preemption for a
+  /// queued launch to delay, so two in flight as the design asks (1: 3-5% less BE throughput at
+  /// 8 kHz, docs/sched.md).
+  std::size_t be_window_split{2};
   /// ... and at most this many BE blocks on each RT SM at once (sched::be_runner_options::
   /// rt_sm_blocks; 0: no limit). 3 keeps one block's room for the RT loop: with four, a
   /// handler relaunched after its end marker can wait for a whole BE kernel (docs/sched.md).
@@ -40,7 +44,13 @@ struct reef_settings {
   bool be_checkpoint{true};                  // preempted gemm/conv2d blocks keep their partial sums
   std::uint32_t be_checkpoint_min_steps{1};  // ... when they added at least this many K-steps
   std::int32_t rt_batch{32};
-  int split_sms{32};               // green-split, preempt-sm: SMs of the RT partition
+  /// green-split, preempt-sm: SMs of the RT partition. 40 (five driver groups): the RT loop's
+  /// in-loop p99 about 1 us lower than with 32 at 8 kHz, BE throughput within the noise
+  /// (docs/sched.md, "BE on every SM the RT partition leaves").
+  int split_sms{40};
+  /// green-split's BE partition takes every SM the RT one leaves (split_options::rest_to_last):
+  /// 100 on the H200 with 32 RT SMs. Off: whole driver groups only (88), as before.
+  bool split_be_rest{true};
   double pad_tolerance{0.05};      // padded RT kernel within this of the kernel alone
   double pad_place_wait_us{20.0};  // sched::pad_limits::place_wait_ns of the padded launches
   /// RT gemms without BE padding get placement slots (sched::placement_only): their blocks each

@@ -140,6 +140,12 @@ struct split_options {
   /// Green only (MPS ignores it): finer partitions without SM co-scheduling.
   bool ignore_coscheduling{false};
   partition_backend backend{partition_backend::green};
+  /// Green only: the last partition also takes every SM the earlier ones leave, the groups
+  /// nobody asked for and the SMs that form no whole group (12 on the H200 with co-scheduling),
+  /// so a set of two covers the device. The driver gives that remainder fewer guarantees (no
+  /// large thread-block clusters there); for work that needs none, such as a best-effort
+  /// partition beside a real-time one. The last partition's count is then a minimum.
+  bool rest_to_last{false};
 };
 
 /// Partitions of one device, made in the order asked for. Green: disjoint SM sets. MPS: one
