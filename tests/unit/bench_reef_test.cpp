@@ -263,6 +263,18 @@ TEST(reef_targets, compare_preemption_with_exclusive_and_sequential) {
   led[0]["preemption_from_raise"] = {{"p99_us", 9.0}};
   EXPECT_DOUBLE_EQ(reef_targets(led)[0]["value"].get<double>(), 12.0);
   EXPECT_FALSE(reef_targets(led)[0].contains("after_sample"));
+  // green-split: RT and BE only, no preemption latency (nothing is preempted).
+  nlohmann::json split = results;
+  split.push_back(result("green-split", 103, 11, 1550));
+  std::map<std::string, std::pair<double, bool>> split_got;
+  for (const auto& t : reef_targets(split)) {
+    split_got[t["name"].get<std::string>()] = {t["value"].get<double>(), t["met"].get<bool>()};
+  }
+  EXPECT_EQ(split_got.count("green-split: preemption latency p99 (us)"), 0U);
+  EXPECT_DOUBLE_EQ(split_got.at("green-split: RT p99 / exclusive p99").first, 1.03);
+  EXPECT_TRUE(split_got.at("green-split: RT p99 / exclusive p99").second);
+  EXPECT_TRUE(split_got.at("green-split: BE throughput / sequential").second);  // 1.55
+  EXPECT_EQ(split_got.size(), got.size() + 2);
   // Without the baselines only the latency targets can be judged.
   const auto alone = reef_targets(nlohmann::json::array({result("preempt", 104, 19, 900)}));
   ASSERT_EQ(alone.size(), 1U);
