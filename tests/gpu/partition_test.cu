@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <iterator>
 #include <optional>
 #include <set>
 #include <sstream>
@@ -150,6 +151,21 @@ TEST(partition, the_device_reports_its_sm_granularity) {
       fine.alignment, fine.whole_groups);
 }
 
+// Runs the probe in both partitions of a two-partition set: each reaches exactly its own
+// sm_count() SMs and no SM is in both. Returns the union of what they reached.
+std::set<int> expect_two_disjoint_partitions(const partition_set& parts) {
+  const auto a = discover(parts[0]);
+  const auto b = discover(parts[1]);
+  EXPECT_EQ(static_cast<int>(a.size()), parts[0].sm_count());
+  EXPECT_EQ(static_cast<int>(b.size()), parts[1].sm_count());
+  std::vector<int> both;
+  std::set_intersection(a.begin(), a.end(), b.begin(), b.end(), std::back_inserter(both));
+  EXPECT_TRUE(both.empty()) << "partitions share " << both.size() << " SMs";
+  std::set<int> all = a;
+  all.insert(b.begin(), b.end());
+  return all;
+}
+
 TEST(partition, split_gives_disjoint_partitions_of_the_sizes_asked) {
   RESIDENT_REQUIRE_GPU();
   const auto parts = partition_set::split({16, 24});
@@ -158,13 +174,7 @@ TEST(partition, split_gives_disjoint_partitions_of_the_sizes_asked) {
   EXPECT_GE((*parts)[1].sm_count(), 24);
   EXPECT_EQ(parts->remaining_sm_count() + (*parts)[0].sm_count() + (*parts)[1].sm_count(),
             query_device(0).sm_count);
-  const auto a = discover((*parts)[0]);
-  const auto b = discover((*parts)[1]);
-  EXPECT_EQ(static_cast<int>(a.size()), (*parts)[0].sm_count());
-  EXPECT_EQ(static_cast<int>(b.size()), (*parts)[1].sm_count());
-  std::vector<int> both;
-  std::set_intersection(a.begin(), a.end(), b.begin(), b.end(), std::back_inserter(both));
-  EXPECT_TRUE(both.empty()) << "partitions share " << both.size() << " SMs";
+  (void)expect_two_disjoint_partitions(*parts);
 }
 
 TEST(partition, the_last_partition_can_take_every_sm_the_others_leave) {
@@ -177,17 +187,8 @@ TEST(partition, the_last_partition_can_take_every_sm_the_others_leave) {
   EXPECT_GE((*parts)[0].sm_count(), 16);
   EXPECT_EQ((*parts)[0].sm_count() + (*parts)[1].sm_count(), device_sms);
   EXPECT_EQ(parts->remaining_sm_count(), 0);
-  const auto a = discover((*parts)[0]);
-  const auto b = discover((*parts)[1]);
-  EXPECT_EQ(static_cast<int>(a.size()), (*parts)[0].sm_count());
   // The SMs in no whole group are there too: the two sets cover the device.
-  EXPECT_EQ(static_cast<int>(b.size()), (*parts)[1].sm_count());
-  std::vector<int> both;
-  std::set_intersection(a.begin(), a.end(), b.begin(), b.end(), std::back_inserter(both));
-  EXPECT_TRUE(both.empty()) << "partitions share " << both.size() << " SMs";
-  std::vector<int> all;
-  std::set_union(a.begin(), a.end(), b.begin(), b.end(), std::back_inserter(all));
-  EXPECT_EQ(static_cast<int>(all.size()), device_sms);
+  EXPECT_EQ(static_cast<int>(expect_two_disjoint_partitions(*parts).size()), device_sms);
   // Without it the same ask leaves the remainder out.
   const auto plain = partition_set::split({16, 8});
   EXPECT_EQ((*plain)[1].sm_count(), 8);
