@@ -1445,20 +1445,21 @@ nlohmann::json reef_targets(const nlohmann::json& results) {
        {"green-split", "preempt", "preempt-pad", "preempt-sm", "preempt-lead"}) {
     const auto* r = find_policy(results, p);
     if (r == nullptr) continue;
-    const bool preempts = p != "green-split";
-    // From the sample's detect, or from the raise where that came first (preempt-lead): the
-    // later start of the two, so a lead never shortens the number judged.
-    const double after_sample = r->at("preemption_latency").value("p99_us", 0.0);
-    const double from_raise = r->contains("preemption_from_raise")
-                                  ? r->at("preemption_from_raise").value("p99_us", 0.0)
-                                  : 0.0;
-    const double pl = std::max(after_sample, from_raise);
-    nlohmann::json pt{{"name", p + ": preemption latency p99 (us)"},
-                      {"value", pl},
-                      {"target", 20.0},
-                      {"met", pl > 0 && pl <= 20.0}};
-    if (from_raise > after_sample) pt["after_sample"] = after_sample;
-    if (preempts) t.push_back(std::move(pt));
+    if (config_of(p).preemptible) {
+      // From the sample's detect, or from the raise where that came first (preempt-lead): the
+      // later start of the two, so a lead never shortens the number judged.
+      const double after_sample = r->at("preemption_latency").value("p99_us", 0.0);
+      const double from_raise = r->contains("preemption_from_raise")
+                                    ? r->at("preemption_from_raise").value("p99_us", 0.0)
+                                    : 0.0;
+      const double pl = std::max(after_sample, from_raise);
+      nlohmann::json pt{{"name", p + ": preemption latency p99 (us)"},
+                        {"value", pl},
+                        {"target", 20.0},
+                        {"met", pl > 0 && pl <= 20.0}};
+      if (from_raise > after_sample) pt["after_sample"] = after_sample;
+      t.push_back(std::move(pt));
+    }
     if (ex != nullptr) {
       const double ratio = r->at("p99_us").get<double>() / ex->at("p99_us").get<double>();
       nlohmann::json rt{{"name", p + ": RT p99 / exclusive p99"},

@@ -49,7 +49,8 @@ struct reef_settings {
   /// (docs/sched.md, "BE on every SM the RT partition leaves").
   int split_sms{40};
   /// green-split's BE partition takes every SM the RT one leaves (split_options::rest_to_last):
-  /// 100 on the H200 with 32 RT SMs. Off: whole driver groups only (88), as before.
+  /// 92 on the H200 beside 40 RT SMs. Off: whole driver groups only (88 beside 40, as beside
+  /// the 32 of before).
   bool split_be_rest{true};
   double pad_tolerance{0.05};      // padded RT kernel within this of the kernel alone
   double pad_place_wait_us{20.0};  // sched::pad_limits::place_wait_ns of the padded launches
