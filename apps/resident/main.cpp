@@ -156,13 +156,14 @@ int run(const run_settings& s) {
     std::atomic<std::int64_t> checked{0};
     std::atomic<std::int64_t> wrong{0};
     std::thread actuator([&] {
-      std::uint64_t last = app.mailbox->output_seq();
+      resident::io::output_stamp last = app.mailbox->latest_output();
       float out = 0.0F;
       while (!done.load()) {
-        const std::uint64_t seq =
+        const resident::io::output_stamp got =
             app.mailbox->wait_output(last, std::as_writable_bytes(std::span(&out, 1)), 10ms);
-        if (seq == 0) continue;
-        last = seq;
+        if (got.empty()) continue;
+        last = got;
+        const std::uint64_t seq = got.seq;
         const double want = expected.at(seq - base - 1);
         ++checked;
         if (std::abs(out - want) > 1e-5 * std::max(1.0, std::abs(want))) ++wrong;

@@ -61,11 +61,11 @@ int main() {
     for (int i = 0; i < 3; ++i) {
       std::vector<float> x(elements);
       for (auto& v : x) v = dist(rng);
-      const std::uint64_t before = app.mailbox->output_seq();
+      const resident::io::output_stamp before = app.mailbox->latest_output();
       const std::uint64_t seq = app.mailbox->publish(std::as_bytes(std::span(x)));
       std::vector<float> y(elements);
       const std::uint64_t got =
-          app.mailbox->wait_output(before, std::as_writable_bytes(std::span(y)), 2s);
+          app.mailbox->wait_output(before, std::as_writable_bytes(std::span(y)), 2s).seq;
       bool ok = got == seq;
       for (std::int64_t k = 0; k < elements && ok; ++k) {
         const float want = (2.0F * x[k] + 1.0F) * (2.0F * x[k] + 1.0F);

@@ -4,6 +4,7 @@
 
 #include "app/config.hpp"
 #include "resident/cuda/buffers.hpp"
+#include "resident/cuda/device.hpp"
 
 namespace resident {
 
@@ -150,17 +151,27 @@ const dag_plan& Application::plan() {
   return *_plan;
 }
 
-void Application::materialize() {
-  if (_materialized) return;
+void Application::materialize() { materialize(current_device()); }
+
+void Application::materialize(int device) {
+  if (_materialized) {
+    if (device != _device) {
+      throw composition_error("application '" + _name + "' was materialized on device " +
+                              std::to_string(_device) + "; it cannot run on device " +
+                              std::to_string(device) + " (its port memory lives on the first)");
+    }
+    return;
+  }
+  const current_device_guard on_device(device);
   const dag_plan& p = plan();
-  std::vector<device_buffer> buffers;
+  auto buffers = std::make_shared<std::vector<device_buffer>>();
   std::vector<void*> pointers;
   for (const auto& b : p.buffers) {
     if (b.external != nullptr) {
       pointers.push_back(b.external);
     } else {
-      buffers.emplace_back(b.bytes);
-      pointers.push_back(buffers.back().data());
+      buffers->emplace_back(b.bytes);
+      pointers.push_back(buffers->back().data());
     }
   }
   for (const auto& op : _operators) {
@@ -168,9 +179,10 @@ void Application::materialize() {
       port.bound = pointers.at(p.buffer_of(*op, port.name));
     }
   }
-  _buffers = std::move(buffers);
+  _port_memory = std::move(buffers);
   for (Operator* op : p.handler_order) op->initialize();
   for (Operator* op : p.body_order) op->initialize();
+  _device = device;
   _materialized = true;
 }
 

@@ -3,6 +3,7 @@
 #include <cuda.h>
 #include <cuda_runtime_api.h>
 
+#include <cassert>
 #include <cstdlib>
 #include <string>
 
@@ -31,6 +32,25 @@ std::string module_loading_mode() {
 }
 
 }  // namespace
+
+current_device_guard::current_device_guard(int ordinal) {
+  const int previous = current_device();
+  if (previous == ordinal) return;
+  RESIDENT_CUDA_TRY(cudaSetDevice(ordinal));
+  _previous = previous;
+}
+
+current_device_guard::~current_device_guard() {
+  if (_previous < 0) return;
+  [[maybe_unused]] const cudaError_t e = cudaSetDevice(_previous);
+  assert(e == cudaSuccess && "current_device_guard: restoring the previous device failed");
+}
+
+int current_device() {
+  int device = 0;
+  RESIDENT_CUDA_TRY(cudaGetDevice(&device));
+  return device;
+}
 
 bool request_eager_module_loading() noexcept {
   return ::setenv("CUDA_MODULE_LOADING", "EAGER", 0) == 0;

@@ -1,6 +1,10 @@
 #include "resident/cuda/graph.hpp"
 
+#include <algorithm>
+#include <fstream>
+#include <iterator>
 #include <stdexcept>
+#include <string>
 #include <utility>
 
 #include "resident/cuda/error.hpp"
@@ -27,11 +31,29 @@ graph::~graph() {
 
 std::vector<cudaGraphNode_t> graph::nodes() const { return graph_nodes(_graph); }
 
-void graph::write_dot(const std::string& path) const {
+void graph::write_dot(const std::string& path, std::string_view note) const {
   RESIDENT_CUDA_TRY(cudaGraphDebugDotPrint(
       _graph, path.c_str(),
       cudaGraphDebugDotFlagsKernelNodeParams | cudaGraphDebugDotFlagsConditionalNodeParams |
           cudaGraphDebugDotFlagsMemcpyNodeParams | cudaGraphDebugDotFlagsMemsetNodeParams));
+  if (note.empty()) return;
+  std::string text;
+  {
+    std::ifstream in(path, std::ios::binary);
+    text.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  std::string comment;
+  std::size_t from = 0;
+  while (from <= note.size()) {
+    const std::size_t to = std::min(note.find('\n', from), note.size());
+    comment += "// " + std::string(note.substr(from, to - from)) + "\n";
+    from = to + 1;
+  }
+  const std::size_t first_line = text.find('\n');
+  text.insert(first_line == std::string::npos ? text.size() : first_line + 1, comment);
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << text;
+  if (!out) throw std::runtime_error("graph::write_dot: cannot write the note into " + path);
 }
 
 graph capture_graph(stream_view s, const std::function<void(stream_view)>& record) {

@@ -3,6 +3,7 @@
 #include "resident/partition/green_context.hpp"
 
 #include <algorithm>
+#include <stdexcept>
 #include <string>
 
 #include "resident/app/error.hpp"
@@ -58,13 +59,30 @@ std::vector<cudaGraphNode_t> capture_into(cudaGraph_t g, const std::vector<cudaG
     size_t count = 0;
     RESIDENT_CUDA_TRY(
         cudaStreamGetCaptureInfo(s, &status, nullptr, nullptr, &sinks, nullptr, &count));
+    if (status != cudaStreamCaptureStatusActive) {
+      // enqueue() returned normally, but something it did broke the capture (CUDA then frees
+      // the graph it was capturing into): say so rather than report EndCapture's error.
+      throw std::runtime_error(
+          "the stream capture was invalidated: a call not allowed while capturing (e.g. a "
+          "synchronizing call, cudaMalloc, or work on another stream joined to this one "
+          "without an event) was made in compute()");
+    }
     frontier.assign(sinks, sinks + count);
   } catch (...) {
     const bool lost = abandon_capture(s);
     throw interrupted_capture{std::current_exception(), lost};
   }
   cudaGraph_t same = nullptr;
-  RESIDENT_CUDA_TRY(cudaStreamEndCapture(s, &same));
+  const cudaError_t ended = cudaStreamEndCapture(s, &same);
+  if (ended != cudaSuccess) {
+    (void)cudaGetLastError();
+    const bool lost = ended == cudaErrorStreamCaptureInvalidated;
+    throw interrupted_capture{
+        std::make_exception_ptr(std::runtime_error(
+            std::string("cudaStreamEndCapture failed: ") + cudaGetErrorName(ended) + " (" +
+            cudaGetErrorString(ended) + ")")),
+        lost};
+  }
   return frontier;
 }
 

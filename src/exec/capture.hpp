@@ -35,6 +35,12 @@ class capture_failure : public execution_error {
   bool _graph_lost;
 };
 
+/// How every mode captures the operator DAG, for DOT dumps: one stream, topological order.
+[[nodiscard]] inline const char* capture_order_note() noexcept {
+  return "resident captures the operators in topological order on one stream: the DAG's "
+         "branches\nrun one after another, never overlapping (chosen for predictable timing).";
+}
+
 /// Runs `build`; on a capture failure that lost a graph, releases `root` (leaking the tree
 /// rather than destroying freed memory) before rethrowing.
 template <class Build>

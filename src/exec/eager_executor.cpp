@@ -15,8 +15,7 @@ namespace {
 class eager_executor final : public host_driven_executor {
  public:
   eager_executor(Application& app, const run_options& options)
-      : host_driven_executor(app, execution_mode::eager, options),
-        _released(sizeof(std::uint32_t)) {}
+      : host_driven_executor(app, execution_mode::eager, options) {}
 
   void write_dot(const std::string& path) const override {
     (void)path;
@@ -26,21 +25,27 @@ class eager_executor final : public host_driven_executor {
   }
 
  private:
-  bool run_iteration() override {
-    const cudaStream_t s = res().loop_stream.get();
-    compute_eager(plan().handler_order, s, loop());
-    launch_controller(loop(), s);
-    RESIDENT_CUDA_TRY(cudaMemcpyAsync(_released.data(), &loop()->released, sizeof(std::uint32_t),
-                                      cudaMemcpyDeviceToHost, s));
-    res().loop_stream.synchronize();
-    if (*_released.data_as<std::uint32_t>() == 0) return false;
-    compute_eager(plan().body_order, s, loop());
-    launch_end_marker(loop(), s);
-    res().loop_stream.synchronize();
-    return true;
+  iteration_fn make_iteration() override {
+    // Shared state only: the thread may outlive the executor (see host_driven_executor).
+    return [res = shared_res(), released = _released, handler_order = plan().handler_order,
+            body_order = plan().body_order] {
+      const cudaStream_t s = res->loop_stream.get();
+      loop_state* loop = res->state();
+      compute_eager(handler_order, s, loop);
+      launch_controller(loop, s);
+      RESIDENT_CUDA_TRY(cudaMemcpyAsync(released->data(), &loop->released, sizeof(std::uint32_t),
+                                        cudaMemcpyDeviceToHost, s));
+      res->loop_stream.synchronize();
+      if (*released->data_as<std::uint32_t>() == 0) return false;
+      compute_eager(body_order, s, loop);
+      launch_end_marker(loop, s);
+      res->loop_stream.synchronize();
+      return true;
+    };
   }
 
-  pinned_buffer _released;  // the controller's verdict, read back every iteration
+  // The controller's verdict, read back every iteration.
+  std::shared_ptr<pinned_buffer> _released = std::make_shared<pinned_buffer>(sizeof(std::uint32_t));
 };
 
 }  // namespace

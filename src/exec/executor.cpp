@@ -4,6 +4,7 @@
 
 #include "exec/modes.hpp"
 #include "resident/app/application.hpp"
+#include "resident/cuda/device.hpp"
 #include "resident/exec/executor.hpp"
 #include "resident/exec/mode.hpp"
 #include "resident/exec/run_options.hpp"
@@ -80,6 +81,14 @@ void run_options::validate() const {
                                   "than it (period_ns " +
                                   to_string(preempt.period_ns) + ")");
     }
+    if (poll_ns == 0) {
+      // The early raise happens inside the handler's polling loop: with no polling budget every
+      // idle iteration would raise the word and its controller clear it again.
+      throw std::invalid_argument(
+          "run_options: preempt.lead_ns (" + to_string(preempt.lead_ns) +
+          " ns) needs the handler to poll between samples: set poll_ns (e.g. to the lead or "
+          "more); with poll_ns 0 the word would go up and down on every idle iteration");
+    }
   }
   // In long double: 2 * (idle_sleep_ns + poll_ns) can exceed 64 bits.
   const long double stall_ns = static_cast<long double>(stall_timeout.count()) * 1e6L;
@@ -101,6 +110,18 @@ void run_options::validate() const {
 std::unique_ptr<Executor> make_executor(Application& app, execution_mode mode,
                                         const run_options& options) {
   options.validate();
+  // Everything that needs no GPU first, so a broken application is reported as such.
+  (void)app.plan();
+  if (is_resident(mode) && !app.has_data_ready_handler()) {
+    throw composition_error(
+        std::string(to_string(mode)) + " mode needs a data-ready handler: application '" +
+        app.name() +
+        "' registers none (call register_data_ready_handler() in compose()); without one the "
+        "GPU loop would have nothing to wait for");
+  }
+  // The loop's memory, streams and graphs belong to the run's device; the caller's current
+  // device is left as it was.
+  const current_device_guard on_device(options.device);
   switch (mode) {
     case execution_mode::eager:
       return detail::make_eager_executor(app, options);

@@ -19,11 +19,13 @@ class host_graph_executor final : public host_driven_executor {
   host_graph_executor(Application& app, const run_options& options)
       : host_driven_executor(app, execution_mode::host_graph, options) {
     build_or_release(_graph, [&] { build(); });
-    _exec = std::make_unique<graph_exec>(_graph.get());
+    _exec = std::make_shared<graph_exec>(_graph.get());
     _exec->upload(res().loop_stream);
   }
 
-  void write_dot(const std::string& path) const override { _graph.write_dot(path); }
+  void write_dot(const std::string& path) const override {
+    _graph.write_dot(path, capture_order_note());
+  }
 
  private:
   void build() {
@@ -46,17 +48,20 @@ class host_graph_executor final : public host_driven_executor {
                        conditional_body_rules());
   }
 
-  bool run_iteration() override {
-    const loop_control& c = *res().control();
-    const auto runs_before = host_load_acquire(c.processed) + host_load_acquire(c.repeated);
-    _exec->launch(res().loop_stream);
-    res().loop_stream.synchronize();
-    const auto runs_after = host_load_acquire(c.processed) + host_load_acquire(c.repeated);
-    return runs_after != runs_before;
+  iteration_fn make_iteration() override {
+    // Shared state only: the thread may outlive the executor (see host_driven_executor).
+    return [res = shared_res(), exec = _exec] {
+      const loop_control& c = *res->control();
+      const auto runs_before = host_load_acquire(c.processed) + host_load_acquire(c.repeated);
+      exec->launch(res->loop_stream);
+      res->loop_stream.synchronize();
+      const auto runs_after = host_load_acquire(c.processed) + host_load_acquire(c.repeated);
+      return runs_after != runs_before;
+    };
   }
 
   graph _graph;
-  std::unique_ptr<graph_exec> _exec;
+  std::shared_ptr<graph_exec> _exec;
 };
 
 }  // namespace

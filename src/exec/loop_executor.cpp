@@ -110,18 +110,24 @@ void loop_resources::upload_config(std::uint64_t start) {
 }
 
 loop_executor::loop_executor(Application& app, execution_mode mode, const run_options& options)
-    : _app(app), _mode(mode), _options(options), _plan(&app.plan()) {
-  if (is_resident(mode) && !app.has_data_ready_handler()) {
-    throw composition_error(
-        std::string(to_string(mode)) + " mode needs a data-ready handler: application '" +
-        app.name() +
-        "' registers none (call register_data_ready_handler() in compose()); without one the "
-        "GPU loop would have nothing to wait for");
-  }
-  RESIDENT_CUDA_TRY(cudaSetDevice(options.device));
-  app.materialize();
-  _res = std::make_unique<loop_resources>(app, mode, options);
+    : _mode(mode), _options(options), _app_name(app.name()) {
+  // make_executor checked the application on the CPU (plan, handler); it holds the run's device current while the executor is built.
+  app.materialize(options.device);
+  _plan = app.plan();
+  _handler = app.handler();
+  _lifetime = std::make_shared<const app_lifetime>(app_lifetime{app.operators(), app.port_memory()});
+  _res = std::make_shared<loop_resources>(app, mode, options);
   _telemetry.reserve(options.telemetry_samples);
+}
+
+std::string loop_executor::loop_name() const {
+  return std::string(to_string(_mode)) + " loop of application '" + _app_name + "'";
+}
+
+void loop_executor::leak_loop_memory() noexcept {
+  // Deliberately never freed: these holders keep the memory alive for the rest of the process.
+  (void)new std::shared_ptr<loop_resources>(_res);
+  (void)new std::shared_ptr<const app_lifetime>(_lifetime);
 }
 
 void loop_executor::drain_telemetry(bool force) {
@@ -186,14 +192,27 @@ double loop_executor::mean_iteration_ns() {
 }
 
 loop_counters loop_executor::counters() const noexcept {
+  // The end marker writes processed, dropped and repeated, then releases last_seq, once per
+  // commit; a running loop may commit again while they are read. A snapshot is taken again
+  // until last_seq read before and after agree and the three satisfy the invariant: then they
+  // are one commit's values (a mix of two commits satisfies it only when the later one dropped
+  // nothing, and then they are the later commit's). `repeated` may be one commit newer. The
+  // loop commits at most once per DAG run, so the first or second attempt almost always holds;
+  // the bound keeps this noexcept call from spinning against a pathological writer.
   const loop_control& c = *_res->control();
   loop_counters out;
-  out.last_seq = host_load_acquire(c.last_seq);  // pairs with the end marker's release
-  out.processed = host_load_acquire(c.processed);
-  out.dropped = host_load_acquire(c.dropped);
-  out.repeated = host_load_acquire(c.repeated);
-  out.iterations = host_load_acquire(c.heartbeat);
   out.start_seq = _res->start_seq;
+  for (int attempt = 0; attempt < 1000; ++attempt) {
+    out.last_seq = host_load_acquire(c.last_seq);  // pairs with the end marker's release
+    out.processed = host_load_acquire(c.processed);
+    out.dropped = host_load_acquire(c.dropped);
+    out.repeated = host_load_acquire(c.repeated);
+    if (host_load_acquire(c.last_seq) == out.last_seq &&
+        out.processed + out.dropped == out.last_seq - out.start_seq) {
+      break;
+    }
+  }
+  out.iterations = host_load_acquire(c.heartbeat);
   return out;
 }
 
@@ -204,18 +223,12 @@ std::uint64_t loop_executor::heartbeat() const noexcept {
 std::string loop_executor::failure() const {
   const auto code = static_cast<cudaError_t>(host_load_acquire(_res->control()->device_error));
   if (code == cudaSuccess) return {};
-  return std::string(to_string(_mode)) + " loop of application '" + _app.name() +
-         "' failed on the device: cudaGraphLaunch (tail launch) returned " +
+  return loop_name() + " failed on the device: cudaGraphLaunch (tail launch) returned " +
          cudaGetErrorName(code) + " (" + cudaGetErrorString(code) + ")";
 }
 
-void loop_executor::abandon() noexcept {
-  // Nothing to do: run_handle leaks the whole executor, so memory the GPU may still touch is
-  // never freed.
-}
-
 void loop_executor::prepare_launch() {
-  const auto& start_after = _app.handler().start_after;
+  const auto& start_after = _handler.start_after;
   _res->upload_config(start_after ? start_after() : 0);
   if (!_options.dot_path.empty()) write_dot(_options.dot_path);
 }

@@ -5,12 +5,15 @@
 
 #include <atomic>
 #include <exception>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "resident/app/application.hpp"
+#include "resident/detail/loop_state.hpp"
 #include "resident/cuda/buffers.hpp"
 #include "resident/cuda/stream.hpp"
 #include "resident/exec/executor.hpp"
@@ -53,6 +56,15 @@ struct loop_resources {
   pinned_buffer drain_word;
 };
 
+/// What a loop may touch besides its own memory, taken from the Application at construction:
+/// its operators (with their memory and the mailboxes they hold) and its port memory. The
+/// executor never refers to the Application afterwards, so a loop that could not be stopped
+/// never touches freed memory, even once the Application is gone.
+struct app_lifetime {
+  std::vector<std::shared_ptr<Operator>> operators;
+  std::shared_ptr<const void> port_memory;
+};
+
 /// Common base: owns the resources; counters and failure come from the control block.
 class loop_executor : public Executor {
  public:
@@ -62,7 +74,6 @@ class loop_executor : public Executor {
   [[nodiscard]] loop_counters counters() const noexcept override;
   [[nodiscard]] std::uint64_t heartbeat() const noexcept override;
   [[nodiscard]] std::string failure() const override;
-  void abandon() noexcept override;
   void drain_telemetry(bool force) override;
   [[nodiscard]] const std::vector<telemetry_entry>& telemetry() const noexcept override {
     return _telemetry;
@@ -73,55 +84,87 @@ class loop_executor : public Executor {
 
  protected:
   [[nodiscard]] loop_resources& res() const noexcept { return *_res; }
-  [[nodiscard]] const dag_plan& plan() const noexcept { return *_plan; }
-  [[nodiscard]] Application& app() const noexcept { return _app; }
+  [[nodiscard]] const std::shared_ptr<loop_resources>& shared_res() const noexcept { return _res; }
+  [[nodiscard]] const dag_plan& plan() const noexcept { return _plan; }
+  [[nodiscard]] const data_ready_handler& handler() const noexcept { return _handler; }
+  [[nodiscard]] const std::string& app_name() const noexcept { return _app_name; }
+  [[nodiscard]] const std::shared_ptr<const app_lifetime>& lifetime() const noexcept {
+    return _lifetime;
+  }
   [[nodiscard]] const run_options& options() const noexcept { return _options; }
   [[nodiscard]] loop_state* loop() const noexcept { return _res->state(); }
+  /// "<mode> loop of application '<name>'", for messages.
+  [[nodiscard]] std::string loop_name() const;
   /// What every launch() does first: initial state to the device, DOT dump if asked for.
   void prepare_launch();
+  /// Gives up the loop's memory without freeing it (the GPU may still touch it): the loop
+  /// resources and what the Application lent stay allocated for the rest of the process.
+  void leak_loop_memory() noexcept;
 
  private:
-  Application& _app;
   execution_mode _mode;
   run_options _options;
-  const dag_plan* _plan;
-  std::unique_ptr<loop_resources> _res;
+  std::string _app_name;
+  dag_plan _plan;
+  data_ready_handler _handler;
+  std::shared_ptr<const app_lifetime> _lifetime;
+  std::shared_ptr<loop_resources> _res;
   std::mutex _drain_mutex;
   std::vector<telemetry_entry> _telemetry;  // reserved before launch: draining never allocates
   std::uint64_t _drained{0};
   std::uint64_t _telemetry_lost{0};
 };
 
+/// while and tail: the GPU releases every iteration; the host only sets the tear-down word and
+/// watches `stopped`. The destructor tears a running loop down (bounded); a loop that does not
+/// stop in time has its memory leaked rather than freed under it.
+class resident_executor : public loop_executor {
+ public:
+  resident_executor(Application& app, execution_mode mode, const run_options& options);
+  ~resident_executor() override;
+
+  void launch() final;
+  void request_stop() noexcept final;
+  [[nodiscard]] bool stopped() final;
+  void abandon() noexcept final;
+
+ protected:
+  /// Launches the loop's entry graph once on the loop stream (after prepare_launch()).
+  virtual void launch_graphs() = 0;
+  /// The mode's graph executables, leaked with the loop memory on abandon().
+  virtual void leak_graphs() noexcept = 0;
+
+ private:
+  bool _running{false};  // launched and not yet seen stopped
+};
+
 /// eager and host-graph: a host thread polls, launches one iteration's work, synchronizes.
+/// The thread holds everything it touches through `host_loop`, shared with the executor, so an
+/// abandoned thread that returns late from a wait frees it then, and never touches the executor.
 class host_driven_executor : public loop_executor {
  public:
   using loop_executor::loop_executor;
   ~host_driven_executor() override;
 
   void launch() final;
-  void request_stop() noexcept final { _stop.store(true, std::memory_order_release); }
+  void request_stop() noexcept final;
   [[nodiscard]] bool stopped() final;
   [[nodiscard]] std::string failure() const final;
   void abandon() noexcept final;
-  [[nodiscard]] std::uint64_t heartbeat() const noexcept final {
-    return _host_heartbeat.load(std::memory_order_relaxed);
-  }
+  [[nodiscard]] std::uint64_t heartbeat() const noexcept final;
 
  protected:
-  /// Enqueues one iteration (handler, controller, and the DAG if released), waits for it and
-  /// returns whether the DAG ran.
-  virtual bool run_iteration() = 0;
+  /// One iteration's work (handler, controller, and the DAG if released), waited for; returns
+  /// whether the DAG ran. It must capture only shared state (never the executor).
+  using iteration_fn = std::function<bool()>;
+  [[nodiscard]] virtual iteration_fn make_iteration() = 0;
 
  private:
-  void loop_thread();
-  void idle_wait() const;
+  struct host_loop;
+  static void loop_thread(const std::shared_ptr<host_loop>& loop);
 
+  std::shared_ptr<host_loop> _loop;
   std::thread _thread;
-  std::atomic<bool> _stop{false};
-  std::atomic<bool> _exited{false};
-  std::atomic<std::uint64_t> _host_heartbeat{0};
-  mutable std::mutex _error_mutex;
-  std::string _error;
 };
 
 }  // namespace resident::detail

@@ -36,6 +36,7 @@ void note_lazy_loading() {
 run_handle::run_handle(Application& app, execution_mode mode, run_options options)
     : _guard(app, std::string(to_string(mode))), _mode(mode), _options(std::move(options)) {
   {
+    // Should anything below throw once the loop runs, the executor's destructor stops it.
     // Capture, conditional handles and launch happen with the partition current, so every node
     // and launch belongs to it (null: nothing changes).
     partition::green_context::current_scope in_partition(_options.partition.get());
@@ -116,7 +117,7 @@ tear_down_report run_handle::tear_down(std::chrono::milliseconds timeout) {
   tear_down_report report;
   if (_torn_down) {
     report.error = "the " + _name + " was already torn down";
-    report.counters = _executor ? _executor->counters() : loop_counters{};
+    report.counters = _counters_at_tear_down;
     return report;
   }
   const auto start = clock::now();
@@ -143,6 +144,7 @@ tear_down_report run_handle::tear_down(std::chrono::milliseconds timeout) {
   if (_supervisor.joinable()) _supervisor.join();
 
   report.counters = _executor->counters();
+  _counters_at_tear_down = report.counters;
   if (report.error.empty()) report.error = _executor->failure();
   if (report.stopped && report.error.empty()) {
     try {
@@ -159,13 +161,23 @@ tear_down_report run_handle::tear_down(std::chrono::milliseconds timeout) {
                    "); its resources are abandoned, not freed, since the GPU may still use them";
   }
   if (!report.stopped) {
+    // What the loop may still touch stays allocated; the executor itself can go. The
+    // application stays reserved: a new run would share its port memory with this loop.
     _executor->abandon();
-    (void)_executor.release();  // deliberately leaked: the GPU may still touch its memory
+    _executor.reset();
+    (void)new Application::run_guard(std::move(_guard));
   }
   _launched.store(false);
   _health.launched = false;
   _torn_down = true;
   return report;
+}
+
+void run_handle::write_dot(const std::string& path) const {
+  if (!_executor) {
+    throw execution_error("write_dot: the " + _name + " was abandoned; its graphs are gone");
+  }
+  _executor->write_dot(path);
 }
 
 std::unique_ptr<run_handle> run_async(Application& app, execution_mode mode, run_options options) {

@@ -36,10 +36,10 @@ graph_exec instantiate_for_device(const graph& g, const char* name, bool partiti
   }
 }
 
-class tail_executor final : public loop_executor {
+class tail_executor final : public resident_executor {
  public:
   tail_executor(Application& app, const run_options& options)
-      : loop_executor(app, execution_mode::tail, options) {
+      : resident_executor(app, execution_mode::tail, options) {
     build_or_release(_main, [&] {
       const auto handler = capture_operators(_main.get(), {}, plan().handler_order,
                                              res().handler_stream.get(), loop(), "tail");
@@ -67,26 +67,18 @@ class tail_executor final : public loop_executor {
     res().config.work_exec = _work_exec->get();
   }
 
-  void launch() override {
-    prepare_launch();
-    _main_exec->launch(res().loop_stream);
-  }
-
-  void request_stop() noexcept override { host_store_release(res().control()->tear_down, 1U); }
-
-  bool stopped() override {
-    if (host_load_acquire(res().control()->stopped) == 0U) {
-      (void)res().loop_stream.view().ready();  // surfaces an asynchronous error as cuda_error
-      return false;
-    }
-    return res().loop_stream.view().ready();
-  }
-
   void write_dot(const std::string& path) const override {
-    _main.write_dot(path);
+    _main.write_dot(path, capture_order_note());
     std::filesystem::path work(path);
     work.replace_extension(".work.dot");
-    _work.write_dot(work.string());
+    _work.write_dot(work.string(), capture_order_note());
+  }
+
+ protected:
+  void launch_graphs() override { _main_exec->launch(res().loop_stream); }
+  void leak_graphs() noexcept override {
+    (void)_main_exec.release();
+    (void)_work_exec.release();
   }
 
  private:

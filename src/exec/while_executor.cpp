@@ -18,32 +18,22 @@ namespace resident::detail {
 
 namespace {
 
-class while_executor final : public loop_executor {
+class while_executor final : public resident_executor {
  public:
   while_executor(Application& app, const run_options& options)
-      : loop_executor(app, execution_mode::while_loop, options) {
+      : resident_executor(app, execution_mode::while_loop, options) {
     build_or_release(_root, [&] { build(); });
     _exec = std::make_unique<graph_exec>(_root.get());
     _exec->upload(res().loop_stream);
   }
 
-  void launch() override {
-    prepare_launch();
-    _exec->launch(res().loop_stream);
+  void write_dot(const std::string& path) const override {
+    _root.write_dot(path, capture_order_note());
   }
 
-  void request_stop() noexcept override { host_store_release(res().control()->tear_down, 1U); }
-
-  bool stopped() override {
-    // The controller raises `stopped` before the WHILE exits; the stream then drains.
-    if (host_load_acquire(res().control()->stopped) == 0U) {
-      (void)res().loop_stream.view().ready();  // surfaces an asynchronous error as cuda_error
-      return false;
-    }
-    return res().loop_stream.view().ready();
-  }
-
-  void write_dot(const std::string& path) const override { _root.write_dot(path); }
+ protected:
+  void launch_graphs() override { _exec->launch(res().loop_stream); }
+  void leak_graphs() noexcept override { (void)_exec.release(); }
 
  private:
   void build() {

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "resident/app/error.hpp"
+#include "resident/cuda/error.hpp"
 
 namespace resident::io {
 
@@ -24,7 +25,7 @@ void store_release(T& word, T value) noexcept {
   std::atomic_ref<T>(word).store(value, std::memory_order_release);
 }
 
-// Layout: [header line: head] [output line: begin, end] [output payload] [slots...]
+// Layout: [header line: head] [output line: begin, end, seq] [output payload] [slots...]
 std::size_t total_bytes(const mailbox::config& c) {
   return line + line + round_up(c.output_bytes) + c.depth * (line + round_up(c.input_bytes));
 }
@@ -42,7 +43,9 @@ mailbox::config checked(mailbox::config c) {
 
 }  // namespace
 
-mailbox::mailbox(config c) : _config(checked(c)), _memory(total_bytes(_config)) {
+mailbox::mailbox(config c)
+    : _config(checked(c)), _memory(total_bytes(_config)), _commits(sizeof(std::uint64_t)) {
+  RESIDENT_CUDA_TRY(cudaMemset(_commits.data(), 0, sizeof(std::uint64_t)));
   auto* host = _memory.host_as<std::byte>();
   auto* dev = _memory.device_as<std::byte>();
   const std::size_t out_at = line;
@@ -52,12 +55,15 @@ mailbox::mailbox(config c) : _config(checked(c)), _memory(total_bytes(_config)) 
   _head_host = reinterpret_cast<std::uint64_t*>(host);
   _out_begin_host = reinterpret_cast<const std::uint64_t*>(host + out_at);
   _out_end_host = reinterpret_cast<const std::uint64_t*>(host + out_at + 8);
+  _out_seq_host = reinterpret_cast<const std::uint64_t*>(host + out_at + 16);
   _out_payload_host = host + payload_at;
   _slots_host = host + slots_at;
 
   _view.head = reinterpret_cast<const std::uint64_t*>(dev);
   _view.out_begin = reinterpret_cast<std::uint64_t*>(dev + out_at);
   _view.out_end = reinterpret_cast<std::uint64_t*>(dev + out_at + 8);
+  _view.out_seq = reinterpret_cast<std::uint64_t*>(dev + out_at + 16);
+  _view.commits = _commits.data_as<std::uint64_t>();
   _view.out_payload = dev + payload_at;
   _view.output_bytes = _config.output_bytes;
   _view.slots = dev + slots_at;
@@ -86,27 +92,40 @@ std::uint64_t mailbox::publish(std::span<const std::byte> payload) {
 
 std::uint64_t mailbox::published() const noexcept { return load_acquire(*_head_host); }
 
-std::uint64_t mailbox::output_seq() const noexcept { return load_acquire(*_out_end_host); }
+std::uint64_t mailbox::output_seq() const noexcept { return latest_output().seq; }
 
-std::uint64_t mailbox::read_output(std::span<std::byte> out) const {
+output_stamp mailbox::latest_output() const noexcept {
+  for (;;) {
+    const std::uint64_t end = load_acquire(*_out_end_host);
+    if (end == 0) return {};
+    const std::uint64_t seq = load_acquire(*_out_seq_host);
+    std::atomic_thread_fence(std::memory_order_acquire);
+    if (load_acquire(*_out_begin_host) == end) return {seq, end};
+  }
+}
+
+output_stamp mailbox::read_output(std::span<std::byte> out) const {
   if (out.size() != _config.output_bytes) {
     throw std::invalid_argument("mailbox::read_output: buffer is " + std::to_string(out.size()) +
                                 " bytes, the output is " + std::to_string(_config.output_bytes));
   }
   for (;;) {
+    // Sequence lock over the commit number: begin == end after the copy means no commit
+    // overlapped it, a repeat of the same sample included (its commit number differs).
     const std::uint64_t end = load_acquire(*_out_end_host);
-    if (end == 0) return 0;
+    if (end == 0) return {};
+    const std::uint64_t seq = load_acquire(*_out_seq_host);
     std::memcpy(out.data(), _out_payload_host, out.size());
     std::atomic_thread_fence(std::memory_order_acquire);
-    if (load_acquire(*_out_begin_host) == end) return end;  // no write overlapped the copy
+    if (load_acquire(*_out_begin_host) == end) return {seq, end};
   }
 }
 
-std::uint64_t mailbox::wait_output(std::uint64_t after, std::span<std::byte> out,
-                                   std::chrono::nanoseconds timeout) const {
+output_stamp mailbox::wait_output(const output_stamp& after, std::span<std::byte> out,
+                                  std::chrono::nanoseconds timeout) const {
   const auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (load_acquire(*_out_end_host) == after) {
-    if (std::chrono::steady_clock::now() > deadline) return 0;
+  while (load_acquire(*_out_end_host) == after.commit) {
+    if (std::chrono::steady_clock::now() > deadline) return {};
   }
   return read_output(out);
 }

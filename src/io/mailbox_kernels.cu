@@ -142,9 +142,11 @@ __global__ void __launch_bounds__(max_threads)
     }
     block_copy<true>(sample, mb.slots + (pick % mb.depth) * mb.slot_stride + header_bytes,
                      mb.input_bytes);
-    __syncthreads();  // every thread's copy is performed before the second stamp read
+    // Sequence lock, reader side: every copying thread orders its own payload loads before the
+    // second stamp read (its fence), and the barrier orders all of them before thread 0's read.
+    cuda::atomic_thread_fence(cuda::memory_order_acquire, cuda::thread_scope_system);
+    __syncthreads();
     if (threadIdx.x == 0) {
-      cuda::atomic_thread_fence(cuda::memory_order_acquire, cuda::thread_scope_system);
       consistent = load_acquire_system(slot_seq(mb, pick)) == pick;
       if (consistent) {
         if (loop->preempt.after_input != 0U) device::raise_preempt(loop);  // else at detect
@@ -162,19 +164,26 @@ __global__ void __launch_bounds__(max_threads)
     mailbox_tx_kernel(mailbox_view mb, loop_state* loop, const std::byte* in) {
   device::let_next_kernel_start();
   const std::uint64_t seq = device::current_sample(loop);
+  // The commit number versions the output: unique per commit (device memory, this kernel is its
+  // only writer), so a reader cannot mistake a repeat of the same sample, written over the
+  // payload while it copied it, for the output it started reading.
+  std::uint64_t commit = 0;  // thread 0's
+  if (threadIdx.x == 0) {
+    commit = *mb.commits + 1;
+    *mb.commits = commit;
+    store_relaxed_system(*mb.out_begin, commit);
+    __threadfence_system();  // the begin stamp lands before any payload word
+  }
   if (mb.output_bytes > 0) {
-    if (threadIdx.x == 0) {
-      store_relaxed_system(*mb.out_begin, seq);
-      __threadfence_system();  // the begin stamp lands before any payload word
-    }
     __syncthreads();
     block_copy<false>(mb.out_payload, in, mb.output_bytes);
     __syncthreads();
   }
   if (threadIdx.x == 0) {
+    store_relaxed_system(*mb.out_seq, seq);
     __threadfence_system();
-    // Release: an actuator that acquires `out_end` sees the whole payload.
-    store_release_system(*mb.out_end, seq);
+    // Release: an actuator that acquires `out_end` sees the whole payload and its sample.
+    store_release_system(*mb.out_end, commit);
     device::stamp(loop, stage::commit);
   }
 }

@@ -8,16 +8,12 @@
 #include <stdexcept>
 #include <utility>
 
+#include "resident/cuda/device.hpp"
 #include "resident/cuda/error.hpp"
 
 namespace resident::sched {
 
 namespace {
-
-std::size_t on_device(int device, std::size_t bytes) {
-  RESIDENT_CUDA_TRY(cudaSetDevice(device));
-  return bytes;
-}
 
 std::uint64_t load_acquire(const std::uint64_t& word) noexcept {
   return std::atomic_ref<std::uint64_t>(const_cast<std::uint64_t&>(word))
@@ -39,8 +35,13 @@ std::uint32_t load_relaxed(const std::uint32_t& word) noexcept {
 
 // ---- preempt_signal -----------------------------------------------------------------------------
 
-preempt_signal::preempt_signal(int device)
-    : _word(on_device(device, sizeof(std::uint32_t))),
+// The guard, a temporary of the delegating call, keeps `device` current while the members are
+// made on it, and gives the caller its current device back afterwards.
+preempt_signal::preempt_signal(int device) : preempt_signal(device, current_device_guard(device)) {}
+
+preempt_signal::preempt_signal(int device, const current_device_guard& /*on_device*/)
+    : _device(device),
+      _word(sizeof(std::uint32_t)),
       _mirror(sizeof(preempt_mirror)),
       _staging(sizeof(std::uint32_t)),
       _stream(0) {
@@ -52,6 +53,7 @@ preempt_hook preempt_signal::hook() const noexcept {
 }
 
 void preempt_signal::set(std::uint32_t value) {
+  const current_device_guard on_device(_device);
   *_staging.data_as<std::uint32_t>() = value;
   RESIDENT_CUDA_TRY(cudaMemcpyAsync(_word.data(), _staging.data(), sizeof(std::uint32_t),
                                     cudaMemcpyHostToDevice, _stream.get()));

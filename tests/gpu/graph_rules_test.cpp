@@ -42,10 +42,10 @@ std::string error_of(Application& app, execution_mode mode) {
 
 bool round_trip(io::mailbox& mb) {
   const std::uint64_t v = 42;
-  const std::uint64_t before = mb.output_seq();
+  const io::output_stamp before = mb.latest_output();
   const std::uint64_t seq = mb.publish(std::as_bytes(std::span(&v, 1)));
   std::vector<std::byte> out(8);
-  return mb.wait_output(before, out, 5s) == seq;
+  return mb.wait_output(before, out, 5s).seq == seq;
 }
 
 TEST(tail_mode, refuses_an_operator_whose_work_a_device_graph_cannot_hold) {
@@ -99,6 +99,40 @@ TEST(capture, cuda_error_in_compute_names_the_operator_in_every_mode) {
   EXPECT_THAT(report.error, HasSubstr("operator 'extra' compute() failed in eager mode"));
 }
 
+// Makes a call that CUDA refuses during stream capture, and ignores the error it returns: the
+// capture is invalidated without an exception from compute().
+class breaks_capture final : public Operator {
+ public:
+  void setup(OperatorSpec&) override {}
+  void compute(CaptureContext& ctx) override {
+    if (ctx.capturing()) (void)cudaStreamSynchronize(ctx.stream());
+  }
+};
+
+TEST(capture, invalidated_without_an_exception_names_the_operator) {
+  RESIDENT_REQUIRE_GPU();
+  with_extra<breaks_capture> app;
+  for (const auto mode :
+       {execution_mode::host_graph, execution_mode::while_loop, execution_mode::tail}) {
+    SCOPED_TRACE(std::string(to_string(mode)));
+    try {
+      auto run = run_async(app, mode);
+      FAIL() << "expected execution_error in " << to_string(mode);
+    } catch (const execution_error& e) {
+      EXPECT_THAT(e.what(), HasSubstr("operator 'extra' compute() failed"));
+      EXPECT_THAT(e.what(), HasSubstr("capture was invalidated"));
+    }
+    EXPECT_EQ(cudaGetLastError(), cudaSuccess);
+  }
+  // Nothing broken was left behind: the same process runs a good application in every mode.
+  lab_app good(128);
+  for (const auto mode : all_execution_modes) {
+    auto run = run_async(good, mode);
+    EXPECT_EQ(drive_lockstep(*good.mailbox(), {random_floats(128)}).size(), 1U);
+    EXPECT_TRUE(run->tear_down().stopped);
+  }
+}
+
 TEST(dot, graph_modes_write_the_built_graph) {
   RESIDENT_REQUIRE_GPU();
   lab_app app(128);
@@ -117,6 +151,7 @@ TEST(dot, graph_modes_write_the_built_graph) {
     EXPECT_THAT(text.str(), HasSubstr(mode == execution_mode::tail ? "tail_dispatcher_kernel"
                                                                    : "controller_kernel"));
     EXPECT_THAT(text.str(), HasSubstr("mailbox_rx_kernel"));
+    EXPECT_THAT(text.str(), HasSubstr("topological order on one stream"));
   }
   EXPECT_TRUE(std::filesystem::exists(dir / "resident_tail.work.dot"));
 }

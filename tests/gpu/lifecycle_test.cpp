@@ -122,29 +122,145 @@ TEST_P(resident_modes, frozen_heartbeat_is_reported_then_clears) {
   EXPECT_EQ(report.counters.processed, 1U);
 }
 
+// A loop whose DAG spins on a host-mapped word until the test lets it go, then commits the
+// sample through its egress (port memory, mailbox): what an abandoned loop still touches.
+class hang_app final : public Application {
+ public:
+  explicit hang_app(const std::uint32_t* word)
+      : _word(word), _mailbox(std::make_shared<io::mailbox>(io::mailbox::config{8, 8, 4})) {}
+  void compose() override {
+    auto rx = make_operator<io::mailbox_rx>("rx", _mailbox);
+    auto hold = make_operator<hold_while_set>("hold", _word);
+    auto tx = make_operator<io::mailbox_tx>("tx", _mailbox);
+    register_data_ready_handler(_mailbox->make_handler(rx));
+    add_flow(rx, tx, {{"sample", "in"}});
+    (void)hold;
+  }
+  const std::uint32_t* _word;
+  std::shared_ptr<io::mailbox> _mailbox;
+};
+
+/// A word the GPU reads until the process ends: an abandoned loop may still poll it, so it is
+/// never freed.
+std::uint32_t* leaked_hold_word(host_mapped_buffer*& buffer) {
+  buffer = new host_mapped_buffer(sizeof(std::uint32_t));
+  auto* word = buffer->host_as<std::uint32_t>();
+  std::atomic_ref<std::uint32_t>(*word).store(1);
+  return word;
+}
+
 TEST_P(resident_modes, loop_that_cannot_stop_is_reported_not_waited_on) {
   RESIDENT_REQUIRE_GPU();
-  host_mapped_buffer hold(sizeof(std::uint32_t));
-  auto* hold_word = hold.host_as<std::uint32_t>();
-  std::atomic_ref<std::uint32_t>(*hold_word).store(1);
-  class stuck_app final : public Application {
-   public:
-    explicit stuck_app(const std::uint32_t* word) : _word(word) {}
-    void compose() override {
-      auto hold = make_operator<hold_while_set>("hold", _word);
-      // The handler itself hangs, so the loop never reaches its controller again.
-      register_data_ready_handler({{hold}, {}, {}});
-    }
-    const std::uint32_t* _word;
-  } app(hold.device_as<std::uint32_t>());
+  host_mapped_buffer* hold = nullptr;
+  std::uint32_t* hold_word = leaked_hold_word(hold);
+  hang_app app(hold->device_as<std::uint32_t>());
   auto run = run_async(app, GetParam());
-  std::this_thread::sleep_for(20ms);  // host modes: let the loop thread reach the hung kernel
+  const std::uint64_t one = 1;
+  app._mailbox->publish(std::as_bytes(std::span(&one, 1)));  // releases the DAG: hold spins
+  const auto deadline = std::chrono::steady_clock::now() + 2s;  // until the hold kernel runs
+  while (run->counters().iterations == 0 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(1ms);
+  }
+  std::this_thread::sleep_for(20ms);
   const tear_down_report report = run->tear_down(50ms);
   EXPECT_FALSE(report.stopped);
   EXPECT_THAT(report.error, HasSubstr("did not stop within 50 ms"));
-  // Release the GPU so the abandoned loop can see its tear-down request and finish.
+  // The application stays reserved: a new run would share the abandoned loop's port memory.
+  EXPECT_THROW((void)run_async(app, GetParam()), composition_error);
+  // Let the abandoned loop go; it commits its sample and sees its tear-down request. The
+  // device synchronizes once it has finished: nothing is freed before.
   std::atomic_ref<std::uint32_t>(*hold_word).store(0);
-  std::this_thread::sleep_for(100ms);
+  EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  EXPECT_EQ(app._mailbox->output_seq(), 1U);
+}
+
+TEST_P(resident_modes, abandoned_loop_keeps_what_it_touches_after_the_application_is_gone) {
+  RESIDENT_REQUIRE_GPU();
+  host_mapped_buffer* hold = nullptr;
+  std::uint32_t* hold_word = leaked_hold_word(hold);
+  auto app = std::make_unique<hang_app>(hold->device_as<std::uint32_t>());
+  std::shared_ptr<io::mailbox> mailbox = app->_mailbox;
+  auto run = run_async(*app, GetParam());
+  const std::uint64_t one = 1;
+  mailbox->publish(std::as_bytes(std::span(&one, 1)));
+  std::this_thread::sleep_for(20ms);
+  EXPECT_FALSE(run->tear_down(50ms).stopped);
+  mailbox.reset();
+  run.reset();
+  app.reset();  // operators, mailbox and port memory would be freed here without the executor
+  std::atomic_ref<std::uint32_t>(*hold_word).store(0);
+  // The loop now reads its port memory and commits into the mailbox: had either been freed,
+  // the device would report an illegal address here (or a free would have waited for ever).
+  EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  EXPECT_EQ(cudaGetLastError(), cudaSuccess);
+}
+
+TEST_P(resident_modes, destroying_a_running_executor_stops_its_loop) {
+  RESIDENT_REQUIRE_GPU();
+  lab_app app(elements);
+  {
+    std::unique_ptr<Executor> executor = make_executor(app, GetParam(), run_options{});
+    executor->launch();
+    const auto deadline = std::chrono::steady_clock::now() + 2s;
+    while (executor->heartbeat() == 0 && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(1ms);
+    }
+    ASSERT_GT(executor->heartbeat(), 0U) << "the loop never ran";
+  }  // no request_stop, no tear-down: the destructor must stop the loop before freeing it
+  EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);  // returns: no loop is left running
+  auto run = run_async(app, GetParam());
+  const auto x = random_floats(elements);
+  const auto outputs = drive_lockstep(*app.mailbox(), {x});
+  ASSERT_EQ(outputs.size(), 1U);
+  EXPECT_NEAR(as_float(outputs[0]), lab_reference(x), 1e-3 * std::max(1.0, lab_reference(x)));
+  EXPECT_TRUE(run->tear_down().stopped);
+}
+
+TEST_P(resident_modes, a_launch_that_throws_leaves_nothing_running) {
+  RESIDENT_REQUIRE_GPU();
+  lab_app app(elements);
+  run_options options;
+  // launch() fails writing it (eager: it has no graph to write), after the executor was built.
+  options.dot_path = "/nonexistent-directory/loop.dot";
+  EXPECT_ANY_THROW((void)run_async(app, GetParam(), options));
+  EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  auto run = run_async(app, GetParam());  // the application is free again
+  EXPECT_EQ(drive_lockstep(*app.mailbox(), {random_floats(elements)}).size(), 1U);
+  EXPECT_TRUE(run->tear_down().stopped);
+}
+
+TEST(current_device, runs_leave_the_callers_device_as_it_was) {
+  RESIDENT_REQUIRE_GPU();
+  ASSERT_EQ(cudaSetDevice(0), cudaSuccess);
+  {
+    const current_device_guard guard(0);
+    EXPECT_EQ(current_device(), 0);
+  }
+  EXPECT_EQ(current_device(), 0);
+  lab_app app(elements);
+  run_options options;
+  options.device = 0;
+  auto run = run_async(app, execution_mode::while_loop, options);
+  EXPECT_EQ(current_device(), 0);
+  EXPECT_EQ(app.device(), 0);
+  EXPECT_TRUE(run->tear_down().stopped);
+  if (device_count() < 2) return;  // the rest needs a second GPU
+  ASSERT_EQ(cudaSetDevice(1), cudaSuccess);
+  sched::preempt_signal signal(0);
+  EXPECT_EQ(current_device(), 1) << "preempt_signal(0) changed the caller's device";
+  auto again = run_async(app, execution_mode::while_loop, options);
+  EXPECT_EQ(current_device(), 1) << "run_async on device 0 changed the caller's device";
+  EXPECT_TRUE(again->tear_down().stopped);
+  ASSERT_EQ(cudaSetDevice(0), cudaSuccess);
+}
+
+TEST(current_device, an_application_cannot_move_to_another_device) {
+  RESIDENT_REQUIRE_GPU();
+  lab_app app(elements);
+  app.materialize(0);
+  EXPECT_EQ(app.device(), 0);
+  EXPECT_THAT([&] { app.materialize(1); },
+              ::testing::ThrowsMessage<composition_error>(HasSubstr("materialized on device 0")));
 }
 
 TEST(run_handle, second_tear_down_reports_instead_of_failing) {

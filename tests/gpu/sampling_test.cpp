@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <cmath>
+#include <numeric>
 #include <thread>
 
 #include "gpu/support.hpp"
@@ -71,33 +72,43 @@ TEST_P(over_rate, counters_account_for_every_sample_and_outputs_are_consistent) 
   options.policy = GetParam().policy;
   auto run = run_async(app, GetParam().mode, options);
 
-  // The actuator checks every output it sees: the payload must belong to the sample it names.
+  // The actuator checks every output it sees: the payload must belong to the sample it names,
+  // and samples only move forward (no policy here repeats or goes back).
   std::atomic<bool> stop{false};
   std::atomic<int> torn{0};
   std::atomic<int> seen{0};
+  std::atomic<int> out_of_order{0};
   std::thread actuator([&] {
-    std::uint64_t last = app._mailbox->output_seq();
+    io::output_stamp last = app._mailbox->latest_output();
     std::vector<std::byte> out(sizeof(float));
     while (!stop.load()) {
-      const std::uint64_t seq = app._mailbox->wait_output(last, out, 10ms);
-      if (seq == 0) continue;
-      if (as_float(out) != static_cast<float>(seq * elements)) ++torn;
+      const io::output_stamp got = app._mailbox->wait_output(last, out, 10ms);
+      if (got.empty()) continue;
+      if (as_float(out) != static_cast<float>(got.seq * elements)) ++torn;
+      if (got.seq <= last.seq || got.commit <= last.commit) ++out_of_order;
       ++seen;
-      last = seq;
+      last = got;
     }
   });
 
-  // The sensor releases samples far faster than the 50 us body can take them.
+  // The sensor releases samples far faster than the 50 us body can take them. Meanwhile every
+  // live snapshot of the counters must satisfy the loop's invariant.
   constexpr std::uint64_t total = 2000;
+  int bad_snapshots = 0;
+  const auto check_snapshot = [&] {
+    const loop_counters c = run->counters();
+    if (c.processed + c.dropped != c.last_seq - c.start_seq) ++bad_snapshots;
+  };
   for (std::uint64_t i = 1; i <= total; ++i) {
     const auto s = sample_for(i);
     ASSERT_EQ(app._mailbox->publish(as_bytes(s)), i);
+    check_snapshot();
     if (i % 16 == 0) std::this_thread::sleep_for(10us);
   }
   // Every policy here processes the final sample eventually.
   const auto deadline = std::chrono::steady_clock::now() + 5s;
   while (run->counters().last_seq != total && std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(1ms);
+    check_snapshot();
   }
   const tear_down_report report = run->tear_down();
   stop = true;
@@ -112,6 +123,8 @@ TEST_P(over_rate, counters_account_for_every_sample_and_outputs_are_consistent) 
   EXPECT_GT(c.processed, 0U);
   EXPECT_EQ(c.repeated, 0U);
   EXPECT_EQ(torn.load(), 0);
+  EXPECT_EQ(out_of_order.load(), 0);
+  EXPECT_EQ(bad_snapshots, 0) << "live counters broke processed + dropped == last - start";
   EXPECT_GT(seen.load(), 0);
 }
 
@@ -123,19 +136,33 @@ TEST(sample_policy_newest, repeats_the_latest_sample_while_nothing_new_arrives) 
     run_options options;
     options.policy = sample_policy::newest;
     auto run = run_async(app, mode, options);
+    const io::output_stamp before = app._mailbox->latest_output();
     const auto s = sample_for(1);
     app._mailbox->publish(as_bytes(s));
+    // The actuator is told of every repeat: each is a new commit of sample 1, in order.
+    std::vector<std::byte> out(sizeof(float));
+    io::output_stamp last = before;
+    int repeats_seen = 0;
     const auto deadline = std::chrono::steady_clock::now() + 3s;
-    while (run->counters().repeated < 10 && std::chrono::steady_clock::now() < deadline) {
-      std::this_thread::sleep_for(1ms);
+    while (repeats_seen < 10 && std::chrono::steady_clock::now() < deadline) {
+      const io::output_stamp got = app._mailbox->wait_output(last, out, 100ms);
+      if (got.empty()) continue;
+      EXPECT_EQ(got.seq, 1U);
+      EXPECT_GT(got.commit, last.commit);
+      EXPECT_EQ(as_float(out), static_cast<float>(elements));
+      if (!last.empty()) ++repeats_seen;
+      last = got;
     }
     const tear_down_report report = run->tear_down();
     ASSERT_TRUE(report.stopped) << report.error;
+    EXPECT_GE(repeats_seen, 10) << "wait_output must report repeated commits of sample 1";
     EXPECT_EQ(report.counters.processed, 1U);
     EXPECT_EQ(report.counters.dropped, 0U);
     EXPECT_GE(report.counters.repeated, 10U);
-    std::vector<std::byte> out(sizeof(float));
-    EXPECT_EQ(app._mailbox->read_output(out), 1U);
+    // Commits so far: the first run of sample 1 and every repeat.
+    const io::output_stamp final_output = app._mailbox->read_output(out);
+    EXPECT_EQ(final_output.seq, 1U);
+    EXPECT_EQ(final_output.commit - before.commit, 1U + report.counters.repeated);
     EXPECT_EQ(as_float(out), static_cast<float>(elements));
   }
 }
@@ -146,6 +173,8 @@ TEST(sample_policy_every, processes_each_sample_in_order_when_the_loop_keeps_up)
   run_options options;
   options.policy = sample_policy::every;
   auto run = run_async(app, execution_mode::while_loop, options);
+  // The telemetry ring records the sample of every DAG run, in the order the loop ran them.
+  std::vector<std::byte> out(sizeof(float));
   // Bursts of 3 fit in the 4-slot ring: nothing may be dropped.
   for (std::uint64_t i = 1; i <= 30; i += 3) {
     for (std::uint64_t k = i; k < i + 3; ++k) app._mailbox->publish(as_bytes(sample_for(k)));
@@ -157,6 +186,33 @@ TEST(sample_policy_every, processes_each_sample_in_order_when_the_loop_keeps_up)
   ASSERT_TRUE(report.stopped) << report.error;
   EXPECT_EQ(report.counters.processed, 30U);
   EXPECT_EQ(report.counters.dropped, 0U);
+  EXPECT_EQ(app._mailbox->read_output(out).seq, 30U);
+  EXPECT_EQ(as_float(out), static_cast<float>(30 * elements));
+}
+
+TEST(sample_policy_every, runs_the_samples_in_the_order_they_were_published) {
+  RESIDENT_REQUIRE_GPU();
+  for (const auto mode : all_execution_modes) {
+    SCOPED_TRACE(std::string(to_string(mode)));
+    slow_app app(1000);
+    run_options options;
+    options.policy = sample_policy::every;
+    options.telemetry_samples = 64;  // one entry per DAG run, with the sample it processed
+    auto run = run_async(app, mode, options);
+    for (std::uint64_t i = 1; i <= 30; i += 3) {
+      for (std::uint64_t k = i; k < i + 3; ++k) app._mailbox->publish(as_bytes(sample_for(k)));
+      const auto deadline = std::chrono::steady_clock::now() + 2s;
+      while (run->counters().last_seq < i + 2 && std::chrono::steady_clock::now() < deadline) {
+      }
+    }
+    const tear_down_report report = run->tear_down();
+    ASSERT_TRUE(report.stopped) << report.error;
+    std::vector<std::uint64_t> order;
+    for (const telemetry_entry& e : run->telemetry()) order.push_back(e.seq);
+    std::vector<std::uint64_t> want(30);
+    std::iota(want.begin(), want.end(), 1U);
+    EXPECT_EQ(order, want);
+  }
 }
 
 }  // namespace

@@ -818,9 +818,15 @@ TEST(SchedPadding, PlacementSlotsGiveEachRtBlockAnSmOfItsOwn) {
   ASSERT_EQ(rt_blocks, 8);
   sched::pad_job job(sched::gemm_blocks(be.args()), rt_blocks);
   const sched::pad_limits spread = sched::placement_only(rt_blocks, 1'000'000'000U);
+  // Placement only: no BE work, enough slots to fill every SM an RT block could land on (at
+  // the merged kernel's occupancy, which the H200 allows between 1 and 32 blocks per SM).
+  const int per_sm = sched::padded_gemm_blocks_per_sm();
+  EXPECT_GE(per_sm, 1);
+  EXPECT_LE(per_sm, 32);
   EXPECT_EQ(spread.budget, 0U);
-  EXPECT_GE(spread.slots, 0);
-  EXPECT_EQ(spread.slots, sched::padded_gemm_blocks_per_sm() * rt_blocks);
+  EXPECT_EQ(spread.rounds, 0U);
+  EXPECT_EQ(spread.place_wait_ns, 1'000'000'000U);
+  EXPECT_EQ(spread.slots, per_sm * rt_blocks);
   EXPECT_THROW((void)sched::placement_only(0), std::invalid_argument);
 
   host_mapped_buffer words(2 * sizeof(std::uint32_t));  // release, arrived
@@ -974,10 +980,10 @@ TEST(SchedLoop, PeriodicLoopRaisesAheadOfEachSampleAndWithdrawsWhenTheSensorStop
   const auto t0 = std::chrono::steady_clock::now();
   for (int i = 0; i < n; ++i) {
     std::this_thread::sleep_until(t0 + std::chrono::nanoseconds(period_ns) * i);
-    const std::uint64_t before = mb.output_seq();
+    const io::output_stamp before = mb.latest_output();
     const std::uint64_t seq = mb.publish(as_bytes(samples[static_cast<std::size_t>(i)]));
     std::vector<std::byte> out(mb.settings().output_bytes);
-    ASSERT_EQ(mb.wait_output(before, out, 5000ms), seq) << "sample " << i;
+    ASSERT_EQ(mb.wait_output(before, out, 5000ms).seq, seq) << "sample " << i;
     outputs.push_back(std::move(out));
   }
   // The sample after the last is due a period later; its early raise goes a lead after that.
@@ -1024,6 +1030,7 @@ TEST(SchedLoop, LeadWithoutAHandlerOrAPeriodIsRefused) {
   lab_app app(256);
   EXPECT_THROW((void)run_async(app, execution_mode::while_loop, o), std::invalid_argument);
   o.preempt.period_ns = 125'000;
+  o.poll_ns = 1'000'000;  // the early raise happens while the handler polls
   class no_handler final : public Application {
     void compose() override { make_operator<busy_wait>("body", arg("ns", 1000)); }
   } free_running;

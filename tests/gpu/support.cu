@@ -152,10 +152,10 @@ std::vector<std::vector<std::byte>> drive_lockstep(io::mailbox& mb,
                                                    std::chrono::milliseconds timeout) {
   std::vector<std::vector<std::byte>> outputs;
   for (const auto& sample : samples) {
-    const std::uint64_t before = mb.output_seq();
+    const io::output_stamp before = mb.latest_output();
     const std::uint64_t seq = mb.publish(as_bytes(sample));
     std::vector<std::byte> out(mb.settings().output_bytes);
-    const std::uint64_t got = mb.wait_output(before, out, timeout);
+    const std::uint64_t got = mb.wait_output(before, out, timeout).seq;
     EXPECT_EQ(got, seq) << "no output for sample " << seq << " within " << timeout.count() << " ms";
     if (got != seq) break;
     outputs.push_back(std::move(out));

@@ -34,12 +34,18 @@ TEST(to_dot, is_a_digraph_named_after_the_application) {
   EXPECT_THAT(dot, HasSubstr("}\n"));
 }
 
-TEST(to_dot, lists_every_operator) {
+TEST(to_dot, lists_every_operator_with_its_place_in_the_capture_order) {
   test_app app(pipeline);
   const std::string dot = app.to_dot();
-  EXPECT_THAT(dot, HasSubstr("  \"rx\";\n"));
-  EXPECT_THAT(dot, HasSubstr("  \"affine\";\n"));
-  EXPECT_THAT(dot, HasSubstr("  \"tx\";\n"));
+  EXPECT_THAT(dot, HasSubstr("  \"rx\" [label=\"#1 rx\"];\n"));
+  EXPECT_THAT(dot, HasSubstr("  \"affine\" [label=\"#2 affine\"];\n"));
+  EXPECT_THAT(dot, HasSubstr("  \"tx\" [label=\"#3 tx\"];\n"));
+}
+
+TEST(to_dot, says_the_operators_are_captured_in_order_on_one_stream) {
+  test_app app(pipeline);
+  EXPECT_THAT(app.to_dot(), HasSubstr("captured in topological order (#n) on one stream: "
+                                      "branches do not overlap"));
 }
 
 TEST(to_dot, labels_edges_with_port_names_and_bytes) {
@@ -61,7 +67,7 @@ TEST(to_dot, puts_handler_operators_in_their_own_cluster) {
   });
   const std::string dot = app.to_dot();
   EXPECT_THAT(dot, HasSubstr("  subgraph cluster_handler {\n    label=\"data-ready handler\";\n"
-                             "    style=dashed;\n    \"rx\";\n  }\n"));
+                             "    style=dashed;\n    \"rx\" [label=\"#1 rx\"];\n  }\n"));
 }
 
 TEST(to_dot, plans_the_application_and_reports_its_mistakes) {

@@ -240,6 +240,7 @@ TEST(run_options, preempt_lead_needs_a_word_and_a_longer_period) {
   EXPECT_EQ(error_of<std::invalid_argument>([&] { options.validate(); }),
             "run_options: preempt.lead_ns is set but preempt.word is null");
   options.preempt.word = &word;  // validate() only looks at the pointer
+  options.poll_ns = 1'000'000;
   EXPECT_NO_THROW(options.validate());
   options.preempt.period_ns = 0;
   EXPECT_THAT(error_of<std::invalid_argument>([&] { options.validate(); }),
@@ -248,6 +249,21 @@ TEST(run_options, preempt_lead_needs_a_word_and_a_longer_period) {
   EXPECT_THAT(error_of<std::invalid_argument>([&] { options.validate(); }),
               HasSubstr("must be shorter than it (period_ns 5000)"));
   options.preempt.lead_ns = 0;  // no lead: the period is not needed
+  EXPECT_NO_THROW(options.validate());
+}
+
+TEST(run_options, preempt_lead_without_handler_polling_is_refused) {
+  // The early raise happens in the handler's polling loop; without a polling budget every idle
+  // iteration would raise the word and its controller clear it again.
+  std::uint32_t word = 0;
+  run_options options;
+  options.preempt.word = &word;
+  options.preempt.lead_ns = 5'000;
+  options.preempt.period_ns = 125'000;
+  options.poll_ns = 0;
+  EXPECT_THAT(error_of<std::invalid_argument>([&] { options.validate(); }),
+              HasSubstr("preempt.lead_ns (5000 ns) needs the handler to poll between samples"));
+  options.poll_ns = 5'000;
   EXPECT_NO_THROW(options.validate());
 }
 

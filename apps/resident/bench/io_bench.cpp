@@ -143,7 +143,7 @@ class io_runner {
           continue;
         }
         const std::int64_t t = now_ns();  // first sight of this output
-        const std::uint64_t read = mb.read_output(out);
+        const std::uint64_t read = mb.read_output(out).seq;
         const std::uint64_t i = seq - base;
         if (seq > base && i <= total && ob.seen_ns[i] < 0) {
           ob.seen_ns[i] = t;

@@ -246,7 +246,7 @@ nlohmann::json run_config(const loops_settings& s, execution_mode mode, int coun
         }
         any = true;
         const std::int64_t t = now_ns();
-        const std::uint64_t read = mb.read_output(out);
+        const std::uint64_t read = mb.read_output(out).seq;
         const std::uint64_t base = logs[li]->base;
         const std::uint64_t k = seq - base;
         if (seq > base && k <= total && ob.seen_ns[li][k] < 0) {

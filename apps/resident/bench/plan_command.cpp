@@ -44,7 +44,7 @@ double profile_body_us(const std::string& workload, execution_mode mode, int sms
       }
       cpu_relax();
     }
-    if (mb.read_output(out) == seq && !app.output_matches(token, out)) {
+    if (mb.read_output(out).seq == seq && !app.output_matches(token, out)) {
       throw std::runtime_error("profile: " + workload + " on " + std::to_string(sms) +
                                " SMs computed a wrong output");
     }

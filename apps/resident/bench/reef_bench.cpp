@@ -705,7 +705,7 @@ nlohmann::json run_policy(const reef_settings& s, const std::string& policy,
         continue;
       }
       const std::int64_t t = now_ns();
-      const std::uint64_t read = mb.read_output(out);
+      const std::uint64_t read = mb.read_output(out).seq;
       const std::uint64_t i = seq - base;
       if (seq > base && i <= total && samples.seen_ns[i] < 0) {
         samples.seen_ns[i] = t;

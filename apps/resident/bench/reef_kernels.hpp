@@ -5,7 +5,7 @@
 
 #include <cstdint>
 
-#include "resident/app/loop.hpp"
+#include "resident/detail/loop_state.hpp"  // the bench stamps loop telemetry slots directly
 #include "resident/sched/padded.hpp"
 #include "resident/sched/preemptible.hpp"
 

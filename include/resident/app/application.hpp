@@ -77,9 +77,23 @@ class Application {
 
   /// Composes (once), validates and plans buffers. CPU only; throws composition_error.
   const dag_plan& plan();
-  /// Allocates the port memory and initializes every operator (once). Needs a GPU.
+  /// Allocates the port memory on `device` and initializes every operator (once), with that
+  /// device current; the caller's current device is left as it was. Needs a GPU. Throws
+  /// composition_error when the application was materialized on another device already.
+  void materialize(int device);
+  /// As above, on the calling thread's current device.
   void materialize();
   [[nodiscard]] bool materialized() const noexcept { return _materialized; }
+  /// The device the application was materialized on (-1 before).
+  [[nodiscard]] int device() const noexcept { return _device; }
+
+  /// What a running loop touches besides its own memory: the operators (with their parameters
+  /// and memory) and the port memory. Executors hold both, so a loop that could not be stopped
+  /// never touches freed memory, even once the Application is gone.
+  [[nodiscard]] const std::vector<std::shared_ptr<Operator>>& operators() const noexcept {
+    return _operators;
+  }
+  [[nodiscard]] std::shared_ptr<const void> port_memory() const noexcept { return _port_memory; }
 
   /// The operator DAG in Graphviz DOT (handler operators in their own cluster).
   [[nodiscard]] std::string to_dot();
@@ -116,7 +130,8 @@ class Application {
   bool _handler_registered{false};
   std::unique_ptr<detail::config_values> _config;
   std::unique_ptr<dag_plan> _plan;
-  std::vector<device_buffer> _buffers;
+  std::shared_ptr<const void> _port_memory;  // std::vector<device_buffer>, shared with loops
+  int _device{-1};
   bool _composing{false};
   bool _materialized{false};
   std::atomic<bool> _running{false};

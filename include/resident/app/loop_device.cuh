@@ -1,12 +1,20 @@
 #pragma once
-// Device-side helpers for handler and egress kernels, and the system-scope accessors every
-// kernel uses on host-mapped words. Include only from .cu files.
+// The device API for operators' kernels (include only from .cu files):
+//   data-ready handler  publish(loop, seq): the sample ready this iteration (0: none);
+//                       last_processed(loop): what `every` asks for next is this + 1;
+//                       anticipate_preempt / note_sample_due for preempt_hook::lead_ns
+//   egress, body        current_sample(loop): the sample the DAG processes now
+//   any                 stamp(loop, stage), let_next_kernel_start(), wait_for_previous_kernels(),
+//                       globaltimer_ns(), sleep_ns()
+// `loop` is the CaptureContext::loop() pointer passed to the kernel. The rest of this file
+// (raise_preempt, clear_preempt, note_sm, stamp_first, the system-scope accessors) serves the
+// runtime's own kernels.
 
 #include <cuda/atomic>
 
 #include <cstdint>
 
-#include "resident/app/loop.hpp"
+#include "resident/detail/loop_state.hpp"
 
 namespace resident::device {
 

@@ -23,6 +23,23 @@ struct device_info {
   std::string module_loading;
 };
 
+/// Makes `ordinal` the calling thread's current device for the guard's scope, then restores the
+/// device that was current before, so library calls that need a device leave the caller's
+/// choice as it was. Throws cuda_error when the device cannot be made current.
+class current_device_guard {
+ public:
+  explicit current_device_guard(int ordinal);
+  current_device_guard(const current_device_guard&) = delete;
+  current_device_guard& operator=(const current_device_guard&) = delete;
+  ~current_device_guard();
+
+ private:
+  int _previous{-1};  // -1: nothing to restore
+};
+
+/// The calling thread's current device (cudaGetDevice); throws cuda_error.
+[[nodiscard]] int current_device();
+
 /// Number of usable CUDA devices; 0 when there is no GPU or no driver (never throws).
 [[nodiscard]] int device_count() noexcept;
 /// Why no device is usable ("no CUDA driver found", ...); empty when one is.

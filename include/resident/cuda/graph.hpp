@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <functional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -30,7 +31,9 @@ class graph {
   cudaGraph_t release() noexcept { return std::exchange(_graph, nullptr); }
   [[nodiscard]] std::vector<cudaGraphNode_t> nodes() const;
   /// Writes Graphviz DOT through cudaGraphDebugDotPrint (conditional bodies included).
-  void write_dot(const std::string& path) const;
+  /// Writes the graph as Graphviz DOT (cudaGraphDebugDotPrint); a non-empty `note` goes in as
+  /// comment lines after the first line.
+  void write_dot(const std::string& path, std::string_view note = {}) const;
 
  private:
   struct adopt_tag {};

@@ -1,6 +1,6 @@
 #pragma once
 // The one interface every execution mode implements. A mode is one file in src/exec/; the modes
-// share the capture step (src/exec/capture.hpp) and the loop kernels (src/exec/loop_kernels.cuh).
+// share the capture step (src/exec/capture.hpp) and the loop kernels (src/exec/loop_kernels.cu).
 
 #include <cstdint>
 #include <memory>
@@ -14,7 +14,7 @@ namespace resident {
 
 class Application;
 
-/// Exact counters of one loop (DESIGN.md "Data ready"). At every point
+/// Exact counters of one loop (docs/design.md, "Data ready"). In every snapshot
 /// processed + dropped == last_seq - start_seq: each sample after the start up to the last one
 /// processed was either processed once or skipped over. `repeated` counts extra DAG runs on an
 /// already processed sample; `iterations` counts controller passes (idle ones included).
@@ -27,6 +27,10 @@ struct loop_counters {
   std::uint64_t start_seq{};  // the handler's start_after() at launch
 };
 
+/// One loop of an Application in one mode. The executor takes what the loop touches from the
+/// Application when it is built (operators, port memory), so it never depends on the
+/// Application staying alive. Destroying an executor whose loop runs tears the loop down first
+/// (waiting a bounded time; a loop that does not stop is abandoned, see abandon()).
 class Executor {
  public:
   virtual ~Executor() = default;
@@ -39,8 +43,10 @@ class Executor {
   [[nodiscard]] virtual bool stopped() = 0;
   /// Device-side failure recorded by the loop (empty if none). Never throws.
   [[nodiscard]] virtual std::string failure() const = 0;
-  /// The loop could not be stopped: give up its resources without freeing memory the GPU may
-  /// still touch, and detach threads that may never return.
+  /// Gives the loop up without waiting for it: memory the GPU may still touch (the loop's own,
+  /// the operators' and the port memory) is left allocated for the rest of the process, a
+  /// host loop thread is detached and keeps what it uses until it exits. The executor may be
+  /// destroyed right after. For a loop that did not stop within its tear-down timeout.
   virtual void abandon() noexcept = 0;
   [[nodiscard]] virtual loop_counters counters() const noexcept = 0;
   /// Advances while the loop is alive (controller passes, or host poll rounds).

@@ -38,16 +38,18 @@ class run_handle {
 
   [[nodiscard]] bool is_launched() const noexcept { return _launched.load(); }
   [[nodiscard]] execution_mode mode() const noexcept { return _mode; }
-  /// Live counters (a snapshot while running; exact after tear-down).
+  /// Live counters: a snapshot that satisfies loop_counters' invariant while the loop runs;
+  /// exact after tear-down.
   [[nodiscard]] loop_counters counters() const noexcept {
-    return _executor ? _executor->counters() : loop_counters{};
+    return _executor ? _executor->counters() : _counters_at_tear_down;
   }
   [[nodiscard]] loop_health health() const;
   /// Requests the stop and waits up to `timeout`. A loop that does not stop is reported (and its
   /// resources abandoned rather than freed under the GPU's feet), never waited on forever.
   [[nodiscard]] tear_down_report tear_down(
       std::chrono::milliseconds timeout = std::chrono::milliseconds(2000));
-  void write_dot(const std::string& path) const { _executor->write_dot(path); }
+  /// Writes the loop's CUDA graph(s) as DOT; throws once the loop was abandoned.
+  void write_dot(const std::string& path) const;
   /// Telemetry drained so far (complete after tear-down); see run_options::telemetry_samples.
   [[nodiscard]] const std::vector<telemetry_entry>& telemetry() const noexcept {
     return _executor ? _executor->telemetry() : _no_telemetry;
@@ -71,6 +73,7 @@ class run_handle {
   std::unique_ptr<Executor> _executor;
   std::atomic<bool> _launched{false};
   bool _torn_down{false};
+  loop_counters _counters_at_tear_down;  // what counters() says once an abandoned loop is gone
 
   mutable std::mutex _mutex;
   std::condition_variable _wake;

@@ -32,10 +32,23 @@ struct mailbox_view {
   std::size_t slot_stride;
   std::size_t depth;
   std::size_t input_bytes;
-  std::uint64_t* out_begin;  // output sequence lock (egress-written)
+  // Output sequence lock (egress-written): begin and end hold the commit number, unique per
+  // commit, so a repeat of one sample (sample_policy::newest) is a new version too.
+  std::uint64_t* out_begin;
   std::uint64_t* out_end;
+  std::uint64_t* out_seq;  // the sample the committed output belongs to
   std::byte* out_payload;
   std::size_t output_bytes;
+  std::uint64_t* commits;  // device memory, egress-private: commits so far
+};
+
+/// Which output the actuator read: the sample it belongs to and its commit number (1, 2, ...;
+/// unique per commit, so a repeated sample has a new commit). Both 0: nothing yet, or a timeout.
+struct output_stamp {
+  std::uint64_t seq{0};
+  std::uint64_t commit{0};
+  [[nodiscard]] bool empty() const noexcept { return commit == 0; }
+  friend bool operator==(const output_stamp&, const output_stamp&) = default;
 };
 
 class mailbox {
@@ -59,13 +72,17 @@ class mailbox {
   // ---- actuator side (one thread) ---------------------------------------------------------
   /// Sequence number of the latest committed output (0: none yet).
   [[nodiscard]] std::uint64_t output_seq() const noexcept;
-  /// Copies a consistent snapshot of the latest output into `out` (output_bytes); returns its
-  /// sequence number, 0 when nothing was committed yet.
-  std::uint64_t read_output(std::span<std::byte> out) const;
-  /// Busy-polls until an output with a sequence number other than `after` is committed, then
-  /// reads it as read_output() does. Returns 0 on timeout.
-  std::uint64_t wait_output(std::uint64_t after, std::span<std::byte> out,
-                            std::chrono::nanoseconds timeout) const;
+  /// Sample and commit number of the latest committed output (empty: none yet), without its
+  /// payload: what to pass to wait_output() as `after`.
+  [[nodiscard]] output_stamp latest_output() const noexcept;
+  /// Copies a consistent snapshot of the latest output into `out` (output_bytes) and says which
+  /// it is; empty when nothing was committed yet.
+  output_stamp read_output(std::span<std::byte> out) const;
+  /// Busy-polls until an output newer than `after` is committed (a repeat of the same sample
+  /// under sample_policy::newest counts: it is a new commit), then reads the latest one as
+  /// read_output() does. Empty on timeout.
+  output_stamp wait_output(const output_stamp& after, std::span<std::byte> out,
+                           std::chrono::nanoseconds timeout) const;
 
   // ---- for the loop -------------------------------------------------------------------------
   [[nodiscard]] mailbox_view device_view() const noexcept { return _view; }
@@ -82,8 +99,10 @@ class mailbox {
   mailbox_view _view{};
   std::uint64_t* _head_host{};
   std::byte* _slots_host{};
+  device_buffer _commits;
   const std::uint64_t* _out_begin_host{};
   const std::uint64_t* _out_end_host{};
+  const std::uint64_t* _out_seq_host{};
   const std::byte* _out_payload_host{};
   std::uint64_t _next{0};  // sensor-private
 };

@@ -26,6 +26,7 @@
 
 #include "resident/app/loop.hpp"
 #include "resident/cuda/buffers.hpp"
+#include "resident/cuda/device.hpp"
 #include "resident/cuda/event.hpp"
 #include "resident/cuda/stream.hpp"
 #include "resident/sched/be_kernels.hpp"
@@ -37,6 +38,7 @@ namespace resident::sched {
 /// mirror. One raiser at a time: a loop (through hook()) or the host (raise/clear).
 class preempt_signal {
  public:
+  /// Allocates the word on `device`; the caller's current device is left as it was.
   explicit preempt_signal(int device = 0);
 
   /// For run_options::preempt of a real-time loop.
@@ -57,8 +59,10 @@ class preempt_signal {
   [[nodiscard]] preempt_mirror mirror() const noexcept;
 
  private:
+  preempt_signal(int device, const current_device_guard& on_device);
   void set(std::uint32_t value);
 
+  int _device;
   device_buffer _word;
   host_mapped_buffer _mirror;
   pinned_buffer _staging;
