@@ -133,6 +133,9 @@ class resident_executor : public loop_executor {
   virtual void launch_graphs() = 0;
   /// The mode's graph executables, leaked with the loop memory on abandon().
   virtual void leak_graphs() noexcept = 0;
+  /// Every mode's destructor calls this first, while its graphs still exist: a running loop is
+  /// stopped (bounded wait) or abandoned before anything it uses is destroyed.
+  void stop_before_destruction() noexcept;
 
  private:
   bool _running{false};  // launched and not yet seen stopped

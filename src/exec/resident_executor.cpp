@@ -20,6 +20,11 @@ resident_executor::resident_executor(Application& app, execution_mode mode,
     : loop_executor(app, mode, options) {}
 
 resident_executor::~resident_executor() {
+  // The mode's destructor stopped the loop (stop_before_destruction); its graphs are gone now.
+  if (_running) leak_loop_memory();
+}
+
+void resident_executor::stop_before_destruction() noexcept {
   if (!_running) return;  // never launched, already seen stopped, or abandoned
   request_stop();
   const auto deadline = std::chrono::steady_clock::now() + destructor_stop_limit;

@@ -67,6 +67,8 @@ class tail_executor final : public resident_executor {
     res().config.work_exec = _work_exec->get();
   }
 
+  ~tail_executor() override { stop_before_destruction(); }
+
   void write_dot(const std::string& path) const override {
     _main.write_dot(path, capture_order_note());
     std::filesystem::path work(path);

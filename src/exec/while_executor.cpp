@@ -27,6 +27,8 @@ class while_executor final : public resident_executor {
     _exec->upload(res().loop_stream);
   }
 
+  ~while_executor() override { stop_before_destruction(); }
+
   void write_dot(const std::string& path) const override {
     _root.write_dot(path, capture_order_note());
   }
