@@ -42,6 +42,7 @@ struct variant {
 
 int main(int argc, char** argv) {
   const int reps = argc > 1 ? std::atoi(argv[1]) : 200;
+  probe_check::require_gpu("resident_be_probe");
   int sms = 0;
   CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
   load_be_kernels();

@@ -39,17 +39,6 @@
 #include "resident/sched/be_kernels.hpp"
 #include "resident/sched/preemptible.hpp"
 
-#define CU_CHECK(call)                                                       \
-  do {                                                                       \
-    const CUresult r_ = (call);                                              \
-    if (r_ != CUDA_SUCCESS) {                                                \
-      const char* s_ = "unknown error";                                      \
-      cuGetErrorString(r_, &s_);                                             \
-      std::fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #call, s_); \
-      std::exit(1);                                                          \
-    }                                                                        \
-  } while (0)
-
 namespace {
 
 using namespace resident::sched;
@@ -181,12 +170,12 @@ __global__ void sm_clock(unsigned long long* out) {
 
 CUstream green_stream(CUdevice dev, const std::vector<CUdevResource>& pieces) {
   CUdevResourceDesc desc{};
-  CU_CHECK(cuDevResourceGenerateDesc(&desc, const_cast<CUdevResource*>(pieces.data()),
-                                     static_cast<unsigned>(pieces.size())));
+  CU_CHECK(DRIVER(cuDevResourceGenerateDesc)(&desc, const_cast<CUdevResource*>(pieces.data()),
+                                             static_cast<unsigned>(pieces.size())));
   CUgreenCtx ctx{};
-  CU_CHECK(cuGreenCtxCreate(&ctx, desc, dev, CU_GREEN_CTX_DEFAULT_STREAM));
+  CU_CHECK(DRIVER(cuGreenCtxCreate)(&ctx, desc, dev, CU_GREEN_CTX_DEFAULT_STREAM));
   CUstream s{};
-  CU_CHECK(cuGreenCtxStreamCreate(&s, ctx, CU_STREAM_NON_BLOCKING, 0));
+  CU_CHECK(DRIVER(cuGreenCtxStreamCreate)(&s, ctx, CU_STREAM_NON_BLOCKING, 0));
   return s;  // the contexts live until the process ends
 }
 
@@ -233,18 +222,18 @@ stats summarize(std::vector<float> v) {
 int main(int argc, char** argv) {
   const int rounds = argc > 1 ? std::max(1, std::atoi(argv[1])) : 5;
   const int bodies = argc > 2 ? std::max(10, std::atoi(argv[2])) : 400;
-  CHECK(cudaSetDevice(0));
+  probe_check::require_gpu("resident_interference_probe");
   CHECK(cudaFree(nullptr));
-  CU_CHECK(cuInit(0));
+  CU_CHECK(DRIVER(cuInit)(0));
   CUdevice dev{};
-  CU_CHECK(cuDeviceGet(&dev, 0));
+  CU_CHECK(DRIVER(cuDeviceGet)(&dev, 0));
   CUdevResource all{};
-  CU_CHECK(cuDeviceGetDevResource(dev, &all, CU_DEV_RESOURCE_TYPE_SM));
+  CU_CHECK(DRIVER(cuDeviceGetDevResource)(dev, &all, CU_DEV_RESOURCE_TYPE_SM));
   unsigned n_groups = all.sm.smCount;
   std::vector<CUdevResource> groups(n_groups);
   CUdevResource rest{};
-  CU_CHECK(cuDevSmResourceSplitByCount(groups.data(), &n_groups, &all, &rest, 0,
-                                       all.sm.smCoscheduledAlignment));
+  CU_CHECK(DRIVER(cuDevSmResourceSplitByCount)(groups.data(), &n_groups, &all, &rest, 0,
+                                               all.sm.smCoscheduledAlignment));
   groups.resize(n_groups);
   if (groups.size() < 6) {
     std::fprintf(stderr, "interference_probe: needs at least 6 SM groups, got %zu\n",

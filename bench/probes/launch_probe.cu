@@ -95,7 +95,7 @@ void print(const std::string& name, const result& r) {
 
 int main(int argc, char** argv) {
   const int n = argc > 1 ? std::atoi(argv[1]) : 2000;
-  CHECK(cudaSetDevice(0));
+  probe_check::require_gpu("resident_launch_probe");
   CHECK(cudaFree(nullptr));
   cudaStream_t ns = nullptr;  // non-blocking
   CHECK(cudaStreamCreateWithFlags(&ns, cudaStreamNonBlocking));

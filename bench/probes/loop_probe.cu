@@ -307,7 +307,7 @@ int main(int argc, char** argv) {
     g_only = argv[2];
   }
   std::setvbuf(stdout, nullptr, _IOLBF, 0);
-  CHECK(cudaSetDevice(0));
+  probe_check::require_gpu("resident_loop_probe");
   harness h(n);
   probe** arg = &h.dev;
 

@@ -30,17 +30,6 @@
 #include "resident/sched/be_kernels.hpp"
 #include "resident/sched/preemptible.hpp"
 
-#define CU_CHECK(call)                                                       \
-  do {                                                                       \
-    const CUresult r_ = (call);                                              \
-    if (r_ != CUDA_SUCCESS) {                                                \
-      const char* s_ = "unknown error";                                      \
-      cuGetErrorString(r_, &s_);                                             \
-      std::fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #call, s_); \
-      std::exit(1);                                                          \
-    }                                                                        \
-  } while (0)
-
 namespace {
 
 using namespace resident::sched;
@@ -148,19 +137,19 @@ std::vector<CUdevResource> split(const CUdevResource& all, unsigned flags, unsig
   unsigned n = all.sm.smCount;
   std::vector<CUdevResource> pieces(n);
   CUdevResource rest{};
-  CU_CHECK(cuDevSmResourceSplitByCount(pieces.data(), &n, &all, &rest, flags, count));
+  CU_CHECK(DRIVER(cuDevSmResourceSplitByCount)(pieces.data(), &n, &all, &rest, flags, count));
   pieces.resize(n);
   return pieces;
 }
 
 sm_set green_set(std::string name, CUdevice dev, const std::vector<CUdevResource>& pieces) {
   CUdevResourceDesc desc{};
-  CU_CHECK(cuDevResourceGenerateDesc(&desc, const_cast<CUdevResource*>(pieces.data()),
-                                     static_cast<unsigned>(pieces.size())));
+  CU_CHECK(DRIVER(cuDevResourceGenerateDesc)(&desc, const_cast<CUdevResource*>(pieces.data()),
+                                             static_cast<unsigned>(pieces.size())));
   CUgreenCtx ctx{};
-  CU_CHECK(cuGreenCtxCreate(&ctx, desc, dev, CU_GREEN_CTX_DEFAULT_STREAM));
+  CU_CHECK(DRIVER(cuGreenCtxCreate)(&ctx, desc, dev, CU_GREEN_CTX_DEFAULT_STREAM));
   sm_set set{std::move(name)};
-  CU_CHECK(cuGreenCtxStreamCreate(&set.stream, ctx, CU_STREAM_NON_BLOCKING, 0));
+  CU_CHECK(DRIVER(cuGreenCtxStreamCreate)(&set.stream, ctx, CU_STREAM_NON_BLOCKING, 0));
   set.sms = sms_of(set.stream);
   return set;  // the contexts live until the process ends
 }
@@ -169,17 +158,17 @@ sm_set green_set(std::string name, CUdevice dev, const std::vector<CUdevResource
 
 int main(int argc, char** argv) {
   const int rounds = argc > 1 ? std::max(1, std::atoi(argv[1])) : 9;
-  CHECK(cudaSetDevice(0));
+  probe_check::require_gpu("resident_sm_set_probe");
   CHECK(cudaFree(nullptr));
-  CU_CHECK(cuInit(0));
+  CU_CHECK(DRIVER(cuInit)(0));
   CUdevice dev{};
-  CU_CHECK(cuDeviceGet(&dev, 0));
+  CU_CHECK(DRIVER(cuDeviceGet)(&dev, 0));
   int sm_count = 0;
   CHECK(cudaDeviceGetAttribute(&sm_count, cudaDevAttrMultiProcessorCount, 0));
   const std::vector<int> side = l2_sides(sm_count);
 
   CUdevResource all{};
-  CU_CHECK(cuDeviceGetDevResource(dev, &all, CU_DEV_RESOURCE_TYPE_SM));
+  CU_CHECK(DRIVER(cuDeviceGetDevResource)(dev, &all, CU_DEV_RESOURCE_TYPE_SM));
   const auto groups = split(all, 0, all.sm.smCoscheduledAlignment);
   const auto pairs = split(all, CU_DEV_SM_RESOURCE_SPLIT_IGNORE_SM_COSCHEDULING, 2);
   std::vector<sm_set> sets;

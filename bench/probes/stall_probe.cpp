@@ -8,13 +8,24 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <ctime>
 #include <exception>
 
-#include "bench/common.hpp"
+#include <nlohmann/json.hpp>
+
 #include "resident/measure/host_noise.hpp"
 #include "resident/measure/threads.hpp"
 
-using resident::bench::now_ns;
+namespace {
+
+/// CLOCK_MONOTONIC in nanoseconds, as the benches stamp samples.
+std::int64_t now_ns() noexcept {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<std::int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   try {

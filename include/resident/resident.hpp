@@ -1,5 +1,6 @@
 #pragma once
-// Everything a resident application needs.
+// Everything a resident application needs: the runtime (measurement and bench machinery are
+// resident::lab's, lab/include).
 #include "resident/app.hpp"
 #include "resident/cuda.hpp"
 #include "resident/exec.hpp"
@@ -9,7 +10,6 @@
 #include "resident/partition/green_context.hpp"
 #include "resident/partition/planner.hpp"
 #include "resident/sched/be_kernels.hpp"
-#include "resident/sched/be_models.hpp"
 #include "resident/sched/be_queue.hpp"
 #include "resident/sched/padded.hpp"
 #include "resident/sched/padding.hpp"

@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "resident/sched/be_kernels.cuh"
+#include "resident/sched/be_models.hpp"
 #include "resident/sched/preemptible.cuh"
 #include "support.hpp"
 

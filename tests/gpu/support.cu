@@ -1,5 +1,6 @@
 #include <cstdlib>
 #include <cstring>
+#include <string_view>
 
 #include "gpu/support.hpp"
 #include "resident/app/loop_device.cuh"
@@ -11,7 +12,36 @@ namespace {
 // start loops and launch other kernels beside them. lazy_loading.* tests run in a process of
 // their own with CUDA_MODULE_LOADING=LAZY set (scripts/gpu-check), which this keeps.
 [[maybe_unused]] const bool eager_loading = resident::request_eager_module_loading();
+
+/// Where a GPU is expected, a test that ends skipped (for want of cores, SMs or anything else)
+/// fails. The failure is added while the test is still current, so every printer and the exit
+/// status see a failed test.
+class skip_is_failure final : public ::testing::EmptyTestEventListener {
+  void OnTestEnd(const ::testing::TestInfo& info) override {
+    if (!info.result()->Skipped() || may_skip_on_gpu_machine(info.test_suite_name())) return;
+    ADD_FAILURE() << info.test_suite_name() << "." << info.name()
+                  << " skipped, but RESIDENT_REQUIRE_GPU=1 says a GPU is expected here: only the "
+                     "MPS tests may skip (when no MPS daemon runs)";
+  }
+};
+
+// Listeners' OnTestEnd run last-appended first, so this one runs before the printers.
+[[maybe_unused]] const bool skip_listener = [] {
+  if (gpu_expected()) {
+    ::testing::UnitTest::GetInstance()->listeners().Append(new skip_is_failure);
+  }
+  return true;
+}();
 }  // namespace
+
+bool gpu_expected() {
+  const char* value = std::getenv("RESIDENT_REQUIRE_GPU");
+  return value != nullptr && *value != '\0' && std::string_view(value) != "0";
+}
+
+bool may_skip_on_gpu_machine(std::string_view suite) {
+  return suite == "mps" || suite.ends_with("/mps_loop") || suite == "mps_loop";
+}
 
 std::vector<float> random_floats(std::size_t n) {
   static std::mt19937 rng{std::random_device{}()};

@@ -9,21 +9,39 @@
 #include <memory>
 #include <random>
 #include <span>
+#include <string_view>
 #include <vector>
 
 #include "resident/resident.hpp"
 
-/// GPU tests skip cleanly where there is no device (CI, the build machine).
-#define RESIDENT_REQUIRE_GPU()                                              \
-  do {                                                                      \
-    if (::resident::device_count() == 0) {                                  \
-      GTEST_SKIP() << "no CUDA device: " << ::resident::no_device_reason(); \
-    }                                                                       \
+/// GPU tests skip cleanly where there is no device (CI, the build machine), and fail where one is
+/// expected: RESIDENT_REQUIRE_GPU=1 in the environment (scripts/gpu-check sets it). There any
+/// other skip fails too, except in the MPS suites, which skip when no MPS daemon runs
+/// (support.cu).
+#define RESIDENT_REQUIRE_GPU()                                                     \
+  do {                                                                             \
+    if (::resident::device_count() == 0) {                                         \
+      if (::resident::testing::gpu_expected()) {                                   \
+        GTEST_FAIL() << "no usable CUDA GPU or driver was found ("                 \
+                     << ::resident::no_device_reason()                             \
+                     << "), but RESIDENT_REQUIRE_GPU=1 says this machine has one"; \
+      }                                                                            \
+      GTEST_SKIP() << "no usable CUDA GPU or driver was found: "                   \
+                   << ::resident::no_device_reason();                              \
+    }                                                                              \
   } while (false)
 
 namespace resident::testing {
 
 using namespace std::chrono_literals;
+
+/// True when RESIDENT_REQUIRE_GPU is set to anything but empty or "0": a GPU is expected here,
+/// and a GPU test that skips is a failure (MPS suites excepted).
+[[nodiscard]] bool gpu_expected();
+
+/// Whether a test of `suite` may skip where a GPU is expected: the MPS suites (mps, */mps_loop),
+/// which need an MPS daemon that a GPU machine need not run.
+[[nodiscard]] bool may_skip_on_gpu_machine(std::string_view suite);
 
 /// Fresh random floats in [-1, 1) for every call (seeded from the test's random device).
 std::vector<float> random_floats(std::size_t n);

@@ -1,5 +1,7 @@
-// Composes and plans a small application against the installed headers and library.
+// Composes and plans a small application against the installed headers and library (the
+// runtime only: resident::resident), then says whether a GPU is there to run it.
 #include <cstdio>
+#include <string>
 
 #include "resident/resident.hpp"
 
@@ -24,8 +26,14 @@ class two_ops final : public resident::Application {
 int main() {
   two_ops app;
   const auto& plan = app.plan();
-  std::printf("resident %s: %zu operators, %zu buffers, GPUs: %d\n",
+  std::printf("resident %s: %zu operators, %zu buffers\n",
               std::string(resident::git_commit()).c_str(), plan.body_order.size(),
-              plan.buffers.size(), resident::device_count());
+              plan.buffers.size());
+  if (const int gpus = resident::device_count(); gpus > 0) {
+    std::printf("GPUs: %d\n", gpus);
+  } else {
+    std::printf("no usable CUDA GPU or driver was found (%s): composed and planned only\n",
+                resident::no_device_reason().c_str());
+  }
   return plan.body_order.size() == 3 ? 0 : 1;
 }

@@ -23,7 +23,7 @@ using nlohmann::json;
 using ::testing::HasSubstr;
 
 const std::filesystem::path fixture =
-    std::filesystem::path(__FILE__).parent_path() / "fixtures/io_receipt.json";
+    std::filesystem::path(RESIDENT_TEST_FIXTURES) / "io_receipt.json";
 
 // A fresh directory per test, removed afterwards.
 class temp_dir {

@@ -22,7 +22,7 @@ using ::testing::HasSubstr;
 using ::testing::Not;
 
 const std::filesystem::path fixture =
-    std::filesystem::path(__FILE__).parent_path() / "fixtures/io_receipt.json";
+    std::filesystem::path(RESIDENT_TEST_FIXTURES) / "io_receipt.json";
 
 std::size_t count(const std::string& text, const std::string& what) {
   std::size_t n = 0;

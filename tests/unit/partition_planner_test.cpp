@@ -12,6 +12,7 @@
 #include <string>
 
 #include "resident/partition/planner.hpp"
+#include "resident/partition/planner_json.hpp"
 
 // The CLI body lives in resident_bench, which exists only when the apps are built.
 #if __has_include("bench/plan_command.hpp")
@@ -26,7 +27,7 @@ using ::testing::AllOf;
 using ::testing::HasSubstr;
 using ::testing::StartsWith;
 
-const std::filesystem::path fixtures = std::filesystem::path(__FILE__).parent_path() / "fixtures";
+const std::filesystem::path fixtures = std::filesystem::path(RESIDENT_TEST_FIXTURES);
 
 /// Round overheads that keep the arithmetic in the comments exact.
 const overhead_model round_while{10.0, 15.0, "explicit"};  // O_pass = 10, O_busy = 15

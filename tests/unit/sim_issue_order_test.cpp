@@ -26,7 +26,7 @@ using ::testing::AllOf;
 using ::testing::HasSubstr;
 using ::testing::StartsWith;
 
-const std::filesystem::path fixtures = std::filesystem::path(__FILE__).parent_path() / "fixtures";
+const std::filesystem::path fixtures = std::filesystem::path(RESIDENT_TEST_FIXTURES);
 
 /// The message `f` throws sim_error with; empty when it does not throw.
 template <class F>

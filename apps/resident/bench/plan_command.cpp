@@ -14,6 +14,7 @@
 #include "bench/workloads.hpp"
 #include "resident/partition/green_context.hpp"
 #include "resident/partition/planner.hpp"
+#include "resident/partition/planner_json.hpp"
 #include "resident/resident.hpp"
 
 namespace resident::bench {

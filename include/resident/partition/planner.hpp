@@ -26,10 +26,9 @@
 // those sizes add up to at most the SM count. Every candidate is evaluated all the same, so a
 // table that is slower at a larger size is still planned exactly.
 
-#include <nlohmann/json.hpp>
-
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <optional>
 #include <stdexcept>
@@ -171,15 +170,14 @@ struct plan_result {
 /// Validates, then finds each loop's smallest feasible size and whether they fit together.
 [[nodiscard]] plan_result plan(const taskset& tasks);
 
-/// The while and tail overheads of a `resident bench overhead` receipt, each multiplied by
-/// margin: O_pass = the idle_iteration result's mean_us (it has no other statistic), O_busy =
-/// busy_iteration's max_us minus body_to_end_marker's min_us (the one-kernel body's own span;
-/// max - min because the extremes may come from different iterations), mean_us where those are
-/// missing. A mode with none of the three results is left out; one
-/// with some but not all of them, a duplicated result, a receipt of another benchmark or a
-/// margin below 1 throw plan_error. `origin` names the receipt in sources and messages.
-[[nodiscard]] std::map<execution_mode, overhead_model> overheads_from_receipt(
-    const nlohmann::json& receipt, double margin = 1.0, const std::string& origin = "receipt");
+/// Reads the overheads of a receipt file for a taskset's `overheads: {receipt: ...}`: (path,
+/// margin, the name the taskset gives it, the taskset's origin:line:col of that key). Receipts are
+/// JSON, which the runtime does not parse: resident::lab's partition::overhead_receipt_reader
+/// (resident/partition/planner_json.hpp) is the reader, and its parse_taskset and load_taskset
+/// overloads pass it.
+using receipt_reader = std::function<std::map<execution_mode, overhead_model>(
+    const std::filesystem::path& file, double margin, const std::string& name,
+    const std::string& at)>;
 
 /// Reads a taskset (the format is in docs/plan.md):
 ///
@@ -188,18 +186,15 @@ struct plan_result {
 ///   loops:
 ///     - {name: camera, rate_hz: 1000, deadline_us: 300, wcet_us: {8: 180, 16: 100, 32: 60}}
 ///
-/// A receipt path is relative to base_dir (the file's directory for load_taskset). Unknown keys,
-/// missing keys, wrong types and invalid values are plan_errors with origin:line:col.
+/// A receipt path is relative to base_dir (the file's directory for load_taskset) and read by
+/// read_receipt; a taskset that names a receipt when read_receipt is empty is a plan_error.
+/// Unknown keys, missing keys, wrong types and invalid values are plan_errors with
+/// origin:line:col.
 [[nodiscard]] taskset parse_taskset(std::string_view yaml, const std::string& origin,
-                                    const std::filesystem::path& base_dir = {});
-[[nodiscard]] taskset load_taskset(const std::filesystem::path& file);
-
-/// {feasible, device: {sm_count, granularity, min_partition}, overheads: {while: {idle_pass_us,
-///  busy_fixed_us, source}}, loops: [{name, mode, verdict, sm (null when none), period_us,
-///  deadline_us, sleep_us, wcet_us, busy_us, response_us, slack_us, utilization, wait, reason,
-///  sizes: [{sm, wcet_us, busy_us, response_us, wait, keeps_up, meets_deadline}]}], sm_needed,
-///  sm_left, reasons}. Numbers of a loop that does not fit are null.
-[[nodiscard]] nlohmann::json to_json(const plan_result& result);
+                                    const std::filesystem::path& base_dir,
+                                    const receipt_reader& read_receipt);
+[[nodiscard]] taskset load_taskset(const std::filesystem::path& file,
+                                   const receipt_reader& read_receipt);
 
 /// The device, each overhead and its source, a table of loops (SMs, B, R, D, slack,
 /// utilization, the larger wait), then "fits: ..." or "does not fit:" and each reason.

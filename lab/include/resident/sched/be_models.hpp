@@ -20,7 +20,7 @@
 
 namespace resident::sched {
 
-// ---- fp64 CPU references (host only: src/sched/be_reference.cpp) ----------------------------
+// ---- fp64 CPU references (host only: lab/src/sched/be_reference.cpp) ----------------------------
 // Same layouts as the kernels. invalid_argument, naming the function, when a span's size does
 // not match the shape.
 
