@@ -11,6 +11,7 @@
 #include <array>
 #include <cstdint>
 #include <iosfwd>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -18,6 +19,16 @@
 
 namespace resident::bench {
 
+/// What is wrong with a reef_settings: the knob (its key in the configuration file) and a
+/// message naming it.
+struct reef_problem {
+  std::string key;
+  std::string message;
+};
+
+/// Every knob of bench reef. The command line sets the policies, the arrivals, the rate and the
+/// sample counts; every knob, those included, can come from a configuration file
+/// (reef_config.hpp; the defaults: bench/configs/reef.yaml).
 struct reef_settings {
   std::vector<std::string> policies{"exclusive",   "sequential",      "multi-stream", "priority",
                                     "green-split", "exclusive-split", "preempt",      "preempt-pad",
@@ -104,7 +115,10 @@ struct reef_settings {
   [[nodiscard]] std::uint32_t place_wait_ns() const {
     return static_cast<std::uint32_t>(pad_place_wait_us * 1000.0);
   }
-  /// Throws std::invalid_argument naming the bad value.
+  /// The first problem of these settings, if any: an unknown name, a value out of its range,
+  /// or knobs that do not go together.
+  [[nodiscard]] std::optional<reef_problem> problem() const;
+  /// Throws std::invalid_argument with problem()'s message.
   void validate() const;
   /// Whether a policy runs in an SM partition (green-split, exclusive-split, preempt-sm).
   [[nodiscard]] bool needs_partition() const;
@@ -113,6 +127,10 @@ struct reef_settings {
   /// split: the RT partition must fit, and green-split and exclusive-split must leave at least
   /// one group for their BE partition. Throws std::invalid_argument naming the numbers.
   void check_split(int sm_count, int alignment, int groups = 0) const;
+
+ private:
+  [[nodiscard]] std::optional<reef_problem> choice_problem() const;
+  [[nodiscard]] std::optional<reef_problem> range_problem() const;
 };
 
 /// One RT sample as --be-trace sees it (device %globaltimer, ns; host latency in us).
