@@ -40,13 +40,22 @@ const nlohmann::json* find_policy(const nlohmann::json& results, const std::stri
 
 /// A knob's name in messages: its key in the configuration file, and its flag where it has one.
 std::string knob(const std::string& key) {
-  static const std::vector<std::pair<std::string, std::string>> flags = {
-      {"policies", "--policies"}, {"arrival", "--arrival"}, {"rate_hz", "--rate"},
-      {"samples", "--samples"},   {"warmup", "--warmup"}};
+  static const std::vector<std::pair<std::string, std::string>> flags = {{"policies", "--policies"},
+                                                                         {"arrival", "--arrival"},
+                                                                         {"rate_hz", "--rate"},
+                                                                         {"samples", "--samples"},
+                                                                         {"warmup", "--warmup"}};
   for (const auto& [k, flag] : flags) {
     if (k == key) return flag + " (" + key + ")";
   }
   return key;
+}
+
+/// A number as a person writes it (8000, 0.05).
+std::string text_of(double v) {
+  std::ostringstream out;
+  out << v;
+  return out.str();
 }
 
 std::optional<reef_problem> bad(const std::string& key, const std::string& must) {
@@ -99,7 +108,7 @@ std::optional<reef_problem> reef_settings::choice_problem() const {
 
 std::optional<reef_problem> reef_settings::range_problem() const {
   if (!(rate_hz > 0.0) || rate_hz > 20000.0) {
-    return bad("rate_hz", "must be in (0, 20000] Hz, got " + std::to_string(rate_hz));
+    return bad("rate_hz", "must be in (0, 20000] Hz, got " + text_of(rate_hz));
   }
   if (samples <= 0) return bad("samples", "must be positive, got " + std::to_string(samples));
   if (warmup < 0) return bad("warmup", "must be >= 0, got " + std::to_string(warmup));
@@ -112,18 +121,17 @@ std::optional<reef_problem> reef_settings::range_problem() const {
   if (auto p = outside("be_rt_sm_blocks", be_rt_sm_blocks, 0, 64, " (0: no limit)")) return p;
   if (auto p = outside("be_bounded_grid", be_bounded_grid, 0, 64, " (0: off)")) return p;
   if (!(pad_place_wait_us >= 0.0) || pad_place_wait_us > 1000.0) {
-    return bad("pad_place_wait_us",
-               "must be in [0, 1000], got " + std::to_string(pad_place_wait_us));
+    return bad("pad_place_wait_us", "must be in [0, 1000], got " + text_of(pad_place_wait_us));
   }
   if (be_checkpoint_min_steps < 1) return bad("be_checkpoint_min_steps", "must be at least 1");
   if (auto p = outside("be_clients", be_clients, 1, 8)) return p;
   if (auto p = outside("rt_batch", rt_batch, 1, 4096)) return p;
   if (split_sms < 1) return bad("split_sms", "must be positive, got " + std::to_string(split_sms));
   if (!(pad_tolerance >= 0.0) || pad_tolerance > 1.0) {
-    return bad("pad_tolerance", "must be in [0, 1], got " + std::to_string(pad_tolerance));
+    return bad("pad_tolerance", "must be in [0, 1], got " + text_of(pad_tolerance));
   }
   if (!(rt_raise_lead_us > 0.0)) {
-    return bad("rt_raise_lead_us", "must be positive, got " + std::to_string(rt_raise_lead_us));
+    return bad("rt_raise_lead_us", "must be positive, got " + text_of(rt_raise_lead_us));
   }
   return std::nullopt;
 }

@@ -169,9 +169,9 @@ be_clients make_be_clients(const reef_settings& s, const policy_config& pc,
     be.models.push_back(make_be_model(s.be_model, s.seed + static_cast<std::uint64_t>(i)));
     const int prio = pc.be_low ? least_priority : 0;
     be.streams.push_back(pc.split ? (*pp.parts)[1].make_stream(prio) : stream(prio));
-    be.runners.push_back(std::make_unique<sched::be_runner>(
-        be.models.back()->calls(), be.streams.back().get(), &signal,
-        runner_options(s, pc, pp, trace, i)));
+    be.runners.push_back(std::make_unique<sched::be_runner>(be.models.back()->calls(),
+                                                            be.streams.back().get(), &signal,
+                                                            runner_options(s, pc, pp, trace, i)));
   }
   return be;
 }
@@ -184,8 +184,7 @@ std::vector<layer_padding> rt_limits(const reef_settings& s, const policy_config
   for (std::size_t l = 0; l < limits.size(); ++l) {
     if (pc.pad && l < work.pads.size()) limits[l] = work.pads[l];
     if (s.rt_spread && limits[l].budget == 0) {
-      limits[l] =
-          sched::placement_only(sched::gemm_blocks(work.model->gemm(l)), s.place_wait_ns());
+      limits[l] = sched::placement_only(sched::gemm_blocks(work.model->gemm(l)), s.place_wait_ns());
     }
   }
   return limits;
@@ -343,9 +342,8 @@ struct rt_latencies {
   std::vector<device_stamps> stamps;
 };
 
-void collect_latencies(const reef_settings& s, const sample_log& samples,
-                       const run_handle& handle, std::uint64_t base, std::size_t total,
-                       rt_latencies& out) {
+void collect_latencies(const reef_settings& s, const sample_log& samples, const run_handle& handle,
+                       std::uint64_t base, std::size_t total, rt_latencies& out) {
   out.stamps = stamps_by_sample(handle.telemetry(), base, total);
   for (std::size_t i = static_cast<std::size_t>(s.warmup) + 1; i <= total; ++i) {
     if (samples.seen_ns[i] < 0) {
@@ -409,7 +407,8 @@ void add_loop_stamps(const telemetry_entry& e, rt_breakdown& b) {
   if (at(stage::controller_end) != 0 && body > at(stage::controller_end)) {
     b.release_us.push_back(us_between(at(stage::controller_end), body));
   }
-  if (body != 0 && at(stage::commit) > body) b.body_us.push_back(us_between(body, at(stage::commit)));
+  if (body != 0 && at(stage::commit) > body)
+    b.body_us.push_back(us_between(body, at(stage::commit)));
 }
 
 /// --be-trace: one sample's trace from its loop stamps and its done stamp.
@@ -500,10 +499,10 @@ nlohmann::json be_result(const reef_settings& s, const std::vector<sched::be_run
 }
 
 /// The RT latencies and their breakdown into a new result.
-nlohmann::json rt_result(const reef_settings& s, const std::string& policy,
-                         const rt_latencies& lat, const measure::summary& sum,
-                         const tear_down_report& report, std::size_t total, std::int64_t stray,
-                         const rt_breakdown& b, bool stamp_done, const sched::be_trace* trace) {
+nlohmann::json rt_result(const reef_settings& s, const std::string& policy, const rt_latencies& lat,
+                         const measure::summary& sum, const tear_down_report& report,
+                         std::size_t total, std::int64_t stray, const rt_breakdown& b,
+                         bool stamp_done, const sched::be_trace* trace) {
   nlohmann::json r =
       measure::latency_result(policy, "rt-mlp", "be-" + s.be_model, sum, report.counters.processed,
                               report.counters.dropped, report.counters.repeated);
