@@ -115,7 +115,7 @@ bool have_gpu() { return device_count() > 0; }
 
 std::string no_gpu_message(const std::string& command, const std::string& reason) {
   std::string m = "resident " + command +
-                  ": no usable CUDA GPU or driver was found, and this command runs on the GPU.\n";
+                  ": no usable CUDA GPU or driver was found, and this command needs one.\n";
   m += "  CUDA's report: " + reason;
   // The static CUDA runtime says "driver version is insufficient" when no driver is loaded at
   // all, which reads as "upgrade your driver".
