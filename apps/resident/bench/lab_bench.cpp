@@ -163,41 +163,63 @@ double lab_buffers::reference() const { return lab_reference(values); }
 
 // ---- submission modes -------------------------------------------------------------------------
 
-nlohmann::json run_lab_mode(const std::string& mode, const lab_settings& s, int order_index,
-                            std::ostream& log) {
-  lab_buffers buf(s.elements);
-  lab_app app(s.elements, buf.input.data_as<float>(), buf.result.data_as<float>(), s.copy);
-  direct_submission sub(app);
-  resident::stream explicit_stream;
-  // eager uses the legacy default stream on purpose: it is what unadorned CUDA code gets.
-  const cudaStream_t st = mode == "eager" ? cudaStreamLegacy : explicit_stream.get();
+/// The receipt's fields of a mode before anything runs.
+nlohmann::json lab_mode_header(const std::string& mode, const lab_settings& s, int order_index) {
+  return {{"implementation", "resident"},
+          {"mode", mode},
+          {"order_index", order_index},
+          {"elements", s.elements},
+          {"iterations", s.iterations},
+          {"repeats", s.repeats},
+          {"warmup", s.warmup},
+          {"stream", mode == "eager" ? "legacy default" : "explicit non-blocking"},
+          {"copy", s.copy},
+          {"kernels_per_iteration", s.copy == "kernel" ? 4 : 3},
+          {"operations_per_iteration", 4},
+          {"capture_us", nullptr},
+          {"instantiate_us", nullptr},
+          {"setup_us", nullptr},
+          {"first_launch_us", nullptr},
+          {"notes", nlohmann::json::array({s.copy == "kernel" ? "the copy step is a copy kernel"
+                                                              : "the copy step is a "
+                                                                "device-to-device "
+                                                                "cudaMemcpyAsync (a memcpy node "
+                                                                "in graph mode)"})}};
+}
 
-  nlohmann::json r = {
-      {"implementation", "resident"},
-      {"mode", mode},
-      {"order_index", order_index},
-      {"elements", s.elements},
-      {"iterations", s.iterations},
-      {"repeats", s.repeats},
-      {"warmup", s.warmup},
-      {"stream", mode == "eager" ? "legacy default" : "explicit non-blocking"},
-      {"copy", s.copy},
-      {"kernels_per_iteration", s.copy == "kernel" ? 4 : 3},
-      {"operations_per_iteration", 4},
-      {"capture_us", nullptr},
-      {"instantiate_us", nullptr},
-      {"setup_us", nullptr},
-      {"first_launch_us", nullptr},
-      {"notes", nlohmann::json::array({s.copy == "kernel" ? "the copy step is a copy kernel"
-                                                          : "the copy step is a device-to-device "
-                                                            "cudaMemcpyAsync (a memcpy node in "
-                                                            "graph mode)"})}};
+launch_edges edges_of(const std::string& name) {
+  return name == "full" ? launch_edges::full : launch_edges::programmatic;
+}
 
-  const auto edges_of = [](const std::string& name) {
-    return name == "full" ? launch_edges::full : launch_edges::programmatic;
+/// One submission mode's run: the pipeline, how it is submitted, and its timing.
+struct lab_mode_run {
+  lab_mode_run(const std::string& m, const lab_settings& settings)
+      : mode(m),
+        s(settings),
+        buf(settings.elements),
+        app(settings.elements, buf.input.data_as<float>(), buf.result.data_as<float>(),
+            settings.copy),
+        sub(app),
+        // eager uses the legacy default stream on purpose: it is what unadorned CUDA code gets.
+        st(m == "eager" ? cudaStreamLegacy : explicit_stream.get()) {}
+
+  struct timings {
+    std::vector<double> host_us, device_us, e2e_us;
   };
+
+  const std::string& mode;
+  const lab_settings& s;
+  lab_buffers buf;
+  lab_app app;
+  direct_submission sub;
+  resident::stream explicit_stream;
+  cudaStream_t st;
   std::unique_ptr<graph_exec> exec;
-  if (mode == "graph") {
+  event start{true};
+  event stop{true};
+
+  /// Graph mode: captures and instantiates the pipeline, and times that and the first launch.
+  void capture(nlohmann::json& r) {
     r["graph_edges"] = s.graph_edges;
     r["notes"].push_back(s.graph_edges == "programmatic"
                              ? "kernel nodes depend on each other through programmatic edges "
@@ -219,34 +241,31 @@ nlohmann::json run_lab_mode(const std::string& mode, const lab_settings& s, int 
     r["setup_us"] = capture_us + instantiate_us;
     r["first_launch_us"] = us_since(t);
   }
-  const std::function<void()> submit = exec ? std::function<void()>([&] { exec->launch(st); })
-                                            : std::function<void()>([&] { sub.submit(st); });
 
-  // Preflight: known inputs through the very path that is timed (for graph mode, replay reads
-  // the retained input buffer the host just overwrote: the static-buffer-plus-copy-in pattern).
-  const double n = static_cast<double>(s.elements);
-  auto check = [&](float value, double expected) {
-    buf.fill(value, st);
-    submit();
-    const double got = buf.read_result(st);
-    const bool ok = relative_error(got, expected) <= lab_tolerance;
-    return nlohmann::json{{"sum", got}, {"expected", expected}, {"ok", ok}};
-  };
-  r["preflight"] = {
-      {"tolerance", lab_tolerance}, {"zeros", check(0.0F, n)}, {"ones", check(1.0F, 9 * n)}};
-  buf.restore(st);
+  /// What the timed runs call once per iteration.
+  std::function<void()> submitter() {
+    return exec ? std::function<void()>([this] { exec->launch(st); })
+                : std::function<void()>([this] { sub.submit(st); });
+  }
 
-  for (std::int64_t i = 0; i < s.warmup; ++i) submit();
-  event start(true);
-  event stop(true);
-  start.record(st);  // prime both events outside the timed region
-  stop.record(st);
-  sync(st);
+  /// Known inputs through the very path that is timed (for graph mode, replay reads the retained
+  /// input buffer the host just overwrote: the static-buffer-plus-copy-in pattern).
+  nlohmann::json preflight(const std::function<void()>& submit) {
+    const double n = static_cast<double>(s.elements);
+    auto check = [&](float value, double expected) {
+      buf.fill(value, st);
+      submit();
+      const double got = buf.read_result(st);
+      const bool ok = relative_error(got, expected) <= lab_tolerance;
+      return nlohmann::json{{"sum", got}, {"expected", expected}, {"ok", ok}};
+    };
+    nlohmann::json p = {
+        {"tolerance", lab_tolerance}, {"zeros", check(0.0F, n)}, {"ones", check(1.0F, 9 * n)}};
+    buf.restore(st);
+    return p;
+  }
 
-  struct timings {
-    std::vector<double> host_us, device_us, e2e_us;
-  };
-  const auto time_runs = [&](const std::function<void()>& one) {
+  timings time_runs(const std::function<void()>& one) {
     timings t;
     for (std::int64_t rep = 0; rep < s.repeats; ++rep) {
       start.record(st);
@@ -262,17 +281,11 @@ nlohmann::json run_lab_mode(const std::string& mode, const lab_settings& s, int 
       t.device_us.push_back(static_cast<double>(event::elapsed_ms(start, stop)) * 1e3 / iters);
     }
     return t;
-  };
-  const timings main_runs = time_runs(submit);
-  r["host_submit_us"] = median(main_runs.host_us);
-  r["device_us"] = median(main_runs.device_us);
-  r["end_to_end_us"] = median(main_runs.e2e_us);
-  r["host_submit_us_runs"] = main_runs.host_us;
-  r["device_us_runs"] = main_runs.device_us;
-  r["end_to_end_us_runs"] = main_runs.e2e_us;
-  if (exec) {
-    // The same pipeline captured with the other kind of edges, timed the same way right after:
-    // what programmatic dependent launch buys (or costs) on this device.
+  }
+
+  /// The same pipeline captured with the other kind of edges, timed the same way right after:
+  /// what programmatic dependent launch buys (or costs) on this device.
+  nlohmann::json other_edges() {
     const std::string other = s.graph_edges == "full" ? "programmatic" : "full";
     graph g = sub.capture(st, edges_of(other));
     graph_exec other_exec(g.get());
@@ -281,61 +294,63 @@ nlohmann::json run_lab_mode(const std::string& mode, const lab_settings& s, int 
     other_exec.launch(st);
     const double other_result = buf.read_result(st);
     const timings t = time_runs([&] { other_exec.launch(st); });
-    r["other_edges"] = {{"graph_edges", other},
-                        {"host_submit_us", median(t.host_us)},
-                        {"device_us", median(t.device_us)},
-                        {"end_to_end_us", median(t.e2e_us)},
-                        {"relative_error", relative_error(other_result, buf.reference())}};
+    return {{"graph_edges", other},
+            {"host_submit_us", median(t.host_us)},
+            {"device_us", median(t.device_us)},
+            {"end_to_end_us", median(t.e2e_us)},
+            {"relative_error", relative_error(other_result, buf.reference())}};
   }
 
-  // Where host submission goes: each operator submitted alone, and an empty kernel, the floor
-  // of any launch on this machine. Measured after the timed runs, so they cannot disturb them.
-  if (!exec) {
+  /// Host µs per call of `k` calls of `one`.
+  double host_us_per_call(std::int64_t k, const std::function<void()>& one) {
+    sync(st);
+    const std::int64_t t0 = now_ns();
+    for (std::int64_t j = 0; j < k; ++j) one();
+    const double host = static_cast<double>(now_ns() - t0) / 1e3 / static_cast<double>(k);
+    sync(st);
+    return host;
+  }
+
+  /// The four calls of the pipeline made directly, without operators, ports or CaptureContext.
+  void four_raw_calls(device_buffer& work, device_buffer& affine, device_buffer& squared) {
+    const std::size_t bytes = static_cast<std::size_t>(s.elements) * sizeof(float);
+    if (s.copy == "kernel") {
+      ops::detail::launch_copy(buf.input.data_as<const float>(), work.data_as<float>(), s.elements,
+                               st);
+    } else {
+      RESIDENT_CUDA_TRY(
+          cudaMemcpyAsync(work.data(), buf.input.data(), bytes, cudaMemcpyDeviceToDevice, st));
+    }
+    ops::detail::launch_affine(work.data_as<const float>(), affine.data_as<float>(), s.elements,
+                               2.0F, 1.0F, st);
+    ops::detail::launch_square(affine.data_as<const float>(), squared.data_as<float>(), s.elements,
+                               st);
+    ops::detail::launch_sum_reduce(squared.data_as<const float>(), buf.result.data_as<float>(),
+                                   s.elements, st);
+  }
+
+  /// Where host submission goes: each operator submitted alone, and an empty kernel, the floor
+  /// of any launch on this machine; and the same four calls without the framework.
+  nlohmann::json host_submit_by_operator() {
     nlohmann::json per_op = nlohmann::json::array();
     const std::int64_t k = std::min<std::int64_t>(s.iterations, 200);
     for (std::size_t i = 0; i < sub.order().size(); ++i) {
-      sync(st);
-      const std::int64_t t0 = now_ns();
-      for (std::int64_t j = 0; j < k; ++j) sub.submit_operator(i, st);
-      const double host = static_cast<double>(now_ns() - t0) / 1e3 / static_cast<double>(k);
-      sync(st);
+      const double host = host_us_per_call(k, [&] { sub.submit_operator(i, st); });
       per_op.push_back({{"operator", sub.order()[i]->name()}, {"host_submit_us", host}});
     }
-    sync(st);
-    const std::int64_t t0 = now_ns();
-    for (std::int64_t j = 0; j < k; ++j) launch_empty_kernel(st);
-    const double empty = static_cast<double>(now_ns() - t0) / 1e3 / static_cast<double>(k);
-    sync(st);
+    const double empty = host_us_per_call(k, [&] { launch_empty_kernel(st); });
     per_op.push_back({{"operator", "(empty kernel, for reference)"}, {"host_submit_us", empty}});
-    // The same four calls made directly, without operators, ports or CaptureContext: what the
-    // framework adds to eager submission.
+    // What the framework adds to eager submission.
     const std::size_t bytes = static_cast<std::size_t>(s.elements) * sizeof(float);
     device_buffer work(bytes), affine(bytes), squared(bytes);
-    sync(st);
-    const std::int64_t t1 = now_ns();
-    for (std::int64_t j = 0; j < k; ++j) {
-      if (s.copy == "kernel") {
-        ops::detail::launch_copy(buf.input.data_as<const float>(), work.data_as<float>(),
-                                 s.elements, st);
-      } else {
-        RESIDENT_CUDA_TRY(
-            cudaMemcpyAsync(work.data(), buf.input.data(), bytes, cudaMemcpyDeviceToDevice, st));
-      }
-      ops::detail::launch_affine(work.data_as<const float>(), affine.data_as<float>(), s.elements,
-                                 2.0F, 1.0F, st);
-      ops::detail::launch_square(affine.data_as<const float>(), squared.data_as<float>(),
-                                 s.elements, st);
-      ops::detail::launch_sum_reduce(squared.data_as<const float>(), buf.result.data_as<float>(),
-                                     s.elements, st);
-    }
-    const double raw = static_cast<double>(now_ns() - t1) / 1e3 / static_cast<double>(k);
-    sync(st);
+    const double raw = host_us_per_call(k, [&] { four_raw_calls(work, affine, squared); });
     per_op.push_back({{"operator", "(the four calls without operators)"}, {"host_submit_us", raw}});
-    r["host_submit_by_operator"] = per_op;
+    return per_op;
   }
-  // Where device time goes in graph mode: each operator captured alone and replayed back to
-  // back, next to a graph holding one empty kernel (the floor of a replay).
-  if (exec) {
+
+  /// Where device time goes in graph mode: each operator captured alone and replayed back to
+  /// back, next to a graph holding one empty kernel (the floor of a replay).
+  nlohmann::json device_by_operator() {
     nlohmann::json per_op = nlohmann::json::array();
     const std::int64_t k = std::min<std::int64_t>(s.iterations, 500);
     auto device_per_replay = [&](const std::function<void(stream_view)>& record) {
@@ -357,12 +372,36 @@ nlohmann::json run_lab_mode(const std::string& mode, const lab_settings& s, int 
     per_op.push_back({{"operator", "(one empty kernel, for reference)"},
                       {"device_us_per_replay",
                        device_per_replay([&](stream_view cs) { launch_empty_kernel(cs.get()); })}});
-    r["device_by_operator"] = per_op;
+    return per_op;
   }
-  buf.restore(st);
+};
+
+nlohmann::json run_lab_mode(const std::string& mode, const lab_settings& s, int order_index,
+                            std::ostream& log) {
+  lab_mode_run run(mode, s);
+  nlohmann::json r = lab_mode_header(mode, s, order_index);
+  if (mode == "graph") run.capture(r);
+  const std::function<void()> submit = run.submitter();
+  r["preflight"] = run.preflight(submit);
+  for (std::int64_t i = 0; i < s.warmup; ++i) submit();
+  run.start.record(run.st);  // prime both events outside the timed region
+  run.stop.record(run.st);
+  sync(run.st);
+  const lab_mode_run::timings main_runs = run.time_runs(submit);
+  r["host_submit_us"] = median(main_runs.host_us);
+  r["device_us"] = median(main_runs.device_us);
+  r["end_to_end_us"] = median(main_runs.e2e_us);
+  r["host_submit_us_runs"] = main_runs.host_us;
+  r["device_us_runs"] = main_runs.device_us;
+  r["end_to_end_us_runs"] = main_runs.e2e_us;
+  if (run.exec) r["other_edges"] = run.other_edges();
+  // Measured after the timed runs, so they cannot disturb them.
+  if (!run.exec) r["host_submit_by_operator"] = run.host_submit_by_operator();
+  if (run.exec) r["device_by_operator"] = run.device_by_operator();
+  run.buf.restore(run.st);
   submit();
-  const double got = buf.read_result(st);
-  const double ref = buf.reference();
+  const double got = run.buf.read_result(run.st);
+  const double ref = run.buf.reference();
   r["result"] = got;
   r["reference"] = ref;
   r["relative_error"] = relative_error(got, ref);
@@ -521,30 +560,68 @@ nlohmann::json cost_summary(const std::vector<double>& us) {
 
 }  // namespace
 
-nlohmann::json run_lab_updates(const lab_settings& s, std::ostream& log) {
-  const std::int64_t n_a = s.elements;
-  const std::int64_t n_b = std::max<std::int64_t>(1, s.elements / 2 + 7);  // another size
+/// The pipeline without its square step: another topology, for the refused update.
+class no_square_app final : public Application {
+ public:
+  no_square_app(std::int64_t n, float* in, float* out)
+      : Application("lab-no-square"), _n(n), _in(in), _out(out) {}
+  void compose() override {
+    const auto bytes = static_cast<std::size_t>(_n) * sizeof(float);
+    auto source = make_operator<ops::external_source>("input", _in, bytes);
+    auto copy = make_operator<ops::copy>("copy", arg("elements", _n));
+    auto affine = make_operator<ops::affine>("affine", arg("elements", _n));
+    auto sum = make_operator<ops::sum_reduce>("sum", arg("elements", _n));
+    auto sink = make_operator<ops::external_sink>("result", _out, sizeof(float));
+    add_flow(source, copy);
+    add_flow(copy, affine);
+    add_flow(affine, sum);
+    add_flow(sum, sink);
+  }
+
+ private:
+  std::int64_t _n;
+  float* _in;
+  float* _out;
+};
+
+/// Graph updates: the pipeline captured on buffers A, and each way to point it at buffers B (of
+/// another size) and back.
+struct lab_updates {
+  explicit lab_updates(const lab_settings& settings)
+      : s(settings),
+        n_a(settings.elements),
+        n_b(std::max<std::int64_t>(1, settings.elements / 2 + 7)),  // another size
+        a(n_a),
+        app_a(n_a, a.input.data_as<float>(), a.result.data_as<float>()),
+        sub_a(app_a),
+        g_a(sub_a.capture(st)),
+        exec(g_a.get()),
+        nodes(find_lab_nodes(g_a)),
+        b(n_b) {
+    for (auto& v : b.data.values) v = 0.25F + 0.5F * v;  // different values as well as size
+    a.restore(st);
+    b.data.restore(st);
+  }
+
+  const lab_settings& s;
+  std::int64_t n_a;
+  std::int64_t n_b;
   resident::stream st;
-  lab_buffers a(n_a);
-  lab_app app_a(n_a, a.input.data_as<float>(), a.result.data_as<float>());
-  direct_submission sub_a(app_a);
-  graph g_a = sub_a.capture(st);
-  graph_exec exec(g_a.get());
-  const lab_nodes nodes = find_lab_nodes(g_a);
+  lab_buffers a;
+  lab_app app_a;
+  direct_submission sub_a;
+  graph g_a;
+  graph_exec exec;
+  lab_nodes nodes;
+  retarget_buffers b;
 
-  retarget_buffers b(n_b);
-  for (auto& v : b.data.values) v = 0.25F + 0.5F * v;  // different values as well as size
-  a.restore(st);
-  b.data.restore(st);
-
-  auto result_ok = [&](lab_buffers& target) {
+  bool result_ok(lab_buffers& target) {
     return relative_error(target.read_result(st), target.reference()) <= lab_tolerance;
-  };
-  nlohmann::json paths = nlohmann::json::array();
+  }
 
-  // 1. Node-parameter updates: the memcpy node and the three kernel nodes get B's pointers and
-  //    size in place. The captured parameters of A (held by g_a) switch it back.
-  {
+  /// 1. Node-parameter updates: the memcpy node and the three kernel nodes get B's pointers and
+  ///    size in place. The captured parameters of A (held by g_a) switch it back.
+  nlohmann::json node_parameters() {
     auto affine = ops::detail::make_affine_node(b.work.data_as<const float>(),
                                                 b.affine.data_as<float>(), n_b, 2.0F, 1.0F);
     auto square = ops::detail::make_square_node(b.affine.data_as<const float>(),
@@ -580,19 +657,17 @@ nlohmann::json run_lab_updates(const lab_settings& s, std::ostream& log) {
     }
     std::vector<double> all = to_b;
     all.insert(all.end(), to_a.begin(), to_a.end());
-    paths.push_back({{"path", "node parameters"},
-                     {"what",
-                      "cudaGraphExecMemcpyNodeSetParams1D + 3x "
-                      "cudaGraphExecKernelNodeSetParams, A <-> B"},
-                     {"nodes_updated", 4},
-                     {"cost", cost_summary(all)},
-                     {"correct", ok}});
+    return {{"path", "node parameters"},
+            {"what",
+             "cudaGraphExecMemcpyNodeSetParams1D + 3x "
+             "cudaGraphExecKernelNodeSetParams, A <-> B"},
+            {"nodes_updated", 4},
+            {"cost", cost_summary(all)},
+            {"correct", ok}};
   }
 
-  // 2. Whole-graph update from a re-capture of the same pipeline on B's buffers and size.
-  lab_app app_b(n_b, b.data.input.data_as<float>(), b.data.result.data_as<float>());
-  direct_submission sub_b(app_b);
-  {
+  /// 2. Whole-graph update from a re-capture of the same pipeline on B's buffers and size.
+  nlohmann::json whole_graph(direct_submission& sub_b) {
     std::vector<double> capture_us, update_us;
     bool ok = true;
     std::string refused;
@@ -621,16 +696,16 @@ nlohmann::json run_lab_updates(const lab_settings& s, std::ostream& log) {
       exec.launch(st);
       ok = ok && result_ok(a);
     }
-    paths.push_back({{"path", "whole-graph update"},
-                     {"what", "re-capture on B, then cudaGraphExecUpdate (and back to A)"},
-                     {"capture", cost_summary(capture_us)},
-                     {"cost", cost_summary(update_us)},
-                     {"refused", refused.empty() ? nlohmann::json() : nlohmann::json(refused)},
-                     {"correct", ok}});
+    return {{"path", "whole-graph update"},
+            {"what", "re-capture on B, then cudaGraphExecUpdate (and back to A)"},
+            {"capture", cost_summary(capture_us)},
+            {"cost", cost_summary(update_us)},
+            {"refused", refused.empty() ? nlohmann::json() : nlohmann::json(refused)},
+            {"correct", ok}};
   }
 
-  // 3. Re-instantiation, the cost the two update paths avoid.
-  {
+  /// 3. Re-instantiation, the cost the two update paths avoid.
+  nlohmann::json reinstantiate(direct_submission& sub_b) {
     graph g_b = sub_b.capture(st);
     std::vector<double> instantiate_us;
     bool ok = true;
@@ -643,38 +718,17 @@ nlohmann::json run_lab_updates(const lab_settings& s, std::ostream& log) {
         ok = result_ok(b.data);
       }
     }
-    paths.push_back({{"path", "re-instantiate"},
-                     {"what", "cudaGraphInstantiate of the re-captured graph"},
-                     {"cost", cost_summary(instantiate_us)},
-                     {"correct", ok}});
+    return {{"path", "re-instantiate"},
+            {"what", "cudaGraphInstantiate of the re-captured graph"},
+            {"cost", cost_summary(instantiate_us)},
+            {"correct", ok}};
   }
 
-  // 4. A refused update: the pipeline without its square step has another topology, so
-  //    cudaGraphExecUpdate says no and the executable is instantiated afresh.
-  {
+  /// 4. A refused update: the pipeline without its square step has another topology, so
+  ///    cudaGraphExecUpdate says no and the executable is instantiated afresh.
+  nlohmann::json refused_update() {
     lab_buffers c(n_a);
-    class no_square_app final : public Application {
-     public:
-      no_square_app(std::int64_t n, float* in, float* out)
-          : Application("lab-no-square"), _n(n), _in(in), _out(out) {}
-      void compose() override {
-        const auto bytes = static_cast<std::size_t>(_n) * sizeof(float);
-        auto source = make_operator<ops::external_source>("input", _in, bytes);
-        auto copy = make_operator<ops::copy>("copy", arg("elements", _n));
-        auto affine = make_operator<ops::affine>("affine", arg("elements", _n));
-        auto sum = make_operator<ops::sum_reduce>("sum", arg("elements", _n));
-        auto sink = make_operator<ops::external_sink>("result", _out, sizeof(float));
-        add_flow(source, copy);
-        add_flow(copy, affine);
-        add_flow(affine, sum);
-        add_flow(sum, sink);
-      }
-
-     private:
-      std::int64_t _n;
-      float* _in;
-      float* _out;
-    } app_c(n_a, c.input.data_as<float>(), c.result.data_as<float>());
+    no_square_app app_c(n_a, c.input.data_as<float>(), c.result.data_as<float>());
     direct_submission sub_c(app_c);
     c.restore(st);
     graph g_c = sub_c.capture(st);
@@ -686,18 +740,29 @@ nlohmann::json run_lab_updates(const lab_settings& s, std::ostream& log) {
     double expected = 0;
     for (const float v : c.values) expected += 2.0 * v + 1.0;
     const bool ok = relative_error(c.read_result(st), expected) <= lab_tolerance;
-    paths.push_back({{"path", "refused update, re-instantiated"},
-                     {"what", "cudaGraphExecUpdate to a graph without the square node"},
-                     {"update_result", r.reason()},
-                     {"updated_in_place", r.updated},
-                     {"cost", cost_summary({cost})},
-                     {"correct", ok && !r.updated}});
+    return {{"path", "refused update, re-instantiated"},
+            {"what", "cudaGraphExecUpdate to a graph without the square node"},
+            {"update_result", r.reason()},
+            {"updated_in_place", r.updated},
+            {"cost", cost_summary({cost})},
+            {"correct", ok && !r.updated}};
   }
+};
+
+nlohmann::json run_lab_updates(const lab_settings& s, std::ostream& log) {
+  lab_updates u(s);
+  nlohmann::json paths = nlohmann::json::array();
+  paths.push_back(u.node_parameters());
+  lab_app app_b(u.n_b, u.b.data.input.data_as<float>(), u.b.data.result.data_as<float>());
+  direct_submission sub_b(app_b);
+  paths.push_back(u.whole_graph(sub_b));
+  paths.push_back(u.reinstantiate(sub_b));
+  paths.push_back(u.refused_update());
   bool all_ok = true;
   for (const auto& p : paths) all_ok = all_ok && p["correct"].get<bool>();
   log << "lab updates: " << (all_ok ? "every path correct" : "a path went WRONG") << "\n";
-  return {{"kind", "graph_updates"},   {"elements_a", n_a}, {"elements_b", n_b},
-          {"trials", s.update_trials}, {"paths", paths},    {"all_correct", all_ok}};
+  return {{"kind", "graph_updates"},   {"elements_a", u.n_a}, {"elements_b", u.n_b},
+          {"trials", s.update_trials}, {"paths", paths},      {"all_correct", all_ok}};
 }
 
 // ---- derived numbers --------------------------------------------------------------------------
