@@ -158,7 +158,7 @@ class rt_mlp_op final : public Operator {
     const auto persist = [&] {
       if (_l2_window) *_l2_marked += mark_captured_kernels(ctx.stream(), *_l2_window);
     };
-    // --rt-pdl: every kernel after the first follows the one before it programmatically, so
+    // rt_pdl: every kernel after the first follows the one before it programmatically, so
     // its launch overlaps that kernel's run (each waits on the device before touching memory).
     const auto after =
         _pdl ? sched::launch_dependency::programmatic : sched::launch_dependency::full;
@@ -179,7 +179,7 @@ class rt_mlp_op final : public Operator {
     persist();
     sched::launch_row_sum(ctx.stream(), m.view(sched::row_sum_blocks(m.sum())), m.sum(), after);
     persist();
-    // --rt-split-body: where the compute ends, so the body splits into compute and egress.
+    // rt_split_body: where the compute ends, so the body splits into compute and egress.
     if (_done_ring != nullptr && ctx.loop() != nullptr) {
       launch_rt_done_stamp(ctx.stream(), ctx.loop(), _done_ring, _done_capacity, _be_trace,
                            _pad->job.view(), _gemm_stamps.data_as<sched::pad_launch_stamps>(),

@@ -107,7 +107,7 @@ struct rt_app_options {
   bool copy_kernel{false};          // the scores into the output port by a kernel, not a memcpy
   bool pdl{true};                   // the kernels after the first follow programmatically
   std::optional<cudaAccessPolicyWindow> l2_window;
-  rt_done_stamp* done_ring{nullptr};  // --rt-split-body, --be-trace: a stamp per sample
+  rt_done_stamp* done_ring{nullptr};  // rt_split_body, be_trace: a stamp per sample
   std::uint32_t done_capacity{0};
   const sched::be_trace* be_trace{nullptr};
   bool clock_probe{false};

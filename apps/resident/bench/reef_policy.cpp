@@ -359,7 +359,7 @@ void collect_latencies(const reef_settings& s, const sample_log& samples, const 
 }
 
 /// The device's split of each measured sample (telemetry stamps, and the done stamps of
-/// --rt-split-body and --be-trace).
+/// rt_split_body and be_trace).
 struct rt_breakdown {
   std::vector<double> preempt_us;
   std::vector<double> body_us;
@@ -367,9 +367,9 @@ struct rt_breakdown {
   std::vector<double> release_us;        // controller end (IF predicate set) -> body start
   std::vector<double> copy_in_us;        // detect -> handler end (the sample copied in)
   std::vector<double> handoff_us;        // handler end -> controller start
-  std::vector<double> compute_us;        // body start -> RT compute done (--rt-split-body)
+  std::vector<double> compute_us;        // body start -> RT compute done (rt_split_body)
   std::vector<double> egress_us;         // RT compute done -> commit
-  std::vector<rt_sample_trace> traced;   // --be-trace
+  std::vector<rt_sample_trace> traced;   // be_trace
   std::vector<double> word_up_us;        // the preempt word's raise -> the end marker (its clear)
   std::vector<double> raise_to_body_us;  // the raise -> body start (detect -> body start, plus
                                          // the lead where the word went up ahead of the sample)
@@ -411,7 +411,7 @@ void add_loop_stamps(const telemetry_entry& e, rt_breakdown& b) {
     b.body_us.push_back(us_between(body, at(stage::commit)));
 }
 
-/// --be-trace: one sample's trace from its loop stamps and its done stamp.
+/// be_trace: one sample's trace from its loop stamps and its done stamp.
 rt_sample_trace trace_of(const telemetry_entry& e, const rt_done_stamp& d,
                          const sample_log& samples, std::size_t i) {
   const auto at = [&](stage st) { return e.stamp_ns[static_cast<std::size_t>(st)]; };
@@ -612,11 +612,11 @@ nlohmann::json run_policy(const reef_settings& s, const std::string& policy,
   RESIDENT_CUDA_TRY(cudaDeviceGetStreamPriorityRange(&least, &greatest));
   const policy_partitions pp = make_partitions(s, pc, policy);
   sched::preempt_signal signal;
-  // --be-trace: where the BE blocks were, read by the RT op at the end of its compute.
+  // be_trace: where the BE blocks were, read by the RT op at the end of its compute.
   device_buffer trace_mem = zeroed(s.be_trace && pc.be ? sizeof(sched::be_trace) : 0);
   auto* trace = trace_mem.size() > 0 ? trace_mem.data_as<sched::be_trace>() : nullptr;
   be_clients be = make_be_clients(s, pc, pp, signal, trace, least);
-  // --rt-split-body, --be-trace: one stamp per sample, indexed by sequence number (no wrap in a
+  // rt_split_body, be_trace: one stamp per sample, indexed by sequence number (no wrap in a
   // run).
   const auto done_capacity = static_cast<std::uint32_t>(s.samples + s.warmup) + 64U;
   const bool stamp_done = s.rt_split_body || s.be_trace;

@@ -1,4 +1,4 @@
-// bench reef --be-trace: what the traced RT samples say about the slowest bodies and computes
+// bench reef be_trace: what the traced RT samples say about the slowest bodies and computes
 // against the rest (see reef_bench.hpp).
 
 #include <algorithm>
