@@ -176,6 +176,15 @@ TEST(cli_run, run_check_reports_a_typo_and_passes_a_good_file) {
   EXPECT_EQ(parse_and_run(root, commands, 4, argv), 1);
   EXPECT_THAT(::testing::internal::GetCapturedStderr(),
               HasSubstr("resident run: operator 'affine' has no parameter 'scael'"));
+  // Without --check too: the configuration is checked before the GPU is looked for, so a typo
+  // is reported on a machine without one.
+  CLI::App again;
+  std::vector<command> run_again{add_run_command(again)};
+  ::testing::internal::CaptureStderr();
+  EXPECT_EQ(parse_and_run(again, run_again, 3, argv), 1);
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  EXPECT_THAT(err, HasSubstr("resident run: operator 'affine' has no parameter 'scael'"));
+  EXPECT_THAT(err, ::testing::Not(HasSubstr("no usable CUDA GPU")));
 }
 
 TEST(cli_commands, unknown_commands_are_named_in_one_style) {

@@ -38,7 +38,8 @@ TEST(reef_settings, defaults_run_every_policy_and_bad_knobs_are_named) {
   EXPECT_EQ(s.split_sms, 40);        // five of the H200's driver groups for the RT loop
   EXPECT_EQ(s.be_rt_sm_blocks, 3);   // ... and leave room for one RT block on each RT SM
   EXPECT_TRUE(s.be_checkpoint);
-  // The measured defaults (docs/findings.md): strided bounded grids of 4 per SM, the RT model in L2.
+  // The measured defaults (docs/findings.md): strided bounded grids of 4 per SM, the RT model in
+  // L2.
   EXPECT_EQ(s.be_bounded_grid, 4);
   EXPECT_FALSE(s.be_bounded_grid_counter);
   EXPECT_TRUE(s.rt_l2_persist);
