@@ -43,8 +43,9 @@ void Application::check_config_names() const {
     if (exists) continue;
     std::string names;
     for (const auto& op : _operators) names += (names.empty() ? "" : ", ") + op->name();
-    throw config_error(_config->origin + ": names operator '" + op_name + "', which application '" +
-                       _name + "' does not create; its operators: " + names);
+    throw config_error(_config->where_of(op_name) + ": names operator '" + op_name +
+                       "', which application '" + _name +
+                       "' does not create; its operators: " + names);
   }
 }
 

@@ -20,6 +20,13 @@ namespace resident::detail {
 struct config_values {
   std::string origin;  // the file name, for messages
   std::map<std::string, std::vector<arg>> operators;
+  std::map<std::string, std::string> operator_where;  // "file:line:col" of each operator's name
+
+  /// Where operator `op` is named in the file ("file:line:col"), or the file alone.
+  [[nodiscard]] const std::string& where_of(const std::string& op) const {
+    const auto it = operator_where.find(op);
+    return it == operator_where.end() ? origin : it->second;
+  }
 };
 
 config_values parse_config_file(const std::filesystem::path& file);

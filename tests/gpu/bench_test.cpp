@@ -145,7 +145,7 @@ TEST(bench_overhead, quick_run_reports_every_fixed_cost) {
   }
 }
 
-// bench reef refuses a --split-sms that leaves green-split no BE partition, before any policy
+// bench reef refuses a split_sms that leaves green-split no BE partition, before any policy
 // runs (it crashed on the missing partition once).
 TEST(bench_reef, split_sms_without_room_for_best_effort_is_refused_up_front) {
   RESIDENT_REQUIRE_GPU();
@@ -159,7 +159,7 @@ TEST(bench_reef, split_sms_without_room_for_best_effort_is_refused_up_front) {
   std::ostringstream log;
   try {
     (void)bench::run_reef_bench(settings, log);
-    ADD_FAILURE() << "no error for --split-sms " << settings.split_sms;
+    ADD_FAILURE() << "no error for split_sms " << settings.split_sms;
   } catch (const std::invalid_argument& e) {
     EXPECT_THAT(e.what(), ::testing::HasSubstr("BE partition")) << e.what();
   }
@@ -208,7 +208,7 @@ TEST(bench_reef, preempt_lead_raises_ahead_of_periodic_samples_and_sits_out_pois
   EXPECT_THAT(poisson_log.str(), ::testing::HasSubstr("preempt-lead left out"));
 }
 
-// bench reef --be-trace: a policy without BE work has no trace; one whose BE kernels run beside
+// bench reef with be_trace: a policy without BE work has no trace; one whose BE kernels run beside
 // the RT loop (multi-stream: nothing stops them) shows them in RT bodies; every traced sample
 // has its RT output checked.
 TEST(bench_reef, be_trace_sees_best_effort_blocks_beside_the_real_time_body) {
@@ -270,7 +270,7 @@ TEST(bench_reef, be_trace_sees_best_effort_blocks_beside_the_real_time_body) {
     EXPECT_TRUE(r["be_trace"]["before_body"].contains("n"));
   }
   EXPECT_GT(by_policy["preempt"]["be_trace"]["checkpoints_total"].get<std::int64_t>(), 0);
-  // RT gemms get placement slots (--rt-spread, the default): the first block on each SM takes
+  // RT gemms get placement slots (rt_spread, the default): the first block on each SM takes
   // RT work. Alone, and when preempted BE blocks leave within microseconds, every RT item finds
   // an SM of its own: no item waits out the placement wait and no launch doubles up. Beside BE
   // kernels that never leave (multi-stream) items may go late, and only a launch with a late

@@ -22,7 +22,7 @@ std::string error_of(const reef_settings& s) {
   return {};
 }
 
-TEST(reef_settings, defaults_run_every_policy_and_bad_flags_are_clear) {
+TEST(reef_settings, defaults_run_every_policy_and_bad_knobs_are_named) {
   reef_settings s;
   EXPECT_EQ(error_of(s), "");
   EXPECT_EQ(s.policies, reef_policies());
@@ -38,7 +38,8 @@ TEST(reef_settings, defaults_run_every_policy_and_bad_flags_are_clear) {
   EXPECT_EQ(s.split_sms, 40);        // five of the H200's driver groups for the RT loop
   EXPECT_EQ(s.be_rt_sm_blocks, 3);   // ... and leave room for one RT block on each RT SM
   EXPECT_TRUE(s.be_checkpoint);
-  // The measured defaults (docs/sched.md): strided bounded grids of 4 per SM, the RT model in L2.
+  // The measured defaults (docs/findings.md): strided bounded grids of 4 per SM, the RT model in
+  // L2.
   EXPECT_EQ(s.be_bounded_grid, 4);
   EXPECT_FALSE(s.be_bounded_grid_counter);
   EXPECT_TRUE(s.rt_l2_persist);
@@ -66,25 +67,35 @@ TEST(reef_settings, defaults_run_every_policy_and_bad_flags_are_clear) {
                 x.policies = {"preempt", "fifo"};
               }),
               HasSubstr("unknown policy 'fifo'; policies: exclusive, sequential"));
-  EXPECT_THAT(with([](auto& x) { x.policies.clear(); }), HasSubstr("--policies is empty"));
+  EXPECT_THAT(with([](auto& x) { x.policies.clear(); }),
+              HasSubstr("--policies (policies) is empty"));
   EXPECT_THAT(with([](auto& x) { x.arrival = "bursty"; }), HasSubstr("periodic or poisson"));
-  EXPECT_THAT(with([](auto& x) { x.rate_hz = 0; }), HasSubstr("--rate"));
+  EXPECT_THAT(with([](auto& x) { x.rate_hz = 0; }),
+              HasSubstr("--rate (rate_hz) must be in (0, 20000] Hz"));
   EXPECT_THAT(with([](auto& x) { x.rate_hz = -5; }), HasSubstr("--rate"));
-  EXPECT_THAT(with([](auto& x) { x.samples = 0; }), HasSubstr("--samples"));
+  EXPECT_THAT(with([](auto& x) { x.samples = 0; }),
+              HasSubstr("--samples (samples) must be positive"));
   EXPECT_EQ(s.disturbance_ns, 2000);  // bench io's threshold
-  EXPECT_THAT(with([](auto& x) { x.disturbance_ns = 0; }), HasSubstr("--disturbance-ns"));
+  EXPECT_THAT(with([](auto& x) { x.disturbance_ns = 0; }),
+              HasSubstr("disturbance_ns must be positive, got 0"));
   EXPECT_THAT(with([](auto& x) { x.be_model = "resnet"; }), HasSubstr("mlp, mlp-fused or cnn"));
   EXPECT_EQ(with([](auto& x) { x.be_model = "mlp-fused"; }), "");
-  EXPECT_THAT(with([](auto& x) { x.be_window = 0; }), HasSubstr("--be-window"));
-  EXPECT_THAT(with([](auto& x) { x.be_window_sm = 9; }), HasSubstr("--be-window-sm"));
-  EXPECT_THAT(with([](auto& x) { x.be_window_split = 0; }), HasSubstr("--be-window-split"));
-  EXPECT_THAT(with([](auto& x) { x.be_rt_sm_blocks = -1; }), HasSubstr("--be-rt-sm-blocks"));
+  EXPECT_THAT(with([](auto& x) { x.be_window = 0; }),
+              HasSubstr("be_window must be in 1..8, got 0"));
+  EXPECT_THAT(with([](auto& x) { x.be_window_sm = 9; }),
+              HasSubstr("be_window_sm must be in 1..8, got 9"));
+  EXPECT_THAT(with([](auto& x) { x.be_window_split = 0; }),
+              HasSubstr("be_window_split must be in 1..8"));
+  EXPECT_THAT(with([](auto& x) { x.be_rt_sm_blocks = -1; }),
+              HasSubstr("be_rt_sm_blocks must be in 0..64 (0: no limit), got -1"));
   EXPECT_EQ(with([](auto& x) { x.be_rt_sm_blocks = 0; }), "");  // no limit
-  EXPECT_THAT(with([](auto& x) { x.rt_raise = "early"; }), HasSubstr("--rt-raise"));
+  EXPECT_THAT(with([](auto& x) { x.rt_raise = "early"; }),
+              HasSubstr("rt_raise must be detect or after-copy, got 'early'"));
   EXPECT_EQ(with([](auto& x) { x.rt_raise = "after-copy"; }), "");
   EXPECT_FALSE(s.raises_after_copy());  // detect by default
   EXPECT_EQ(s.rt_raise_lead_us, 10.0);  // preempt-lead's lead
-  EXPECT_THAT(with([](auto& x) { x.rt_raise_lead_us = -1; }), HasSubstr("--rt-raise-lead-us"));
+  EXPECT_THAT(with([](auto& x) { x.rt_raise_lead_us = -1; }),
+              HasSubstr("rt_raise_lead_us must be positive"));
   EXPECT_THAT(with([](auto& x) { x.rt_raise_lead_us = 0; }), HasSubstr("must be positive"));
   EXPECT_EQ(with([](auto& x) { x.rt_raise_lead_us = 5; }), "");
   // Poisson arrivals: preempt-lead has nothing to raise ahead of and is left out, not refused.
@@ -95,23 +106,30 @@ TEST(reef_settings, defaults_run_every_policy_and_bad_flags_are_clear) {
               }),
               HasSubstr("under half the RT period"));
   EXPECT_THAT(with([](auto& x) { x.be_checkpoint_min_steps = 0; }),
-              HasSubstr("--be-checkpoint-min-steps"));
-  EXPECT_THAT(with([](auto& x) { x.be_clients = 9; }), HasSubstr("--be-clients"));
-  EXPECT_THAT(with([](auto& x) { x.pad_tolerance = -0.1; }), HasSubstr("--pad-tolerance"));
-  EXPECT_THAT(with([](auto& x) { x.pad_place_wait_us = -1; }), HasSubstr("--pad-place-wait-us"));
-  EXPECT_THAT(with([](auto& x) { x.pad_place_wait_us = 5000; }), HasSubstr("--pad-place-wait-us"));
+              HasSubstr("be_checkpoint_min_steps must be at least 1"));
+  EXPECT_THAT(with([](auto& x) { x.be_clients = 9; }),
+              HasSubstr("be_clients must be in 1..8, got 9"));
+  EXPECT_THAT(with([](auto& x) { x.pad_tolerance = -0.1; }),
+              HasSubstr("pad_tolerance must be in [0, 1]"));
+  EXPECT_THAT(with([](auto& x) { x.pad_place_wait_us = -1; }),
+              HasSubstr("pad_place_wait_us must be in [0, 1000]"));
+  EXPECT_THAT(with([](auto& x) { x.pad_place_wait_us = 5000; }),
+              HasSubstr("pad_place_wait_us must be in [0, 1000]"));
   EXPECT_EQ(with([](auto& x) { x.pad_place_wait_us = 0; }), "");
-  EXPECT_THAT(with([](auto& x) { x.rt_out_copy = "dma"; }), HasSubstr("--rt-out-copy"));
-  EXPECT_THAT(with([](auto& x) { x.rt_arena = false; }), HasSubstr("--rt-arena on"));
+  EXPECT_THAT(with([](auto& x) { x.rt_out_copy = "dma"; }),
+              HasSubstr("rt_out_copy must be memcpy or kernel, got 'dma'"));
+  EXPECT_THAT(with([](auto& x) { x.rt_arena = false; }),
+              HasSubstr("rt_l2_persist needs rt_arena on"));
   EXPECT_EQ(with([](auto& x) {
               x.rt_arena = false;
               x.rt_l2_persist = false;
             }),
             "");
-  EXPECT_THAT(with([](auto& x) { x.be_bounded_grid = -1; }), HasSubstr("--be-bounded-grid"));
+  EXPECT_THAT(with([](auto& x) { x.be_bounded_grid = -1; }),
+              HasSubstr("be_bounded_grid must be in 0..64"));
 }
 
-// --split-sms against the device (before any policy runs): an H200's 132 SMs, of which the
+// split_sms against the device (before any policy runs): an H200's 132 SMs, of which the
 // driver hands out 15 whole groups of 8 (the other 12 SMs form no group).
 TEST(reef_settings, only_the_preemptive_policies_raise_ahead_of_the_sample) {
   reef_settings s;
@@ -152,7 +170,7 @@ TEST(reef_settings, split_sms_must_leave_the_split_policies_a_best_effort_partit
   // partition (bench reef dereferenced the missing one and crashed once; then it let 120
   // through, counting 132 / 8 = 16 groups, and the split failed after the first policy).
   const std::string no_rest = check({"exclusive", "exclusive-split"}, 120);
-  EXPECT_THAT(no_rest, HasSubstr("--split-sms 120"));
+  EXPECT_THAT(no_rest, HasSubstr("split_sms 120"));
   EXPECT_THAT(no_rest, HasSubstr("groups of 8 SMs, 120 of the device's 132 SMs"));
   EXPECT_THAT(no_rest, HasSubstr("at most 112"));
   EXPECT_THAT(check({"green-split"}, 113), HasSubstr("need at least 8 SMs for the BE partition"));

@@ -121,9 +121,9 @@ TEST(config, misspelled_parameter_names_it_its_origin_and_the_known_parameters) 
             "i8, u8, u64, f32, f64, flag, label");
 }
 
-TEST(config, unknown_operator_lists_the_applications_operators) {
+TEST(config, unknown_operator_names_its_line_and_column_and_lists_the_operators) {
   EXPECT_EQ(configured{}.error("q:\n  x: 1\n"),
-            "test.yaml: names operator 'q', which application 'app' does not create; its "
+            "test.yaml:1:1: names operator 'q', which application 'app' does not create; its "
             "operators: p, s");
 }
 

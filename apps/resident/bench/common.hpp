@@ -17,7 +17,7 @@
 
 namespace resident::bench {
 
-/// CLOCK_MONOTONIC in nanoseconds (the clock DESIGN.md names for sensor and actuator times).
+/// CLOCK_MONOTONIC in nanoseconds (the clock docs/design.md names for sensor and actuator times).
 inline std::int64_t now_ns() noexcept {
   timespec ts{};
   clock_gettime(CLOCK_MONOTONIC, &ts);

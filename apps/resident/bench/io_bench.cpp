@@ -78,112 +78,143 @@ struct io_observer {
   int cpu{-1};
 };
 
-class io_runner {
- public:
-  io_runner(const io_settings& s, std::map<std::string, int> cpus, std::ostream& log)
-      : _s(s), _cpus(std::move(cpus)), _log(log) {}
+/// One configuration's run, step by step: the loop, the observers and the sensor, what they saw.
+struct io_run {
+  io_run(const io_settings& settings, const std::map<std::string, int>& roles, io_app& a,
+         execution_mode m)
+      : s(settings),
+        cpus(roles),
+        app(a),
+        mode(m),
+        total(static_cast<std::size_t>(settings.warmup + settings.samples)),
+        samples(total),
+        period(static_cast<std::int64_t>(1e9 / settings.rate_hz)) {}
 
-  nlohmann::json run(io_app& app, execution_mode mode, const std::string& contention,
-                     measure::csv_writer* csv) {
-    const auto total = static_cast<std::size_t>(_s.warmup + _s.samples);
-    sample_log samples(total);
+  const io_settings& s;
+  const std::map<std::string, int>& cpus;
+  io_app& app;
+  execution_mode mode;
+  std::size_t total;
+  sample_log samples;
+  std::int64_t period;
+  measure::thread_grant loop_grant;
+  std::unique_ptr<run_handle> handle;
+  std::uint64_t base{0};
+  std::atomic<bool> stop{false};
+  measure::thread_grant sensor_grant;
+  nlohmann::json sensor_sched;
+  std::vector<std::unique_ptr<io_observer>> observers;
+  // The interrupts the measuring threads' cores took: what disturbed samples ran into; and
+  // where their cores' time went (steal: the hypervisor ran something else there).
+  std::map<std::string, std::map<std::string, std::uint64_t>> irq0, times0;
+  std::int64_t start{0};
+  double cpu0{0};
+  std::int64_t wall0{0};
+  std::vector<std::int64_t> first_by;  // sightings each observer made first
+  std::int64_t stray{0};
+  double cpu_used{0};
+  std::int64_t wall_ns{0};
+  nlohmann::json interrupts = nlohmann::json::object();
+  nlohmann::json core_times = nlohmann::json::object();
+  tear_down_report report;
 
+  void start_loop() {
     run_options options;
     options.policy = sample_policy::skip_duplicate;
-    options.idle_sleep_ns = _s.sleep_ns;
-    options.poll_ns = _s.poll_ns;
+    options.idle_sleep_ns = s.sleep_ns;
+    options.poll_ns = s.poll_ns;
     options.telemetry_samples = total + 64;
     options.stall_timeout = std::max<std::chrono::milliseconds>(
-        2000ms, std::chrono::milliseconds(4 * (_s.sleep_ns + _s.poll_ns) / 1'000'000 + 1));
-    measure::thread_grant loop_grant;
-    options.on_loop_thread_start = [&] {
-      loop_grant = measure::configure_current_thread(_cpus.at("loop"), _s.realtime);
+        2000ms, std::chrono::milliseconds(4 * (s.sleep_ns + s.poll_ns) / 1'000'000 + 1));
+    options.on_loop_thread_start = [this] {
+      loop_grant = measure::configure_current_thread(cpus.at("loop"), s.realtime);
     };
+    handle = run_async(app, mode, options);
+    base = app.mailbox().published();
+  }
 
-    auto handle = run_async(app, mode, options);
-    io::mailbox& mb = app.mailbox();
-    const std::uint64_t base = mb.published();
-    std::atomic<bool> stop{false};
-    measure::thread_grant sensor_grant;
-    std::vector<std::unique_ptr<io_observer>> observers;
-    for (const auto& [role, cpu] : _cpus) {
+  void prepare_observers() {
+    for (const auto& [role, cpu] : cpus) {
       if (role.rfind("actuator", 0) != 0) continue;
       observers.push_back(std::make_unique<io_observer>(total));
       observers.back()->cpu = cpu;
     }
-    // The interrupts the measuring threads' cores took: what disturbed samples ran into.
-    std::map<std::string, std::map<std::string, std::uint64_t>> irq0;
-    for (const auto& [role, cpu] : _cpus) irq0[role] = measure::read_interrupts(cpu);
-    // ... and where their cores' time went (steal: the hypervisor ran something else there).
-    std::map<std::string, std::map<std::string, std::uint64_t>> times0;
-    for (const auto& [role, cpu] : _cpus) times0[role] = measure::read_cpu_times(cpu);
-    const auto period = static_cast<std::int64_t>(1e9 / _s.rate_hz);
-    const std::int64_t start = now_ns() + 5'000'000;  // let the actuator settle first
-    const double cpu0 = cpu_seconds();
-    const std::int64_t wall0 = now_ns();
+    for (const auto& [role, cpu] : cpus) irq0[role] = measure::read_interrupts(cpu);
+    for (const auto& [role, cpu] : cpus) times0[role] = measure::read_cpu_times(cpu);
+    start = now_ns() + 5'000'000;  // let the actuator settle first
+    cpu0 = cpu_seconds();
+    wall0 = now_ns();
+  }
 
-    const auto observe = [&](io_observer& ob) {
-      ob.grant = measure::configure_current_thread(ob.cpu, _s.realtime);
-      const measure::thread_sched sched0 = measure::read_thread_sched();
-      std::uint64_t last = mb.output_seq();
-      std::array<std::byte, 8> out{};
-      // Clock read just before the last read that found the output unchanged: an output seen
-      // now landed after it, so `t - polled` bounds how late the sighting can be. (Taken
-      // after the read instead, a preemption between the two would hide in the bound.)
-      std::int64_t polled = now_ns();
-      std::int64_t previous = polled;
-      while (!stop.load(std::memory_order_relaxed)) {
-        const std::int64_t before = now_ns();
-        if (before - previous > _s.disturbance_ns) ob.stalls.record(previous, before - previous);
-        previous = before;
-        const std::uint64_t seq = mb.output_seq();
-        if (seq == last) {
-          polled = before;
-          cpu_relax();
-          continue;
-        }
-        const std::int64_t t = now_ns();  // first sight of this output
-        const std::uint64_t read = mb.read_output(out).seq;
-        const std::uint64_t i = seq - base;
-        if (seq > base && i <= total && ob.seen_ns[i] < 0) {
-          ob.seen_ns[i] = t;
-          ob.poll_gap_ns[i] = t - polled;
-          if (read == seq && !app.output_matches(io_app::token(seq), out)) ob.wrong[i] = 1;
-        } else {
-          ++ob.stray;
-        }
-        last = seq;
-        polled = now_ns();  // nothing newer than `seq` was checked for before this
+  void observe(io_observer& ob) {
+    io::mailbox& mb = app.mailbox();
+    ob.grant = measure::configure_current_thread(ob.cpu, s.realtime);
+    const measure::thread_sched sched0 = measure::read_thread_sched();
+    std::uint64_t last = mb.output_seq();
+    std::array<std::byte, 8> out{};
+    // Clock read just before the last read that found the output unchanged: an output seen
+    // now landed after it, so `t - polled` bounds how late the sighting can be. (Taken
+    // after the read instead, a preemption between the two would hide in the bound.)
+    std::int64_t polled = now_ns();
+    std::int64_t previous = polled;
+    while (!stop.load(std::memory_order_relaxed)) {
+      const std::int64_t before = now_ns();
+      if (before - previous > s.disturbance_ns) ob.stalls.record(previous, before - previous);
+      previous = before;
+      const std::uint64_t seq = mb.output_seq();
+      if (seq == last) {
+        polled = before;
+        cpu_relax();
+        continue;
       }
-      ob.sched = measure::sched_delta(sched0, measure::read_thread_sched());
-    };
+      const std::int64_t t = now_ns();  // first sight of this output
+      const std::uint64_t read = mb.read_output(out).seq;
+      const std::uint64_t i = seq - base;
+      if (seq > base && i <= total && ob.seen_ns[i] < 0) {
+        ob.seen_ns[i] = t;
+        ob.poll_gap_ns[i] = t - polled;
+        if (read == seq && !app.output_matches(io_app::token(seq), out)) ob.wrong[i] = 1;
+      } else {
+        ++ob.stray;
+      }
+      last = seq;
+      polled = now_ns();  // nothing newer than `seq` was checked for before this
+    }
+    ob.sched = measure::sched_delta(sched0, measure::read_thread_sched());
+  }
+
+  void release() {
+    io::mailbox& mb = app.mailbox();
+    sensor_grant = measure::configure_current_thread(cpus.at("sensor"), s.realtime);
+    const measure::thread_sched sched0 = measure::read_thread_sched();
+    for (std::size_t i = 1; i <= total; ++i) {
+      const std::int64_t scheduled = start + static_cast<std::int64_t>(i - 1) * period;
+      wait_until(scheduled);
+      const std::uint64_t token = io_app::token(base + i);
+      const std::int64_t t = now_ns();
+      samples.release_ns[i].store(t, std::memory_order_release);
+      mb.publish(std::as_bytes(std::span(&token, 1)));
+      samples.publish_ns[i] = now_ns() - t;
+      samples.late_ns[i] = t - scheduled;
+    }
+    sensor_sched = measure::sched_delta(sched0, measure::read_thread_sched());
+  }
+
+  void measure_samples() {
     std::vector<std::thread> actuators;
-    for (auto& ob : observers) actuators.emplace_back(observe, std::ref(*ob));
-    nlohmann::json sensor_sched;
-    std::thread sensor([&] {
-      sensor_grant = measure::configure_current_thread(_cpus.at("sensor"), _s.realtime);
-      const measure::thread_sched sched0 = measure::read_thread_sched();
-      for (std::size_t i = 1; i <= total; ++i) {
-        const std::int64_t scheduled = start + static_cast<std::int64_t>(i - 1) * period;
-        wait_until(scheduled);
-        const std::uint64_t token = io_app::token(base + i);
-        const std::int64_t t = now_ns();
-        samples.release_ns[i].store(t, std::memory_order_release);
-        mb.publish(std::as_bytes(std::span(&token, 1)));
-        samples.publish_ns[i] = now_ns() - t;
-        samples.late_ns[i] = t - scheduled;
-      }
-      sensor_sched = measure::sched_delta(sched0, measure::read_thread_sched());
-    });
+    for (auto& ob : observers) actuators.emplace_back([this, o = ob.get()] { observe(*o); });
+    std::thread sensor([this] { release(); });
     sensor.join();
-    const std::uint64_t final_seq = base + total;
-    wait_for_sample(*handle, final_seq, 2'000'000'000);
+    wait_for_sample(*handle, base + total, 2'000'000'000);
     std::this_thread::sleep_for(2ms);  // the final output reaches the actuator
     stop = true;
     for (auto& a : actuators) a.join();
-    // Each sample's sighting: the earliest observer's, with its poll gap; a wrong output seen by
-    // any observer counts.
-    std::vector<std::int64_t> first_by(observers.size(), 0);
+  }
+
+  /// Each sample's sighting: the earliest observer's, with its poll gap; a wrong output seen by
+  /// any observer counts.
+  void merge_sightings() {
+    first_by.assign(observers.size(), 0);
     for (std::size_t i = 1; i <= total; ++i) {
       std::size_t best = observers.size();
       for (std::size_t o = 0; o < observers.size(); ++o) {
@@ -194,98 +225,131 @@ class io_runner {
       if (best == observers.size()) continue;
       samples.seen_ns[i] = observers[best]->seen_ns[i];
       samples.poll_gap_ns[i] = observers[best]->poll_gap_ns[i];
-      if (i > static_cast<std::size_t>(_s.warmup)) ++first_by[best];
+      if (i > static_cast<std::size_t>(s.warmup)) ++first_by[best];
     }
-    std::int64_t stray = 0;
     for (const auto& ob : observers) stray += ob->stray;
-    const double cpu_used = cpu_seconds() - cpu0;
-    const std::int64_t wall_ns = now_ns() - wall0;
-    const double wall = static_cast<double>(wall_ns) * 1e-9;
-    nlohmann::json interrupts = nlohmann::json::object();
-    nlohmann::json core_times = nlohmann::json::object();
+  }
+
+  /// The process's CPU time and the measuring cores' interrupts and times over the run, then
+  /// the loop torn down.
+  void finish() {
+    cpu_used = cpu_seconds() - cpu0;
+    wall_ns = now_ns() - wall0;
     const long ticks = sysconf(_SC_CLK_TCK);
-    for (const auto& [role, cpu] : _cpus) {
+    for (const auto& [role, cpu] : cpus) {
       if (role == "loop" && is_resident(mode)) continue;  // no loop thread: nothing ran there
       interrupts[role] = measure::interrupt_delta(irq0[role], measure::read_interrupts(cpu));
       core_times[role] =
           measure::cpu_time_delta_ms(times0[role], measure::read_cpu_times(cpu), ticks);
     }
-    const tear_down_report report = handle->tear_down();
+    report = handle->tear_down();
     if (!report.stopped || !report.error.empty()) {
       throw std::runtime_error(std::string(to_string(mode)) + " loop: " + report.error);
     }
+  }
+};
 
-    std::vector<double> latencies;
-    latencies.reserve(static_cast<std::size_t>(_s.samples));
-    const std::vector<device_stamps> stamps = stamps_by_sample(handle->telemetry(), base, total);
-    sample_accounting accounting(_s.disturbance_ns);
-    std::int64_t unobserved = 0;
-    std::int64_t wrong = 0;
-    for (std::size_t i = static_cast<std::size_t>(_s.warmup) + 1; i <= total; ++i) {
-      if (samples.seen_ns[i] < 0) {
-        ++unobserved;
-        continue;
-      }
-      const double us = static_cast<double>(samples.seen_ns[i] -
-                                            samples.release_ns[i].load(std::memory_order_acquire)) /
-                        1000.0;
-      latencies.push_back(us);
-      accounting.add(0, samples, stamps, i, us);
-      wrong += samples.wrong[i];
-      if (csv != nullptr) {
-        csv->row({std::string(to_string(mode)), app.workload(), contention,
-                  std::to_string(base + i), std::to_string(us)});
-      }
+/// The result's `measurement`: the accounting's, the measuring cores' interrupts and times, the
+/// sensor's scheduling, and per observer its first sightings, stalls and scheduling.
+nlohmann::json io_measurement(const io_run& run, const sample_accounting& accounting) {
+  nlohmann::json m = accounting.measurement(
+      "a sample is disturbed when the sensor took longer than the threshold to publish it "
+      "(clock read before and after) or the previous poll of the observer that saw it "
+      "first was longer than the threshold before it saw the output; in_loop: the device's "
+      "detect -> commit (%globaltimer), outside: the rest of the same sample's latency; "
+      "slowest: the slowest samples, each split against the sample before it",
+      false);
+  m["core_interrupts"] = run.interrupts;
+  m["core_time_ms"] = run.core_times;
+  m["sensor_sched"] = run.sensor_sched;
+  nlohmann::json obs = nlohmann::json::array();
+  for (std::size_t o = 0; o < run.observers.size(); ++o) {
+    const io_observer& ob = *run.observers[o];
+    obs.push_back({{"cpu", ob.cpu},
+                   {"first_sightings", run.first_by[o]},
+                   {"stalls", ob.stalls.summary(run.wall_ns, run.period, run.start)},
+                   {"sched", ob.sched}});
+  }
+  std::vector<const measure::stall_log*> stall_logs;
+  std::vector<int> observer_cpus;
+  for (const auto& ob : run.observers) {
+    stall_logs.push_back(&ob->stalls);
+    observer_cpus.push_back(ob->cpu);
+  }
+  add_shared_stalls(obs, stall_logs, observer_cpus);
+  m["observers"] = obs;
+  return m;
+}
+
+nlohmann::json io_result(const io_run& run, const std::string& contention,
+                         measure::csv_writer* csv) {
+  const io_settings& s = run.s;
+  std::vector<double> latencies;
+  latencies.reserve(static_cast<std::size_t>(s.samples));
+  const std::vector<device_stamps> stamps =
+      stamps_by_sample(run.handle->telemetry(), run.base, run.total);
+  sample_accounting accounting(s.disturbance_ns);
+  std::int64_t unobserved = 0;
+  std::int64_t wrong = 0;
+  for (std::size_t i = static_cast<std::size_t>(s.warmup) + 1; i <= run.total; ++i) {
+    if (run.samples.seen_ns[i] < 0) {
+      ++unobserved;
+      continue;
     }
-    if (latencies.empty()) {
-      throw std::runtime_error(std::string(to_string(mode)) + ": the actuator saw no output");
+    const double us = static_cast<double>(run.samples.seen_ns[i] - run.samples.release_ns[i].load(
+                                                                       std::memory_order_acquire)) /
+                      1000.0;
+    latencies.push_back(us);
+    accounting.add(0, run.samples, stamps, i, us);
+    wrong += run.samples.wrong[i];
+    if (csv != nullptr) {
+      csv->row({std::string(to_string(run.mode)), run.app.workload(), contention,
+                std::to_string(run.base + i), std::to_string(us)});
     }
-    const measure::summary summary = measure::summarize(latencies);
-    nlohmann::json result = measure::latency_result(
-        to_string(mode), app.workload(), contention, summary, report.counters.processed,
-        report.counters.dropped, report.counters.repeated);
-    result["released"] = total;
-    result["warmup"] = _s.warmup;
-    result["unobserved"] = unobserved;
-    result["wrong_outputs"] = wrong;
-    result["stray_outputs"] = stray;
-    result["host_cpu_cores"] = wall > 0 ? cpu_used / wall : 0.0;
-    result["mean_iteration_us"] = report.mean_iteration_ns / 1000.0;
-    // Every latency stays in the statistics above. These say how many of them the measuring
-    // threads themselves may have stretched, and what the rest look like.
-    accounting.write_undisturbed(result);
-    result["measurement"] = accounting.measurement(
-        "a sample is disturbed when the sensor took longer than the threshold to publish it "
-        "(clock read before and after) or the previous poll of the observer that saw it "
-        "first was longer than the threshold before it saw the output; in_loop: the device's "
-        "detect -> commit (%globaltimer), outside: the rest of the same sample's latency; "
-        "slowest: the slowest samples, each split against the sample before it",
-        false);
-    result["measurement"]["core_interrupts"] = interrupts;
-    result["measurement"]["core_time_ms"] = core_times;
-    result["measurement"]["sensor_sched"] = sensor_sched;
-    nlohmann::json obs = nlohmann::json::array();
-    for (std::size_t o = 0; o < observers.size(); ++o) {
-      obs.push_back({{"cpu", observers[o]->cpu},
-                     {"first_sightings", first_by[o]},
-                     {"stalls", observers[o]->stalls.summary(wall_ns, period, start)},
-                     {"sched", observers[o]->sched}});
-    }
-    std::vector<const measure::stall_log*> stall_logs;
-    std::vector<int> observer_cpus;
-    for (const auto& ob : observers) {
-      stall_logs.push_back(&ob->stalls);
-      observer_cpus.push_back(ob->cpu);
-    }
-    add_shared_stalls(obs, stall_logs, observer_cpus);
-    result["measurement"]["observers"] = obs;
-    result["breakdown"] = telemetry_breakdown(handle->telemetry(), base + _s.warmup + 1, final_seq);
-    result["telemetry_lost"] = handle->telemetry_lost();
-    nlohmann::json threads = {{"sensor", measure::to_json(sensor_grant)}};
-    for (const auto& ob : observers) threads["actuators"].push_back(measure::to_json(ob->grant));
-    if (!is_resident(mode)) threads["loop"] = measure::to_json(loop_grant);
-    result["threads"] = threads;
-    return result;
+  }
+  if (latencies.empty()) {
+    throw std::runtime_error(std::string(to_string(run.mode)) + ": the actuator saw no output");
+  }
+  const tear_down_report& report = run.report;
+  nlohmann::json result = measure::latency_result(
+      to_string(run.mode), run.app.workload(), contention, measure::summarize(latencies),
+      report.counters.processed, report.counters.dropped, report.counters.repeated);
+  const double wall = static_cast<double>(run.wall_ns) * 1e-9;
+  result["released"] = run.total;
+  result["warmup"] = s.warmup;
+  result["unobserved"] = unobserved;
+  result["wrong_outputs"] = wrong;
+  result["stray_outputs"] = run.stray;
+  result["host_cpu_cores"] = wall > 0 ? run.cpu_used / wall : 0.0;
+  result["mean_iteration_us"] = report.mean_iteration_ns / 1000.0;
+  // Every latency stays in the statistics above. These say how many of them the measuring
+  // threads themselves may have stretched, and what the rest look like.
+  accounting.write_undisturbed(result);
+  result["measurement"] = io_measurement(run, accounting);
+  result["breakdown"] =
+      telemetry_breakdown(run.handle->telemetry(), run.base + s.warmup + 1, run.base + run.total);
+  result["telemetry_lost"] = run.handle->telemetry_lost();
+  nlohmann::json threads = {{"sensor", measure::to_json(run.sensor_grant)}};
+  for (const auto& ob : run.observers) threads["actuators"].push_back(measure::to_json(ob->grant));
+  if (!is_resident(run.mode)) threads["loop"] = measure::to_json(run.loop_grant);
+  result["threads"] = threads;
+  return result;
+}
+
+class io_runner {
+ public:
+  io_runner(const io_settings& s, std::map<std::string, int> cpus, std::ostream& log)
+      : _s(s), _cpus(std::move(cpus)), _log(log) {}
+
+  nlohmann::json run(io_app& app, execution_mode mode, const std::string& contention,
+                     measure::csv_writer* csv) {
+    io_run run(_s, _cpus, app, mode);
+    run.start_loop();
+    run.prepare_observers();
+    run.measure_samples();
+    run.merge_sightings();
+    run.finish();
+    return io_result(run, contention, csv);
   }
 
  private:

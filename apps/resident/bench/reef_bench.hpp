@@ -11,6 +11,7 @@
 #include <array>
 #include <cstdint>
 #include <iosfwd>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -18,6 +19,16 @@
 
 namespace resident::bench {
 
+/// What is wrong with a reef_settings: the knob (its key in the configuration file) and a
+/// message naming it.
+struct reef_problem {
+  std::string key;
+  std::string message;
+};
+
+/// Every knob of bench reef. The command line sets the policies, the arrivals, the rate and the
+/// sample counts; every knob, those included, can come from a configuration file
+/// (reef_config.hpp; the defaults: bench/configs/reef.yaml).
 struct reef_settings {
   std::vector<std::string> policies{"exclusive",   "sequential",      "multi-stream", "priority",
                                     "green-split", "exclusive-split", "preempt",      "preempt-pad",
@@ -28,16 +39,16 @@ struct reef_settings {
   std::int64_t warmup{500};
   std::string be_model{"mlp"};  // mlp, mlp-fused or cnn
   int be_clients{1};            // closed-loop BE clients (one stream each)
-  std::size_t be_window{1};     // BE launches in flight per client (see docs/sched.md)
+  std::size_t be_window{1};     // BE launches in flight per client (see docs/findings.md)
   /// ... under preempt-sm, whose launches hand cut blocks back within the launch.
   std::size_t be_window_sm{2};
   /// ... under green-split, whose BE partition never holds an RT kernel: no preemption for a
   /// queued launch to delay, so two in flight as the design asks (1: 3-5% less BE throughput at
-  /// 8 kHz, docs/sched.md).
+  /// 8 kHz, docs/findings.md).
   std::size_t be_window_split{2};
   /// ... and at most this many BE blocks on each RT SM at once (sched::be_runner_options::
   /// rt_sm_blocks; 0: no limit). 3 keeps one block's room for the RT loop: with four, a
-  /// handler relaunched after its end marker can wait for a whole BE kernel (docs/sched.md).
+  /// handler relaunched after its end marker can wait for a whole BE kernel (docs/findings.md).
   int be_rt_sm_blocks{3};
   std::int32_t be_bounded_grid{4};           // be_runner_options::bounded_grid_per_sm (0: off)
   bool be_bounded_grid_counter{false};       // ... taking work from a counter, not a stride
@@ -46,7 +57,7 @@ struct reef_settings {
   std::int32_t rt_batch{32};
   /// green-split, preempt-sm: SMs of the RT partition. 40 (five driver groups): the RT loop's
   /// in-loop p99 about 1 us lower than with 32 at 8 kHz, BE throughput within the noise
-  /// (docs/sched.md, "BE on every SM the RT partition leaves").
+  /// (docs/findings.md, "BE on every SM the RT partition leaves").
   int split_sms{40};
   /// green-split's BE partition takes every SM the RT one leaves (split_options::rest_to_last):
   /// 92 on the H200 beside 40 RT SMs. Off: whole driver groups only (88 beside 40, as beside
@@ -59,12 +70,12 @@ struct reef_settings {
   bool rt_spread{true};
   /// The RT gemm launches record where their blocks landed (rt_placement in the result). Off
   /// by default: the record's atomics run on the RT kernels' own time (0.7-3.9 us of the RT
-  /// body's median in bench reef, docs/sched.md). --be-trace turns it on.
+  /// body's median in bench reef, docs/findings.md). be_trace turns it on.
   bool rt_placement{false};
   std::string rt_out_copy{"memcpy"};  // the RT scores into the output port: memcpy or kernel
   /// The RT model's kernels after the first follow each other programmatically (PDL,
   /// sched::launch_dependency), so each one's launch overlaps the kernel before it. On: the
-  /// body 2.4 us shorter, and no drift of the baseline after BE work (docs/sched.md).
+  /// body 2.4 us shorter, and no drift of the baseline after BE work (docs/findings.md).
   bool rt_pdl{true};
   /// When the RT handler raises the preempt word: "detect" (it sees a new sample, so BE blocks
   /// leave while it copies the sample in) or "after-copy" (preempt_hook::after_input).
@@ -72,7 +83,7 @@ struct reef_settings {
   /// preempt-lead (periodic arrivals): the handler raises the word this long before the next
   /// sample is due (preempt_hook::lead_ns), so BE blocks leave before the sample comes. The
   /// other policies raise it when the sample comes. 10 us: long enough for the BE blocks to
-  /// leave at 8 kHz (docs/sched.md, "Raising the word ahead of a periodic sample").
+  /// leave at 8 kHz (docs/findings.md, "Raising the word ahead of a periodic sample").
   double rt_raise_lead_us{10.0};
   bool rt_l2_persist{true};   // RT kernels' accesses to the RT model persist in L2
   bool rt_arena{true};        // the RT model in one allocation (off: one per buffer)
@@ -88,7 +99,7 @@ struct reef_settings {
   std::string command;
 
   void make_quick();
-  /// Whether the handler raises the preempt word once the sample is copied in (--rt-raise).
+  /// Whether the handler raises the preempt word once the sample is copied in (rt_raise).
   [[nodiscard]] bool raises_after_copy() const { return rt_raise == "after-copy"; }
   /// The policies that run: all of `policies`, less preempt-lead under Poisson arrivals.
   [[nodiscard]] std::vector<std::string> runnable_policies() const;
@@ -98,24 +109,31 @@ struct reef_settings {
   [[nodiscard]] std::uint64_t period_ns() const {
     return static_cast<std::uint64_t>(1e9 / rate_hz + 0.5);
   }
-  /// Whether the RT gemm launches record their placement: --rt-placement, or --be-trace.
+  /// Whether the RT gemm launches record their placement: rt_placement, or be_trace.
   [[nodiscard]] bool records_placement() const { return rt_placement || be_trace; }
   /// pad_place_wait_us as sched::pad_limits::place_wait_ns.
   [[nodiscard]] std::uint32_t place_wait_ns() const {
     return static_cast<std::uint32_t>(pad_place_wait_us * 1000.0);
   }
-  /// Throws std::invalid_argument naming the bad value.
+  /// The first problem of these settings, if any: an unknown name, a value out of its range,
+  /// or knobs that do not go together.
+  [[nodiscard]] std::optional<reef_problem> problem() const;
+  /// Throws std::invalid_argument with problem()'s message.
   void validate() const;
   /// Whether a policy runs in an SM partition (green-split, exclusive-split, preempt-sm).
   [[nodiscard]] bool needs_partition() const;
-  /// --split-sms against the device (sm_count SMs, handed out by the driver as `groups` groups
+  /// split_sms against the device (sm_count SMs, handed out by the driver as `groups` groups
   /// of `alignment`; groups <= 0: sm_count / alignment), for the policies in `policies` that
   /// split: the RT partition must fit, and green-split and exclusive-split must leave at least
   /// one group for their BE partition. Throws std::invalid_argument naming the numbers.
   void check_split(int sm_count, int alignment, int groups = 0) const;
+
+ private:
+  [[nodiscard]] std::optional<reef_problem> choice_problem() const;
+  [[nodiscard]] std::optional<reef_problem> range_problem() const;
 };
 
-/// One RT sample as --be-trace sees it (device %globaltimer, ns; host latency in us).
+/// One RT sample as be_trace sees it (device %globaltimer, ns; host latency in us).
 struct rt_sample_trace {
   double latency_us{-1};  // sensor -> actuator; negative: not observed
   std::uint64_t body_start{0};
@@ -165,7 +183,7 @@ struct rt_sample_trace {
 /// end (bias, fill, row sum). The segments add up to the compute.
 [[nodiscard]] nlohmann::json rt_compute_split(const std::vector<rt_sample_trace>& samples);
 
-/// The SM clock right after each RT compute (--be-trace, every policy): its range, and the
+/// The SM clock right after each RT compute (be_trace, every policy): its range, and the
 /// slowest 1% of computes against the rest (time, clock, and time x clock: the cycles they
 /// would take at that clock).
 [[nodiscard]] nlohmann::json rt_clock(const std::vector<rt_sample_trace>& samples);

@@ -14,8 +14,8 @@ namespace resident::bench {
 /// RT gemm layers whose launch times a stamp carries.
 inline constexpr int rt_stamped_gemms = 3;
 
-/// When the RT op's last compute kernel finished, for one sample (bench reef --rt-split-body),
-/// and what the BE blocks' trace said then (bench reef --be-trace; zeros without it).
+/// When the RT op's last compute kernel finished, for one sample (bench reef rt_split_body),
+/// and what the BE blocks' trace said then (bench reef be_trace; zeros without it).
 struct rt_done_stamp {
   std::uint64_t seq;
   std::uint64_t ns;  // %globaltimer
@@ -23,7 +23,7 @@ struct rt_done_stamp {
   std::uint64_t be_last_end_ns;
   std::uint64_t be_last_stop_ns;
   std::uint32_t be_running;
-  std::uint32_t sm_khz;          // the SM clock just after the compute (--be-trace), 0 without
+  std::uint32_t sm_khz;          // the SM clock just after the compute (be_trace), 0 without
   std::uint32_t be_checkpoints;  // BE checkpoints stored so far (cumulative)
   std::uint32_t rt_crowded;      // sched::pad_job_view::rt_crowded so far (cumulative)
   std::uint64_t rt_spread_ns;    // sched::pad_job_view::rt_spread_ns so far (cumulative)

@@ -1,0 +1,46 @@
+// resident report (see report.hpp).
+
+#include "commands/report.hpp"
+
+#include <cstdio>
+#include <fstream>
+#include <stdexcept>
+
+#include "resident/measure/receipt.hpp"
+#include "resident/measure/report.hpp"
+
+namespace resident::cli {
+
+CLI::App* add_report_options(CLI::App& root, report_settings& s) {
+  auto* app = root.add_subcommand("report", "receipts -> text table and an HTML page (no GPU)");
+  app->add_option("receipts", s.receipts, "JSON receipts")->required()->check(CLI::ExistingFile);
+  app->add_option("--html", s.html, "write a self-contained HTML report here");
+  app->add_option("--merge", s.merged,
+                  "merge the receipts (one benchmark split across runs) into this file");
+  return app;
+}
+
+command add_report_command(CLI::App& root) {
+  auto s = std::make_shared<report_settings>();
+  return {add_report_options(root, *s), [s] { return run_report(*s); }};
+}
+
+int run_report(const report_settings& s) {
+  std::vector<measure::receipt> parts;
+  for (const auto& path : s.receipts) parts.push_back(measure::receipt::read(path));
+  if (!s.merged.empty()) {
+    measure::merge(parts).write(s.merged);
+    std::printf("merged %zu receipts into %s\n", parts.size(), s.merged.c_str());
+    parts = {measure::receipt::read(s.merged)};
+  }
+  if (!s.html.empty()) {
+    std::ofstream file(s.html);
+    file << measure::render_html(parts);
+    if (!file) throw std::runtime_error("cannot write " + s.html);
+    std::printf("report: %s\n", s.html.c_str());
+  }
+  std::printf("%s", measure::render_text(parts).c_str());
+  return 0;
+}
+
+}  // namespace resident::cli

@@ -1,0 +1,243 @@
+// resident run (see run.hpp).
+
+#include "commands/run.hpp"
+
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <random>
+#include <span>
+#include <stdexcept>
+#include <thread>
+
+#include "resident/app/application.hpp"
+#include "resident/app/operator.hpp"
+#include "resident/exec/run_handle.hpp"
+#include "resident/io/mailbox.hpp"
+#include "resident/ops.hpp"
+
+namespace resident::cli {
+
+namespace {
+
+using namespace std::chrono_literals;
+using clock_type = std::chrono::steady_clock;
+
+/// Stands in for a mailbox end when the pipeline is only checked (a mailbox needs a GPU): the
+/// same name and port, and nothing to run.
+class endpoint_stub final : public Operator {
+ public:
+  endpoint_stub(port_direction direction, std::string port, std::size_t bytes)
+      : _direction(direction), _port(std::move(port)), _bytes(bytes) {}
+  void setup(OperatorSpec& spec) override {
+    if (_direction == port_direction::output) {
+      spec.device_output(_port, _bytes);
+    } else {
+      spec.device_input(_port, _bytes);
+    }
+  }
+  void compute(CaptureContext& /*ctx*/) override {
+    throw std::logic_error("endpoint_stub: a checked pipeline does not run");
+  }
+
+ private:
+  port_direction _direction;
+  std::string _port;
+  std::size_t _bytes;
+};
+
+// sensor -> rx -> affine -> square -> sum -> tx -> actuator. Without a mailbox (a check), rx
+// and tx are stand-ins with the same ports.
+class lab_pipeline final : public Application {
+ public:
+  lab_pipeline(std::int64_t elements, bool with_mailbox)
+      : Application("lab"),
+        elements(elements),
+        mailbox(with_mailbox
+                    ? std::make_shared<io::mailbox>(io::mailbox::config{
+                          static_cast<std::size_t>(elements) * sizeof(float), sizeof(float), 4})
+                    : nullptr) {}
+
+  void compose() override {
+    std::shared_ptr<Operator> rx;
+    std::shared_ptr<Operator> tx;
+    if (mailbox) {
+      rx = make_operator<io::mailbox_rx>("rx", mailbox);
+      tx = make_operator<io::mailbox_tx>("tx", mailbox);
+      register_data_ready_handler(mailbox->make_handler(rx));
+    } else {
+      const auto bytes = static_cast<std::size_t>(elements) * sizeof(float);
+      rx = make_operator<endpoint_stub>("rx", port_direction::output, "sample", bytes);
+      tx = make_operator<endpoint_stub>("tx", port_direction::input, "in", sizeof(float));
+      data_ready_handler handler;
+      handler.operators = {rx};
+      register_data_ready_handler(std::move(handler));
+    }
+    affine = make_operator<ops::affine>("affine", arg("elements", elements));
+    auto square = make_operator<ops::square>("square", arg("elements", elements));
+    auto sum = make_operator<ops::sum_reduce>("sum", arg("elements", elements));
+    add_flow(rx, affine, {{"sample", "in"}});
+    add_flow(affine, square);
+    add_flow(square, sum);
+    add_flow(sum, tx);
+  }
+
+  std::int64_t elements;
+  std::shared_ptr<io::mailbox> mailbox;
+  std::shared_ptr<ops::affine> affine;
+};
+
+/// The sensor's samples, and the sum each one must come out as.
+struct lab_samples {
+  std::vector<std::vector<float>> inputs;
+  std::vector<double> expected;
+};
+
+lab_samples make_samples(const run_settings& s, double scale, double offset, std::mt19937& rng) {
+  std::uniform_real_distribution<float> dist(-1.0F, 1.0F);
+  lab_samples out;
+  out.inputs.resize(static_cast<std::size_t>(s.samples));
+  out.expected.resize(out.inputs.size());
+  for (std::size_t i = 0; i < out.inputs.size(); ++i) {
+    out.inputs[i].resize(static_cast<std::size_t>(s.elements));
+    double total = 0.0;
+    for (auto& v : out.inputs[i]) {
+      v = dist(rng);
+      const double y = scale * v + offset;
+      total += y * y;
+    }
+    out.expected[i] = total;
+  }
+  return out;
+}
+
+/// One mode: releases every sample at the rate, checks every output the actuator sees, prints
+/// a row. True when the mode passed.
+bool run_mode(const run_settings& s, lab_pipeline& app, execution_mode mode,
+              const run_options& options, const lab_samples& samples) {
+  auto handle = run_async(app, mode, options);
+  const std::uint64_t base = app.mailbox->published();
+  std::atomic<bool> done{false};
+  std::atomic<std::int64_t> checked{0};
+  std::atomic<std::int64_t> wrong{0};
+  std::thread actuator([&] {
+    resident::io::output_stamp last = app.mailbox->latest_output();
+    float out = 0.0F;
+    while (!done.load()) {
+      const resident::io::output_stamp got =
+          app.mailbox->wait_output(last, std::as_writable_bytes(std::span(&out, 1)), 10ms);
+      if (got.empty()) continue;  // a repeat (policy newest) is checked again: a new commit
+      last = got;
+      const std::uint64_t seq = got.seq;
+      const double want = samples.expected.at(seq - base - 1);
+      ++checked;
+      if (std::abs(out - want) > 1e-5 * std::max(1.0, std::abs(want))) ++wrong;
+    }
+  });
+  const auto period = std::chrono::duration<double>(1.0 / s.rate_hz);
+  const auto start = clock_type::now();
+  for (std::size_t i = 0; i < samples.inputs.size(); ++i) {
+    std::this_thread::sleep_until(
+        start + std::chrono::duration_cast<clock_type::duration>(period * static_cast<double>(i)));
+    app.mailbox->publish(std::as_bytes(std::span(samples.inputs[i])));
+  }
+  const std::uint64_t final_seq = app.mailbox->published();
+  const auto deadline = clock_type::now() + 2s;
+  while (handle->counters().last_seq < final_seq && clock_type::now() < deadline) {
+    std::this_thread::sleep_for(100us);
+  }
+  std::this_thread::sleep_for(5ms);  // let the actuator see the final output
+  const tear_down_report report = handle->tear_down();
+  done = true;
+  actuator.join();
+  const auto& c = report.counters;
+  std::printf(
+      "%-10s %9lld %9llu %9llu %9llu %9lld %8lld%s%s\n", std::string(to_string(mode)).c_str(),
+      static_cast<long long>(samples.inputs.size()), static_cast<unsigned long long>(c.processed),
+      static_cast<unsigned long long>(c.dropped), static_cast<unsigned long long>(c.repeated),
+      static_cast<long long>(checked.load()), static_cast<long long>(wrong.load()),
+      report.error.empty() ? "" : "  ", report.error.c_str());
+  const bool accounted = c.processed + c.dropped == c.last_seq - c.start_seq;
+  return report.stopped && wrong.load() == 0 && accounted && checked.load() != 0;
+}
+
+}  // namespace
+
+CLI::App* add_run_options(CLI::App& root, run_settings& s) {
+  auto* app = root.add_subcommand(
+      "run", "run the lab pipeline (affine, square, sum) between an emulated sensor and actuator");
+  app->add_option("config", s.config, "YAML file of operator parameters")->check(CLI::ExistingFile);
+  app->add_option("--mode", s.mode, "eager, host-graph, while, tail or all")->capture_default_str();
+  app->add_option("--policy", s.policy, "newest, every or skip-duplicate")->capture_default_str();
+  app->add_option("--samples", s.samples, "samples the sensor releases per mode")
+      ->check(whole_in(1, 100'000'000))
+      ->capture_default_str();
+  app->add_option("--rate", s.rate_hz, "sensor rate in Hz")
+      ->check(positive(1e6))
+      ->capture_default_str();
+  app->add_option("--elements", s.elements, "fp32 values per sample")
+      ->check(whole_in(1, 1 << 28))
+      ->capture_default_str();
+  app->add_option("--sleep-ns", s.sleep_ns, "idle sleep per empty iteration (0 spins)")
+      ->check(whole_in(0, 1'000'000'000))
+      ->capture_default_str();
+  app->add_option("--poll-ns", s.poll_ns, "in-kernel polling budget of the handler")
+      ->check(whole_in(0, 10'000'000'000))
+      ->capture_default_str();
+  app->add_option("--dot", s.dot, "write the built CUDA graph as Graphviz DOT");
+  app->add_flag("--check", s.check,
+                "check the configuration and options (no GPU needed), run nothing");
+  return app;
+}
+
+command add_run_command(CLI::App& root) {
+  auto s = std::make_shared<run_settings>();
+  return {add_run_options(root, *s), [s] { return run_run(*s); }};
+}
+
+checked_run check_run(const run_settings& s) {
+  checked_run out;
+  if (s.mode == "all") {
+    out.modes.assign(all_execution_modes.begin(), all_execution_modes.end());
+  } else {
+    out.modes.push_back(parse_execution_mode(s.mode));
+  }
+  out.options.policy = parse_sample_policy(s.policy);
+  out.options.idle_sleep_ns = s.sleep_ns;
+  out.options.poll_ns = s.poll_ns;
+  out.options.validate();
+  if (!s.dot.empty()) out.options.dot_path = s.dot;
+  lab_pipeline check(s.elements, false);
+  if (!s.config.empty()) check.load_config(s.config);
+  (void)check.plan();
+  return out;
+}
+
+int run_run(const run_settings& s) {
+  const checked_run checked = check_run(s);
+  if (s.check) {
+    std::printf("resident run: %s and the options are valid\n",
+                s.config.empty() ? "the pipeline" : s.config.c_str());
+    return 0;
+  }
+  if (!have_gpu()) return no_gpu("run");
+
+  lab_pipeline app(s.elements, true);
+  if (!s.config.empty()) app.load_config(s.config);
+  (void)app.plan();
+  // The reference follows whatever scale and offset the configuration gave the affine step.
+  std::mt19937 rng(12345);
+  const double scale = app.affine->scale();
+  const double offset = app.affine->offset();
+  int failures = 0;
+  std::printf("%-10s %9s %9s %9s %9s %9s %8s\n", "mode", "released", "processed", "dropped",
+              "repeated", "checked", "wrong");
+  for (const auto mode : checked.modes) {
+    const lab_samples samples = make_samples(s, scale, offset, rng);
+    if (!run_mode(s, app, mode, checked.options, samples)) ++failures;
+  }
+  return failures == 0 ? 0 : 1;
+}
+
+}  // namespace resident::cli

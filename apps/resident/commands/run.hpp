@@ -1,0 +1,47 @@
+#pragma once
+// resident run [CONFIG.yaml]: the lab pipeline (rx -> affine -> square -> sum -> tx) between an
+// emulated sensor and actuator, in one or all execution modes, every output checked. The
+// configuration and the options are checked first, without a GPU; --check stops there.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "commands/command.hpp"
+#include "resident/exec/mode.hpp"
+#include "resident/exec/run_options.hpp"
+
+namespace resident::cli {
+
+struct run_settings {
+  std::string config;
+  std::string mode{"all"};
+  std::string policy{"skip-duplicate"};
+  std::int64_t samples{200};
+  double rate_hz{1000.0};
+  std::int64_t elements{4096};
+  std::uint64_t sleep_ns{0};
+  std::uint64_t poll_ns{0};
+  std::string dot;
+  bool check{false};  // check the configuration and options, run nothing
+};
+
+/// Registers `run`'s options on `run_settings`.
+CLI::App* add_run_options(CLI::App& root, run_settings& settings);
+[[nodiscard]] command add_run_command(CLI::App& root);
+
+/// What a checked run will do.
+struct checked_run {
+  std::vector<execution_mode> modes;
+  run_options options;
+};
+
+/// Checks the options and the configuration without a GPU: the modes, the policy, the run
+/// options, and the pipeline composed and planned with the configuration (its YAML, operator
+/// names and parameters). Throws the library's errors (config_error names file:line:col).
+[[nodiscard]] checked_run check_run(const run_settings& settings);
+
+/// check_run, then (unless --check) the pipeline in each mode; 0 when every output was right.
+[[nodiscard]] int run_run(const run_settings& settings);
+
+}  // namespace resident::cli
