@@ -1,5 +1,5 @@
 // bench io --quick and bench overhead --quick, end to end: every configuration runs, every
-// output is checked, and the receipt carries the fields BENCHMARKS.md names.
+// output is checked, and the receipt carries the fields docs/benchmarks.md names.
 
 #if RESIDENT_HAVE_BENCH
 

@@ -1,4 +1,4 @@
-// Receipts: JSON field names and types of BENCHMARKS.md, round trips, errors that name the field,
+// Receipts: JSON field names and types of docs/benchmarks.md, round trips, errors that name the field,
 // merging, files; and the raw-sample CSV writer.
 
 #include <gmock/gmock.h>
@@ -160,7 +160,7 @@ TEST(receipt, json_round_trip_is_exact) {
 }
 
 TEST(receipt, reads_the_minimal_form_of_benchmarks_md) {
-  // No cpu_model, settings or sm_clocks_seen_mhz: the example in BENCHMARKS.md.
+  // No cpu_model, settings or sm_clocks_seen_mhz: the example in docs/benchmarks.md.
   const json j = json::parse(R"({
     "benchmark": "io", "command": "resident bench io", "git_commit": "abc1234",
     "started_at": "2026-11-30T10:00:00Z",

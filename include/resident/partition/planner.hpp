@@ -48,7 +48,7 @@ class plan_error : public std::invalid_argument {
 };
 
 /// The partitionable device. The defaults are the H200's with SM co-scheduling kept (green
-/// contexts split it into groups of 8 SMs, at least 8; GPU-FACTS.md).
+/// contexts split it into groups of 8 SMs, at least 8; docs/findings.md).
 struct device_spec {
   int sm_count{132};
   int granularity{8};    // partition sizes are multiples of this

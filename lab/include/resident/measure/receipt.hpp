@@ -1,5 +1,5 @@
 #pragma once
-// Benchmark receipts (BENCHMARKS.md): the JSON record of one benchmark run, with the exact
+// Benchmark receipts (docs/benchmarks.md): the JSON record of one benchmark run, with the exact
 // command, git commit, device and host, and one result object per measured configuration; plus
 // the CSV writer for raw samples.
 
@@ -72,12 +72,12 @@ class receipt {
 /// Throws std::invalid_argument when `parts` is empty or the benchmarks differ.
 [[nodiscard]] receipt merge(const std::vector<receipt>& parts);
 
-/// A summary's fields in µs, named as BENCHMARKS.md names them: n, mean_us, p50_us, p99_us,
+/// A summary's fields in µs, named as docs/benchmarks.md names them: n, mean_us, p50_us, p99_us,
 /// p999_us, max_us, min_us, stddev_us, jitter_us, plus p25_us, p75_us, whisker_low_us,
 /// whisker_high_us for box plots.
 [[nodiscard]] nlohmann::json summary_fields(const summary& s);
 
-/// A latency result object with the field names of BENCHMARKS.md: mode, workload, contention,
+/// A latency result object with the field names of docs/benchmarks.md: mode, workload, contention,
 /// n, mean_us, p50_us, p99_us, p999_us, max_us, min_us, stddev_us, jitter_us, processed,
 /// dropped, repeated; plus p25_us, p75_us, whisker_low_us, whisker_high_us for box plots.
 /// `s` must be in microseconds.

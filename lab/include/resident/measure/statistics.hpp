@@ -1,5 +1,5 @@
 #pragma once
-// Summary statistics of response times, as every benchmark reports them (DESIGN.md,
+// Summary statistics of response times, as every benchmark reports them (docs/design.md,
 // "Measurement definitions"): n, mean, p50, p99, p99.9, max, min, stddev, jitter, plus the
 // quartiles and Tukey whiskers a box plot needs. Pure CPU code; units are whatever the caller
 // passes (the benchmarks pass microseconds).
