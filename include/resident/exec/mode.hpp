@@ -6,7 +6,7 @@
 
 namespace resident {
 
-/// Who releases each iteration (docs/design.md, "Execution modes").
+/// Who releases each iteration (docs/design.md, "One iteration").
 enum class execution_mode {
   eager,       // host thread: polls, launches each operator's work, synchronizes
   host_graph,  // host thread: polls, launches one captured graph per sample, synchronizes
