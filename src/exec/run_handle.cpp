@@ -122,6 +122,7 @@ tear_down_report run_handle::tear_down(std::chrono::milliseconds timeout) {
   }
   const auto start = clock::now();
   _executor->request_stop();
+  bool timed_out = false;  // as opposed to stopped, or failed (then nothing of it runs)
   for (;;) {
     try {
       if (_executor->stopped()) {
@@ -132,7 +133,10 @@ tear_down_report run_handle::tear_down(std::chrono::milliseconds timeout) {
       report.error = "the " + _name + " failed: " + e.what();
       break;
     }
-    if (clock::now() - start > timeout) break;
+    if (clock::now() - start > timeout) {
+      timed_out = true;
+      break;
+    }
     std::this_thread::sleep_for(std::chrono::microseconds(20));
   }
   report.elapsed = clock::now() - start;
@@ -154,13 +158,13 @@ tear_down_report run_handle::tear_down(std::chrono::milliseconds timeout) {
       report.error = "the " + _name + " stopped, but reading its telemetry failed: " + e.what();
     }
   }
-  if (!report.stopped && report.error.empty()) {
+  if (timed_out && report.error.empty()) {
     report.error = "the " + _name + " did not stop within " + std::to_string(timeout.count()) +
                    " ms of the tear-down request (heartbeat " +
                    std::to_string(_executor->heartbeat()) +
                    "); its resources are abandoned, not freed, since the GPU may still use them";
   }
-  if (!report.stopped) {
+  if (timed_out) {
     // What the loop may still touch stays allocated; the executor itself can go. The
     // application stays reserved: a new run would share its port memory with this loop.
     _executor->abandon();
