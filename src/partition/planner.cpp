@@ -10,6 +10,18 @@
 
 namespace resident::partition {
 
+std::string format_us(double value) {
+  std::ostringstream out;
+  out << std::fixed << std::setprecision(3) << value;
+  std::string text = out.str();
+  if (text.find('.') != std::string::npos) {
+    text.erase(text.find_last_not_of('0') + 1);
+    if (text.back() == '.') text.pop_back();
+  }
+  if (text == "-0") text = "0";
+  return text;
+}
+
 namespace {
 
 // The bound adds decimal inputs (us from YAML or a receipt) in binary floating point; a response
@@ -31,19 +43,7 @@ struct problem {
 
 bool finite_positive(double x) { return std::isfinite(x) && x > 0; }
 
-/// "180", "10.635", "0.5": three decimals at most, no trailing zeros. Enough for %globaltimer's
-/// 32 ns steps, short enough to read.
-std::string us(double value) {
-  std::ostringstream out;
-  out << std::fixed << std::setprecision(3) << value;
-  std::string text = out.str();
-  if (text.find('.') != std::string::npos) {
-    text.erase(text.find_last_not_of('0') + 1);
-    if (text.back() == '.') text.pop_back();
-  }
-  if (text == "-0") text = "0";
-  return text;
-}
+std::string us(double value) { return format_us(value); }
 
 std::string mode_name(execution_mode mode) { return std::string(to_string(mode)); }
 

@@ -70,27 +70,31 @@ TEST_P(resident_modes, starts_after_samples_published_before_launch) {
   EXPECT_EQ(report.counters.dropped, 0U);
 }
 
+// A loop whose DAG spins on a host-mapped word until the test lets it go, then commits the
+// sample through its egress (port memory, mailbox): what an abandoned loop still touches.
+class hang_app final : public Application {
+ public:
+  explicit hang_app(const std::uint32_t* word)
+      : _word(word), _mailbox(std::make_shared<io::mailbox>(io::mailbox::config{8, 8, 4})) {}
+  void compose() override {
+    auto rx = make_operator<io::mailbox_rx>("rx", _mailbox);
+    auto hold = make_operator<hold_while_set>("hold", _word);
+    auto tx = make_operator<io::mailbox_tx>("tx", _mailbox);
+    register_data_ready_handler(_mailbox->make_handler(rx));
+    add_flow(rx, tx, {{"sample", "in"}});
+    (void)hold;
+  }
+  const std::uint32_t* _word;
+  std::shared_ptr<io::mailbox> _mailbox;
+};
+
 TEST_P(resident_modes, frozen_heartbeat_is_reported_then_clears) {
   RESIDENT_REQUIRE_GPU();
   host_mapped_buffer hold(sizeof(std::uint32_t));
   auto* hold_word = hold.host_as<std::uint32_t>();
   std::atomic_ref<std::uint32_t>(*hold_word).store(1);
 
-  class stuck_app final : public Application {
-   public:
-    explicit stuck_app(const std::uint32_t* word)
-        : _word(word), _mailbox(std::make_shared<io::mailbox>(io::mailbox::config{8, 8, 4})) {}
-    void compose() override {
-      auto rx = make_operator<io::mailbox_rx>("rx", _mailbox);
-      auto hold = make_operator<hold_while_set>("hold", _word);
-      auto tx = make_operator<io::mailbox_tx>("tx", _mailbox);
-      register_data_ready_handler(_mailbox->make_handler(rx));
-      add_flow(rx, tx, {{"sample", "in"}});
-      (void)hold;
-    }
-    const std::uint32_t* _word;
-    std::shared_ptr<io::mailbox> _mailbox;
-  } app(hold.device_as<std::uint32_t>());
+  hang_app app(hold.device_as<std::uint32_t>());
 
   std::atomic<int> stall_calls{0};
   run_options options;
@@ -121,24 +125,6 @@ TEST_P(resident_modes, frozen_heartbeat_is_reported_then_clears) {
   EXPECT_TRUE(report.stopped) << report.error;
   EXPECT_EQ(report.counters.processed, 1U);
 }
-
-// A loop whose DAG spins on a host-mapped word until the test lets it go, then commits the
-// sample through its egress (port memory, mailbox): what an abandoned loop still touches.
-class hang_app final : public Application {
- public:
-  explicit hang_app(const std::uint32_t* word)
-      : _word(word), _mailbox(std::make_shared<io::mailbox>(io::mailbox::config{8, 8, 4})) {}
-  void compose() override {
-    auto rx = make_operator<io::mailbox_rx>("rx", _mailbox);
-    auto hold = make_operator<hold_while_set>("hold", _word);
-    auto tx = make_operator<io::mailbox_tx>("tx", _mailbox);
-    register_data_ready_handler(_mailbox->make_handler(rx));
-    add_flow(rx, tx, {{"sample", "in"}});
-    (void)hold;
-  }
-  const std::uint32_t* _word;
-  std::shared_ptr<io::mailbox> _mailbox;
-};
 
 /// A word the GPU reads until the process ends: an abandoned loop may still poll it, so it is
 /// never freed.

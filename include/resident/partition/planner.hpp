@@ -40,6 +40,10 @@
 
 namespace resident::partition {
 
+/// "180", "10.635", "0.5": a value in µs with three decimals at most and no trailing zeros;
+/// enough for %globaltimer's 32 ns steps, short enough to read (the planner's messages).
+[[nodiscard]] std::string format_us(double value);
+
 /// An invalid taskset, overhead receipt or input file. The message names the loop or key and, for
 /// files, origin:line:col.
 class plan_error : public std::invalid_argument {

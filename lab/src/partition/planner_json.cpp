@@ -9,18 +9,7 @@ namespace resident::partition {
 
 namespace {
 
-/// "180", "10.635", "0.5": three decimals at most, no trailing zeros (as the planner's text).
-std::string us(double value) {
-  std::ostringstream out;
-  out << std::fixed << std::setprecision(3) << value;
-  std::string text = out.str();
-  if (text.find('.') != std::string::npos) {
-    text.erase(text.find_last_not_of('0') + 1);
-    if (text.back() == '.') text.pop_back();
-  }
-  if (text == "-0") text = "0";
-  return text;
-}
+std::string us(double value) { return format_us(value); }
 
 std::string mode_name(execution_mode mode) { return std::string(to_string(mode)); }
 
