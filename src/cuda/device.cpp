@@ -35,9 +35,10 @@ std::string module_loading_mode() {
 
 current_device_guard::current_device_guard(int ordinal) {
   const int previous = current_device();
-  if (previous == ordinal) return;
+  // Always: it also makes the device's primary context current where a partition's context
+  // was, so what is allocated in the scope outlives the partition that was current.
   RESIDENT_CUDA_TRY(cudaSetDevice(ordinal));
-  _previous = previous;
+  if (previous != ordinal) _previous = previous;
 }
 
 current_device_guard::~current_device_guard() {

@@ -22,6 +22,9 @@ cuda_error::cuda_error(cudaError_t code, std::string call, std::string file, int
 namespace detail {
 
 void throw_cuda_error(cudaError_t code, const char* call, const char* file, int line) {
+  // The runtime also keeps a failed call's error as its "last error"; reset it (a no-op for
+  // sticky errors), so a later kernel launch check does not report this failure as its own.
+  (void)cudaGetLastError();
   throw cuda_error(code, call, file, line);
 }
 

@@ -37,8 +37,9 @@ run_handle::run_handle(Application& app, execution_mode mode, run_options option
     : _guard(app, std::string(to_string(mode))), _mode(mode), _options(std::move(options)) {
   {
     // Should anything below throw once the loop runs, the executor's destructor stops it.
-    // Capture, conditional handles and launch happen with the partition current, so every node
-    // and launch belongs to it (null: nothing changes).
+    // With a partition: its context is current when the build starts. The executor allocates
+    // in the device's primary context (current_device_guard), which outlives the partition, and
+    // captures and launches on the partition's streams, so every node runs on its SMs.
     partition::green_context::current_scope in_partition(_options.partition.get());
     _executor = make_executor(app, mode, _options);
     _executor->launch();

@@ -23,9 +23,10 @@ struct device_info {
   std::string module_loading;
 };
 
-/// Makes `ordinal` the calling thread's current device for the guard's scope, then restores the
+/// Makes `ordinal` the calling thread's current device for the guard's scope (cudaSetDevice, so
+/// its primary context is current even where an SM partition's context was), then restores the
 /// device that was current before, so library calls that need a device leave the caller's
-/// choice as it was. Throws cuda_error when the device cannot be made current.
+/// choice of device as it was. Throws cuda_error when the device cannot be made current.
 class current_device_guard {
  public:
   explicit current_device_guard(int ordinal);
