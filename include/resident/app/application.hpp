@@ -2,15 +2,20 @@
 // Application: a DAG of operators, written once and run in any execution mode.
 //
 //   class my_app : public resident::Application {
+//    public:
+//     std::shared_ptr<io::mailbox> mailbox = std::make_shared<io::mailbox>(
+//         io::mailbox::config{.input_bytes = 4096, .output_bytes = 4096});
 //     void compose() override {
 //       auto rx  = make_operator<io::mailbox_rx>("rx", mailbox);
 //       auto aff = make_operator<ops::affine>("affine", arg("elements", 1024));
 //       auto tx  = make_operator<io::mailbox_tx>("tx", mailbox);
-//       register_data_ready_handler({{rx}, mailbox.host_gate()});
+//       register_data_ready_handler(mailbox->make_handler(rx));
 //       add_flow(rx, aff, {{"sample", "in"}});
 //       add_flow(aff, tx, {{"out", "in"}});
 //     }
 //   };
+//
+// (examples/minimal/main.cpp runs a complete one in every mode.)
 
 #include <atomic>
 #include <filesystem>
