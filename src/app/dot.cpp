@@ -25,8 +25,8 @@ std::string Application::to_dot() {
   dot << "  label=\"operators are captured in topological order (#n) on one stream: branches "
          "do not overlap\";\n  labelloc=b;\n";
   const auto node = [&](const Operator* op, std::size_t n, const char* indent) {
-    dot << indent << quoted(op->name()) << " [label=" << quoted("#" + std::to_string(n) + " " + op->name())
-        << "];\n";
+    dot << indent << quoted(op->name())
+        << " [label=" << quoted("#" + std::to_string(n) + " " + op->name()) << "];\n";
   };
   std::size_t n = 0;
   if (!p.handler_order.empty()) {
@@ -36,9 +36,11 @@ std::string Application::to_dot() {
   }
   for (const Operator* op : p.body_order) node(op, ++n, "  ");
   for (const auto& f : _flows) {
+    const port_spec& out = *f.src->spec().find_port(f.src_port);
+    const std::string image = out.image ? to_string(*out.image) + "; " : std::string();
     dot << "  " << quoted(f.src->name()) << " -> " << quoted(f.dst->name()) << " [label="
-        << quoted(f.src_port + " -> " + f.dst_port + " (" +
-                  std::to_string(f.src->spec().find_port(f.src_port)->bytes) + " B)")
+        << quoted(f.src_port + " -> " + f.dst_port + " (" + image + std::to_string(out.bytes) +
+                  " B)")
         << "];\n";
   }
   dot << "}\n";

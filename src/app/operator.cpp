@@ -39,8 +39,27 @@ void OperatorSpec::device_output(std::string name, std::size_t bytes, void* exte
   add_port(std::move(name), port_direction::output, bytes, external);
 }
 
-void OperatorSpec::add_port(std::string name, port_direction d, std::size_t bytes, void* external) {
-  const char* kind = d == port_direction::input ? "device_input" : "device_output";
+void OperatorSpec::image_input(std::string name, const image_desc& image, void* external) {
+  add_port(std::move(name), port_direction::input, image.bytes(), external, image);
+}
+
+void OperatorSpec::image_output(std::string name, const image_desc& image, void* external) {
+  add_port(std::move(name), port_direction::output, image.bytes(), external, image);
+}
+
+void OperatorSpec::add_port(std::string name, port_direction d, std::size_t bytes, void* external,
+                            std::optional<image_desc> image) {
+  const char* kind = image ? (d == port_direction::input ? "image_input" : "image_output")
+                           : (d == port_direction::input ? "device_input" : "device_output");
+  if (image) {
+    const std::size_t tight = std::size_t{image->width} * bytes_per_pixel(image->format);
+    if (image->width == 0 || image->height == 0 || image->pitch() < tight) {
+      throw composition_error("operator '" + _operator_name + "': " + kind + "(\"" + name +
+                              "\") declares image " + to_string(*image) +
+                              "; width and height must be positive and the pitch at least " +
+                              std::to_string(tight) + " bytes");
+    }
+  }
   if (name.empty()) {
     throw composition_error("operator '" + _operator_name + "': " + kind + " needs a name");
   }
@@ -52,7 +71,7 @@ void OperatorSpec::add_port(std::string name, port_direction d, std::size_t byte
     throw composition_error("operator '" + _operator_name + "': port '" + name +
                             "' is declared twice");
   }
-  _ports.push_back(port_spec{std::move(name), d, bytes, external, nullptr});
+  _ports.push_back(port_spec{std::move(name), d, bytes, external, nullptr, image});
 }
 
 const port_spec* OperatorSpec::find_port(std::string_view name) const noexcept {

@@ -55,6 +55,10 @@ void check_flow(const flow& f, const std::vector<flow>& existing) {
   }
   const port_spec& out = require_port(f, f.src, f.src_port, port_direction::output);
   const port_spec& in = require_port(f, f.dst, f.dst_port, port_direction::input);
+  if (out.image && in.image && *out.image != *in.image) {
+    throw composition_error(flow_text(f) + ": output is image " + to_string(*out.image) +
+                            ", input expects image " + to_string(*in.image));
+  }
   if (out.bytes != in.bytes) {
     throw composition_error(flow_text(f) + ": output is " + std::to_string(out.bytes) +
                             " bytes, input expects " + std::to_string(in.bytes));

@@ -1,13 +1,16 @@
 #pragma once
-// What an operator declares in setup(): its device ports (with byte sizes) and its parameters.
+// What an operator declares in setup(): its device ports (with byte sizes, and an image
+// descriptor for ports that carry images) and its parameters.
 
 #include <cstddef>
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "resident/app/image.hpp"
 #include "resident/app/parameters.hpp"
 
 namespace resident {
@@ -20,6 +23,7 @@ struct port_spec {
   std::size_t bytes{};
   void* external{};  // memory the endpoint supplies itself, or nullptr
   void* bound{};     // the device pointer the runtime resolved for this port (after planning)
+  std::optional<image_desc> image;  // what an image port carries (bytes == image->bytes())
 };
 
 class OperatorSpec {
@@ -32,6 +36,11 @@ class OperatorSpec {
   /// A device output of `bytes` bytes; the runtime allocates it unless `external` is given.
   /// Every consumer of the output shares this one buffer (fan-out).
   void device_output(std::string name, std::size_t bytes, void* external = nullptr);
+  /// Image ports: sized by the descriptor (image.bytes()), and add_flow checks that both ends
+  /// of a flow between image ports declare the same image. A flow between an image port and a
+  /// byte-sized port needs only the sizes to agree.
+  void image_input(std::string name, const image_desc& image, void* external = nullptr);
+  void image_output(std::string name, const image_desc& image, void* external = nullptr);
 
   /// Declares a parameter and returns its value: the supplied one (converted and checked) or
   /// `default_value`. T is bool, an integer type, a floating-point type or std::string.
@@ -51,7 +60,8 @@ class OperatorSpec {
   void check_all_supplied_used() const;
 
  private:
-  void add_port(std::string name, port_direction d, std::size_t bytes, void* external);
+  void add_port(std::string name, port_direction d, std::size_t bytes, void* external,
+                std::optional<image_desc> image = std::nullopt);
   void declare(std::string name, const char* type, std::string default_value,
                std::string description);
   const arg* take(std::string_view name);
