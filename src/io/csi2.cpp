@@ -163,4 +163,72 @@ std::vector<std::uint8_t> frame_packets(raw_format f, std::size_t width, std::si
   return out;
 }
 
+namespace {
+
+/// Reads the header at `at`; counts corrections and corruption into `check`.
+bool read_header(std::span<const std::uint8_t> stream, std::size_t at, frame_check& check,
+                 packet_header& out) {
+  if (at + 4 > stream.size()) {
+    ++check.format_errors;  // the stream ends inside a header
+    return false;
+  }
+  const decoded_header d = decode_header(std::span<const std::uint8_t, 4>(stream.data() + at, 4));
+  if (d.status == header_status::corrupt) {
+    ++check.corrupt_headers;
+    return false;
+  }
+  if (d.status == header_status::corrected) ++check.corrected_headers;
+  out = d.header;
+  return true;
+}
+
+}  // namespace
+
+frame_check parse_frame(std::span<const std::uint8_t> stream, raw_format f, std::size_t width,
+                        std::size_t height, std::span<std::uint16_t> pixels) {
+  if (pixels.size() != width * height) {
+    throw std::invalid_argument("csi2::parse_frame: " + std::to_string(width) + "x" +
+                                std::to_string(height) + " frame needs " +
+                                std::to_string(width * height) + " pixels, the buffer has " +
+                                std::to_string(pixels.size()));
+  }
+  const std::size_t line = line_bytes(f, width);
+  if (stream.size() != frame_packet_bytes(f, width, height)) {
+    frame_check wrong_size;
+    wrong_size.format_errors = 1;
+    return wrong_size;
+  }
+  frame_check check;
+  packet_header h;
+  if (read_header(stream, 0, check, h)) {
+    if (h.type == data_type::frame_start && h.word_count != 0) {
+      check.frame_number = h.word_count;
+    } else {
+      ++check.format_errors;
+    }
+  }
+  std::size_t at = 4;
+  for (std::size_t y = 0; y < height; ++y, at += 4 + line + 2) {
+    if (!read_header(stream, at, check, h)) continue;
+    if (h.type != data_type_of(f) || h.word_count != line) {
+      ++check.format_errors;
+      continue;
+    }
+    const std::span<const std::uint8_t> payload = stream.subspan(at + 4, line);
+    const auto crc =
+        static_cast<std::uint16_t>(stream[at + 4 + line] | stream[at + 4 + line + 1] << 8);
+    if (crc != crc16(payload)) {
+      ++check.crc_errors;
+      continue;
+    }
+    unpack_line(f, payload, pixels.subspan(y * width, width));
+    ++check.lines;
+  }
+  if (read_header(stream, at, check, h) &&
+      (h.type != data_type::frame_end || h.word_count != check.frame_number)) {
+    ++check.format_errors;
+  }
+  return check;
+}
+
 }  // namespace resident::io::csi2

@@ -193,3 +193,70 @@ TEST(csi2_frame, refuses_a_wrong_pixel_count_and_frame_number_zero) {
 
 }  // namespace
 }  // namespace resident::io::csi2
+
+namespace resident::io::csi2 {
+namespace {
+
+struct received {
+  std::vector<std::uint16_t> sent;
+  std::vector<std::uint8_t> stream;
+};
+received a_frame(raw_format f, std::size_t w, std::size_t h) {
+  received r;
+  std::mt19937 rng(17);
+  r.sent.resize(w * h);
+  for (auto& p : r.sent) p = static_cast<std::uint16_t>(rng() & ((1U << static_cast<int>(f)) - 1));
+  r.stream = frame_packets(f, w, h, r.sent, 7);
+  return r;
+}
+
+TEST(csi2_parse, an_intact_frame_comes_back_bit_exact) {
+  for (const raw_format f : {raw_format::raw8, raw_format::raw10, raw_format::raw12}) {
+    const received r = a_frame(f, 16, 6);
+    std::vector<std::uint16_t> got(16 * 6);
+    const frame_check c = parse_frame(r.stream, f, 16, 6, got);
+    EXPECT_TRUE(c.complete(6));
+    EXPECT_EQ(c.frame_number, 7);
+    EXPECT_EQ(got, r.sent);
+  }
+}
+
+TEST(csi2_parse, a_flipped_payload_bit_is_a_crc_error_and_its_line_is_not_taken) {
+  received r = a_frame(raw_format::raw10, 16, 4);
+  const std::size_t line = line_bytes(raw_format::raw10, 16);
+  r.stream[4 + 2 * (4 + line + 2) + 4 + 3] ^= 0x10;  // line 2, payload byte 3
+  std::vector<std::uint16_t> got(16 * 4, 0xFFFF);
+  const frame_check c = parse_frame(r.stream, raw_format::raw10, 16, 4, got);
+  EXPECT_FALSE(c.complete(4));
+  EXPECT_EQ(c.crc_errors, 1U);
+  EXPECT_EQ(c.lines, 3U);
+  EXPECT_EQ(got[2 * 16], 0xFFFF) << "the corrupt line's row is left untouched";
+  EXPECT_EQ(got[3 * 16], r.sent[3 * 16]);
+}
+
+TEST(csi2_parse, header_errors_are_corrected_or_counted) {
+  received r = a_frame(raw_format::raw12, 8, 4);
+  const std::size_t stride = 4 + line_bytes(raw_format::raw12, 8) + 2;
+  r.stream[4 + 1 * stride + 1] ^= 0x04;  // line 1: one bit of the word count
+  r.stream[4 + 3 * stride] ^= 0x03;      // line 3: two bits of the data identifier
+  std::vector<std::uint16_t> got(8 * 4);
+  const frame_check c = parse_frame(r.stream, raw_format::raw12, 8, 4, got);
+  EXPECT_EQ(c.corrected_headers, 1U);
+  EXPECT_EQ(c.corrupt_headers, 1U);
+  EXPECT_EQ(c.lines, 3U);
+  EXPECT_FALSE(c.complete(4));
+}
+
+TEST(csi2_parse, a_truncated_stream_or_wrong_format_is_a_format_error) {
+  const received r = a_frame(raw_format::raw10, 8, 2);
+  std::vector<std::uint16_t> got(8 * 2);
+  const std::span<const std::uint8_t> cut(r.stream.data(), r.stream.size() - 1);
+  EXPECT_EQ(parse_frame(cut, raw_format::raw10, 8, 2, got).format_errors, 1U);
+  // Read as RAW12 the sizes disagree; as RAW8 with the RAW10 line length, the type does.
+  EXPECT_FALSE(parse_frame(r.stream, raw_format::raw12, 8, 2, got).complete(2));
+  std::vector<std::uint16_t> wide(10 * 2);
+  EXPECT_GT(parse_frame(r.stream, raw_format::raw8, 10, 2, wide).format_errors, 0U);
+}
+
+}  // namespace
+}  // namespace resident::io::csi2

@@ -117,6 +117,28 @@ void unpack_line(raw_format f, std::span<const std::uint8_t> in, std::span<std::
                                                       std::uint16_t frame_number,
                                                       std::uint8_t virtual_channel = 0);
 
+/// What a receiver found in one frame's packet stream.
+struct frame_check {
+  std::uint16_t frame_number{0};       // from the frame start packet (0: none found)
+  std::uint32_t lines{0};              // line packets whose pixels were taken
+  std::uint32_t corrected_headers{0};  // headers with one flipped bit, corrected and used
+  std::uint32_t corrupt_headers{0};    // headers the ECC rejects
+  std::uint32_t crc_errors{0};         // line payloads whose footer CRC does not match
+  std::uint32_t format_errors{0};      // wrong data type, word count or packet order
+  /// Every line arrived intact, between a frame start and a frame end of the same number.
+  [[nodiscard]] bool complete(std::uint32_t height) const noexcept {
+    return frame_number != 0 && lines == height && corrupt_headers == 0 && crc_errors == 0 &&
+           format_errors == 0;
+  }
+};
+
+/// The receiver's side of frame_packets, on the host: checks every packet (ECC, CRC, data
+/// type, word count, order) and unpacks the lines that pass into `pixels` (width x height,
+/// row-major). A line that fails a check leaves its row untouched. The reference for the
+/// GPU reconstruction operator, and a check of a stream's integrity.
+frame_check parse_frame(std::span<const std::uint8_t> stream, raw_format f, std::size_t width,
+                        std::size_t height, std::span<std::uint16_t> pixels);
+
 /// Bytes of frame_packets' output for a frame of this shape (4 + height * (4 + line + 2) + 4).
 [[nodiscard]] std::size_t frame_packet_bytes(raw_format f, std::size_t width, std::size_t height);
 
