@@ -88,9 +88,6 @@ class loop_executor : public Executor {
   [[nodiscard]] const dag_plan& plan() const noexcept { return _plan; }
   [[nodiscard]] const data_ready_handler& handler() const noexcept { return _handler; }
   [[nodiscard]] const std::string& app_name() const noexcept { return _app_name; }
-  [[nodiscard]] const std::shared_ptr<const app_lifetime>& lifetime() const noexcept {
-    return _lifetime;
-  }
   [[nodiscard]] const run_options& options() const noexcept { return _options; }
   [[nodiscard]] loop_state* loop() const noexcept { return _res->state(); }
   /// "<mode> loop of application '<name>'", for messages.
