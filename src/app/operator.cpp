@@ -47,6 +47,34 @@ void OperatorSpec::image_output(std::string name, const image_desc& image, void*
   add_port(std::move(name), port_direction::output, image.bytes(), external, image);
 }
 
+void OperatorSpec::in_place(std::string_view output, std::string_view input) {
+  auto find = [&](std::string_view name, port_direction d) -> port_spec* {
+    for (auto& p : _ports) {
+      if (p.name == name && p.direction == d) return &p;
+    }
+    throw composition_error("operator '" + _operator_name + "': in_place(\"" +
+                            std::string(output) + "\", \"" + std::string(input) + "\"): no " +
+                            (d == port_direction::input ? "input" : "output") + " port '" +
+                            std::string(name) + "' declared before it");
+  };
+  port_spec* out = find(output, port_direction::output);
+  const port_spec* in = find(input, port_direction::input);
+  const std::string what = "operator '" + _operator_name + "': in_place(\"" + out->name +
+                           "\", \"" + in->name + "\"): ";
+  if (out->bytes != in->bytes) {
+    throw composition_error(what + "the output is " + std::to_string(out->bytes) +
+                            " bytes, the input " + std::to_string(in->bytes));
+  }
+  if (out->image && in->image && *out->image != *in->image) {
+    throw composition_error(what + "the output is image " + to_string(*out->image) +
+                            ", the input " + to_string(*in->image));
+  }
+  if (out->external != nullptr) {
+    throw composition_error(what + "the output supplies its own memory");
+  }
+  out->in_place_of = in->name;
+}
+
 void OperatorSpec::add_port(std::string name, port_direction d, std::size_t bytes, void* external,
                             std::optional<image_desc> image) {
   const char* kind = image ? (d == port_direction::input ? "image_input" : "image_output")

@@ -162,6 +162,39 @@ std::vector<Operator*> topological_order(const std::vector<Operator*>& ops,
 
 }  // namespace
 
+namespace {
+
+void bind_in_place_outputs(dag_plan& plan, const Operator& op, const std::vector<flow>& flows) {
+  for (const auto& p : op.spec().ports()) {
+    if (p.direction != port_direction::output || p.in_place_of.empty()) continue;
+    const std::size_t index = plan.buffer_of(op, p.in_place_of);
+    planned_buffer& b = plan.buffers[index];
+    const std::string input = endpoint(&op, p.in_place_of);
+    if (b.consumers.size() != 1) {
+      std::vector<std::string> others;
+      for (const auto& c : b.consumers) {
+        if (c != input) others.push_back(c);
+      }
+      throw composition_error("output " + endpoint(&op, p.name) + " transforms input " + input +
+                              " in place, but the buffer of " + b.producer + " also feeds " +
+                              join(others) +
+                              ", which would see the transformed data; give that operator its "
+                              "own copy or do not transform in place");
+    }
+    plan.port_buffer[{&op, p.name}] = index;
+    for (const auto& f : flows) {
+      if (f.src != &op || f.src_port != p.name) continue;
+      b.consumers.push_back(endpoint(f.dst, f.dst_port));
+      plan.port_buffer[{f.dst, f.dst_port}] = index;
+    }
+    // The buffer now ends at this output's consumers: the in-place input has been used up.
+    b.consumers.erase(std::find(b.consumers.begin(), b.consumers.end(), input));
+    b.producer += " (in place: " + endpoint(&op, p.name) + ")";
+  }
+}
+
+}  // namespace
+
 dag_plan build_plan(const std::vector<Operator*>& operators, const std::vector<flow>& flows,
                     const std::vector<Operator*>& handler_ops) {
   const std::set<const Operator*> handler(handler_ops.begin(), handler_ops.end());
@@ -209,7 +242,7 @@ dag_plan build_plan(const std::vector<Operator*>& operators, const std::vector<f
 
   for (const Operator* op : operators) {
     for (const auto& p : op->spec().ports()) {
-      if (p.direction != port_direction::output) continue;
+      if (p.direction != port_direction::output || !p.in_place_of.empty()) continue;
       planned_buffer b;
       b.bytes = p.bytes;
       b.external = p.external;
@@ -235,6 +268,11 @@ dag_plan build_plan(const std::vector<Operator*>& operators, const std::vector<f
       }
       plan.buffers.push_back(std::move(b));
     }
+  }
+  // In-place outputs take their input's buffer; in execution order, so a chain of in-place
+  // operators resolves front to back.
+  for (const auto* order : {&plan.handler_order, &plan.body_order}) {
+    for (const Operator* op : *order) bind_in_place_outputs(plan, *op, flows);
   }
   return plan;
 }

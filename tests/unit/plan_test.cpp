@@ -266,6 +266,76 @@ TEST(plan, fan_out_shares_one_buffer_between_the_producer_and_every_consumer) {
   EXPECT_EQ(plan.total_runtime_bytes(), 256U) << "fan-out allocates once";
 }
 
+/// Transforms its "in" port in place into "out".
+class in_place_op : public Operator {
+ public:
+  explicit in_place_op(std::size_t bytes = 64, std::size_t out_bytes = 0)
+      : _bytes(bytes), _out_bytes(out_bytes == 0 ? bytes : out_bytes) {}
+  void setup(OperatorSpec& spec) override {
+    spec.device_input("in", _bytes);
+    spec.device_output("out", _out_bytes);
+    spec.in_place("out", "in");
+  }
+  void compute(CaptureContext&) override {}
+
+ private:
+  std::size_t _bytes;
+  std::size_t _out_bytes;
+};
+
+TEST(plan, an_in_place_output_shares_its_inputs_buffer_down_a_chain) {
+  std::shared_ptr<ports_op> src;
+  std::shared_ptr<in_place_op> first;
+  std::shared_ptr<in_place_op> second;
+  std::shared_ptr<ports_op> sink;
+  test_app app([&](test_app& t) {
+    src = t.make_operator<ports_op>("src", source_ports(256));
+    first = t.make_operator<in_place_op>("first", 256);
+    second = t.make_operator<in_place_op>("second", 256);
+    sink = t.make_operator<ports_op>("sink", sink_ports(256));
+    t.add_flow(src, first);
+    t.add_flow(first, second);
+    t.add_flow(second, sink);
+  });
+  const dag_plan& plan = app.plan();
+  ASSERT_EQ(plan.buffers.size(), 1U) << "nothing allocated for the in-place outputs";
+  for (const auto& [op, port] : std::vector<std::pair<Operator*, const char*>>{
+           {src.get(), "out"}, {first.get(), "in"}, {first.get(), "out"},
+           {second.get(), "in"}, {second.get(), "out"}, {sink.get(), "in"}}) {
+    EXPECT_EQ(plan.buffer_of(*op, port), 0U) << op->name() << "." << port;
+  }
+  EXPECT_THAT(plan.buffers[0].consumers, ElementsAre("sink.in"));
+  EXPECT_EQ(plan.total_runtime_bytes(), 256U);
+}
+
+TEST(plan, refuses_in_place_on_a_buffer_another_operator_reads) {
+  test_app app([](test_app& t) {
+    auto src = t.make_operator<ports_op>("src", source_ports(64));
+    auto isp = t.make_operator<in_place_op>("isp", 64);
+    auto tap = t.make_operator<ports_op>("tap", sink_ports(64));
+    t.add_flow(src, isp);
+    t.add_flow(src, tap);
+  });
+  try {
+    (void)app.plan();
+    FAIL() << "expected a composition_error";
+  } catch (const composition_error& e) {
+    EXPECT_THAT(e.what(), HasSubstr("isp.out transforms input isp.in in place"));
+    EXPECT_THAT(e.what(), HasSubstr("also feeds tap.in"));
+  }
+}
+
+TEST(plan, in_place_needs_ports_of_the_same_size) {
+  test_app app([](test_app& t) { (void)t.make_operator<in_place_op>("isp", 64, 128); });
+  try {
+    (void)app.plan();
+    FAIL() << "expected a composition_error";
+  } catch (const composition_error& e) {
+    EXPECT_THAT(e.what(), HasSubstr("operator 'isp': in_place(\"out\", \"in\")"));
+    EXPECT_THAT(e.what(), HasSubstr("the output is 128 bytes, the input 64"));
+  }
+}
+
 TEST(plan, gives_every_output_its_own_buffer) {
   test_app app([](test_app& t) {
     (void)t.make_operator<ports_op>("a", std::vector{output("x", 8), output("y", 16)});

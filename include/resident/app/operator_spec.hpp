@@ -24,6 +24,7 @@ struct port_spec {
   void* external{};  // memory the endpoint supplies itself, or nullptr
   void* bound{};     // the device pointer the runtime resolved for this port (after planning)
   std::optional<image_desc> image;  // what an image port carries (bytes == image->bytes())
+  std::string in_place_of;          // outputs: the input whose memory this output reuses
 };
 
 class OperatorSpec {
@@ -41,6 +42,12 @@ class OperatorSpec {
   /// byte-sized port needs only the sizes to agree.
   void image_input(std::string name, const image_desc& image, void* external = nullptr);
   void image_output(std::string name, const image_desc& image, void* external = nullptr);
+
+  /// Makes output `output` reuse the memory of input `input` (declared before): the operator
+  /// transforms its input in place, and the plan gives the output the input's buffer. Both must
+  /// have the same size (and the same image, if both are image ports). The plan refuses it when
+  /// that buffer also feeds another operator, which would see the transformed data.
+  void in_place(std::string_view output, std::string_view input);
 
   /// Declares a parameter and returns its value: the supplied one (converted and checked) or
   /// `default_value`. T is bool, an integer type, a floating-point type or std::string.
