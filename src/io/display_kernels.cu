@@ -245,12 +245,17 @@ __device__ void commit_frame(const display_view& v, std::uint32_t target, loop_s
   while (!flip.compare_exchange_weak(w, flip_word(flip_front(w), true, target),
                                      cuda::memory_order_release, cuda::memory_order_relaxed)) {
   }
-  const std::uint64_t now = globaltimer_ns();
+  std::uint64_t now = 0;
+  if (loop != nullptr) {
+    resident::device::stamp(loop, stage::commit);
+    now = loop->stamp_ns[static_cast<std::size_t>(stage::commit)];  // one time for both
+  } else {
+    now = globaltimer_ns();
+  }
   const std::uint64_t n = sh->commits;
   v.commit_ring[n % v.commit_capacity] = display_commit{frame, now};
   __threadfence();  // the entry before the count the host reads first
   sh->commits = n + 1;
-  if (loop != nullptr) resident::device::stamp(loop, stage::commit);
 }
 
 __device__ __forceinline__ unsigned encode3(unsigned r, unsigned g, unsigned b,
