@@ -52,6 +52,11 @@ display_config checked(display_config c) {
   return c;
 }
 
+// Both buffers start 256-byte aligned: the egress stores 16-byte vectors.
+std::size_t buffer_stride(const display_config& c) {
+  return round_up(std::size_t{c.width} * c.height * 4, 256);
+}
+
 std::size_t shared_bytes(const display_config& c) {
   return round_up(sizeof(detail::display_shared), 64) + c.commit_capacity * sizeof(display_commit);
 }
@@ -67,14 +72,14 @@ std::size_t host_bytes(const display_config& c) {
 
 display::display(display_config c)
     : _config(checked(c)),
-      _pixels(2 * image_bytes()),
+      _pixels(2 * buffer_stride(_config)),
       _shared(shared_bytes(_config)),
       _host(host_bytes(_config)) {
   RESIDENT_CUDA_TRY(cudaMemsetAsync(_pixels.data(), 0, _pixels.size(), _copy_stream.get()));
   RESIDENT_CUDA_TRY(cudaMemsetAsync(_shared.data(), 0, _shared.size(), _copy_stream.get()));
   _copy_stream.synchronize();
   _view.buffers[0] = _pixels.data_as<std::uint8_t>();
-  _view.buffers[1] = _view.buffers[0] + image_bytes();
+  _view.buffers[1] = _view.buffers[0] + buffer_stride(_config);
   _view.pitch = std::size_t{_config.width} * 4;
   _view.width = _config.width;
   _view.height = _config.height;

@@ -333,9 +333,9 @@ __global__ void __launch_bounds__(egress_threads)
   if (ok) {
     encode_pixels<Rgba16>(rgb, v.buffers[target], std::size_t{v.width} * v.height, lut);
   }
+  __threadfence();  // this thread's pixels at device scope before the block's arrival below
   __syncthreads();
   if (threadIdx.x == 0) {
-    __threadfence();  // this block's pixels before its arrival at the counter
     last = atomicAdd(&sh->done, 1U) == gridDim.x - 1;
   }
   __syncthreads();
