@@ -164,7 +164,6 @@ __global__ void __launch_bounds__(engine_threads)
   std::uint64_t grid0 = 0;
   std::uint64_t last = 0;
   std::uint64_t probe_time = 0;
-  std::uint64_t shown_frame = 0;
   bool lit = false;
   bool first = true;
   if (threadIdx.x == 0) store_release_system(host->started, std::uint64_t{1});
@@ -180,10 +179,10 @@ __global__ void __launch_bounds__(engine_threads)
         std::uint64_t request_ns = 0;
         bool latched = false;
         shown = latch_flip(p, v.shared, request_ns, latched);
-        shown_frame = *const_cast<volatile std::uint64_t*>(&v.shared->tag[shown]);
+        const std::uint64_t frame = *const_cast<volatile std::uint64_t*>(&v.shared->tag[shown]);
         push_event(scanouts, p.event_capacity, scan_written, &host->scanouts_written,
                    host->scanouts_read, host, dropped,
-                   scanout_event{start, shown_frame, request_ns, shown, latched ? 1U : 0U});
+                   scanout_event{start, frame, request_ns, shown, latched ? 1U : 0U});
         store_relaxed_system(host->scanouts, ++count);
         if (latched) store_relaxed_system(host->flips_latched, ++latched_count);
         command = 2;
@@ -202,9 +201,11 @@ __global__ void __launch_bounds__(engine_threads)
       if (threadIdx.x == 0) {
         const bool now_lit = sum > std::uint64_t{p.threshold} * p.probe.width * p.probe.height;
         if (now_lit && !lit) {
+          // The tag as of the read: in front-buffer mode the egress may have rewritten the
+          // buffer (pixels, then tag) since the scanout began.
+          const std::uint64_t frame = *const_cast<volatile std::uint64_t*>(&v.shared->tag[shown]);
           push_event(photodiode, p.event_capacity, pd_written, &host->photodiode_written,
-                     host->photodiode_read, host, dropped,
-                     photodiode_event{probe_time, shown_frame});
+                     host->photodiode_read, host, dropped, photodiode_event{probe_time, frame});
         }
         lit = now_lit;
       }
