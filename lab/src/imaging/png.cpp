@@ -65,6 +65,7 @@ bool decode(std::FILE* f, decoded& out, png_error_state& error) {
     return false;
   }
   png_init_io(png, f);
+  png_set_user_limits(png, 1U << 16, 1U << 16);  // a corrupt header cannot ask for terabytes
   png_read_info(png, info);
   const int color_type = png_get_color_type(png, info);
   const int bit_depth = png_get_bit_depth(png, info);
