@@ -1,0 +1,390 @@
+// Device side of the emulated display: the engine kernel (one persistent block on its own
+// stream: vblank clock, flip latch, raster and photodiode) and the egress kernel (gamma
+// encoding into a scanout buffer, then one thread tags the buffer and requests the flip).
+//
+// The engine and the egress share the flip word in device memory and change it only by
+// compare-and-swap, so a flip is either latched by the engine or withdrawn by the egress, never
+// both. The host talks to the engine through host-mapped words with one writer each.
+
+#include <cuda/atomic>
+
+#include <algorithm>
+#include <cstdint>
+
+#include "resident/app/loop_device.cuh"
+#include "resident/cuda/error.hpp"
+#include "resident/io/display.hpp"
+
+namespace resident::io::detail {
+
+namespace {
+
+using resident::device::globaltimer_ns;
+using resident::device::load_acquire_system;
+using resident::device::store_relaxed_system;
+using resident::device::store_release_system;
+
+using flip_ref = cuda::atomic_ref<unsigned long long, cuda::thread_scope_device>;
+using word_ref = cuda::atomic_ref<std::uint32_t, cuda::thread_scope_device>;
+
+constexpr int engine_threads = 256;
+constexpr int egress_threads = 256;
+constexpr int max_egress_blocks = 1024;
+// The engine's sleeps are sliced so that a stop request takes effect within this.
+constexpr std::uint64_t stop_slice_ns = 50'000;
+// How often a variable-refresh panel looks for a flip once it may start a scanout.
+constexpr unsigned vrr_poll_ns = 200;
+
+struct engine_params {
+  std::uint64_t period_ns;      // 1 / refresh_hz: the scan time and the minimum period
+  std::uint64_t max_period_ns;  // 1 / min_refresh_hz (variable refresh)
+  bool variable;
+  bool flip_mode;
+  led_marker probe;
+  std::uint32_t threshold;
+  std::uint32_t event_capacity;
+};
+
+// ---- engine --------------------------------------------------------------------------------
+
+__device__ bool stop_requested(const display_host_words* host) {
+  return load_acquire_system(host->stop) != 0U;
+}
+
+// Sleeps until `until` (device clock) in slices; false when a stop request came first.
+__device__ bool sleep_until(std::uint64_t until, const display_host_words* host) {
+  for (;;) {
+    if (stop_requested(host)) return false;
+    const std::uint64_t now = globaltimer_ns();
+    if (now >= until) return true;
+    resident::device::sleep_ns(until - now < stop_slice_ns ? until - now : stop_slice_ns);
+  }
+}
+
+// Appends `e` to a host-mapped ring the host drains. The release store of the write index
+// (system scope) orders the entry's stores before it, so the host never reads a half entry.
+template <class E>
+__device__ void push_event(E* ring, std::uint32_t capacity, std::uint64_t& written,
+                           std::uint64_t* written_word, const std::uint64_t& read_word,
+                           display_host_words* host, std::uint64_t& dropped, const E& e) {
+  if (written - load_acquire_system(read_word) >= capacity) {
+    store_relaxed_system(host->events_dropped, ++dropped);
+    return;
+  }
+  ring[written % capacity] = e;
+  ++written;
+  store_release_system(*written_word, written);
+}
+
+// When the next scanout starts (thread 0). Fixed: the next point of the vblank grid after
+// `last`. Variable: as soon as a flip is pending and a minimum period has passed, else after
+// the maximum period. Returns 0 when a stop request came first.
+__device__ std::uint64_t wait_next_scanout(const engine_params& p, std::uint64_t grid0,
+                                           std::uint64_t last, const display_shared* shared,
+                                           const display_host_words* host) {
+  if (!p.variable) {
+    std::uint64_t next = last + p.period_ns;
+    const std::uint64_t now = globaltimer_ns();
+    if (now > next) next = grid0 + ((now - grid0) / p.period_ns + 1) * p.period_ns;  // missed
+    return sleep_until(next, host) ? next : 0;
+  }
+  const std::uint64_t earliest = last + p.period_ns;
+  const std::uint64_t rescan = last + p.max_period_ns;
+  if (!sleep_until(earliest, host)) return 0;
+  for (std::uint32_t polls = 0;; ++polls) {
+    const std::uint64_t now = globaltimer_ns();
+    // Acquire: a pending flip's pixels and tag were published before it.
+    const auto w =
+        flip_ref(const_cast<unsigned long long&>(shared->flip)).load(cuda::memory_order_acquire);
+    if (flip_pending(w)) return now > earliest ? now : earliest;
+    if (now >= rescan) return rescan;
+    if ((polls & 255U) == 0 && stop_requested(host)) return 0;
+    __nanosleep(vrr_poll_ns);
+  }
+}
+
+// Takes a pending flip at a scanout start (thread 0): the buffer to show and, when a flip was
+// latched, its request time.
+__device__ std::uint32_t latch_flip(const engine_params& p, display_shared* shared,
+                                    std::uint64_t& request_ns, bool& latched) {
+  flip_ref flip(shared->flip);
+  unsigned long long w = flip.load(cuda::memory_order_acquire);
+  latched = false;
+  request_ns = 0;
+  while (flip_pending(w)) {
+    // Front-buffer mode: the request only asks for a scanout; the buffer stays.
+    const std::uint32_t show = p.flip_mode ? flip_target(w) : flip_front(w);
+    if (flip.compare_exchange_weak(w, flip_word(show, false, 0), cuda::memory_order_acq_rel,
+                                   cuda::memory_order_acquire)) {
+      latched = true;
+      request_ns = *const_cast<volatile std::uint64_t*>(&shared->request_ns[flip_target(w)]);
+      return show;
+    }
+    // The egress withdrew the flip meanwhile (or changed nothing): look again.
+  }
+  return flip_front(w);
+}
+
+// Mean luma (Rec. 709 weights in 256ths) of the probe rectangle of `buffer`, read from memory
+// at the moment of the call (ld.global.cv: no stale cached line). Every thread calls it.
+__device__ std::uint64_t probe_luma_sum(const display_view& v, std::uint32_t buffer,
+                                        const led_marker& probe) {
+  __shared__ unsigned long long sum;
+  if (threadIdx.x == 0) sum = 0;
+  __syncthreads();
+  const std::uint8_t* base = v.buffers[buffer];
+  const std::uint32_t n = probe.width * probe.height;
+  unsigned long long mine = 0;
+  for (std::uint32_t i = threadIdx.x; i < n; i += blockDim.x) {
+    const std::uint32_t x = probe.x + i % probe.width;
+    const std::uint32_t y = probe.y + i / probe.width;
+    const unsigned px =
+        __ldcv(reinterpret_cast<const unsigned*>(base + std::size_t{y} * v.pitch) + x);
+    const unsigned r = px & 0xFFU;
+    const unsigned g = (px >> 8) & 0xFFU;
+    const unsigned b = (px >> 16) & 0xFFU;
+    mine += (54U * r + 183U * g + 19U * b + 128U) >> 8;
+  }
+  atomicAdd(&sum, mine);
+  __syncthreads();
+  return sum;
+}
+
+__global__ void __launch_bounds__(engine_threads)
+    display_engine_kernel(display_view v, engine_params p, display_host_words* host,
+                          scanout_event* scanouts, photodiode_event* photodiode) {
+  __shared__ int command;  // 0: stop, 1: read the probe, 2: no probe
+  __shared__ std::uint32_t shown;
+  // Thread 0's state across scanouts.
+  std::uint64_t scan_written = host->scanouts_written;
+  std::uint64_t pd_written = host->photodiode_written;
+  std::uint64_t dropped = host->events_dropped;
+  std::uint64_t count = host->scanouts;
+  std::uint64_t latched_count = host->flips_latched;
+  std::uint64_t grid0 = 0;
+  std::uint64_t last = 0;
+  std::uint64_t probe_time = 0;
+  bool lit = false;
+  bool first = true;
+  if (threadIdx.x == 0) store_release_system(host->started, std::uint64_t{1});
+  for (;;) {
+    if (threadIdx.x == 0) {
+      command = 0;
+      // The first scanout starts at once; it anchors the fixed grid.
+      const std::uint64_t start =
+          first ? (grid0 = globaltimer_ns()) : wait_next_scanout(p, grid0, last, v.shared, host);
+      first = false;
+      if (start != 0) {
+        last = start;
+        std::uint64_t request_ns = 0;
+        bool latched = false;
+        shown = latch_flip(p, v.shared, request_ns, latched);
+        const std::uint64_t frame = *const_cast<volatile std::uint64_t*>(&v.shared->tag[shown]);
+        push_event(scanouts, p.event_capacity, scan_written, &host->scanouts_written,
+                   host->scanouts_read, host, dropped,
+                   scanout_event{start, frame, request_ns, shown, latched ? 1U : 0U});
+        store_relaxed_system(host->scanouts, ++count);
+        if (latched) store_relaxed_system(host->flips_latched, ++latched_count);
+        command = 2;
+        if (p.probe.width != 0) {
+          // The raster reaches the probe's first row at its line time.
+          probe_time = start + p.period_ns * p.probe.y / v.height;
+          command = sleep_until(probe_time, host) ? 1 : 0;
+          probe_time = globaltimer_ns();
+        }
+      }
+    }
+    __syncthreads();
+    if (command == 0) break;
+    if (command == 1) {
+      const std::uint64_t sum = probe_luma_sum(v, shown, p.probe);
+      if (threadIdx.x == 0) {
+        const bool now_lit = sum > std::uint64_t{p.threshold} * p.probe.width * p.probe.height;
+        if (now_lit && !lit) {
+          // The tag as of the read: in front-buffer mode the egress may have rewritten the
+          // buffer (pixels, then tag) since the scanout began.
+          const std::uint64_t frame = *const_cast<volatile std::uint64_t*>(&v.shared->tag[shown]);
+          push_event(photodiode, p.event_capacity, pd_written, &host->photodiode_written,
+                     host->photodiode_read, host, dropped, photodiode_event{probe_time, frame});
+        }
+        lit = now_lit;
+      }
+    }
+    __syncthreads();
+  }
+}
+
+// ---- egress ----------------------------------------------------------------------------------
+
+// Which buffer this frame writes (one thread of the first block to arrive). Flip mode: the
+// back buffer; when a flip we requested is still pending, withdraw it (the engine did not take
+// it yet) and overwrite that buffer with the newer frame. Front-buffer mode: the front.
+__device__ std::uint32_t choose_target(const display_view& v) {
+  flip_ref flip(v.shared->flip);
+  unsigned long long w = flip.load(cuda::memory_order_acquire);
+  if (v.mode == present_mode::front_buffer) return flip_front(w);
+  for (;;) {
+    if (!flip_pending(w)) return 1U - flip_front(w);
+    if (flip.compare_exchange_weak(w, flip_word(flip_front(w), false, 0),
+                                   cuda::memory_order_acq_rel, cuda::memory_order_acquire)) {
+      ++v.shared->flips_replaced;
+      return flip_target(w);
+    }
+  }
+}
+
+// The frame's control step, by one thread after every block wrote its pixels: tag the buffer,
+// request the flip (release: the pixels and the tag before it), record the commit.
+__device__ void commit_frame(const display_view& v, std::uint32_t target, loop_state* loop) {
+  display_shared* sh = v.shared;
+  const std::uint64_t frame = loop != nullptr ? resident::device::current_sample(loop) : 0;
+  sh->tag[target] = frame;
+  sh->request_ns[target] = globaltimer_ns();
+  ++sh->frames_written;
+  flip_ref flip(sh->flip);
+  unsigned long long w = flip.load(cuda::memory_order_relaxed);
+  while (!flip.compare_exchange_weak(w, flip_word(flip_front(w), true, target),
+                                     cuda::memory_order_release, cuda::memory_order_relaxed)) {
+  }
+  std::uint64_t now = 0;
+  if (loop != nullptr) {
+    resident::device::stamp(loop, stage::commit);
+    now = loop->stamp_ns[static_cast<std::size_t>(stage::commit)];  // one time for both
+  } else {
+    now = globaltimer_ns();
+  }
+  const std::uint64_t n = sh->commits;
+  v.commit_ring[n % v.commit_capacity] = display_commit{frame, now};
+  __threadfence();  // the entry before the count the host reads first
+  sh->commits = n + 1;
+}
+
+__device__ __forceinline__ unsigned encode3(unsigned r, unsigned g, unsigned b,
+                                            const std::uint8_t* lut) {
+  return unsigned{__ldg(lut + r)} | unsigned{__ldg(lut + g)} << 8 | unsigned{__ldg(lut + b)} << 16 |
+         0xFF000000U;
+}
+
+// Gamma-encodes pixels [4 * unit, 4 * unit + 4) (and a tail of single pixels) into `out`.
+template <bool Rgba16>
+__device__ void encode_pixels(const void* rgb, std::uint8_t* out, std::size_t pixels,
+                              const std::uint8_t* lut) {
+  const std::size_t units = pixels / 4;
+  const std::size_t stride = std::size_t{gridDim.x} * blockDim.x;
+  const std::size_t first = std::size_t{blockIdx.x} * blockDim.x + threadIdx.x;
+  auto* out4 = reinterpret_cast<uint4*>(out);
+  for (std::size_t u = first; u < units; u += stride) {
+    uint4 o;
+    if constexpr (Rgba16) {
+      // Four RGBA16 pixels: two 16-byte loads; each 32-bit word holds two channels.
+      const uint4 a = __ldg(reinterpret_cast<const uint4*>(rgb) + 2 * u);
+      const uint4 b = __ldg(reinterpret_cast<const uint4*>(rgb) + 2 * u + 1);
+      o.x = encode3(a.x & 0xFFFFU, a.x >> 16, a.y & 0xFFFFU, lut);
+      o.y = encode3(a.z & 0xFFFFU, a.z >> 16, a.w & 0xFFFFU, lut);
+      o.z = encode3(b.x & 0xFFFFU, b.x >> 16, b.y & 0xFFFFU, lut);
+      o.w = encode3(b.z & 0xFFFFU, b.z >> 16, b.w & 0xFFFFU, lut);
+    } else {
+      const uint4 a = __ldg(reinterpret_cast<const uint4*>(rgb) + u);
+      o.x = encode3(a.x & 0xFFU, (a.x >> 8) & 0xFFU, (a.x >> 16) & 0xFFU, lut);
+      o.y = encode3(a.y & 0xFFU, (a.y >> 8) & 0xFFU, (a.y >> 16) & 0xFFU, lut);
+      o.z = encode3(a.z & 0xFFU, (a.z >> 8) & 0xFFU, (a.z >> 16) & 0xFFU, lut);
+      o.w = encode3(a.w & 0xFFU, (a.w >> 8) & 0xFFU, (a.w >> 16) & 0xFFU, lut);
+    }
+    out4[u] = o;
+  }
+  for (std::size_t i = units * 4 + first; i < pixels; i += stride) {
+    unsigned r, g, b;
+    if constexpr (Rgba16) {
+      const auto* px = static_cast<const std::uint16_t*>(rgb) + 4 * i;
+      r = px[0], g = px[1], b = px[2];
+    } else {
+      const auto* px = static_cast<const std::uint8_t*>(rgb) + 4 * i;
+      r = px[0], g = px[1], b = px[2];
+    }
+    reinterpret_cast<unsigned*>(out)[i] = encode3(r, g, b, lut);
+  }
+}
+
+template <bool Rgba16>
+__global__ void __launch_bounds__(egress_threads)
+    display_tx_kernel(display_view v, const void* rgb, const std::uint8_t* lut,
+                      const frame_integrity* integrity, loop_state* loop) {
+  resident::device::let_next_kernel_start();
+  resident::device::wait_for_previous_kernels();
+  __shared__ bool ok;
+  __shared__ bool last;
+  __shared__ std::uint32_t target;
+  display_shared* sh = v.shared;
+  if (threadIdx.x == 0) {
+    ok = integrity->ok();
+    if (ok) {
+      // The first block to arrive decides the buffer for the whole grid; it is running, so
+      // the others' wait on it is bounded.
+      if (atomicAdd(&sh->arrived, 1U) == 0U) {
+        sh->target = choose_target(v);
+        word_ref(sh->ready).store(1U, cuda::memory_order_release);
+      } else {
+        while (word_ref(sh->ready).load(cuda::memory_order_acquire) == 0U) {
+        }
+      }
+      target = *const_cast<volatile std::uint32_t*>(&sh->target);
+    }
+  }
+  __syncthreads();
+  if (ok) {
+    encode_pixels<Rgba16>(rgb, v.buffers[target], std::size_t{v.width} * v.height, lut);
+  }
+  __threadfence();  // this thread's pixels at device scope before the block's arrival below
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    last = atomicAdd(&sh->done, 1U) == gridDim.x - 1;
+  }
+  __syncthreads();
+  if (!last || threadIdx.x != 0) return;
+  __threadfence();  // every block's pixels (seen through the counter) before the flip
+  if (ok) {
+    commit_frame(v, target, loop);
+  } else {
+    ++sh->corrupt_frames;  // nothing written, nothing stamped: never displayed
+  }
+  // Ready for the next frame (the next launch starts after this kernel ends).
+  sh->arrived = 0;
+  sh->ready = 0;
+  sh->done = 0;
+}
+
+}  // namespace
+
+void launch_display_engine(const display_view& view, const display_config& c,
+                           display_host_words* host, void* scanout_ring, void* photodiode_ring,
+                           cudaStream_t s) {
+  engine_params p{};
+  p.period_ns = static_cast<std::uint64_t>(1e9 / c.refresh_hz + 0.5);
+  p.max_period_ns = static_cast<std::uint64_t>(1e9 / c.min_refresh_hz + 0.5);
+  p.variable = c.sync == display_sync::variable;
+  p.flip_mode = c.mode == present_mode::flip;
+  p.probe = c.probe;
+  p.threshold = c.probe_threshold;
+  p.event_capacity = static_cast<std::uint32_t>(c.event_capacity);
+  display_engine_kernel<<<1, engine_threads, 0, s>>>(
+      view, p, host, static_cast<scanout_event*>(scanout_ring),
+      static_cast<photodiode_event*>(photodiode_ring));
+  RESIDENT_CUDA_CHECK_LAUNCH("display_engine_kernel");
+}
+
+void launch_display_tx(const display_view& view, const void* rgb, bool rgba16,
+                       const std::uint8_t* lut, const frame_integrity* integrity, loop_state* loop,
+                       cudaStream_t s) {
+  const std::size_t units = (std::size_t{view.width} * view.height + 3) / 4;
+  const auto blocks = static_cast<unsigned>(
+      std::clamp<std::size_t>((units + egress_threads - 1) / egress_threads, 1, max_egress_blocks));
+  if (rgba16) {
+    display_tx_kernel<true><<<blocks, egress_threads, 0, s>>>(view, rgb, lut, integrity, loop);
+    RESIDENT_CUDA_CHECK_LAUNCH("display_tx_kernel<rgba16>");
+  } else {
+    display_tx_kernel<false><<<blocks, egress_threads, 0, s>>>(view, rgb, lut, integrity, loop);
+    RESIDENT_CUDA_CHECK_LAUNCH("display_tx_kernel<rgba8>");
+  }
+}
+
+}  // namespace resident::io::detail
