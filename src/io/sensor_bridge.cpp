@@ -318,7 +318,8 @@ void sensor_bridge::deliver(std::uint64_t frame, std::uint64_t start_dev_ns,
       }
       it = _pending.erase(it);
     }
-    if (_log.size() < max_log) _log.push_back({frame, start_dev_ns, late_ns, distinct == 0});
+    const bool faulty = a.patches > 0 || a.status != 0;
+    if (_log.size() < max_log) _log.push_back({frame, start_dev_ns, late_ns, distinct == 0, faulty});
   }
   if (_config.delivery == frame_delivery::device) {
     auto* base = static_cast<std::uint8_t*>(_ring.data());

@@ -98,6 +98,7 @@ __global__ void frame_rx_kernel(frame_ring_view ring, loop_state* loop, frame_re
     r.frame_start_ns = rec.frame_start_ns;
     r.arrival_ns = rec.arrival_ns;
     *out = r;
+    loop->stamp_ns[static_cast<std::size_t>(stage::arrival)] = r.arrival_ns;
     if (loop->preempt.after_input != 0U) device::raise_preempt(loop);
     device::publish(loop, pick);
     device::stamp(loop, stage::handler_end);
@@ -115,6 +116,7 @@ __global__ void frame_publish_kernel(frame_ref ref, loop_state* loop, frame_ref*
     device::stamp(loop, stage::detect);
     device::raise_preempt(loop);
     *out = ref;
+    loop->stamp_ns[static_cast<std::size_t>(stage::arrival)] = ref.arrival_ns;
   }
   device::publish(loop, ref.frame);
   device::stamp(loop, stage::handler_end);

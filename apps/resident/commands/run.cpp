@@ -11,6 +11,7 @@
 #include <stdexcept>
 #include <thread>
 
+#include "camera/camera.hpp"
 #include "resident/app/application.hpp"
 #include "resident/app/operator.hpp"
 #include "resident/exec/run_handle.hpp"
@@ -186,6 +187,14 @@ CLI::App* add_run_options(CLI::App& root, run_settings& s) {
       ->check(whole_in(0, 10'000'000'000))
       ->capture_default_str();
   app->add_option("--dot", s.dot, "write the built CUDA graph as Graphviz DOT");
+  app->add_option("--frames", s.frames, "camera configurations: frames to process per mode")
+      ->check(whole_in(1, 100'000'000))
+      ->capture_default_str();
+  app->add_option("--dump", s.dump,
+                  "camera configurations: write the first and last frames and a contact sheet "
+                  "(PNG) into this folder");
+  app->add_option("--sensor-cpu", s.sensor_cpu, "camera configurations: pin the sensor thread")
+      ->check(whole_in(-1, 4096));
   app->add_flag("--check", s.check,
                 "check the configuration and options (no GPU needed), run nothing");
   return app;
@@ -215,6 +224,7 @@ checked_run check_run(const run_settings& s) {
 }
 
 int run_run(const run_settings& s) {
+  if (!s.config.empty() && camera::is_camera_config(s.config)) return run_camera_command(s);
   const checked_run checked = check_run(s);
   if (s.check) {
     std::printf("resident run: %s and the options are valid\n",

@@ -2,6 +2,9 @@
 // resident run [CONFIG.yaml]: the lab pipeline (rx -> affine -> square -> sum -> tx) between an
 // emulated sensor and actuator, in one or all execution modes, every output checked. The
 // configuration and the options are checked first, without a GPU; --check stops there.
+// A configuration with a `camera` section (examples/camera.yaml) runs the camera-to-display
+// pipeline instead: --frames per mode, --dump DIR for the first and last frames and a contact
+// sheet as PNG.
 
 #include <cstdint>
 #include <string>
@@ -24,7 +27,13 @@ struct run_settings {
   std::uint64_t poll_ns{0};
   std::string dot;
   bool check{false};  // check the configuration and options, run nothing
+  std::int64_t frames{600};  // camera: frames to process per mode
+  std::string dump;          // camera: folder for the PNG dumps
+  int sensor_cpu{-1};        // camera: core for the sensor thread
 };
+
+/// The camera-to-display pipeline of a `camera` configuration (commands/run_camera.cpp).
+[[nodiscard]] int run_camera_command(const run_settings& settings);
 
 /// Registers `run`'s options on `run_settings`.
 CLI::App* add_run_options(CLI::App& root, run_settings& settings);

@@ -59,7 +59,9 @@ enum class stage : std::uint32_t {
   handler_end = 7,       // the handler's last step (the sample copied in, or nothing to take)
   last_empty_poll = 8,   // the handler's clock after its last poll that found nothing new
   preempt_raised = 9,    // the preempt word went up for this iteration (run_options::preempt)
-  count = 10,
+  arrival = 10,          // the sample's data landed, as its source stamped it (e.g. a frame's
+                         // metadata record); stamped by handlers that know it
+  count = 11,
 };
 inline constexpr std::size_t stage_count = static_cast<std::size_t>(stage::count);
 

@@ -103,6 +103,7 @@ struct frame_log {
   std::uint64_t frame_start_ns;  // device clock
   std::uint64_t late_ns;         // how late the thread enqueued it after readout ended
   bool led_lit;
+  bool faulty;                   // an injected fault (bit flips or a bad status) hit it
 };
 
 class sensor_bridge {

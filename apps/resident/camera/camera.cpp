@@ -1,0 +1,304 @@
+// The camera-to-display application and one run of it (see camera.hpp).
+
+#include "camera/camera.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <map>
+#include <thread>
+
+#include "resident/app/error.hpp"
+#include "resident/exec/run_handle.hpp"
+#include "resident/imaging/png.hpp"
+#include "resident/measure/statistics.hpp"
+#include "resident/ops/imaging.hpp"
+
+namespace resident::camera {
+
+namespace {
+
+using namespace std::chrono_literals;
+using clock_type = std::chrono::steady_clock;
+
+const char* format_name(io::csi2::raw_format f) {
+  switch (f) {
+    case io::csi2::raw_format::raw8:
+      return "raw8";
+    case io::csi2::raw_format::raw10:
+      return "raw10";
+    default:
+      return "raw12";
+  }
+}
+
+const char* order_name(io::bayer_order o) {
+  switch (o) {
+    case io::bayer_order::rggb:
+      return "rggb";
+    case io::bayer_order::bggr:
+      return "bggr";
+    case io::bayer_order::grbg:
+      return "grbg";
+    default:
+      return "gbrg";
+  }
+}
+
+}  // namespace
+
+camera_app::camera_app(camera_settings s, std::shared_ptr<io::sensor_bridge> bridge,
+                       std::shared_ptr<io::display> display)
+    : Application("camera"),
+      _settings(std::move(s)),
+      _bridge(std::move(bridge)),
+      _display(std::move(display)) {}
+
+void camera_app::compose() {
+  namespace im = ops::imaging;
+  const auto& k = _settings.sensor;
+  const auto w = static_cast<std::int64_t>(k.width);
+  const auto h = static_cast<std::int64_t>(k.height);
+  const auto bits = static_cast<std::int64_t>(k.format);
+  const std::string order = order_name(k.order);
+  auto rx = make_operator<io::frame_rx>("rx", _bridge);
+  auto rec = make_operator<im::csi2_reconstruct>("reconstruct", arg("width", w), arg("height", h),
+                                                 arg("format", std::string(format_name(k.format))),
+                                                 arg("order", order));
+  auto isp = make_operator<im::raw_isp>(
+      "isp", arg("width", w), arg("height", h), arg("order", order), arg("bits", bits),
+      arg("black_level", static_cast<std::int64_t>(k.black_level)),
+      arg("white_balance", _settings.white_balance));
+  std::shared_ptr<Operator> dem;
+  if (_settings.demosaic == "npp") {
+#if RESIDENT_HAVE_NPP
+    dem = make_operator<im::npp_demosaic>("demosaic", arg("width", w), arg("height", h),
+                                          arg("order", order));
+#else
+    throw config_error("pipeline.demosaic 'npp': this build has no NPP (the CUDA toolkit it was "
+                       "built with lacks it); use malvar or bilinear");
+#endif
+  } else {
+    dem = make_operator<im::demosaic>("demosaic", arg("width", w), arg("height", h),
+                                      arg("order", order), arg("bits", bits),
+                                      arg("algorithm", _settings.demosaic),
+                                      arg("output", std::string("rgba16")));
+  }
+  auto tx = make_operator<io::display_tx>("display", _display, arg("gamma", _settings.gamma),
+                                          arg("input", std::string("rgba16")));
+  register_data_ready_handler(_bridge->make_handler(rx));
+  add_flow(rx, rec, {{"frame", "frame"}});
+  add_flow(rec, isp, {{"bayer", "in"}});
+  add_flow(isp, dem, {{"out", "bayer"}});
+  add_flow(dem, tx, {{"rgb", "rgb"}});
+  add_flow(rec, tx, {{"integrity", "integrity"}});
+}
+
+io::rgb8_image load_photo(const std::string& name) {
+  std::filesystem::path p(name);
+  if (p.extension() != ".png") p = imaging::photo_dir() / (name + ".png");
+  if (!std::filesystem::exists(p)) {
+    throw config_error("photograph '" + name + "' not found (looked for " + p.string() +
+                       "); scripts/deps fetches the photograph set, or give a PNG path");
+  }
+  return imaging::read_png(p);
+}
+
+namespace {
+
+io::display_config display_for(const camera_settings& s, const io::sensor_bridge& b) {
+  io::display_config d = s.display;
+  d.width = s.sensor.width;
+  d.height = s.sensor.height;
+  d.probe = b.config().led;  // the photodiode sits where the LED appears on screen
+  return d;
+}
+
+// Snapshots of the screen for the dumps, taken off the critical path while the loop runs.
+struct screen_dumps {
+  std::vector<std::vector<std::uint8_t>> shots;
+  std::vector<std::uint64_t> at_processed;
+};
+
+void take_shot(io::display& d, screen_dumps& dumps, std::uint64_t processed) {
+  std::vector<std::uint8_t> img(d.image_bytes());
+  d.copy_front(img);
+  dumps.shots.push_back(std::move(img));
+  dumps.at_processed.push_back(processed);
+}
+
+void write_dumps(const std::filesystem::path& dir, const io::display& d, const screen_dumps& s,
+                 camera_result& r) {
+  if (s.shots.empty()) return;
+  std::filesystem::create_directories(dir);
+  const auto w = d.config().width;
+  const auto h = d.config().height;
+  const std::string stem = r.mode;
+  const auto first = dir / (stem + "-first.png");
+  const auto last = dir / (stem + "-last.png");
+  imaging::write_png(first, w, h, std::size_t{w} * 4, s.shots.front());
+  imaging::write_png(last, w, h, std::size_t{w} * 4, s.shots.back());
+  std::vector<imaging::frame_view> views;
+  for (const auto& shot : s.shots) views.push_back({w, h, std::size_t{w} * 4, shot});
+  const auto sheet = imaging::contact_sheet(views, 4, 320);
+  const auto sheet_path = dir / (stem + "-contact.png");
+  imaging::write_png(sheet_path, sheet.width, sheet.height, std::size_t{sheet.width} * 4,
+                     sheet.rgba);
+  r.written = {first, last, sheet_path};
+}
+
+// Software latency per processed frame from the loop's telemetry: arrival -> commit.
+std::vector<double> software_latency(const std::vector<telemetry_entry>& t) {
+  std::vector<double> out;
+  out.reserve(t.size());
+  for (const auto& e : t) {
+    const auto arrival = e.stamp_ns[static_cast<std::size_t>(stage::arrival)];
+    const auto commit = e.stamp_ns[static_cast<std::size_t>(stage::commit)];
+    if (e.repeat != 0 || arrival == 0 || commit < arrival) continue;
+    out.push_back(static_cast<double>(commit - arrival) / 1000.0);
+  }
+  return out;
+}
+
+// Photon to display per marked frame the photodiode saw: its edge minus the LED's switch-on at
+// the frame's start.
+std::vector<double> photon_latency(const std::vector<io::photodiode_event>& edges,
+                                   const std::vector<io::frame_log>& log) {
+  std::map<std::uint64_t, std::uint64_t> start;
+  for (const auto& f : log) {
+    if (f.led_lit) start[f.frame] = f.frame_start_ns;
+  }
+  std::vector<double> out;
+  for (const auto& e : edges) {
+    const auto it = start.find(e.frame);
+    if (it == start.end() || e.t_ns < it->second) continue;
+    out.push_back(static_cast<double>(e.t_ns - it->second) / 1000.0);
+  }
+  return out;
+}
+
+}  // namespace
+
+camera_result run_camera(const camera_settings& s, const camera_mode& m,
+                         const camera_run_options& o, const io::rgb8_image& photo) {
+  camera_settings settings = s;
+  settings.sensor.delivery = m.delivery;
+  settings.sensor.cpu = o.sensor_cpu;
+  auto bridge = std::make_shared<io::sensor_bridge>(settings.sensor, photo);
+  auto display = std::make_shared<io::display>(display_for(settings, *bridge));
+  camera_app app(settings, bridge, display);
+  app.materialize();
+
+  camera_result r;
+  r.mode = m.name;
+  run_options opts;
+  opts.policy = o.policy;
+  opts.poll_ns = is_resident(m.mode) ? o.poll_ns : 0;
+  opts.telemetry_samples = std::bit_ceil(std::max<std::uint64_t>(o.frames + 64, 1024));
+  const auto timeout = o.timeout.count() > 0
+                           ? std::chrono::duration<double>(o.timeout)
+                           : std::chrono::duration<double>(o.frames / s.sensor.rate_hz + 10.0);
+  screen_dumps dumps;
+  std::vector<io::scanout_event> scanouts;
+  std::vector<io::photodiode_event> edges;
+  auto drain = [&] {
+    auto s1 = display->drain_scanouts();
+    scanouts.insert(scanouts.end(), s1.begin(), s1.end());
+    auto s2 = display->drain_photodiode();
+    edges.insert(edges.end(), s2.begin(), s2.end());
+  };
+  display->start();
+  bridge->start();
+  {
+    run_handle run(app, m.mode, opts);
+    const auto start = clock_type::now();
+    auto next_progress = start + 1s;
+    std::uint64_t next_shot = 1;
+    const std::uint64_t shot_every = std::max<std::uint64_t>(o.frames / 11, 1);
+    for (;;) {
+      const loop_counters c = run.counters();
+      if (c.processed >= o.frames || clock_type::now() - start > timeout) break;
+      if (o.during) o.during(*bridge, c);
+      drain();
+      if (!o.dump.empty() && c.processed >= next_shot && display->counters().frames_written > 0) {
+        take_shot(*display, dumps, c.processed);
+        next_shot = dumps.shots.size() == 1 ? shot_every : next_shot + shot_every;
+      }
+      if (o.progress && clock_type::now() >= next_progress) {
+        std::fprintf(stderr, "camera %s: %llu/%llu frames processed, %llu dropped\n",
+                     m.name.c_str(), static_cast<unsigned long long>(c.processed),
+                     static_cast<unsigned long long>(o.frames),
+                     static_cast<unsigned long long>(c.dropped));
+        next_progress += 1s;
+      }
+      std::this_thread::sleep_for(2ms);
+    }
+    bridge->stop();
+    std::this_thread::sleep_for(20ms);  // the loop takes the frames already delivered
+    const tear_down_report rep = run.tear_down();
+    r.counters = rep.counters;
+    r.error = rep.error;
+    if (!rep.stopped && r.error.empty()) r.error = "the loop did not stop";
+    r.software_us = software_latency(run.telemetry());
+    for (const auto& e : run.telemetry()) {
+      if (e.repeat == 0) r.processed_frames.push_back(e.seq);
+    }
+    if (!o.dump.empty()) take_shot(*display, dumps, r.counters.processed);
+    if (o.keep_screen) {
+      r.screen.resize(display->image_bytes());
+      display->copy_front(r.screen);
+    }
+    display->stop();
+    drain();
+  }
+  r.produced = bridge->produced() - r.counters.start_seq;
+  r.display = display->counters();
+  std::uint64_t last_frame = 0;
+  for (const auto& e : scanouts) {
+    if (e.frame != 0 && e.frame != last_frame) r.shown_frames.push_back(e.frame);
+    last_frame = e.frame;
+  }
+  const auto log = bridge->log();
+  for (const auto& f : log) {
+    if (f.frame <= r.counters.start_seq) continue;
+    if (f.led_lit) ++r.marked_frames;
+    if (f.faulty) r.faulty_frames.push_back(f.frame);
+    if (f.late_ns > 100'000) ++r.late_sensor_frames;
+  }
+  r.displayed = r.shown_frames.size();
+  r.photon_us = photon_latency(edges, log);
+  if (!bridge->failure().empty()) r.error += (r.error.empty() ? "" : "; ") + bridge->failure();
+  if (!o.dump.empty()) write_dumps(o.dump, *display, dumps, r);
+  return r;
+}
+
+void print_camera_result(const camera_result& r) {
+  const auto& c = r.counters;
+  std::printf("camera %s: %llu frames produced, %llu processed, %llu dropped, %llu repeated, "
+              "%llu corrupt (not displayed), %llu written to the display, %llu shown\n",
+              r.mode.c_str(), static_cast<unsigned long long>(r.produced),
+              static_cast<unsigned long long>(c.processed),
+              static_cast<unsigned long long>(c.dropped),
+              static_cast<unsigned long long>(c.repeated),
+              static_cast<unsigned long long>(r.display.corrupt_frames),
+              static_cast<unsigned long long>(r.display.frames_written),
+              static_cast<unsigned long long>(r.displayed));
+  auto line = [](const char* what, const std::vector<double>& v) {
+    if (v.empty()) {
+      std::printf("  %-34s no samples\n", what);
+      return;
+    }
+    const auto s = measure::summarize(v);
+    std::printf("  %-34s n %zu  mean %.1f  p50 %.1f  p99 %.1f  max %.1f  J %.1f us\n", what, s.n,
+                s.mean, s.p50, s.p99, s.max, s.jitter);
+  };
+  line("software (arrival -> scanout written)", r.software_us);
+  line("photon to display (LED -> photodiode)", r.photon_us);
+  if (r.late_sensor_frames > 0) {
+    std::printf("  note: the sensor thread delivered %llu frames more than 100 us late\n",
+                static_cast<unsigned long long>(r.late_sensor_frames));
+  }
+  for (const auto& p : r.written) std::printf("  wrote %s\n", p.string().c_str());
+  if (!r.error.empty()) std::printf("  error: %s\n", r.error.c_str());
+}
+
+}  // namespace resident::camera

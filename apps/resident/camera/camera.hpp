@@ -1,0 +1,114 @@
+#pragma once
+// The camera-to-display application: an emulated camera behind a sensor bridge, the imaging
+// operators and an emulated display, one Application run in any mode.
+//
+//   sensor_bridge ─▶ frame_rx ─▶ csi2_reconstruct ─▶ raw_isp ─▶ demosaic ─▶ display_tx ─▶ display
+//   (handler)                        └──────────── integrity ──────────────────┘
+//
+// Modes (item 6 of the camera pipeline's design): `cpu-hostmem` is CPU-driven without GPUDirect
+// (frames land in pinned host memory; the host sees the frame, copies it in and launches: eager
+// mode), `host-graph` CPU-driven with GPUDirect (device ring; the host polls the host-mapped
+// metadata mirror and launches the graph), `while` and `tail` GPU-resident. `eager` (device ring,
+// stream launches) is there for completeness.
+
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "resident/app/application.hpp"
+#include "resident/exec/executor.hpp"
+#include "resident/exec/mode.hpp"
+#include "resident/io/bayer.hpp"
+#include "resident/io/display.hpp"
+#include "resident/io/sensor_bridge.hpp"
+
+namespace resident::camera {
+
+struct camera_settings {
+  io::sensor_config sensor;          // shape, format, Bayer order, rate, ring
+  std::string photo{"astronaut"};    // a photograph of the set (lab png.hpp) or a PNG path
+  std::string demosaic{"malvar"};    // malvar | bilinear | npp
+  std::string white_balance{"grey_world"};  // grey_world | none
+  double gamma{2.2};
+  io::display_config display;        // rate, sync, present mode (size and probe follow the sensor)
+};
+
+/// Reads a camera configuration (see examples/camera.yaml). Unknown keys and bad values are
+/// errors naming the file, the key and what is allowed (config_error).
+[[nodiscard]] camera_settings parse_camera_settings(std::string_view yaml,
+                                                    const std::string& origin = "<camera>");
+[[nodiscard]] camera_settings load_camera_settings(const std::filesystem::path& file);
+/// True when the YAML file has a top-level `camera` section.
+[[nodiscard]] bool is_camera_config(const std::filesystem::path& file);
+
+struct camera_mode {
+  std::string name;  // cpu-hostmem, eager, host-graph, while, tail
+  execution_mode mode{execution_mode::while_loop};
+  io::frame_delivery delivery{io::frame_delivery::device};
+};
+[[nodiscard]] camera_mode parse_camera_mode(std::string_view name);
+/// The four the comparison needs: cpu-hostmem, host-graph, while, tail.
+[[nodiscard]] std::vector<camera_mode> compared_camera_modes();
+
+class camera_app final : public Application {
+ public:
+  camera_app(camera_settings s, std::shared_ptr<io::sensor_bridge> bridge,
+             std::shared_ptr<io::display> display);
+  void compose() override;
+
+ private:
+  camera_settings _settings;
+  std::shared_ptr<io::sensor_bridge> _bridge;
+  std::shared_ptr<io::display> _display;
+};
+
+struct camera_run_options {
+  std::uint64_t frames{600};           // frames to process after the start
+  std::filesystem::path dump;          // write first/last frames and a contact sheet here
+  sample_policy policy{sample_policy::skip_duplicate};
+  std::uint64_t poll_ns{2'000'000};    // the handler's in-kernel polling budget (resident modes)
+  int sensor_cpu{-1};                  // pin the sensor thread here
+  bool progress{true};                 // a progress line on stderr every second
+  std::chrono::seconds timeout{0};     // 0: frames / rate + 10 s
+  bool keep_screen{false};             // keep the last screen in camera_result::screen
+  /// Called from the supervising thread every ~2 ms while the loop runs (tests inject faults
+  /// through it); the loop counters so far.
+  std::function<void(io::sensor_bridge&, const loop_counters&)> during;
+};
+
+/// What one run measured. Times are microseconds.
+struct camera_result {
+  std::string mode;
+  loop_counters counters;
+  std::uint64_t produced{0};          // frames the bridge delivered during the run
+  io::display_counters display;
+  std::uint64_t displayed{0};         // distinct frames scanned out
+  std::vector<double> software_us;    // per processed frame: metadata arrival -> scanout written
+  std::vector<double> photon_us;      // per marked frame seen: LED on -> photodiode
+  std::uint64_t marked_frames{0};     // LED frames produced while the loop ran
+  std::uint64_t late_sensor_frames{0};  // frames the sensor thread delivered > 100 us late
+  std::string error;                  // empty when the loop ran and stopped cleanly
+  std::vector<std::filesystem::path> written;  // PNG files
+  std::vector<std::uint64_t> processed_frames;  // frame numbers the DAG ran on (telemetry)
+  std::vector<std::uint64_t> shown_frames;      // frame numbers scanned out, each once, in order
+  std::vector<std::uint64_t> faulty_frames;     // frames an injected fault hit (bridge log)
+  std::vector<std::uint8_t> screen;             // keep_screen: the front buffer at the end
+};
+
+/// Builds the bridge and display for `s`, runs the pipeline in `m` until `o.frames` frames were
+/// processed (or the timeout), and tears everything down. Throws for a bad configuration.
+[[nodiscard]] camera_result run_camera(const camera_settings& s, const camera_mode& m,
+                                       const camera_run_options& o, const io::rgb8_image& photo);
+
+/// The photograph `name` from the photograph set, or a PNG file; a clear error when missing.
+[[nodiscard]] io::rgb8_image load_photo(const std::string& name);
+
+/// Prints the frame accounting and the latency summary of `r`.
+void print_camera_result(const camera_result& r);
+
+}  // namespace resident::camera

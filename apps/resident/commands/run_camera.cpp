@@ -1,0 +1,42 @@
+// resident run CAMERA.yaml: the camera-to-display pipeline in one mode or the compared four.
+
+#include <cstdio>
+
+#include "camera/camera.hpp"
+#include "commands/run.hpp"
+
+namespace resident::cli {
+
+int run_camera_command(const run_settings& s) {
+  const camera::camera_settings settings = camera::load_camera_settings(s.config);
+  std::vector<camera::camera_mode> modes;
+  if (s.mode == "all") {
+    modes = camera::compared_camera_modes();
+  } else {
+    modes.push_back(camera::parse_camera_mode(s.mode));
+  }
+  const sample_policy policy = parse_sample_policy(s.policy);
+  if (s.check) {
+    std::printf("resident run: %s and the options are valid\n", s.config.c_str());
+    return 0;
+  }
+  if (!have_gpu()) return no_gpu("run");
+  const io::rgb8_image photo = camera::load_photo(settings.photo);
+  int failures = 0;
+  for (const auto& m : modes) {
+    camera::camera_run_options o;
+    o.frames = static_cast<std::uint64_t>(s.frames);
+    o.dump = s.dump;
+    o.policy = policy;
+    o.sensor_cpu = s.sensor_cpu;
+    if (s.poll_ns > 0) o.poll_ns = s.poll_ns;
+    const camera::camera_result r = camera::run_camera(settings, m, o, photo);
+    camera::print_camera_result(r);
+    const bool accounted = r.counters.processed + r.counters.dropped ==
+                           r.counters.last_seq - r.counters.start_seq;
+    if (!r.error.empty() || !accounted || r.counters.processed == 0) ++failures;
+  }
+  return failures == 0 ? 0 : 1;
+}
+
+}  // namespace resident::cli

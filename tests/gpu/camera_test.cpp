@@ -1,0 +1,202 @@
+// The camera-to-display pipeline end to end: the same screen in every mode and equal to the CPU
+// pipeline, corrupt frames counted and never shown, a sensor faster than the loop, a bridge that
+// stalls and a tear-down mid-stream, all with exact frame accounting.
+
+#include <gmock/gmock.h>
+
+#include <algorithm>
+#include <set>
+
+#include "gpu/support.hpp"
+
+#if RESIDENT_HAVE_BENCH
+#include "camera/camera.hpp"
+#include "resident/imaging/reference.hpp"
+#include "resident/io/csi2.hpp"
+
+namespace resident::testing {
+namespace {
+
+using camera::camera_mode;
+using camera::camera_result;
+using camera::camera_run_options;
+using camera::camera_settings;
+
+io::rgb8_image test_card(std::uint32_t w, std::uint32_t h) {
+  io::rgb8_image p{w, h, std::vector<std::uint8_t>(std::size_t{w} * h * 3)};
+  for (std::uint32_t y = 0; y < h; ++y) {
+    for (std::uint32_t x = 0; x < w; ++x) {
+      auto* px = &p.rgb[(std::size_t{y} * w + x) * 3];
+      px[0] = static_cast<std::uint8_t>(40 + x * 180 / w);
+      px[1] = static_cast<std::uint8_t>(30 + ((x / 16 + y / 16) % 2) * 150);
+      px[2] = static_cast<std::uint8_t>(20 + y * 200 / h);
+    }
+  }
+  return p;
+}
+
+camera_settings small_camera(double rate_hz, std::uint32_t distinct = 8) {
+  camera_settings s;
+  s.sensor.width = 256;
+  s.sensor.height = 128;
+  s.sensor.format = io::csi2::raw_format::raw12;
+  s.sensor.order = io::bayer_order::grbg;
+  s.sensor.rate_hz = rate_hz;
+  s.sensor.distinct_frames = distinct;
+  s.display.refresh_hz = 240.0;
+  return s;
+}
+
+camera_result run(const camera_settings& s, std::string_view mode, camera_run_options o) {
+  o.progress = false;
+  if (o.timeout.count() == 0) o.timeout = std::chrono::seconds(20);
+  return camera::run_camera(s, camera::parse_camera_mode(mode), o, test_card(300, 200));
+}
+
+void expect_exact_accounting(const camera_result& r) {
+  const auto& c = r.counters;
+  EXPECT_EQ(r.error, "") << r.mode;
+  EXPECT_EQ(c.processed + c.dropped, c.last_seq - c.start_seq) << r.mode;
+  EXPECT_EQ(r.display.frames_written + r.display.corrupt_frames, c.processed)
+      << r.mode << ": each processed frame is written to the display or refused as corrupt";
+  const std::set<std::uint64_t> processed(r.processed_frames.begin(), r.processed_frames.end());
+  for (const auto f : r.shown_frames) {
+    EXPECT_EQ(processed.count(f), 1U) << r.mode << ": frame " << f << " shown, never processed";
+  }
+}
+
+const std::vector<std::string_view> all_camera_modes{"cpu-hostmem", "eager", "host-graph",
+                                                     "while", "tail"};
+
+// The CPU pipeline on the frame's pixels: ISP, Malvar demosaic, RGBA16, gamma.
+std::vector<std::uint8_t> cpu_screen(const camera_settings& s, const io::sensor_bridge& b) {
+  namespace ref = imaging::reference;
+  const auto& k = s.sensor;
+  const unsigned bits = static_cast<unsigned>(k.format);
+  const float max_value = static_cast<float>((1U << bits) - 1U);
+  const auto isp = ref::raw_isp(b.pixels(0), k.width, k.height, k.order, bits, k.black_level,
+                                s.white_balance == "grey_world");
+  const auto rgb = ref::demosaic_malvar(isp.raw, k.width, k.height, k.order, max_value);
+  const auto rgba16 = ref::to_rgba16(rgb, max_value);
+  std::vector<std::uint8_t> out(rgba16.size());
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    out[i] = i % 4 == 3 ? 255 : io::gamma_encode(rgba16[i], 65535, s.gamma);
+  }
+  return out;
+}
+
+TEST(camera, shows_the_same_screen_in_every_mode_equal_to_the_cpu_pipeline) {
+  RESIDENT_REQUIRE_GPU();
+  const camera_settings s = small_camera(500.0, 1);  // one distinct frame: every frame the same
+  camera_run_options o;
+  o.frames = 30;
+  o.keep_screen = true;
+  std::vector<std::uint8_t> first;
+  for (const auto mode : all_camera_modes) {
+    const camera_result r = run(s, mode, o);
+    expect_exact_accounting(r);
+    ASSERT_GE(r.counters.processed, 30U) << mode;
+    ASSERT_FALSE(r.screen.empty());
+    if (first.empty()) {
+      first = r.screen;
+      continue;
+    }
+    EXPECT_TRUE(r.screen == first) << mode << " shows a different screen than "
+                                   << all_camera_modes.front();
+  }
+  io::sensor_bridge bridge(s.sensor, test_card(300, 200));
+  const auto want = cpu_screen(s, bridge);
+  ASSERT_EQ(want.size(), first.size());
+  int worst = 0;
+  for (std::size_t i = 0; i < want.size(); ++i) {
+    worst = std::max(worst, std::abs(int(want[i]) - int(first[i])));
+  }
+  EXPECT_LE(worst, 1) << "the screen differs from the CPU pipeline by more than 1 LSB";
+}
+
+TEST(camera, counts_corrupt_frames_and_never_shows_them) {
+  RESIDENT_REQUIRE_GPU();
+  const camera_settings s = small_camera(200.0);
+  const std::size_t line = io::csi2::line_bytes(s.sensor.format, s.sensor.width);
+  for (const auto mode : {"while", "host-graph", "cpu-hostmem"}) {
+    camera_run_options o;
+    o.frames = 40;
+    int step = 0;
+    o.during = [&](io::sensor_bridge& b, const loop_counters& c) {
+      if (step == 0 && c.processed >= 5) {  // two flipped bits in line 10's header: uncorrectable
+        b.inject({io::bridge_fault::kind::flip_bits, 4 + 10 * (line + 6) + 1, 0x03});
+        ++step;
+      } else if (step == 1 && c.processed >= 15) {  // a payload bit: the line's CRC fails
+        b.inject({io::bridge_fault::kind::flip_bits, 4 + 20 * (line + 6) + 4 + 7, 0x40});
+        ++step;
+      } else if (step == 2 && c.processed >= 25) {
+        b.inject({io::bridge_fault::kind::bad_status, 0, 0, {}});
+        ++step;
+      }
+    };
+    const camera_result r = run(s, mode, o);
+    expect_exact_accounting(r);
+    ASSERT_EQ(r.faulty_frames.size(), 3U) << mode;
+    const std::set<std::uint64_t> processed(r.processed_frames.begin(), r.processed_frames.end());
+    std::uint64_t faulty_processed = 0;
+    for (const auto f : r.faulty_frames) {
+      faulty_processed += processed.count(f);
+      EXPECT_EQ(std::count(r.shown_frames.begin(), r.shown_frames.end(), f), 0)
+          << mode << ": corrupt frame " << f << " was shown";
+    }
+    EXPECT_EQ(r.display.corrupt_frames, faulty_processed) << mode;
+    EXPECT_GT(r.displayed, 10U) << mode << ": the loop kept showing frames after the faults";
+  }
+}
+
+TEST(camera, accounts_exactly_for_a_sensor_faster_than_the_loop) {
+  RESIDENT_REQUIRE_GPU();
+  camera_settings s = small_camera(20000.0);
+  s.sensor.width = 1920;
+  s.sensor.height = 1080;
+  for (const auto mode : {"while", "host-graph", "cpu-hostmem"}) {
+    camera_run_options o;
+    o.frames = 1500;
+    o.policy = sample_policy::every;
+    const camera_result r = run(s, mode, o);
+    expect_exact_accounting(r);
+    EXPECT_GE(r.counters.processed, 1500U) << mode;
+  }
+}
+
+TEST(camera, rides_out_a_bridge_that_stalls) {
+  RESIDENT_REQUIRE_GPU();
+  const camera_settings s = small_camera(200.0);
+  for (const auto mode : {"while", "tail"}) {
+    camera_run_options o;
+    o.frames = 40;
+    bool stalled = false;
+    o.during = [&](io::sensor_bridge& b, const loop_counters& c) {
+      if (!stalled && c.processed >= 10) {
+        b.inject({io::bridge_fault::kind::stall, 0, 0, std::chrono::microseconds(300'000)});
+        stalled = true;
+      }
+    };
+    const camera_result r = run(s, mode, o);
+    expect_exact_accounting(r);
+    EXPECT_GE(r.counters.processed, 40U) << mode << ": frames resume after the stall";
+    EXPECT_EQ(r.counters.dropped, 0U) << mode << ": a stall delays frames, it loses none";
+  }
+}
+
+TEST(camera, tears_down_mid_stream_with_exact_accounting) {
+  RESIDENT_REQUIRE_GPU();
+  const camera_settings s = small_camera(3000.0);
+  for (const auto& m : camera::compared_camera_modes()) {
+    camera_run_options o;
+    o.frames = 100'000'000;  // never reached: the timeout stops the run with frames in flight
+    o.timeout = std::chrono::seconds(1);
+    const camera_result r = run(s, m.name, o);
+    expect_exact_accounting(r);
+    EXPECT_GT(r.counters.processed, 100U) << m.name;
+  }
+}
+
+}  // namespace
+}  // namespace resident::testing
+#endif
