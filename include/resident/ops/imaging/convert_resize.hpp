@@ -32,7 +32,7 @@ struct convert_resize_config {
   std::uint32_t out_height{224};
   resize_output output{resize_output::planar_f32};
   float mean[3]{0.485F, 0.456F, 0.406F};
-  float std[3]{0.229F, 0.224F, 0.225F};
+  float stddev[3]{0.229F, 0.224F, 0.225F};
 };
 
 class convert_resize final : public Operator {
