@@ -2,3 +2,4 @@
 #include "resident/ops/matmul.hpp"
 #include "resident/ops/vector_ops.hpp"
 #include "resident/ops/lab_batch.hpp"
+#include "resident/ops/imaging.hpp"

@@ -5,12 +5,19 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <algorithm>
 #include <functional>
+#include <numeric>
 #include <limits>
+#include <random>
 #include <stdexcept>
 #include <vector>
 
 #include "resident/imaging/reference.hpp"
+#include "resident/io/csi2.hpp"
+#include "resident/ops/imaging/convert_resize.hpp"
+#include "resident/ops/imaging/csi2_math.hpp"
+#include "resident/ops/imaging/isp_math.hpp"
 
 namespace resident::imaging::reference {
 namespace {
@@ -108,6 +115,237 @@ TEST(psnr, is_infinite_for_equal_signals_and_follows_the_mse) {
   const std::vector<float> b{1, 11, 21, 31};  // MSE 1
   EXPECT_NEAR(psnr(b, a, 255), 20.0 * std::log10(255.0), 1e-9);
   EXPECT_THROW((void)psnr(a, std::vector<float>(3), 255), std::invalid_argument);
+}
+
+// ---- output formats --------------------------------------------------------------------------
+
+TEST(demosaic_outputs, scale_to_full_range_with_an_opaque_alpha) {
+  const rgb_planes rgb{0.0F, 2047.5F, 4095.0F, 1.0F, 2.0F, 3.0F};  // two pixels
+  EXPECT_EQ(to_rgba16(rgb, 4095.0F),
+            (std::vector<std::uint16_t>{0, 32768, 65535, 65535, 16, 32, 48, 65535}));
+  EXPECT_EQ(to_rgba8(rgb, 4095.0F), (std::vector<std::uint8_t>{0, 128, 255, 255, 0, 0, 0, 255}));
+  const auto planar = to_planar(rgb, 2, 1, 4095.0F);
+  ASSERT_EQ(planar.size(), 6U);
+  EXPECT_FLOAT_EQ(planar[0], 0.0F);        // R of pixel 0
+  EXPECT_FLOAT_EQ(planar[1], 1.0F / 4095);  // R of pixel 1
+  EXPECT_FLOAT_EQ(planar[4], 1.0F);        // B of pixel 0
+}
+
+// ---- CSI-2 arithmetic shared with the reconstruction kernel -----------------------------------
+
+std::vector<std::uint8_t> random_bytes(std::mt19937& rng, std::size_t n) {
+  std::vector<std::uint8_t> v(n);
+  for (auto& b : v) b = static_cast<std::uint8_t>(rng());
+  return v;
+}
+
+std::uint16_t crc0(std::span<const std::uint8_t> bytes) {
+  std::uint16_t crc = 0;
+  for (const auto b : bytes) crc = io::csi2::crc16_update(crc, b);
+  return crc;
+}
+
+namespace math = ops::imaging::csi2_math;
+
+TEST(csi2_math, shift_equals_feeding_zero_bytes) {
+  std::mt19937 rng(3);
+  for (int trial = 0; trial < 50; ++trial) {
+    const auto crc = static_cast<std::uint16_t>(rng());
+    const std::uint64_t n = rng() % 3000;
+    std::uint16_t fed = crc;
+    for (std::uint64_t i = 0; i < n; ++i) fed = io::csi2::crc16_update(fed, 0);
+    EXPECT_EQ(math::crc16_shift(crc, n), fed) << "crc " << crc << ", " << n << " bytes";
+  }
+  EXPECT_EQ(math::crc16_shift(0x1234, 0), 0x1234);
+  static_assert(math::crc16_multiply(math::crc16_one, 0xBEEF) == 0xBEEF);
+}
+
+TEST(csi2_math, combine_joins_two_parts_and_the_seed_is_a_shifted_term) {
+  std::mt19937 rng(5);
+  for (int trial = 0; trial < 50; ++trial) {
+    const auto a = random_bytes(rng, rng() % 200);
+    const auto b = random_bytes(rng, rng() % 200);
+    std::vector<std::uint8_t> ab = a;
+    ab.insert(ab.end(), b.begin(), b.end());
+    EXPECT_EQ(math::crc16_combine(crc0(a), crc0(b), b.size()), crc0(ab));
+    EXPECT_EQ(math::crc16_shift(io::csi2::crc16_seed, ab.size()) ^ crc0(ab), io::csi2::crc16(ab));
+  }
+}
+
+TEST(csi2_math, chunk_terms_in_any_order_give_the_line_crc) {
+  // The kernel's way: every 8-pixel chunk's zero-seed CRC times x^(8 * bytes after it), XORed
+  // together with the seed's term; a RAW10 line with a partial last chunk.
+  std::mt19937 rng(7);
+  const std::size_t width = 1924;  // 240 full chunks and one of 4 pixels
+  const auto line = random_bytes(rng, io::csi2::line_bytes(io::csi2::raw_format::raw10, width));
+  const std::size_t chunk = 10;
+  std::uint16_t crc = math::crc16_shift(io::csi2::crc16_seed, line.size());
+  std::vector<std::size_t> order((line.size() + chunk - 1) / chunk);
+  std::iota(order.begin(), order.end(), 0);
+  std::shuffle(order.begin(), order.end(), rng);
+  for (const std::size_t j : order) {
+    const std::size_t end = std::min((j + 1) * chunk, line.size());
+    const auto part = std::span<const std::uint8_t>(line).subspan(j * chunk, end - j * chunk);
+    crc ^= math::crc16_multiply(crc0(part), math::crc16_zero_bytes_factor(line.size() - end));
+  }
+  EXPECT_EQ(crc, io::csi2::crc16(line));
+}
+
+TEST(csi2_math, header_decoding_matches_the_host_receiver_for_zero_one_and_two_flips) {
+  std::mt19937 rng(9);
+  for (int trial = 0; trial < 3000; ++trial) {
+    const io::csi2::packet_header h{static_cast<std::uint8_t>(rng() % 4),
+                                    static_cast<io::csi2::data_type>(rng() % 64),
+                                    static_cast<std::uint16_t>(rng())};
+    auto bytes = io::csi2::encode_header(h);
+    const int flips = trial % 3;
+    for (int f = 0; f < flips; ++f) {
+      const unsigned bit = rng() % 30;  // 24 data bits and the 6 ECC bits
+      bytes[bit / 8] ^= static_cast<std::uint8_t>(1U << (bit % 8));
+    }
+    const auto want = io::csi2::decode_header(std::span<const std::uint8_t, 4>(bytes));
+    const auto got = math::decode_header(bytes[0], bytes[1], bytes[2], bytes[3]);
+    ASSERT_EQ(static_cast<int>(got.check), static_cast<int>(want.status)) << "trial " << trial;
+    if (want.status != io::csi2::header_status::corrupt) {
+      EXPECT_EQ(got.data_type, static_cast<std::uint8_t>(want.header.type));
+      EXPECT_EQ(got.word_count, want.header.word_count);
+    }
+  }
+}
+
+TEST(csi2_math, unpacking_a_group_inverts_pack_line) {
+  std::mt19937 rng(11);
+  for (const auto f : {io::csi2::raw_format::raw8, io::csi2::raw_format::raw10,
+                       io::csi2::raw_format::raw12}) {
+    const unsigned bits = static_cast<unsigned>(f);
+    std::vector<std::uint16_t> pixels(64);
+    for (auto& p : pixels) p = static_cast<std::uint16_t>(rng() & ((1U << bits) - 1));
+    std::vector<std::uint8_t> packed(io::csi2::line_bytes(f, pixels.size()));
+    io::csi2::pack_line(f, pixels, packed);
+    const unsigned gp = math::group_pixels(bits);
+    const unsigned gb = math::group_bytes(bits);
+    for (std::size_t i = 0; i < pixels.size(); ++i) {
+      ASSERT_EQ(math::unpack_pixel(bits, packed.data() + i / gp * gb, i % gp), pixels[i])
+          << "RAW" << bits << " pixel " << i;
+    }
+  }
+}
+
+// ---- raw ISP ----------------------------------------------------------------------------------
+
+namespace isp = ops::imaging::isp_math;
+
+TEST(isp_math, bins_span_the_range_above_black) {
+  EXPECT_EQ(isp::bin_of(0, 256, 4095), 0U);
+  EXPECT_EQ(isp::bin_of(256, 256, 4095), 0U);
+  EXPECT_EQ(isp::bin_of(4095, 256, 4095), 255U);
+  EXPECT_EQ(isp::bin_of(65535, 256, 4095), 255U);  // above full scale: the top bin
+  EXPECT_EQ(isp::bin_of(256 + 3840 / 2, 256, 4095), 128U);
+}
+
+TEST(isp_math, the_fixed_point_step_is_within_one_lsb_of_the_real_formula) {
+  std::mt19937 rng(13);
+  for (int trial = 0; trial < 20000; ++trial) {
+    const std::uint32_t black = rng() % 400;
+    const double gain = 0.25 + (rng() % 1000) / 250.0;
+    const std::uint32_t v = rng() % 4096;
+    const std::uint64_t m = isp::multiplier_q16(gain, black, 4095);
+    const double real = std::clamp(
+        (static_cast<double>(v) - black) * gain * 4095.0 / (4095.0 - black), 0.0, 4095.0);
+    EXPECT_NEAR(isp::correct(v, black, m, 4095), real, 1.0) << v << " " << black << " " << gain;
+  }
+}
+
+TEST(isp_math, grey_world_gain_is_the_ratio_of_means_and_one_for_an_empty_channel) {
+  // Green mean 100 (10 samples), red mean 50 (4 samples): gain 2.
+  EXPECT_DOUBLE_EQ(isp::grey_world_gain(200, 4, 1000, 10), 2.0);
+  EXPECT_DOUBLE_EQ(isp::grey_world_gain(0, 0, 1000, 10), 1.0);
+  EXPECT_DOUBLE_EQ(isp::grey_world_gain(0, 7, 1000, 10), 1.0);  // black channel
+  EXPECT_DOUBLE_EQ(isp::grey_world_gain(1, 1000, 1000, 10), isp::max_gain);
+}
+
+TEST(raw_isp_reference, grey_world_balances_a_colour_cast) {
+  // A grey scene seen with red at half and blue at three quarters of green's response.
+  constexpr std::uint32_t w = 64;
+  constexpr std::uint32_t h = 48;
+  std::mt19937 rng(17);
+  std::vector<std::uint16_t> raw(w * h);
+  const double response[3] = {0.5, 1.0, 0.75};
+  std::vector<double> cell_grey(w * h / 4);  // one grey per 2x2 cell: every channel sees it
+  for (auto& g : cell_grey) g = 400 + rng() % 2400;
+  for (std::uint32_t y = 0; y < h; ++y) {
+    for (std::uint32_t x = 0; x < w; ++x) {
+      const double grey = cell_grey[y / 2 * (w / 2) + x / 2];
+      raw[y * w + x] = static_cast<std::uint16_t>(
+          256 + grey * response[io::bayer_channel(io::bayer_order::grbg, x, y)]);
+    }
+  }
+  const isp_result r = raw_isp(raw, w, h, io::bayer_order::grbg, 12, 256, true);
+  std::uint64_t total = 0;
+  for (const auto n : r.histogram) total += n;
+  EXPECT_EQ(total, std::uint64_t{w} * h);
+  EXPECT_NEAR(r.gains[0], 2.0, 0.05);
+  EXPECT_DOUBLE_EQ(r.gains[1], 1.0);
+  EXPECT_NEAR(r.gains[2], 4.0 / 3.0, 0.05);
+  double mean[3] = {0, 0, 0};
+  for (std::uint32_t y = 0; y < h; ++y) {
+    for (std::uint32_t x = 0; x < w; ++x) {
+      mean[io::bayer_channel(io::bayer_order::grbg, x, y)] += r.raw[y * w + x];
+    }
+  }
+  EXPECT_NEAR(mean[0] / (w * h / 4), mean[1] / (w * h / 2), mean[1] / (w * h / 2) * 0.03);
+  EXPECT_NEAR(mean[2] / (w * h / 4), mean[1] / (w * h / 2), mean[1] / (w * h / 2) * 0.03);
+}
+
+TEST(raw_isp_reference, without_white_balance_it_removes_black_and_stretches_the_range) {
+  const std::vector<std::uint16_t> raw{0, 256, 4095, 2175};  // 2175 = 256 + 3839 / 2
+  const isp_result r = raw_isp(raw, 2, 2, io::bayer_order::rggb, 12, 256, false);
+  EXPECT_EQ(r.gains, (std::array<double, 3>{1.0, 1.0, 1.0}));
+  EXPECT_EQ(r.raw[0], 0);
+  EXPECT_EQ(r.raw[1], 0);
+  EXPECT_EQ(r.raw[2], 4095);
+  EXPECT_NEAR(r.raw[3], 2048, 1);
+  EXPECT_THROW((void)raw_isp(raw, 2, 2, io::bayer_order::rggb, 12, 4095, false),
+               std::invalid_argument);
+}
+
+// ---- bilinear resize --------------------------------------------------------------------------
+
+TEST(resize_reference, same_size_is_the_identity_and_halving_averages_pairs) {
+  const std::vector<double> in{0, 10, 20, 30, 40, 50, 60, 70};  // 4x2, one channel
+  EXPECT_EQ(resize_bilinear(in, 4, 2, 1, 4, 2), in);
+  EXPECT_EQ(resize_bilinear(in, 4, 2, 1, 2, 1), (std::vector<double>{25, 45}));
+}
+
+TEST(resize_reference, a_linear_ramp_stays_linear_inside_and_edges_repeat) {
+  std::vector<double> in;
+  for (int x = 0; x < 10; ++x) in.push_back(3.0 * x);  // 10x1
+  const auto up = resize_bilinear(in, 10, 1, 1, 20, 1);
+  EXPECT_DOUBLE_EQ(up[0], 0.0);    // source -0.25, clamped to 0
+  EXPECT_DOUBLE_EQ(up[19], 27.0);  // source 9.25: the last column repeats
+  EXPECT_DOUBLE_EQ(up[5], 3.0 * 2.25);
+}
+
+TEST(resize_reference, the_kernel_source_positions_are_the_references) {
+  for (const auto& [in, out] : {std::pair{1920U, 224U}, std::pair{3840U, 224U},
+                               std::pair{224U, 224U}, std::pair{7U, 19U}}) {
+    for (std::uint32_t i = 0; i < out; ++i) {
+      const auto tap = ops::imaging::detail::resize_source(i, in, out);
+      const double src = std::max(0.0, (i + 0.5) * in / out - 0.5);
+      ASSERT_NEAR(tap.i0 + tap.weight, src, 1e-12) << in << "->" << out;
+      ASSERT_LT(tap.i1, in);
+    }
+  }
+}
+
+TEST(resize_reference, normalize_planar_applies_mean_and_std_per_plane) {
+  const std::vector<double> rgba{65535, 0, 32767.5, 65535};  // one pixel
+  const auto p = normalize_planar(rgba, 1, 1, 4, 65535.0, {0.485, 0.456, 0.406},
+                                  {0.229, 0.224, 0.225});
+  ASSERT_EQ(p.size(), 3U);
+  EXPECT_NEAR(p[0], (1.0 - 0.485) / 0.229, 1e-6);
+  EXPECT_NEAR(p[1], (0.0 - 0.456) / 0.224, 1e-6);
+  EXPECT_NEAR(p[2], (0.5 - 0.406) / 0.225, 1e-6);
 }
 
 }  // namespace

@@ -7,6 +7,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "resident/ops/imaging/isp_math.hpp"
+
 namespace resident::imaging::reference {
 
 namespace {
@@ -139,6 +141,152 @@ double psnr(std::span<const float> got, std::span<const float> want, double peak
   }
   if (sum == 0.0) return std::numeric_limits<double>::infinity();
   return 10.0 * std::log10(peak * peak / (sum / static_cast<double>(got.size())));
+}
+
+std::vector<std::uint16_t> to_rgba16(const rgb_planes& rgb, float max_value) {
+  std::vector<std::uint16_t> out;
+  out.reserve(rgb.size() / 3 * 4);
+  for (std::size_t i = 0; i < rgb.size(); i += 3) {
+    for (std::size_t c = 0; c < 3; ++c) {
+      out.push_back(static_cast<std::uint16_t>(
+          std::lround(static_cast<double>(rgb[i + c]) * 65535.0 / max_value)));
+    }
+    out.push_back(65535);
+  }
+  return out;
+}
+
+std::vector<std::uint8_t> to_rgba8(const rgb_planes& rgb, float max_value) {
+  std::vector<std::uint8_t> out;
+  out.reserve(rgb.size() / 3 * 4);
+  for (std::size_t i = 0; i < rgb.size(); i += 3) {
+    for (std::size_t c = 0; c < 3; ++c) {
+      out.push_back(static_cast<std::uint8_t>(
+          std::lround(static_cast<double>(rgb[i + c]) * 255.0 / max_value)));
+    }
+    out.push_back(255);
+  }
+  return out;
+}
+
+std::vector<float> to_planar(const rgb_planes& rgb, std::uint32_t width, std::uint32_t height,
+                             float max_value) {
+  const std::size_t n = std::size_t{width} * height;
+  if (rgb.size() != n * 3) {
+    throw std::invalid_argument("to_planar: " + std::to_string(rgb.size()) + " values for " +
+                                std::to_string(width) + "x" + std::to_string(height));
+  }
+  std::vector<float> out(n * 3);
+  for (std::size_t i = 0; i < n; ++i) {
+    for (std::size_t c = 0; c < 3; ++c) out[c * n + i] = rgb[i * 3 + c] / max_value;
+  }
+  return out;
+}
+
+isp_result raw_isp(std::span<const std::uint16_t> raw, std::uint32_t width, std::uint32_t height,
+                   io::bayer_order order, unsigned bits, std::uint32_t black_level,
+                   bool grey_world) {
+  namespace math = ops::imaging::isp_math;
+  if (raw.size() != std::size_t{width} * height || (bits != 8 && bits != 10 && bits != 12)) {
+    throw std::invalid_argument("raw_isp reference: " + std::to_string(raw.size()) +
+                                " samples for " + std::to_string(width) + "x" +
+                                std::to_string(height) + ", " + std::to_string(bits) + " bits");
+  }
+  const std::uint32_t max = (1U << bits) - 1U;
+  if (black_level >= max) {
+    throw std::invalid_argument("raw_isp reference: black level " + std::to_string(black_level) +
+                                " at or above full scale " + std::to_string(max));
+  }
+  isp_result r;
+  std::array<std::uint64_t, 3> count{};
+  std::array<std::uint64_t, 3> level_sum{};
+  for (std::uint32_t y = 0; y < height; ++y) {
+    for (std::uint32_t x = 0; x < width; ++x) {
+      const auto c = static_cast<std::size_t>(io::bayer_channel(order, x, y));
+      const std::uint32_t bin = math::bin_of(raw[std::size_t{y} * width + x], black_level, max);
+      ++r.histogram[c * 256 + bin];
+      ++count[c];
+      level_sum[c] += bin;
+    }
+  }
+  for (std::size_t c = 0; c < 3; ++c) {
+    r.gains[c] =
+        grey_world ? math::grey_world_gain(level_sum[c], count[c], level_sum[1], count[1]) : 1.0;
+    r.multipliers[c] = math::multiplier_q16(r.gains[c], black_level, max);
+  }
+  r.raw.resize(raw.size());
+  for (std::uint32_t y = 0; y < height; ++y) {
+    for (std::uint32_t x = 0; x < width; ++x) {
+      const std::size_t i = std::size_t{y} * width + x;
+      const auto c = static_cast<std::size_t>(io::bayer_channel(order, x, y));
+      r.raw[i] = math::correct(raw[i], black_level, r.multipliers[c], max);
+    }
+  }
+  return r;
+}
+
+namespace {
+
+struct tap {
+  std::size_t i0;
+  std::size_t i1;
+  double weight;
+};
+tap source_of(std::uint32_t i, std::uint32_t in, std::uint32_t out) {
+  const double src = std::max(0.0, (i + 0.5) * in / out - 0.5);
+  const auto i0 = std::min<std::size_t>(static_cast<std::size_t>(src), in - 1);
+  return {i0, std::min<std::size_t>(i0 + 1, in - 1), src - static_cast<double>(i0)};
+}
+
+}  // namespace
+
+std::vector<double> resize_bilinear(std::span<const double> in, std::uint32_t in_width,
+                                    std::uint32_t in_height, std::uint32_t channels,
+                                    std::uint32_t out_width, std::uint32_t out_height) {
+  if (in.size() != std::size_t{in_width} * in_height * channels || in.empty() ||
+      out_width == 0 || out_height == 0) {
+    throw std::invalid_argument("resize_bilinear: " + std::to_string(in.size()) + " values for " +
+                                std::to_string(in_width) + "x" + std::to_string(in_height) +
+                                "x" + std::to_string(channels) + " to " +
+                                std::to_string(out_width) + "x" + std::to_string(out_height));
+  }
+  std::vector<double> out(std::size_t{out_width} * out_height * channels);
+  const auto at = [&](std::size_t x, std::size_t y, std::size_t c) {
+    return in[(y * in_width + x) * channels + c];
+  };
+  for (std::uint32_t y = 0; y < out_height; ++y) {
+    const tap ty = source_of(y, in_height, out_height);
+    for (std::uint32_t x = 0; x < out_width; ++x) {
+      const tap tx = source_of(x, in_width, out_width);
+      for (std::size_t c = 0; c < channels; ++c) {
+        const double top = (1 - tx.weight) * at(tx.i0, ty.i0, c) + tx.weight * at(tx.i1, ty.i0, c);
+        const double bottom =
+            (1 - tx.weight) * at(tx.i0, ty.i1, c) + tx.weight * at(tx.i1, ty.i1, c);
+        out[(std::size_t{y} * out_width + x) * channels + c] =
+            (1 - ty.weight) * top + ty.weight * bottom;
+      }
+    }
+  }
+  return out;
+}
+
+std::vector<float> normalize_planar(std::span<const double> rgb, std::uint32_t width,
+                                    std::uint32_t height, std::uint32_t channels, double full,
+                                    const std::array<double, 3>& mean,
+                                    const std::array<double, 3>& stddev) {
+  const std::size_t n = std::size_t{width} * height;
+  if (channels < 3 || rgb.size() != n * channels) {
+    throw std::invalid_argument("normalize_planar: " + std::to_string(rgb.size()) +
+                                " values for " + std::to_string(width) + "x" +
+                                std::to_string(height) + "x" + std::to_string(channels));
+  }
+  std::vector<float> out(n * 3);
+  for (std::size_t i = 0; i < n; ++i) {
+    for (std::size_t c = 0; c < 3; ++c) {
+      out[c * n + i] = static_cast<float>((rgb[i * channels + c] / full - mean[c]) / stddev[c]);
+    }
+  }
+  return out;
 }
 
 }  // namespace resident::imaging::reference

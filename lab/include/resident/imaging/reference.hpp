@@ -3,6 +3,7 @@
 // (tests) and how the camera benchmark scores them (PSNR against the original photograph).
 // Plain, slow and obvious on purpose.
 
+#include <array>
 #include <cstdint>
 #include <span>
 #include <vector>
@@ -32,5 +33,50 @@ using rgb_planes = std::vector<float>;
 /// scale is `peak`; +infinity when they are equal. Throws std::invalid_argument on a size
 /// mismatch or empty input.
 [[nodiscard]] double psnr(std::span<const float> got, std::span<const float> want, double peak);
+
+// ---- demosaic output formats (ops::imaging::demosaic's three outputs) ------------------------
+
+/// Interleaved RGBA16: round(v * 65535 / max_value) per colour, alpha 65535.
+[[nodiscard]] std::vector<std::uint16_t> to_rgba16(const rgb_planes& rgb, float max_value);
+/// Interleaved RGBA8: round(v * 255 / max_value) per colour, alpha 255.
+[[nodiscard]] std::vector<std::uint8_t> to_rgba8(const rgb_planes& rgb, float max_value);
+/// Three planes (R, G, B), each width x height floats: v / max_value.
+[[nodiscard]] std::vector<float> to_planar(const rgb_planes& rgb, std::uint32_t width,
+                                           std::uint32_t height, float max_value);
+
+// ---- raw ISP (ops::imaging::raw_isp) ---------------------------------------------------------
+
+struct isp_result {
+  std::vector<std::uint16_t> raw;             // the corrected frame
+  std::array<std::uint32_t, 768> histogram{};  // channel * 256 + 8-bit level after black level
+  std::array<double, 3> gains{};               // grey-world gains (1 without white balance)
+  std::array<std::uint64_t, 3> multipliers{};  // Q16 per-pixel multipliers
+};
+
+/// Black level, grey-world white balance (when `grey_world`) and range stretch, step by step
+/// as ops/imaging/isp_math.hpp defines them (whose arithmetic it uses, so the GPU operator's
+/// output must equal this bit for bit). Throws std::invalid_argument for a size mismatch, an
+/// unsupported bit depth or a black level at or above full scale.
+[[nodiscard]] isp_result raw_isp(std::span<const std::uint16_t> raw, std::uint32_t width,
+                                 std::uint32_t height, io::bayer_order order, unsigned bits,
+                                 std::uint32_t black_level, bool grey_world);
+
+// ---- bilinear resize (ops::imaging::convert_resize) -------------------------------------------
+
+/// Bilinear resize of an interleaved image of `channels` values a pixel, pixel centres aligned:
+/// output x samples the input at (x + 0.5) * in_width / out_width - 0.5, clamped at 0, the last
+/// column (row) repeating beyond the edge; no antialiasing. In double.
+[[nodiscard]] std::vector<double> resize_bilinear(std::span<const double> in,
+                                                  std::uint32_t in_width, std::uint32_t in_height,
+                                                  std::uint32_t channels, std::uint32_t out_width,
+                                                  std::uint32_t out_height);
+
+/// A classifier's input from an interleaved RGB(A) image (`channels` >= 3, full scale `full`):
+/// three planes of (v / full - mean_c) / std_c.
+[[nodiscard]] std::vector<float> normalize_planar(std::span<const double> rgb,
+                                                  std::uint32_t width, std::uint32_t height,
+                                                  std::uint32_t channels, double full,
+                                                  const std::array<double, 3>& mean,
+                                                  const std::array<double, 3>& stddev);
 
 }  // namespace resident::imaging::reference

@@ -1,0 +1,138 @@
+#pragma once
+// Bit-level pieces of CSI-2 reconstruction that host code and device kernels share: the footer
+// CRC's arithmetic over GF(2) (so a line's CRC can be computed in parallel, chunk by chunk), the
+// header ECC check and the RAW unpacking of one packing group. All constexpr, unit-tested on the
+// host against io::csi2.
+//
+// CRC-16/CSI-2 (polynomial x^16 + x^12 + x^5 + 1, bits LSB first) is linear over GF(2). In its
+// reflected register, bit 15 holds the coefficient of x^0 and bit 0 that of x^15; feeding a zero
+// byte multiplies the register by x^8 modulo the polynomial. So, with crc0 the CRC from a zero
+// seed:
+//   crc0(A || B)      = shift(crc0(A), |B|) ^ crc0(B)
+//   crc(seed, A)      = shift(seed, |A|) ^ crc0(A)
+//   shift(c, n bytes) = c * x^(8n) mod P
+// and a line split into chunks has crc = shift(seed, L) ^ XOR_j shift(crc0(chunk_j), L - end_j):
+// every chunk's term is independent, so the terms can be combined in any order.
+
+#include <cstdint>
+
+#include "resident/io/frame.hpp"  // RESIDENT_HD
+
+namespace resident::ops::imaging::csi2_math {
+
+inline constexpr std::uint16_t crc16_polynomial = 0x8408;  // 0x1021 reflected
+inline constexpr std::uint16_t crc16_one = 0x8000;         // x^0 in the reflected register
+
+/// a * b mod P, both in the reflected representation.
+RESIDENT_HD constexpr std::uint16_t crc16_multiply(std::uint16_t a, std::uint16_t b) noexcept {
+  std::uint16_t product = 0;
+  for (int power = 0; power < 16; ++power) {  // b holds b * x^power
+    if (((a >> (15 - power)) & 1U) != 0U) product ^= b;
+    b = (b & 1U) != 0U ? static_cast<std::uint16_t>((b >> 1) ^ crc16_polynomial)
+                       : static_cast<std::uint16_t>(b >> 1);
+  }
+  return product;
+}
+
+/// x^(8 * bytes) mod P: what feeding `bytes` zero bytes multiplies the register by.
+RESIDENT_HD constexpr std::uint16_t crc16_zero_bytes_factor(std::uint64_t bytes) noexcept {
+  std::uint16_t result = crc16_one;
+  std::uint16_t square = static_cast<std::uint16_t>(crc16_one >> 8);  // x^8
+  for (; bytes != 0; bytes >>= 1) {
+    if ((bytes & 1U) != 0U) result = crc16_multiply(result, square);
+    square = crc16_multiply(square, square);
+  }
+  return result;
+}
+
+/// The register `crc` after `bytes` zero bytes.
+RESIDENT_HD constexpr std::uint16_t crc16_shift(std::uint16_t crc, std::uint64_t bytes) noexcept {
+  return crc16_multiply(crc, crc16_zero_bytes_factor(bytes));
+}
+
+/// crc0(A || B) from crc0(A), crc0(B) and |B| (associative, not commutative).
+RESIDENT_HD constexpr std::uint16_t crc16_combine(std::uint16_t crc_a, std::uint16_t crc_b,
+                                                  std::uint64_t bytes_b) noexcept {
+  return static_cast<std::uint16_t>(crc16_shift(crc_a, bytes_b) ^ crc_b);
+}
+
+/// One byte into the register (the same step as io::csi2::crc16_update).
+RESIDENT_HD constexpr std::uint16_t crc16_byte(std::uint16_t crc, std::uint8_t byte) noexcept {
+  crc = static_cast<std::uint16_t>(crc ^ byte);
+  for (int i = 0; i < 8; ++i) {
+    crc = (crc & 1U) != 0U ? static_cast<std::uint16_t>((crc >> 1) ^ crc16_polynomial)
+                           : static_cast<std::uint16_t>(crc >> 1);
+  }
+  return crc;
+}
+
+// ---- packet header ------------------------------------------------------------------------
+
+/// The ECC byte of a header's 24 bits (CSI-2's parity columns; see io::csi2::ecc_columns).
+RESIDENT_HD constexpr std::uint8_t header_ecc(std::uint32_t bits24) noexcept {
+  constexpr std::uint8_t columns[24] = {0x07, 0x0B, 0x0D, 0x0E, 0x13, 0x15, 0x16, 0x19,
+                                        0x1A, 0x1C, 0x23, 0x25, 0x26, 0x29, 0x2A, 0x2C,
+                                        0x31, 0x32, 0x34, 0x38, 0x1F, 0x2F, 0x37, 0x3B};
+  std::uint8_t ecc = 0;
+  for (int bit = 0; bit < 24; ++bit) {
+    if (((bits24 >> bit) & 1U) != 0U) ecc = static_cast<std::uint8_t>(ecc ^ columns[bit]);
+  }
+  return ecc;
+}
+
+enum class header_check : std::uint8_t { ok = 0, corrected = 1, corrupt = 2 };
+
+struct header_fields {
+  std::uint8_t data_type{0};  // the DI byte's low 6 bits (the virtual channel is not checked)
+  std::uint16_t word_count{0};
+  header_check check{header_check::ok};
+};
+
+/// Checks four header bytes against their ECC, correcting one flipped bit, exactly as
+/// io::csi2::decode_header does.
+RESIDENT_HD constexpr header_fields decode_header(std::uint8_t b0, std::uint8_t b1, std::uint8_t b2,
+                                                  std::uint8_t b3) noexcept {
+  constexpr std::uint8_t columns[24] = {0x07, 0x0B, 0x0D, 0x0E, 0x13, 0x15, 0x16, 0x19,
+                                        0x1A, 0x1C, 0x23, 0x25, 0x26, 0x29, 0x2A, 0x2C,
+                                        0x31, 0x32, 0x34, 0x38, 0x1F, 0x2F, 0x37, 0x3B};
+  std::uint32_t bits = std::uint32_t{b0} | std::uint32_t{b1} << 8 | std::uint32_t{b2} << 16;
+  const auto syndrome = static_cast<std::uint8_t>(header_ecc(bits) ^ (b3 & 0x3FU));
+  header_check check = header_check::ok;
+  if (syndrome != 0) {
+    check = header_check::corrupt;
+    if ((syndrome & (syndrome - 1)) == 0) {
+      check = header_check::corrected;  // a parity bit flipped: the data bits stand
+    } else {
+      for (int bit = 0; bit < 24; ++bit) {
+        if (columns[bit] == syndrome) {
+          bits ^= 1U << bit;
+          check = header_check::corrected;
+          break;
+        }
+      }
+    }
+  }
+  return {static_cast<std::uint8_t>(bits & 0x3FU), static_cast<std::uint16_t>(bits >> 8), check};
+}
+
+// ---- RAW unpacking --------------------------------------------------------------------------
+
+/// Pixels and bytes of one packing group for a RAW bit depth (8, 10 or 12).
+RESIDENT_HD constexpr unsigned group_pixels(unsigned bits) noexcept {
+  return bits == 10 ? 4 : bits == 12 ? 2 : 1;
+}
+RESIDENT_HD constexpr unsigned group_bytes(unsigned bits) noexcept {
+  return bits == 10 ? 5 : bits == 12 ? 3 : 1;
+}
+
+/// Pixel `k` of the packing group starting at `b` (the inverse of io::csi2::pack_line).
+RESIDENT_HD constexpr std::uint16_t unpack_pixel(unsigned bits, const std::uint8_t* b,
+                                                 unsigned k) noexcept {
+  if (bits == 8) return b[0];
+  const unsigned n = group_pixels(bits);
+  const unsigned low_bits = bits - 8;
+  const unsigned low = (static_cast<unsigned>(b[n]) >> (k * low_bits)) & ((1U << low_bits) - 1U);
+  return static_cast<std::uint16_t>(static_cast<unsigned>(b[k]) << low_bits | low);
+}
+
+}  // namespace resident::ops::imaging::csi2_math
