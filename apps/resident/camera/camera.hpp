@@ -73,6 +73,8 @@ struct camera_run_options {
   sample_policy policy{sample_policy::skip_duplicate};
   std::uint64_t poll_ns{2'000'000};    // the handler's in-kernel polling budget (resident modes)
   int sensor_cpu{-1};                  // pin the sensor thread here
+  /// CPU-driven modes: runs first on the loop thread (e.g. pin it, as the paper's baseline was)
+  std::function<void()> on_loop_thread_start;
   bool progress{true};                 // a progress line on stderr every second
   std::chrono::seconds timeout{0};     // 0: frames / rate + 10 s
   bool keep_screen{false};             // keep the last screen in camera_result::screen
