@@ -36,7 +36,7 @@ const char* name_of(bayer_order o) {
 
 // ---- running one operator on its own ----------------------------------------------------------
 
-struct port_memory {
+struct port_binding {
   std::string port;
   void* memory;
   std::size_t bytes;
@@ -46,7 +46,7 @@ struct port_memory {
 class standalone final : public Application {
  public:
   using factory = std::function<std::shared_ptr<Operator>(Application&)>;
-  standalone(factory make, std::vector<port_memory> inputs, std::vector<port_memory> outputs)
+  standalone(factory make, std::vector<port_binding> inputs, std::vector<port_binding> outputs)
       : Application("standalone"),
         _make(std::move(make)),
         _inputs(std::move(inputs)),
@@ -65,8 +65,8 @@ class standalone final : public Application {
 
  private:
   factory _make;
-  std::vector<port_memory> _inputs;
-  std::vector<port_memory> _outputs;
+  std::vector<port_binding> _inputs;
+  std::vector<port_binding> _outputs;
 };
 
 template <class T>
@@ -353,7 +353,7 @@ std::vector<std::uint16_t> cast_frame(std::uint32_t w, std::uint32_t h, bayer_or
 TEST(raw_isp, equals_the_cpu_reference_bit_for_bit) {
   RESIDENT_REQUIRE_GPU();
   // 62 columns: rows not a whole number of 8-pixel vectors (the scalar path).
-  for (const auto [w, h] : {std::pair{64U, 48U}, std::pair{62U, 10U}, std::pair{1920U, 1080U}}) {
+  for (const auto& [w, h] : {std::pair{64U, 48U}, std::pair{62U, 10U}, std::pair{1920U, 1080U}}) {
     for (const bayer_order order : all_orders) {
       for (const bool grey_world : {true, false}) {
         SCOPED_TRACE(std::to_string(w) + "x" + std::to_string(h) + " " + name_of(order) +
@@ -377,7 +377,7 @@ TEST(raw_isp, works_in_place) {
   device_buffer frame = upload(raw);
   stream s;
   img::detail::launch_raw_isp(frame.data_as<const std::uint16_t>(), frame.data_as<std::uint16_t>(),
-                              std::size_t{w} * 2, ws, s);
+                              std::size_t{w} * 2, ws, s.get());
   s.synchronize();
   EXPECT_TRUE(download<std::uint16_t>(frame, raw.size()) == want);
 }
@@ -433,7 +433,7 @@ void check_demosaic(const demosaic_run& r, const std::vector<std::uint16_t>& raw
 TEST(demosaic, every_order_algorithm_and_output_is_within_one_lsb_of_the_reference) {
   RESIDENT_REQUIRE_GPU();
   // 64x48, and 100x62: neither side a whole number of 64x16 tiles.
-  for (const auto [w, h] : {std::pair{64U, 48U}, std::pair{100U, 62U}}) {
+  for (const auto& [w, h] : {std::pair{64U, 48U}, std::pair{100U, 62U}}) {
     const auto raw = random_raw(std::size_t{w} * h, 12, w * h);
     for (const bayer_order order : all_orders) {
       for (const char* algorithm : {"malvar", "bilinear"}) {
@@ -453,7 +453,7 @@ TEST(demosaic, a_1080p_frame_is_within_one_lsb_of_the_reference) {
 
 TEST(demosaic, tiny_frames_mirror_their_borders_like_the_reference) {
   RESIDENT_REQUIRE_GPU();
-  for (const auto [w, h] : {std::pair{2U, 2U}, std::pair{4U, 2U}, std::pair{6U, 4U}}) {
+  for (const auto& [w, h] : {std::pair{2U, 2U}, std::pair{4U, 2U}, std::pair{6U, 4U}}) {
     check_demosaic({w, h, bayer_order::grbg, "malvar", "rgba16"}, random_raw(w * h, 12, 7));
   }
 }
@@ -482,7 +482,7 @@ TEST(convert_resize, normalized_planar_output_is_within_1e_5_of_the_reference) {
                                           {0.229, 0.224, 0.225});
   const auto got = download<float>(out, want.size());
   double worst = 0;
-  for (std::size_t i = 0; i < want.size(); ++i) worst = std::max(worst, std::fabs(got[i] - want[i]));
+  for (std::size_t i = 0; i < want.size(); ++i) worst = std::max(worst, static_cast<double>(std::fabs(got[i] - want[i])));
   EXPECT_LE(worst, 1e-5);
 }
 
@@ -599,3 +599,49 @@ TEST(imaging_chain, a_captured_graph_replays_the_cpu_chain) {
 
 }  // namespace
 }  // namespace resident::testing
+
+#if defined(RESIDENT_HAVE_NPP) && RESIDENT_HAVE_NPP
+namespace resident::testing {
+namespace {
+
+TEST(npp_demosaic, reconstructs_a_flat_colour_with_an_opaque_alpha) {
+  // NPP's bilinear filter and borders are its own: a flat colour, which every bilinear
+  // demosaic reproduces, is what it must give back exactly (away from the border).
+  RESIDENT_REQUIRE_GPU();
+  constexpr std::uint32_t w = 64;
+  constexpr std::uint32_t h = 48;
+  const std::array<std::uint16_t, 3> colour{900, 2000, 450};
+  for (const bayer_order order : all_orders) {
+    SCOPED_TRACE(name_of(order));
+    std::vector<std::uint16_t> raw(std::size_t{w} * h);
+    for (std::uint32_t y = 0; y < h; ++y) {
+      for (std::uint32_t x = 0; x < w; ++x) {
+        raw[std::size_t{y} * w + x] = colour[static_cast<std::size_t>(io::bayer_channel(order, x, y))];
+      }
+    }
+    device_buffer in = upload(raw);
+    device_buffer out(std::size_t{w} * h * 8);
+    standalone app(
+        [&](Application& a) {
+          return a.make_operator<img::npp_demosaic>("npp", arg("width", std::int64_t{w}),
+                                                    arg("height", std::int64_t{h}),
+                                                    arg("order", std::string(name_of(order))));
+        },
+        {{"bayer", in.data(), raw.size() * 2}}, {{"rgb", out.data(), out.size()}});
+    run_once(app);
+    const auto got = download<std::uint16_t>(out, std::size_t{w} * h * 4);
+    for (std::uint32_t y = 2; y + 2 < h; ++y) {
+      for (std::uint32_t x = 2; x + 2 < w; ++x) {
+        const std::size_t i = (std::size_t{y} * w + x) * 4;
+        ASSERT_EQ(got[i], colour[0]) << x << "," << y;
+        ASSERT_EQ(got[i + 1], colour[1]) << x << "," << y;
+        ASSERT_EQ(got[i + 2], colour[2]) << x << "," << y;
+        ASSERT_EQ(got[i + 3], 65535) << x << "," << y;
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace resident::testing
+#endif
