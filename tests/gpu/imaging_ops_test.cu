@@ -105,11 +105,11 @@ struct csi2_case {
   raw_format format{raw_format::raw12};
   std::uint32_t width{64};
   std::uint32_t height{16};
-  std::uint64_t frame{4};                    // frame_ref::frame
-  std::uint16_t stream_number{4};            // the frame number the packets carry
-  std::int64_t bytes_delta{0};               // frame_ref::bytes - the stream's length
-  std::optional<std::uint64_t> slot_value;   // *slot_frame, when there is one
-  std::size_t misalign{3};                   // the stream's offset past a 16-byte boundary
+  std::uint64_t frame{4};                   // frame_ref::frame
+  std::uint16_t stream_number{4};           // the frame number the packets carry
+  std::int64_t bytes_delta{0};              // frame_ref::bytes - the stream's length
+  std::optional<std::uint64_t> slot_value;  // *slot_frame, when there is one
+  std::size_t misalign{3};                  // the stream's offset past a 16-byte boundary
   std::function<void(std::vector<std::uint8_t>&)> corrupt;  // applied to the packets
 };
 
@@ -143,9 +143,9 @@ csi2_outcome run_csi2(const csi2_case& c, const std::vector<std::uint8_t>& strea
   const std::string format = formats[(static_cast<int>(c.format) - 8) / 2];
   standalone app(
       [&](Application& a) {
-        return a.make_operator<img::csi2_reconstruct>(
-            "csi2", arg("width", std::int64_t{c.width}), arg("height", std::int64_t{c.height}),
-            arg("format", format));
+        return a.make_operator<img::csi2_reconstruct>("csi2", arg("width", std::int64_t{c.width}),
+                                                      arg("height", std::int64_t{c.height}),
+                                                      arg("format", format));
       },
       {{"frame", frame.data(), sizeof fr}},
       {{"bayer", bayer.data(), pixels * 2},
@@ -160,8 +160,8 @@ csi2_outcome run_csi2(const csi2_case& c, const std::vector<std::uint8_t>& strea
 
 /// Runs the case and checks it against parse_frame on the same (possibly corrupted) stream.
 io::frame_integrity check_against_parse_frame(const csi2_case& c, std::uint32_t seed = 1) {
-  const auto pixels = random_raw(std::size_t{c.width} * c.height, static_cast<unsigned>(c.format),
-                                 seed);
+  const auto pixels =
+      random_raw(std::size_t{c.width} * c.height, static_cast<unsigned>(c.format), seed);
   auto stream = io::csi2::frame_packets(c.format, c.width, c.height, pixels, c.stream_number);
   if (c.corrupt) c.corrupt(stream);
   std::vector<std::uint16_t> want(pixels.size(), untouched);
@@ -205,7 +205,8 @@ TEST(csi2_reconstruct, intact_frames_unpack_bit_exact_in_every_format) {
       c.width = 68;
       c.height = 10;
       c.misalign = misalign;
-      const io::frame_integrity g = check_against_parse_frame(c, static_cast<std::uint32_t>(misalign));
+      const io::frame_integrity g =
+          check_against_parse_frame(c, static_cast<std::uint32_t>(misalign));
       EXPECT_TRUE(g.ok());
     }
   }
@@ -257,8 +258,8 @@ TEST(csi2_reconstruct, a_flipped_payload_bit_is_a_crc_error) {
 TEST(csi2_reconstruct, a_wrong_data_type_or_word_count_is_a_format_error) {
   RESIDENT_REQUIRE_GPU();
   csi2_case c;
-  const auto rewrite = [&](std::vector<std::uint8_t>& s, std::uint32_t y,
-                           io::csi2::data_type type, std::uint16_t word_count) {
+  const auto rewrite = [&](std::vector<std::uint8_t>& s, std::uint32_t y, io::csi2::data_type type,
+                           std::uint16_t word_count) {
     const auto h = io::csi2::encode_header({0, type, word_count});
     std::copy(h.begin(), h.end(), s.begin() + static_cast<std::ptrdiff_t>(line_at(c, y)));
   };
@@ -286,8 +287,8 @@ TEST(csi2_reconstruct, frame_start_and_end_headers_are_checked_like_lines) {
   RESIDENT_REQUIRE_GPU();
   csi2_case c;
   c.corrupt = [&](std::vector<std::uint8_t>& s) {
-    s[1] ^= 0x02;              // frame start: one bit, corrected
-    s[s.size() - 4] ^= 0x03;   // frame end: two bits, corrupt
+    s[1] ^= 0x02;             // frame start: one bit, corrected
+    s[s.size() - 4] ^= 0x03;  // frame end: two bits, corrupt
   };
   const io::frame_integrity g = check_against_parse_frame(c);
   EXPECT_EQ(g.corrected_headers, 1U);
@@ -482,7 +483,8 @@ TEST(convert_resize, normalized_planar_output_is_within_1e_5_of_the_reference) {
                                           {0.229, 0.224, 0.225});
   const auto got = download<float>(out, want.size());
   double worst = 0;
-  for (std::size_t i = 0; i < want.size(); ++i) worst = std::max(worst, static_cast<double>(std::fabs(got[i] - want[i])));
+  for (std::size_t i = 0; i < want.size(); ++i)
+    worst = std::max(worst, static_cast<double>(std::fabs(got[i] - want[i])));
   EXPECT_LE(worst, 1e-5);
 }
 
@@ -535,15 +537,14 @@ class camera_chain final : public Application {
   void compose() override {
     const auto size = [](std::uint32_t v) { return arg("width", std::int64_t{v}); };
     auto src = make_operator<ops::external_source>("frame_in", _frame, sizeof(io::frame_ref));
-    auto csi2 = make_operator<img::csi2_reconstruct>("csi2", size(w),
-                                                     arg("height", std::int64_t{h}),
-                                                     arg("order", std::string("bggr")));
+    auto csi2 = make_operator<img::csi2_reconstruct>(
+        "csi2", size(w), arg("height", std::int64_t{h}), arg("order", std::string("bggr")));
     auto isp = make_operator<img::raw_isp>("isp", size(w), arg("height", std::int64_t{h}),
                                            arg("order", std::string("bggr")));
     auto dem = make_operator<img::demosaic>("demosaic", size(w), arg("height", std::int64_t{h}),
                                             arg("order", std::string("bggr")));
-    auto integrity = make_operator<ops::external_sink>("integrity_out", _integrity,
-                                                       sizeof(io::frame_integrity));
+    auto integrity =
+        make_operator<ops::external_sink>("integrity_out", _integrity, sizeof(io::frame_integrity));
     auto rgb = make_operator<ops::external_sink>("rgb_out", _rgb, std::size_t{w} * h * 8);
     add_flow(src, csi2, {{"out", "frame"}});
     add_flow(csi2, integrity, {{"integrity", "in"}});
@@ -579,8 +580,8 @@ TEST(imaging_chain, a_captured_graph_replays_the_cpu_chain) {
   graph g = sub.capture(s);
   graph_exec exec(g.get());
   const auto isp = ref::raw_isp(pixels, w, h, bayer_order::bggr, 12, 256, true).raw;
-  const auto want = ref::to_rgba16(ref::demosaic_malvar(isp, w, h, bayer_order::bggr, 4095.0F),
-                                   4095.0F);
+  const auto want =
+      ref::to_rgba16(ref::demosaic_malvar(isp, w, h, bayer_order::bggr, 4095.0F), 4095.0F);
   for (int replay = 0; replay < 3; ++replay) {
     RESIDENT_CUDA_TRY(cudaMemsetAsync(rgb.data(), 0, rgb.size(), s.get()));
     RESIDENT_CUDA_TRY(cudaMemsetAsync(integrity.data(), 0, integrity.size(), s.get()));
@@ -616,7 +617,8 @@ TEST(npp_demosaic, reconstructs_a_flat_colour_with_an_opaque_alpha) {
     std::vector<std::uint16_t> raw(std::size_t{w} * h);
     for (std::uint32_t y = 0; y < h; ++y) {
       for (std::uint32_t x = 0; x < w; ++x) {
-        raw[std::size_t{y} * w + x] = colour[static_cast<std::size_t>(io::bayer_channel(order, x, y))];
+        raw[std::size_t{y} * w + x] =
+            colour[static_cast<std::size_t>(io::bayer_channel(order, x, y))];
       }
     }
     device_buffer in = upload(raw);
