@@ -36,7 +36,7 @@ const char* name_of(bayer_order o) {
 
 // ---- running one operator on its own ----------------------------------------------------------
 
-struct port_memory {
+struct port_binding {
   std::string port;
   void* memory;
   std::size_t bytes;
@@ -46,7 +46,7 @@ struct port_memory {
 class standalone final : public Application {
  public:
   using factory = std::function<std::shared_ptr<Operator>(Application&)>;
-  standalone(factory make, std::vector<port_memory> inputs, std::vector<port_memory> outputs)
+  standalone(factory make, std::vector<port_binding> inputs, std::vector<port_binding> outputs)
       : Application("standalone"),
         _make(std::move(make)),
         _inputs(std::move(inputs)),
@@ -65,8 +65,8 @@ class standalone final : public Application {
 
  private:
   factory _make;
-  std::vector<port_memory> _inputs;
-  std::vector<port_memory> _outputs;
+  std::vector<port_binding> _inputs;
+  std::vector<port_binding> _outputs;
 };
 
 template <class T>
@@ -105,11 +105,11 @@ struct csi2_case {
   raw_format format{raw_format::raw12};
   std::uint32_t width{64};
   std::uint32_t height{16};
-  std::uint64_t frame{4};                    // frame_ref::frame
-  std::uint16_t stream_number{4};            // the frame number the packets carry
-  std::int64_t bytes_delta{0};               // frame_ref::bytes - the stream's length
-  std::optional<std::uint64_t> slot_value;   // *slot_frame, when there is one
-  std::size_t misalign{3};                   // the stream's offset past a 16-byte boundary
+  std::uint64_t frame{4};                   // frame_ref::frame
+  std::uint16_t stream_number{4};           // the frame number the packets carry
+  std::int64_t bytes_delta{0};              // frame_ref::bytes - the stream's length
+  std::optional<std::uint64_t> slot_value;  // *slot_frame, when there is one
+  std::size_t misalign{3};                  // the stream's offset past a 16-byte boundary
   std::function<void(std::vector<std::uint8_t>&)> corrupt;  // applied to the packets
 };
 
@@ -143,9 +143,9 @@ csi2_outcome run_csi2(const csi2_case& c, const std::vector<std::uint8_t>& strea
   const std::string format = formats[(static_cast<int>(c.format) - 8) / 2];
   standalone app(
       [&](Application& a) {
-        return a.make_operator<img::csi2_reconstruct>(
-            "csi2", arg("width", std::int64_t{c.width}), arg("height", std::int64_t{c.height}),
-            arg("format", format));
+        return a.make_operator<img::csi2_reconstruct>("csi2", arg("width", std::int64_t{c.width}),
+                                                      arg("height", std::int64_t{c.height}),
+                                                      arg("format", format));
       },
       {{"frame", frame.data(), sizeof fr}},
       {{"bayer", bayer.data(), pixels * 2},
@@ -160,8 +160,8 @@ csi2_outcome run_csi2(const csi2_case& c, const std::vector<std::uint8_t>& strea
 
 /// Runs the case and checks it against parse_frame on the same (possibly corrupted) stream.
 io::frame_integrity check_against_parse_frame(const csi2_case& c, std::uint32_t seed = 1) {
-  const auto pixels = random_raw(std::size_t{c.width} * c.height, static_cast<unsigned>(c.format),
-                                 seed);
+  const auto pixels =
+      random_raw(std::size_t{c.width} * c.height, static_cast<unsigned>(c.format), seed);
   auto stream = io::csi2::frame_packets(c.format, c.width, c.height, pixels, c.stream_number);
   if (c.corrupt) c.corrupt(stream);
   std::vector<std::uint16_t> want(pixels.size(), untouched);
@@ -205,7 +205,8 @@ TEST(csi2_reconstruct, intact_frames_unpack_bit_exact_in_every_format) {
       c.width = 68;
       c.height = 10;
       c.misalign = misalign;
-      const io::frame_integrity g = check_against_parse_frame(c, static_cast<std::uint32_t>(misalign));
+      const io::frame_integrity g =
+          check_against_parse_frame(c, static_cast<std::uint32_t>(misalign));
       EXPECT_TRUE(g.ok());
     }
   }
@@ -257,8 +258,8 @@ TEST(csi2_reconstruct, a_flipped_payload_bit_is_a_crc_error) {
 TEST(csi2_reconstruct, a_wrong_data_type_or_word_count_is_a_format_error) {
   RESIDENT_REQUIRE_GPU();
   csi2_case c;
-  const auto rewrite = [&](std::vector<std::uint8_t>& s, std::uint32_t y,
-                           io::csi2::data_type type, std::uint16_t word_count) {
+  const auto rewrite = [&](std::vector<std::uint8_t>& s, std::uint32_t y, io::csi2::data_type type,
+                           std::uint16_t word_count) {
     const auto h = io::csi2::encode_header({0, type, word_count});
     std::copy(h.begin(), h.end(), s.begin() + static_cast<std::ptrdiff_t>(line_at(c, y)));
   };
@@ -286,8 +287,8 @@ TEST(csi2_reconstruct, frame_start_and_end_headers_are_checked_like_lines) {
   RESIDENT_REQUIRE_GPU();
   csi2_case c;
   c.corrupt = [&](std::vector<std::uint8_t>& s) {
-    s[1] ^= 0x02;              // frame start: one bit, corrected
-    s[s.size() - 4] ^= 0x03;   // frame end: two bits, corrupt
+    s[1] ^= 0x02;             // frame start: one bit, corrected
+    s[s.size() - 4] ^= 0x03;  // frame end: two bits, corrupt
   };
   const io::frame_integrity g = check_against_parse_frame(c);
   EXPECT_EQ(g.corrected_headers, 1U);
@@ -353,7 +354,7 @@ std::vector<std::uint16_t> cast_frame(std::uint32_t w, std::uint32_t h, bayer_or
 TEST(raw_isp, equals_the_cpu_reference_bit_for_bit) {
   RESIDENT_REQUIRE_GPU();
   // 62 columns: rows not a whole number of 8-pixel vectors (the scalar path).
-  for (const auto [w, h] : {std::pair{64U, 48U}, std::pair{62U, 10U}, std::pair{1920U, 1080U}}) {
+  for (const auto& [w, h] : {std::pair{64U, 48U}, std::pair{62U, 10U}, std::pair{1920U, 1080U}}) {
     for (const bayer_order order : all_orders) {
       for (const bool grey_world : {true, false}) {
         SCOPED_TRACE(std::to_string(w) + "x" + std::to_string(h) + " " + name_of(order) +
@@ -377,7 +378,7 @@ TEST(raw_isp, works_in_place) {
   device_buffer frame = upload(raw);
   stream s;
   img::detail::launch_raw_isp(frame.data_as<const std::uint16_t>(), frame.data_as<std::uint16_t>(),
-                              std::size_t{w} * 2, ws, s);
+                              std::size_t{w} * 2, ws, s.get());
   s.synchronize();
   EXPECT_TRUE(download<std::uint16_t>(frame, raw.size()) == want);
 }
@@ -433,7 +434,7 @@ void check_demosaic(const demosaic_run& r, const std::vector<std::uint16_t>& raw
 TEST(demosaic, every_order_algorithm_and_output_is_within_one_lsb_of_the_reference) {
   RESIDENT_REQUIRE_GPU();
   // 64x48, and 100x62: neither side a whole number of 64x16 tiles.
-  for (const auto [w, h] : {std::pair{64U, 48U}, std::pair{100U, 62U}}) {
+  for (const auto& [w, h] : {std::pair{64U, 48U}, std::pair{100U, 62U}}) {
     const auto raw = random_raw(std::size_t{w} * h, 12, w * h);
     for (const bayer_order order : all_orders) {
       for (const char* algorithm : {"malvar", "bilinear"}) {
@@ -453,7 +454,7 @@ TEST(demosaic, a_1080p_frame_is_within_one_lsb_of_the_reference) {
 
 TEST(demosaic, tiny_frames_mirror_their_borders_like_the_reference) {
   RESIDENT_REQUIRE_GPU();
-  for (const auto [w, h] : {std::pair{2U, 2U}, std::pair{4U, 2U}, std::pair{6U, 4U}}) {
+  for (const auto& [w, h] : {std::pair{2U, 2U}, std::pair{4U, 2U}, std::pair{6U, 4U}}) {
     check_demosaic({w, h, bayer_order::grbg, "malvar", "rgba16"}, random_raw(w * h, 12, 7));
   }
 }
@@ -482,7 +483,8 @@ TEST(convert_resize, normalized_planar_output_is_within_1e_5_of_the_reference) {
                                           {0.229, 0.224, 0.225});
   const auto got = download<float>(out, want.size());
   double worst = 0;
-  for (std::size_t i = 0; i < want.size(); ++i) worst = std::max(worst, std::fabs(got[i] - want[i]));
+  for (std::size_t i = 0; i < want.size(); ++i)
+    worst = std::max(worst, static_cast<double>(std::fabs(got[i] - want[i])));
   EXPECT_LE(worst, 1e-5);
 }
 
@@ -535,15 +537,14 @@ class camera_chain final : public Application {
   void compose() override {
     const auto size = [](std::uint32_t v) { return arg("width", std::int64_t{v}); };
     auto src = make_operator<ops::external_source>("frame_in", _frame, sizeof(io::frame_ref));
-    auto csi2 = make_operator<img::csi2_reconstruct>("csi2", size(w),
-                                                     arg("height", std::int64_t{h}),
-                                                     arg("order", std::string("bggr")));
+    auto csi2 = make_operator<img::csi2_reconstruct>(
+        "csi2", size(w), arg("height", std::int64_t{h}), arg("order", std::string("bggr")));
     auto isp = make_operator<img::raw_isp>("isp", size(w), arg("height", std::int64_t{h}),
                                            arg("order", std::string("bggr")));
     auto dem = make_operator<img::demosaic>("demosaic", size(w), arg("height", std::int64_t{h}),
                                             arg("order", std::string("bggr")));
-    auto integrity = make_operator<ops::external_sink>("integrity_out", _integrity,
-                                                       sizeof(io::frame_integrity));
+    auto integrity =
+        make_operator<ops::external_sink>("integrity_out", _integrity, sizeof(io::frame_integrity));
     auto rgb = make_operator<ops::external_sink>("rgb_out", _rgb, std::size_t{w} * h * 8);
     add_flow(src, csi2, {{"out", "frame"}});
     add_flow(csi2, integrity, {{"integrity", "in"}});
@@ -579,8 +580,8 @@ TEST(imaging_chain, a_captured_graph_replays_the_cpu_chain) {
   graph g = sub.capture(s);
   graph_exec exec(g.get());
   const auto isp = ref::raw_isp(pixels, w, h, bayer_order::bggr, 12, 256, true).raw;
-  const auto want = ref::to_rgba16(ref::demosaic_malvar(isp, w, h, bayer_order::bggr, 4095.0F),
-                                   4095.0F);
+  const auto want =
+      ref::to_rgba16(ref::demosaic_malvar(isp, w, h, bayer_order::bggr, 4095.0F), 4095.0F);
   for (int replay = 0; replay < 3; ++replay) {
     RESIDENT_CUDA_TRY(cudaMemsetAsync(rgb.data(), 0, rgb.size(), s.get()));
     RESIDENT_CUDA_TRY(cudaMemsetAsync(integrity.data(), 0, integrity.size(), s.get()));
@@ -599,3 +600,50 @@ TEST(imaging_chain, a_captured_graph_replays_the_cpu_chain) {
 
 }  // namespace
 }  // namespace resident::testing
+
+#if defined(RESIDENT_HAVE_NPP) && RESIDENT_HAVE_NPP
+namespace resident::testing {
+namespace {
+
+TEST(npp_demosaic, reconstructs_a_flat_colour_with_an_opaque_alpha) {
+  // NPP's bilinear filter and borders are its own: a flat colour, which every bilinear
+  // demosaic reproduces, is what it must give back exactly (away from the border).
+  RESIDENT_REQUIRE_GPU();
+  constexpr std::uint32_t w = 64;
+  constexpr std::uint32_t h = 48;
+  const std::array<std::uint16_t, 3> colour{900, 2000, 450};
+  for (const bayer_order order : all_orders) {
+    SCOPED_TRACE(name_of(order));
+    std::vector<std::uint16_t> raw(std::size_t{w} * h);
+    for (std::uint32_t y = 0; y < h; ++y) {
+      for (std::uint32_t x = 0; x < w; ++x) {
+        raw[std::size_t{y} * w + x] =
+            colour[static_cast<std::size_t>(io::bayer_channel(order, x, y))];
+      }
+    }
+    device_buffer in = upload(raw);
+    device_buffer out(std::size_t{w} * h * 8);
+    standalone app(
+        [&](Application& a) {
+          return a.make_operator<img::npp_demosaic>("npp", arg("width", std::int64_t{w}),
+                                                    arg("height", std::int64_t{h}),
+                                                    arg("order", std::string(name_of(order))));
+        },
+        {{"bayer", in.data(), raw.size() * 2}}, {{"rgb", out.data(), out.size()}});
+    run_once(app);
+    const auto got = download<std::uint16_t>(out, std::size_t{w} * h * 4);
+    for (std::uint32_t y = 2; y + 2 < h; ++y) {
+      for (std::uint32_t x = 2; x + 2 < w; ++x) {
+        const std::size_t i = (std::size_t{y} * w + x) * 4;
+        ASSERT_EQ(got[i], colour[0]) << x << "," << y;
+        ASSERT_EQ(got[i + 1], colour[1]) << x << "," << y;
+        ASSERT_EQ(got[i + 2], colour[2]) << x << "," << y;
+        ASSERT_EQ(got[i + 3], 65535) << x << "," << y;
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace resident::testing
+#endif

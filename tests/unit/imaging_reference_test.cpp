@@ -4,11 +4,11 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include <cmath>
 #include <algorithm>
+#include <cmath>
 #include <functional>
-#include <numeric>
 #include <limits>
+#include <numeric>
 #include <random>
 #include <stdexcept>
 #include <vector>
@@ -126,9 +126,9 @@ TEST(demosaic_outputs, scale_to_full_range_with_an_opaque_alpha) {
   EXPECT_EQ(to_rgba8(rgb, 4095.0F), (std::vector<std::uint8_t>{0, 128, 255, 255, 0, 0, 0, 255}));
   const auto planar = to_planar(rgb, 2, 1, 4095.0F);
   ASSERT_EQ(planar.size(), 6U);
-  EXPECT_FLOAT_EQ(planar[0], 0.0F);        // R of pixel 0
+  EXPECT_FLOAT_EQ(planar[0], 0.0F);         // R of pixel 0
   EXPECT_FLOAT_EQ(planar[1], 1.0F / 4095);  // R of pixel 1
-  EXPECT_FLOAT_EQ(planar[4], 1.0F);        // B of pixel 0
+  EXPECT_FLOAT_EQ(planar[4], 1.0F);         // B of pixel 0
 }
 
 // ---- CSI-2 arithmetic shared with the reconstruction kernel -----------------------------------
@@ -215,8 +215,8 @@ TEST(csi2_math, header_decoding_matches_the_host_receiver_for_zero_one_and_two_f
 
 TEST(csi2_math, unpacking_a_group_inverts_pack_line) {
   std::mt19937 rng(11);
-  for (const auto f : {io::csi2::raw_format::raw8, io::csi2::raw_format::raw10,
-                       io::csi2::raw_format::raw12}) {
+  for (const auto f :
+       {io::csi2::raw_format::raw8, io::csi2::raw_format::raw10, io::csi2::raw_format::raw12}) {
     const unsigned bits = static_cast<unsigned>(f);
     std::vector<std::uint16_t> pixels(64);
     for (auto& p : pixels) p = static_cast<std::uint16_t>(rng() & ((1U << bits) - 1));
@@ -328,7 +328,7 @@ TEST(resize_reference, a_linear_ramp_stays_linear_inside_and_edges_repeat) {
 
 TEST(resize_reference, the_kernel_source_positions_are_the_references) {
   for (const auto& [in, out] : {std::pair{1920U, 224U}, std::pair{3840U, 224U},
-                               std::pair{224U, 224U}, std::pair{7U, 19U}}) {
+                                std::pair{224U, 224U}, std::pair{7U, 19U}}) {
     for (std::uint32_t i = 0; i < out; ++i) {
       const auto tap = ops::imaging::detail::resize_source(i, in, out);
       const double src = std::max(0.0, (i + 0.5) * in / out - 0.5);
@@ -340,8 +340,8 @@ TEST(resize_reference, the_kernel_source_positions_are_the_references) {
 
 TEST(resize_reference, normalize_planar_applies_mean_and_std_per_plane) {
   const std::vector<double> rgba{65535, 0, 32767.5, 65535};  // one pixel
-  const auto p = normalize_planar(rgba, 1, 1, 4, 65535.0, {0.485, 0.456, 0.406},
-                                  {0.229, 0.224, 0.225});
+  const auto p =
+      normalize_planar(rgba, 1, 1, 4, 65535.0, {0.485, 0.456, 0.406}, {0.229, 0.224, 0.225});
   ASSERT_EQ(p.size(), 3U);
   EXPECT_NEAR(p[0], (1.0 - 0.485) / 0.229, 1e-6);
   EXPECT_NEAR(p[1], (0.0 - 0.456) / 0.224, 1e-6);

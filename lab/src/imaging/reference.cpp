@@ -243,12 +243,12 @@ tap source_of(std::uint32_t i, std::uint32_t in, std::uint32_t out) {
 std::vector<double> resize_bilinear(std::span<const double> in, std::uint32_t in_width,
                                     std::uint32_t in_height, std::uint32_t channels,
                                     std::uint32_t out_width, std::uint32_t out_height) {
-  if (in.size() != std::size_t{in_width} * in_height * channels || in.empty() ||
-      out_width == 0 || out_height == 0) {
+  if (in.size() != std::size_t{in_width} * in_height * channels || in.empty() || out_width == 0 ||
+      out_height == 0) {
     throw std::invalid_argument("resize_bilinear: " + std::to_string(in.size()) + " values for " +
-                                std::to_string(in_width) + "x" + std::to_string(in_height) +
-                                "x" + std::to_string(channels) + " to " +
-                                std::to_string(out_width) + "x" + std::to_string(out_height));
+                                std::to_string(in_width) + "x" + std::to_string(in_height) + "x" +
+                                std::to_string(channels) + " to " + std::to_string(out_width) +
+                                "x" + std::to_string(out_height));
   }
   std::vector<double> out(std::size_t{out_width} * out_height * channels);
   const auto at = [&](std::size_t x, std::size_t y, std::size_t c) {
@@ -276,9 +276,9 @@ std::vector<float> normalize_planar(std::span<const double> rgb, std::uint32_t w
                                     const std::array<double, 3>& stddev) {
   const std::size_t n = std::size_t{width} * height;
   if (channels < 3 || rgb.size() != n * channels) {
-    throw std::invalid_argument("normalize_planar: " + std::to_string(rgb.size()) +
-                                " values for " + std::to_string(width) + "x" +
-                                std::to_string(height) + "x" + std::to_string(channels));
+    throw std::invalid_argument("normalize_planar: " + std::to_string(rgb.size()) + " values for " +
+                                std::to_string(width) + "x" + std::to_string(height) + "x" +
+                                std::to_string(channels));
   }
   std::vector<float> out(n * 3);
   for (std::size_t i = 0; i < n; ++i) {

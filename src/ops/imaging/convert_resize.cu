@@ -77,9 +77,8 @@ __global__ void __launch_bounds__(block_x* block_y) resize_kernel(resize_args a)
 
 namespace detail {
 
-void launch_convert_resize(const void* in, std::size_t in_pitch, void* out,
-                           std::size_t out_pitch, const convert_resize_config& config,
-                           cudaStream_t s, bool programmatic) {
+void launch_convert_resize(const void* in, std::size_t in_pitch, void* out, std::size_t out_pitch,
+                           const convert_resize_config& config, cudaStream_t s, bool programmatic) {
   resize_args a{};
   a.in = static_cast<const std::uint8_t*>(in);
   a.in_pitch = in_pitch;
@@ -117,8 +116,8 @@ void launch_convert_resize(const void* in, std::size_t in_pitch, void* out,
                     resize_kernel<false, resize_output::planar_f32>, grid, block, 0, s,
                     programmatic, a);
   } else {
-    kernels::launch("resize_kernel<rgba8, rgba8>", resize_kernel<false, resize_output::rgba8>,
-                    grid, block, 0, s, programmatic, a);
+    kernels::launch("resize_kernel<rgba8, rgba8>", resize_kernel<false, resize_output::rgba8>, grid,
+                    block, 0, s, programmatic, a);
   }
 }
 
@@ -128,8 +127,8 @@ void convert_resize::setup(OperatorSpec& spec) {
   convert_resize_config& c = _config;
   c.in_width = params::side(spec, "in_width", 1920, false, "input width in pixels");
   c.in_height = params::side(spec, "in_height", 1080, false, "input height in pixels");
-  c.in_rgba16 = params::choice(spec, "in_format", "rgba16", {"rgba16", "rgba8"},
-                               "input pixel format") == 0;
+  c.in_rgba16 =
+      params::choice(spec, "in_format", "rgba16", {"rgba16", "rgba8"}, "input pixel format") == 0;
   c.out_width = params::side(spec, "out_width", 224, false, "output width in pixels");
   c.out_height = params::side(spec, "out_height", 224, false, "output height in pixels");
   c.output = params::choice(spec, "out_format", "planar_f32", {"planar_f32", "rgba8"},
@@ -145,21 +144,21 @@ void convert_resize::setup(OperatorSpec& spec) {
   }
   spec.image_input("in", image_desc{c.in_width, c.in_height,
                                     c.in_rgba16 ? pixel_format::rgba16 : pixel_format::rgba8, 0});
-  spec.image_output("out", image_desc{c.out_width, c.out_height,
-                                      c.output == resize_output::planar_f32
-                                          ? pixel_format::rgb_planar_f32
-                                          : pixel_format::rgba8,
-                                      0});
+  spec.image_output("out",
+                    image_desc{c.out_width, c.out_height,
+                               c.output == resize_output::planar_f32 ? pixel_format::rgb_planar_f32
+                                                                     : pixel_format::rgba8,
+                               0});
 }
 
 void convert_resize::compute(CaptureContext& ctx) {
   const convert_resize_config& c = _config;
   const image_desc in{c.in_width, c.in_height,
                       c.in_rgba16 ? pixel_format::rgba16 : pixel_format::rgba8, 0};
-  const image_desc out{c.out_width, c.out_height,
-                       c.output == resize_output::planar_f32 ? pixel_format::rgb_planar_f32
-                                                             : pixel_format::rgba8,
-                       0};
+  const image_desc out{
+      c.out_width, c.out_height,
+      c.output == resize_output::planar_f32 ? pixel_format::rgb_planar_f32 : pixel_format::rgba8,
+      0};
   detail::launch_convert_resize(ctx.device_memory<const void>("in"), in.pitch(),
                                 ctx.device_memory<void>("out"), out.pitch(), c, ctx.stream(),
                                 ctx.programmatic_launch());

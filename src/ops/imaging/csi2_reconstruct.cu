@@ -62,7 +62,8 @@ struct reconstruct_args {
 };
 
 __device__ std::uint32_t chunk_bytes(const reconstruct_args& a, std::uint32_t j) {
-  const std::uint32_t pixels = min(detail::csi2_chunk_pixels, a.width - j * detail::csi2_chunk_pixels);
+  const std::uint32_t pixels =
+      min(detail::csi2_chunk_pixels, a.width - j * detail::csi2_chunk_pixels);
   return pixels / math::group_pixels(a.bits) * math::group_bytes(a.bits);
 }
 
@@ -237,12 +238,12 @@ __global__ void __launch_bounds__(threads) reconstruct_kernel(reconstruct_args a
   const bool stream_ok = a.frame->bytes == a.stream_bytes;
   if (stream_ok) {
     for (unsigned i = threadIdx.x; i < 256; i += blockDim.x) table[i] = byte_table.entry[i];
-    const std::uint8_t* packet =
-        packets + 4 + std::uint64_t{y} * (a.line_bytes + packet_overhead);
+    const std::uint8_t* packet = packets + 4 + std::uint64_t{y} * (a.line_bytes + packet_overhead);
     const std::uint32_t head = stage_packet(packet, a.line_bytes + packet_overhead, staged);
     __syncthreads();
     const std::uint8_t* staged_packet = staged + head;
-    const unsigned terms = __reduce_xor_sync(0xFFFFFFFFU, chunk_crc_terms(a, staged_packet + 4, table));
+    const unsigned terms =
+        __reduce_xor_sync(0xFFFFFFFFU, chunk_crc_terms(a, staged_packet + 4, table));
     if (threadIdx.x % 32 == 0) warp_terms[threadIdx.x / 32] = static_cast<std::uint16_t>(terms);
     __syncthreads();
     if (threadIdx.x == 0) {
@@ -290,16 +291,15 @@ csi2_workspace::csi2_workspace(io::csi2::raw_format format, std::uint32_t width,
     factors[j] = math::crc16_zero_bytes_factor(_line_bytes - end);
   }
   _factors = device_buffer(factors.size() * sizeof(std::uint16_t));
-  RESIDENT_CUDA_TRY(cudaMemcpy(_factors.data(), factors.data(), _factors.size(),
-                               cudaMemcpyHostToDevice));
+  RESIDENT_CUDA_TRY(
+      cudaMemcpy(_factors.data(), factors.data(), _factors.size(), cudaMemcpyHostToDevice));
   _verdicts = device_buffer(height);
   _done = device_buffer(sizeof(std::uint32_t));
   RESIDENT_CUDA_TRY(cudaMemset(_done.data(), 0, sizeof(std::uint32_t)));
   const std::size_t shared = staged_bytes(_line_bytes);
   if (shared > 48 * 1024) {
-    RESIDENT_CUDA_TRY(cudaFuncSetAttribute(reconstruct_kernel,
-                                           cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                           static_cast<int>(shared)));
+    RESIDENT_CUDA_TRY(cudaFuncSetAttribute(
+        reconstruct_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(shared)));
   }
 }
 
@@ -324,8 +324,8 @@ void launch_csi2_reconstruct(const io::frame_ref* frame, std::uint16_t* bayer, s
   a.seed_term = ws.seed_term();
   a.bits = static_cast<std::uint8_t>(ws.format());
   a.data_type = static_cast<std::uint8_t>(io::csi2::data_type_of(ws.format()));
-  kernels::launch("csi2_reconstruct_kernel", reconstruct_kernel, dim3(ws.height()),
-                       dim3(threads), staged_bytes(ws.line_bytes()), s, programmatic, a);
+  kernels::launch("csi2_reconstruct_kernel", reconstruct_kernel, dim3(ws.height()), dim3(threads),
+                  staged_bytes(ws.line_bytes()), s, programmatic, a);
 }
 
 }  // namespace detail
@@ -333,9 +333,8 @@ void launch_csi2_reconstruct(const io::frame_ref* frame, std::uint16_t* bayer, s
 void csi2_reconstruct::setup(OperatorSpec& spec) {
   _width = params::side(spec, "width", 1920, true, "frame width in pixels");
   _height = params::side(spec, "height", 1080, true, "frame height in lines");
-  constexpr io::csi2::raw_format formats[] = {io::csi2::raw_format::raw8,
-                                              io::csi2::raw_format::raw10,
-                                              io::csi2::raw_format::raw12};
+  constexpr io::csi2::raw_format formats[] = {
+      io::csi2::raw_format::raw8, io::csi2::raw_format::raw10, io::csi2::raw_format::raw12};
   _format = formats[params::choice(spec, "format", "raw12", {"raw8", "raw10", "raw12"},
                                    "CSI-2 pixel packing")];
   _order = params::order(spec);
@@ -358,11 +357,11 @@ void csi2_reconstruct::initialize() {
 }
 
 void csi2_reconstruct::compute(CaptureContext& ctx) {
-  detail::launch_csi2_reconstruct(
-      ctx.device_memory<const io::frame_ref>("frame"), ctx.device_memory<std::uint16_t>("bayer"),
-      bayer_image(_width, _height, _order).pitch(),
-      ctx.device_memory<io::frame_integrity>("integrity"), *_workspace, ctx.stream(),
-      ctx.programmatic_launch());
+  detail::launch_csi2_reconstruct(ctx.device_memory<const io::frame_ref>("frame"),
+                                  ctx.device_memory<std::uint16_t>("bayer"),
+                                  bayer_image(_width, _height, _order).pitch(),
+                                  ctx.device_memory<io::frame_integrity>("integrity"), *_workspace,
+                                  ctx.stream(), ctx.programmatic_launch());
 }
 
 }  // namespace resident::ops::imaging

@@ -30,8 +30,8 @@ struct demosaic_args {
   std::size_t out_pitch;
   int width;
   int height;
-  int max_sum;   // 16 * max: results are sums in sixteenths of a sample
-  float scale;   // output units per sixteenth
+  int max_sum;  // 16 * max: results are sums in sixteenths of a sample
+  float scale;  // output units per sixteenth
   bool vector_in;
   bool vector_out;
 };
@@ -86,16 +86,15 @@ struct hood {
     return 8 * at(x, y) + 4 * cross1(x, y) - 2 * (horizontal(x, y, 2) + vertical(x, y, 2));
   }
   __device__ int malvar_row(int x, int y) const {  // at green, the colour of its row
-    return 10 * at(x, y) + 8 * horizontal(x, y, 1) - 2 * horizontal(x, y, 2) -
-           2 * diagonal(x, y) + vertical(x, y, 2);
+    return 10 * at(x, y) + 8 * horizontal(x, y, 1) - 2 * horizontal(x, y, 2) - 2 * diagonal(x, y) +
+           vertical(x, y, 2);
   }
   __device__ int malvar_column(int x, int y) const {  // at green, the colour of its column
     return 10 * at(x, y) + 8 * vertical(x, y, 1) - 2 * vertical(x, y, 2) - 2 * diagonal(x, y) +
            horizontal(x, y, 2);
   }
   __device__ int malvar_opposite(int x, int y) const {  // red at blue, blue at red
-    return 12 * at(x, y) + 4 * diagonal(x, y) -
-           3 * (horizontal(x, y, 2) + vertical(x, y, 2));
+    return 12 * at(x, y) + 4 * diagonal(x, y) - 3 * (horizontal(x, y, 2) + vertical(x, y, 2));
   }
 };
 
@@ -164,7 +163,8 @@ __device__ void store_pair(const demosaic_args& a, int x, int y, const int (&lef
   } else {
     const std::size_t plane = a.out_pitch * static_cast<std::size_t>(a.height);
     for (int c = 0; c < 3; ++c) {
-      auto* dst = reinterpret_cast<float*>(base + c * plane + row + static_cast<std::size_t>(x) * 4);
+      auto* dst =
+          reinterpret_cast<float*>(base + c * plane + row + static_cast<std::size_t>(x) * 4);
       if (a.vector_out) {
         *reinterpret_cast<float2*>(dst) = make_float2(level(left[c]), level(right[c]));
       } else {
@@ -212,8 +212,9 @@ void launch_for(const demosaic_args& a, rgb_output out, dim3 grid, cudaStream_t 
   const dim3 block(cells_x, cells_y);
   switch (out) {
     case rgb_output::rgba16:
-      kernels::launch("demosaic_kernel<rgba16>", demosaic_kernel<RX, RY, Malvar, rgb_output::rgba16>,
-                      grid, block, 0, s, programmatic, a);
+      kernels::launch("demosaic_kernel<rgba16>",
+                      demosaic_kernel<RX, RY, Malvar, rgb_output::rgba16>, grid, block, 0, s,
+                      programmatic, a);
       break;
     case rgb_output::rgba8:
       kernels::launch("demosaic_kernel<rgba8>", demosaic_kernel<RX, RY, Malvar, rgb_output::rgba8>,
@@ -292,12 +293,11 @@ void demosaic::setup(OperatorSpec& spec) {
                           ? demosaic_algorithm::malvar
                           : demosaic_algorithm::bilinear;
   constexpr rgb_output outputs[] = {rgb_output::rgba16, rgb_output::rgba8, rgb_output::planar_f32};
-  _config.output = outputs[params::choice(spec, "output", "rgba16",
-                                          {"rgba16", "rgba8", "planar_f32"},
-                                          "output pixel format")];
+  _config.output = outputs[params::choice(
+      spec, "output", "rgba16", {"rgba16", "rgba8", "planar_f32"}, "output pixel format")];
   spec.image_input("bayer", bayer_image(_config.width, _config.height, _config.order));
-  spec.image_output("rgb", image_desc{_config.width, _config.height,
-                                      pixel_format_of(_config.output), 0});
+  spec.image_output("rgb",
+                    image_desc{_config.width, _config.height, pixel_format_of(_config.output), 0});
 }
 
 void demosaic::compute(CaptureContext& ctx) {

@@ -44,7 +44,8 @@ io::bayer_order order(OperatorSpec& spec) {
 
 unsigned bits(OperatorSpec& spec) {
   const auto b = spec.param<std::int64_t>("bits", 12, "sensor bit depth: 8, 10 or 12");
-  if (b != 8 && b != 10 && b != 12) fail(spec, "bits", "must be 8, 10 or 12, got " + std::to_string(b));
+  if (b != 8 && b != 10 && b != 12)
+    fail(spec, "bits", "must be 8, 10 or 12, got " + std::to_string(b));
   return static_cast<unsigned>(b);
 }
 

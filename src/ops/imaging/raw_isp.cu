@@ -1,8 +1,8 @@
 #include "resident/ops/imaging/raw_isp.hpp"
 
-#include <cub/device/device_histogram.cuh>
 #include <thrust/iterator/counting_iterator.h>
 #include <thrust/iterator/transform_iterator.h>
+#include <cub/device/device_histogram.cuh>
 
 #include <array>
 #include <string>
@@ -18,49 +18,72 @@ namespace {
 
 namespace math = isp_math;
 
-/// Sample index -> histogram bin (channel * 256 + 8-bit level): what CUB's histogram counts.
-struct pixel_bin {
+/// The histogram's samples: the frame as 2x2 Bayer cells of four samples each (top-left,
+/// top-right, bottom-left, bottom-right), every sample its 8-bit level after black-level
+/// correction. Counted as four 256-bin histograms (CUB's multi-channel histogram), one per cell
+/// position, which CUB privatizes in shared memory (it does so up to 256 bins a histogram; one
+/// 768-bin histogram would take global atomics). The gains kernel adds the two green positions.
+struct cell_sample_level {
   const std::uint8_t* image;
   std::size_t pitch;
-  std::uint32_t width;
+  std::uint32_t cells_per_row;
   std::uint32_t black;
   std::uint32_t max;
-  io::bayer_order order;
   __host__ __device__ int operator()(std::uint32_t i) const {
-    const std::uint32_t y = i / width;
-    const std::uint32_t x = i - y * width;
+    const std::uint32_t cell = i / 4;
+    const std::uint32_t k = i % 4;
+    const std::uint32_t y = cell / cells_per_row * 2 + k / 2;
+    const std::uint32_t x = cell % cells_per_row * 2 + k % 2;
     const std::uint16_t v = reinterpret_cast<const std::uint16_t*>(image + y * pitch)[x];
-    return io::bayer_channel(order, x, y) * static_cast<int>(math::bins_per_channel) +
-           static_cast<int>(math::bin_of(v, black, max));
+    return static_cast<int>(math::bin_of(v, black, max));
   }
 };
-using bin_iterator =
-    thrust::transform_iterator<pixel_bin, thrust::counting_iterator<std::uint32_t>, int>;
+using sample_iterator =
+    thrust::transform_iterator<cell_sample_level, thrust::counting_iterator<std::uint32_t>, int>;
 
-bin_iterator bins_of(const std::uint16_t* in, std::size_t pitch, const raw_isp_config& c) {
-  const pixel_bin f{reinterpret_cast<const std::uint8_t*>(in), pitch, c.width, c.black_level,
-                    (1U << c.bits) - 1U, c.order};
-  return bin_iterator(thrust::counting_iterator<std::uint32_t>(0), f);
+sample_iterator samples_of(const std::uint16_t* in, std::size_t pitch, const raw_isp_config& c) {
+  const cell_sample_level f{reinterpret_cast<const std::uint8_t*>(in), pitch, c.width / 2,
+                            c.black_level, (1U << c.bits) - 1U};
+  return sample_iterator(thrust::counting_iterator<std::uint32_t>(0), f);
 }
 
-constexpr int histogram_levels = static_cast<int>(math::histogram_bins) + 1;
+constexpr int positions = 4;  // samples of a Bayer cell
+constexpr int levels = static_cast<int>(math::bins_per_channel);
+
+/// Enqueues CUB's histogram (or, with no storage, asks for its temporary storage size).
+cudaError_t cell_histogram(void* storage, std::size_t& bytes, const std::uint16_t* in,
+                           std::size_t pitch, const raw_isp_config& c, int* histogram,
+                           cudaStream_t s) {
+  const ::cuda::std::array<int*, positions> out{histogram, histogram + levels,
+                                                histogram + 2 * levels, histogram + 3 * levels};
+  const ::cuda::std::array<int, positions> num_levels{levels + 1, levels + 1, levels + 1,
+                                                      levels + 1};
+  const ::cuda::std::array<int, positions> lower{0, 0, 0, 0};
+  const ::cuda::std::array<int, positions> upper{levels, levels, levels, levels};
+  const auto cells = static_cast<std::int64_t>(c.width / 2) * (c.height / 2);
+  return cub::DeviceHistogram::MultiHistogramEven<positions, positions>(
+      storage, bytes, samples_of(in, pitch, c), out, num_levels, lower, upper, cells, s);
+}
 
 constexpr int gains_threads = static_cast<int>(math::bins_per_channel);  // a bin per thread
 
-/// One block: each channel's count and sum of levels, then its grey-world multiplier.
+/// One block: each channel's count and sum of levels (the two green cell positions added),
+/// then its grey-world multiplier.
 __global__ void __launch_bounds__(gains_threads)
-    gains_kernel(const int* histogram, std::uint64_t* multipliers, std::uint32_t black,
-                 std::uint32_t max) {
+    gains_kernel(const int* histogram, std::uint64_t* multipliers, io::bayer_order order,
+                 std::uint32_t black, std::uint32_t max) {
   kernels::begin_dependent_kernel();
   __shared__ unsigned long long partial[gains_threads / 32][6];
-  unsigned long long v[6];  // count and sum of levels, per channel
-  for (int c = 0; c < 3; ++c) {
-    const auto n = static_cast<unsigned long long>(histogram[c * gains_threads + threadIdx.x]);
-    v[2 * c] = n;
-    v[2 * c + 1] = n * threadIdx.x;
+  unsigned long long v[6] = {0, 0, 0, 0, 0, 0};  // count and sum of levels, per channel
+  for (int k = 0; k < positions; ++k) {
+    const int c = io::bayer_channel(order, k % 2, k / 2);
+    const auto n = static_cast<unsigned long long>(histogram[k * levels + threadIdx.x]);
+    v[2 * c] += n;
+    v[2 * c + 1] += n * threadIdx.x;
   }
   for (int i = 0; i < 6; ++i) {
-    for (int offset = 16; offset > 0; offset /= 2) v[i] += __shfl_down_sync(0xFFFFFFFFU, v[i], offset);
+    for (int offset = 16; offset > 0; offset /= 2)
+      v[i] += __shfl_down_sync(0xFFFFFFFFU, v[i], offset);
     if (threadIdx.x % 32 == 0) partial[threadIdx.x / 32][i] = v[i];
   }
   __syncthreads();
@@ -97,9 +120,10 @@ __global__ void __launch_bounds__(correct_threads)
     const std::uint64_t even = m[io::bayer_channel(order, 0, y)];
     const std::uint64_t odd = m[io::bayer_channel(order, 1, y)];
     const auto* src = reinterpret_cast<const std::uint16_t*>(
-                          reinterpret_cast<const std::uint8_t*>(in) + y * pitch) + x0;
-    auto* dst = reinterpret_cast<std::uint16_t*>(reinterpret_cast<std::uint8_t*>(out) + y * pitch) +
-                x0;
+                          reinterpret_cast<const std::uint8_t*>(in) + y * pitch) +
+                      x0;
+    auto* dst =
+        reinterpret_cast<std::uint16_t*>(reinterpret_cast<std::uint8_t*>(out) + y * pitch) + x0;
     if (vector && x0 + group <= width) {
       uint4 v = *reinterpret_cast<const uint4*>(src);
       unsigned* w = &v.x;
@@ -121,19 +145,17 @@ __global__ void __launch_bounds__(correct_threads)
 
 raw_isp_workspace::raw_isp_workspace(const raw_isp_config& config)
     : _config(config),
-      _histogram(math::histogram_bins * sizeof(int)),
+      _histogram(positions * levels * sizeof(int)),
       _multipliers(3 * sizeof(std::uint64_t)) {
   const std::uint32_t max = (1U << config.bits) - 1U;
   const std::uint64_t unit = math::multiplier_q16(1.0, config.black_level, max);
   const std::array<std::uint64_t, 3> none{unit, unit, unit};
   // Without white balance these stay; with it the gains kernel overwrites them every frame.
-  RESIDENT_CUDA_TRY(cudaMemcpy(_multipliers.data(), none.data(), sizeof(none),
-                               cudaMemcpyHostToDevice));
+  RESIDENT_CUDA_TRY(
+      cudaMemcpy(_multipliers.data(), none.data(), sizeof(none), cudaMemcpyHostToDevice));
   if (!config.grey_world) return;
-  const bin_iterator samples = bins_of(nullptr, 2 * std::size_t{config.width}, config);
-  RESIDENT_CUDA_TRY(cub::DeviceHistogram::HistogramEven(
-      nullptr, _cub_bytes, samples, histogram(), histogram_levels, 0, histogram_levels - 1,
-      static_cast<std::int64_t>(config.width) * config.height, cudaStream_t{}));
+  RESIDENT_CUDA_TRY(cell_histogram(nullptr, _cub_bytes, nullptr, 2 * std::size_t{config.width},
+                                   config, histogram(), cudaStream_t{}));
   _cub_storage = device_buffer(_cub_bytes);
 }
 
@@ -141,17 +163,15 @@ namespace detail {
 
 void launch_raw_isp_histogram(const std::uint16_t* in, std::size_t pitch,
                               const raw_isp_workspace& ws, cudaStream_t s) {
-  const raw_isp_config& c = ws.config();
   std::size_t bytes = ws.cub_storage_bytes();
-  RESIDENT_CUDA_TRY(cub::DeviceHistogram::HistogramEven(
-      ws.cub_storage(), bytes, bins_of(in, pitch, c), ws.histogram(), histogram_levels, 0,
-      histogram_levels - 1, static_cast<std::int64_t>(c.width) * c.height, s));
+  RESIDENT_CUDA_TRY(
+      cell_histogram(ws.cub_storage(), bytes, in, pitch, ws.config(), ws.histogram(), s));
 }
 
 void launch_raw_isp_gains(const raw_isp_workspace& ws, cudaStream_t s, bool programmatic) {
   const raw_isp_config& c = ws.config();
   kernels::launch("raw_isp_gains_kernel", gains_kernel, dim3(1), dim3(gains_threads), 0, s,
-                  programmatic, static_cast<const int*>(ws.histogram()), ws.multipliers(),
+                  programmatic, static_cast<const int*>(ws.histogram()), ws.multipliers(), c.order,
                   c.black_level, (1U << c.bits) - 1U);
 }
 
@@ -166,8 +186,7 @@ void launch_raw_isp_correct(const std::uint16_t* in, std::uint16_t* out, std::si
        16) == 0;
   kernels::launch("raw_isp_correct_kernel", correct_kernel, dim3(blocks), dim3(correct_threads), 0,
                   s, programmatic, in, out, pitch, c.width, c.height, c.order, c.black_level,
-                  (1U << c.bits) - 1U, static_cast<const std::uint64_t*>(ws.multipliers()),
-                  vector);
+                  (1U << c.bits) - 1U, static_cast<const std::uint64_t*>(ws.multipliers()), vector);
 }
 
 void launch_raw_isp(const std::uint16_t* in, std::uint16_t* out, std::size_t pitch,
@@ -191,8 +210,8 @@ void raw_isp::setup(OperatorSpec& spec) {
   const std::int64_t max = (std::int64_t{1} << _config.bits) - 1;
   if (black < 0 || black >= max) {
     params::fail(spec, "black_level",
-                 "must be in [0, " + std::to_string(max) + ") for " +
-                     std::to_string(_config.bits) + "-bit samples, got " + std::to_string(black));
+                 "must be in [0, " + std::to_string(max) + ") for " + std::to_string(_config.bits) +
+                     "-bit samples, got " + std::to_string(black));
   }
   _config.black_level = static_cast<std::uint32_t>(black);
   _config.grey_world = params::choice(spec, "white_balance", "grey_world", {"grey_world", "none"},

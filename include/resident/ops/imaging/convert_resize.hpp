@@ -69,9 +69,9 @@ struct resize_tap {
 
 /// Enqueues the conversion of `in` (rows `in_pitch` bytes apart) into `out` (rows `out_pitch`
 /// bytes apart; planar: plane c at c * out_pitch * out_height).
-void launch_convert_resize(const void* in, std::size_t in_pitch, void* out,
-                           std::size_t out_pitch, const convert_resize_config& config,
-                           cudaStream_t s, bool programmatic = false);
+void launch_convert_resize(const void* in, std::size_t in_pitch, void* out, std::size_t out_pitch,
+                           const convert_resize_config& config, cudaStream_t s,
+                           bool programmatic = false);
 
 }  // namespace detail
 

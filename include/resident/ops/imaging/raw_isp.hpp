@@ -9,7 +9,8 @@
 // (256), white_balance (grey_world | none).
 //
 // Per frame: a 3 x 256-bin histogram (the pixel's filter channel, its value after black-level
-// correction on 8 bits) by CUB's DeviceHistogram into preallocated temporary storage; a
+// correction on 8 bits) by CUB's DeviceHistogram into preallocated temporary storage (counted
+// per position in the 2x2 cell, so CUB keeps each 256-bin histogram in shared memory); a
 // one-block kernel derives each channel's grey-world gain and Q16 multiplier from it; a
 // per-pixel kernel writes out = clamp(round((v - black) * gain_c * max / (max - black)), 0, max)
 // in fixed point. isp_math.hpp defines every step; reference::raw_isp is the CPU twin.
@@ -39,7 +40,8 @@ class raw_isp_workspace {
   explicit raw_isp_workspace(const raw_isp_config& config);
 
   [[nodiscard]] const raw_isp_config& config() const noexcept { return _config; }
-  /// 768 counters: channel * 256 + bin (int, CUB's counter type).
+  /// 4 x 256 counters (int, CUB's counter type): position in the 2x2 Bayer cell (top-left,
+  /// top-right, bottom-left, bottom-right) * 256 + 8-bit level after black level.
   [[nodiscard]] int* histogram() const noexcept { return _histogram.data_as<int>(); }
   /// Three Q16 multipliers (red, green, blue), written by the gains kernel.
   [[nodiscard]] std::uint64_t* multipliers() const noexcept {

@@ -47,7 +47,7 @@ using rgb_planes = std::vector<float>;
 // ---- raw ISP (ops::imaging::raw_isp) ---------------------------------------------------------
 
 struct isp_result {
-  std::vector<std::uint16_t> raw;             // the corrected frame
+  std::vector<std::uint16_t> raw;              // the corrected frame
   std::array<std::uint32_t, 768> histogram{};  // channel * 256 + 8-bit level after black level
   std::array<double, 3> gains{};               // grey-world gains (1 without white balance)
   std::array<std::uint64_t, 3> multipliers{};  // Q16 per-pixel multipliers
@@ -73,10 +73,9 @@ struct isp_result {
 
 /// A classifier's input from an interleaved RGB(A) image (`channels` >= 3, full scale `full`):
 /// three planes of (v / full - mean_c) / std_c.
-[[nodiscard]] std::vector<float> normalize_planar(std::span<const double> rgb,
-                                                  std::uint32_t width, std::uint32_t height,
-                                                  std::uint32_t channels, double full,
-                                                  const std::array<double, 3>& mean,
+[[nodiscard]] std::vector<float> normalize_planar(std::span<const double> rgb, std::uint32_t width,
+                                                  std::uint32_t height, std::uint32_t channels,
+                                                  double full, const std::array<double, 3>& mean,
                                                   const std::array<double, 3>& stddev);
 
 }  // namespace resident::imaging::reference
