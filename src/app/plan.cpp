@@ -184,6 +184,13 @@ void bind_in_place_outputs(dag_plan& plan, const Operator& op, const std::vector
     plan.port_buffer[{&op, p.name}] = index;
     for (const auto& f : flows) {
       if (f.src != &op || f.src_port != p.name) continue;
+      void* own = f.dst->spec().find_port(f.dst_port)->external;
+      if (own != nullptr && own != b.external) {
+        throw composition_error("input " + endpoint(f.dst, f.dst_port) +
+                                " supplies its own memory, but it is fed by " +
+                                endpoint(&op, p.name) + ", which transforms " + input +
+                                " in place and so lives in that input's buffer");
+      }
       b.consumers.push_back(endpoint(f.dst, f.dst_port));
       plan.port_buffer[{f.dst, f.dst_port}] = index;
     }

@@ -219,6 +219,7 @@ void raw_isp::setup(OperatorSpec& spec) {
   const image_desc image = bayer_image(_config.width, _config.height, _config.order);
   spec.image_input("in", image);
   spec.image_output("out", image);
+  spec.in_place("out", "in");  // the corrected frame replaces the raw one: no second buffer
 }
 
 void raw_isp::initialize() { _workspace = std::make_unique<raw_isp_workspace>(_config); }
