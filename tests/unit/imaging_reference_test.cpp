@@ -17,6 +17,7 @@
 #include "resident/io/csi2.hpp"
 #include "resident/ops/imaging/convert_resize.hpp"
 #include "resident/ops/imaging/csi2_math.hpp"
+#include "resident/ops/imaging/demosaic_math.hpp"
 #include "resident/ops/imaging/isp_math.hpp"
 
 namespace resident::imaging::reference {
@@ -131,6 +132,57 @@ TEST(demosaic_outputs, scale_to_full_range_with_an_opaque_alpha) {
   EXPECT_FLOAT_EQ(planar[4], 1.0F);         // B of pixel 0
 }
 
+// ---- the demosaic kernel's arithmetic ---------------------------------------------------------
+
+/// The demosaic kernel's computation, cell by cell on the host: the mirrored 6x6 neighbourhood,
+/// the integer filters, the clamp. It must give the references' values exactly.
+rgb_planes kernel_arithmetic(const std::vector<std::uint16_t>& raw, int w, int h,
+                             io::bayer_order order, bool malvar, int max) {
+  namespace dm = ops::imaging::demosaic_math;
+  rgb_planes out(static_cast<std::size_t>(w) * h * 3);
+  for (int cy = 0; cy < h; cy += 2) {
+    for (int cx = 0; cx < w; cx += 2) {
+      dm::neighbourhood n{};
+      for (int r = 0; r < 6; ++r) {
+        for (int c = 0; c < 6; ++c) {
+          n.n[r][c] = raw[static_cast<std::size_t>(dm::mirror(cy - 2 + r, h) * w +
+                                                   dm::mirror(cx - 2 + c, w))];
+        }
+      }
+      for (int py = 0; py < 2; ++py) {
+        for (int px = 0; px < 2; ++px) {
+          int rgb[3];
+          dm::pixel_rgb(n, px, py, dm::red_x(order), dm::red_y(order), malvar, rgb);
+          for (int c = 0; c < 3; ++c) {
+            out[(static_cast<std::size_t>(cy + py) * w + cx + px) * 3 + c] =
+                static_cast<float>(std::clamp(rgb[c], 0, 16 * max)) / 16.0F;
+          }
+        }
+      }
+    }
+  }
+  return out;
+}
+
+TEST(demosaic_math, the_kernels_integer_filters_equal_the_references_exactly) {
+  std::mt19937 rng(19);
+  for (const auto& [w, h] :
+       {std::pair{64, 48}, std::pair{2, 2}, std::pair{6, 4}, std::pair{10, 14}}) {
+    std::vector<std::uint16_t> raw(static_cast<std::size_t>(w) * h);
+    for (auto& v : raw) v = static_cast<std::uint16_t>(rng() % 4096);
+    for (const auto order : all_orders) {
+      const auto uw = static_cast<std::uint32_t>(w);
+      const auto uh = static_cast<std::uint32_t>(h);
+      EXPECT_EQ(kernel_arithmetic(raw, w, h, order, true, 4095),
+                demosaic_malvar(raw, uw, uh, order, 4095.0F))
+          << w << "x" << h << " order " << static_cast<int>(order);
+      EXPECT_EQ(kernel_arithmetic(raw, w, h, order, false, 4095),
+                demosaic_bilinear(raw, uw, uh, order, 4095.0F))
+          << w << "x" << h << " order " << static_cast<int>(order);
+    }
+  }
+}
+
 // ---- CSI-2 arithmetic shared with the reconstruction kernel -----------------------------------
 
 std::vector<std::uint8_t> random_bytes(std::mt19937& rng, std::size_t n) {
@@ -227,6 +279,62 @@ TEST(csi2_math, unpacking_a_group_inverts_pack_line) {
     for (std::size_t i = 0; i < pixels.size(); ++i) {
       ASSERT_EQ(math::unpack_pixel(bits, packed.data() + i / gp * gb, i % gp), pixels[i])
           << "RAW" << bits << " pixel " << i;
+    }
+  }
+}
+
+/// The reconstruction kernel's decisions on the host: every line's verdict from its packet and
+/// the CRC of its chunk terms (8 pixels a chunk), then the frame start and end.
+math::frame_counts kernel_decisions(const std::vector<std::uint8_t>& stream, io::csi2::raw_format f,
+                                    std::size_t width, std::size_t height,
+                                    std::uint16_t expected_number) {
+  const std::size_t line = io::csi2::line_bytes(f, width);
+  const std::size_t chunk = 8 / math::group_pixels(static_cast<unsigned>(f)) *
+                            math::group_bytes(static_cast<unsigned>(f));
+  math::frame_counts counts;
+  for (std::size_t y = 0; y < height; ++y) {
+    const std::uint8_t* packet = stream.data() + 4 + y * (line + 6);
+    std::uint16_t crc = math::crc16_shift(io::csi2::crc16_seed, line);
+    for (std::size_t at = 0; at < line; at += chunk) {
+      const std::size_t end = std::min(at + chunk, line);
+      crc ^= math::crc16_multiply(crc0({packet + 4 + at, end - at}),
+                                  math::crc16_zero_bytes_factor(line - end));
+    }
+    counts.add(math::line_verdict(packet, static_cast<std::uint8_t>(io::csi2::data_type_of(f)),
+                                  static_cast<std::uint32_t>(line), crc));
+  }
+  math::check_frame_ends(stream.data(), stream.data() + stream.size() - 4, expected_number, counts);
+  return counts;
+}
+
+TEST(csi2_math, the_kernels_decisions_count_what_parse_frame_counts_on_random_corruption) {
+  std::mt19937 rng(23);
+  for (const auto f :
+       {io::csi2::raw_format::raw8, io::csi2::raw_format::raw10, io::csi2::raw_format::raw12}) {
+    constexpr std::size_t w = 36;  // RAW10 and RAW12: a partial last chunk
+    constexpr std::size_t h = 6;
+    std::vector<std::uint16_t> pixels(w * h);
+    for (auto& p : pixels)
+      p = static_cast<std::uint16_t>(rng() & ((1U << static_cast<unsigned>(f)) - 1));
+    const auto clean = io::csi2::frame_packets(f, w, h, pixels, 7);
+    for (int trial = 0; trial < 400; ++trial) {
+      auto stream = clean;
+      const int flips = 1 + trial % 3;
+      for (int i = 0; i < flips; ++i) {
+        const std::size_t bit = rng() % (stream.size() * 8);
+        stream[bit / 8] ^= static_cast<std::uint8_t>(1U << (bit % 8));
+      }
+      std::vector<std::uint16_t> out(w * h);
+      const io::csi2::frame_check want = io::csi2::parse_frame(stream, f, w, h, out);
+      // The kernel also holds the frame start against the bridge's counter (here 7).
+      const bool other_number = want.frame_number != 0 && want.frame_number != 7;
+      const math::frame_counts got = kernel_decisions(stream, f, w, h, 7);
+      ASSERT_EQ(got.lines, want.lines) << "trial " << trial;
+      ASSERT_EQ(got.corrected_headers, want.corrected_headers) << "trial " << trial;
+      ASSERT_EQ(got.corrupt_headers, want.corrupt_headers) << "trial " << trial;
+      ASSERT_EQ(got.crc_errors, want.crc_errors) << "trial " << trial;
+      ASSERT_EQ(got.format_errors, want.format_errors + (other_number ? 1U : 0U))
+          << "trial " << trial;
     }
   }
 }
