@@ -15,10 +15,13 @@
 
 #include "resident/imaging/reference.hpp"
 #include "resident/io/csi2.hpp"
+#include "resident/ops/imaging.hpp"
 #include "resident/ops/imaging/convert_resize.hpp"
 #include "resident/ops/imaging/csi2_math.hpp"
 #include "resident/ops/imaging/demosaic_math.hpp"
 #include "resident/ops/imaging/isp_math.hpp"
+#include "resident/ops/vector_ops.hpp"
+#include "test_operators.hpp"
 
 namespace resident::imaging::reference {
 namespace {
@@ -454,6 +457,69 @@ TEST(resize_reference, normalize_planar_applies_mean_and_std_per_plane) {
   EXPECT_NEAR(p[0], (1.0 - 0.485) / 0.229, 1e-6);
   EXPECT_NEAR(p[1], (0.0 - 0.456) / 0.224, 1e-6);
   EXPECT_NEAR(p[2], (0.5 - 0.406) / 0.225, 1e-6);
+}
+
+// ---- the operators compose (CPU only: setup() and planning) -----------------------------------
+
+TEST(imaging_operators, the_camera_chain_composes_with_matching_image_ports) {
+  test::test_app app([](test::test_app& t) {
+    namespace img = ops::imaging;
+    const auto size = [](const char* n, std::int64_t v) { return arg(n, v); };
+    auto csi2 = t.make_operator<img::csi2_reconstruct>("csi2", arg("order", "gbrg"),
+                                                       arg("format", "raw10"));
+    auto isp = t.make_operator<img::raw_isp>("isp", arg("order", "gbrg"));
+    auto dem = t.make_operator<img::demosaic>("demosaic", arg("order", "gbrg"));
+    auto resize = t.make_operator<img::convert_resize>("resize", size("in_width", 1920),
+                                                       size("in_height", 1080));
+    auto frames = t.make_operator<ops::external_source>("frames", nullptr, sizeof(io::frame_ref));
+    t.add_flow(frames, csi2, {{"out", "frame"}});
+    t.add_flow(csi2, isp, {{"bayer", "in"}});
+    t.add_flow(isp, dem, {{"out", "bayer"}});
+    t.add_flow(dem, resize, {{"rgb", "in"}});
+  });
+  ASSERT_NO_THROW((void)app.plan());
+  const auto* rgb = app.find_operator("demosaic").spec().find_port("rgb");
+  ASSERT_NE(rgb, nullptr);
+  ASSERT_TRUE(rgb->image.has_value());
+  EXPECT_EQ(*rgb->image, (image_desc{1920, 1080, pixel_format::rgba16, 0}));
+  const auto* out = app.find_operator("resize").spec().find_port("out");
+  EXPECT_EQ(out->bytes, 224U * 224 * 3 * sizeof(float));
+  EXPECT_EQ(app.find_operator("csi2").spec().find_port("frame")->bytes, sizeof(io::frame_ref));
+  EXPECT_EQ(app.find_operator("csi2").spec().find_port("integrity")->bytes,
+            sizeof(io::frame_integrity));
+}
+
+TEST(imaging_operators, an_order_mismatch_between_stages_is_refused) {
+  test::test_app app([](test::test_app& t) {
+    auto isp = t.make_operator<ops::imaging::raw_isp>("isp", arg("order", "rggb"));
+    auto dem = t.make_operator<ops::imaging::demosaic>("demosaic", arg("order", "bggr"));
+    t.add_flow(isp, dem, {{"out", "bayer"}});
+  });
+  EXPECT_THAT(test::plan_error(app), ::testing::HasSubstr("bayer_bggr16"));
+}
+
+TEST(imaging_operators, bad_parameters_name_the_operator_and_the_parameter) {
+  const auto error = [](auto make) {
+    test::test_app app([&](test::test_app& t) { make(t); });
+    return test::plan_error(app);
+  };
+  EXPECT_THAT(error([](test::test_app& t) {
+                (void)t.make_operator<ops::imaging::csi2_reconstruct>(
+                    "csi2", arg("format", "raw10"), arg("width", 1922));
+              }),
+              ::testing::AllOf(::testing::HasSubstr("'csi2'"), ::testing::HasSubstr("'width'")));
+  EXPECT_THAT(error([](test::test_app& t) {
+                (void)t.make_operator<ops::imaging::demosaic>("d", arg("algorithm", "vng"));
+              }),
+              ::testing::HasSubstr("parameter 'algorithm' must be malvar or bilinear, got 'vng'"));
+  EXPECT_THAT(error([](test::test_app& t) {
+                (void)t.make_operator<ops::imaging::raw_isp>("isp", arg("black_level", 4095));
+              }),
+              ::testing::HasSubstr("'black_level' must be in [0, 4095)"));
+  EXPECT_THAT(error([](test::test_app& t) {
+                (void)t.make_operator<ops::imaging::demosaic>("d", arg("width", 1919));
+              }),
+              ::testing::HasSubstr("'width' must be even"));
 }
 
 }  // namespace
