@@ -15,9 +15,13 @@
 
 #include "resident/imaging/reference.hpp"
 #include "resident/io/csi2.hpp"
+#include "resident/ops/imaging.hpp"
 #include "resident/ops/imaging/convert_resize.hpp"
 #include "resident/ops/imaging/csi2_math.hpp"
+#include "resident/ops/imaging/demosaic_math.hpp"
 #include "resident/ops/imaging/isp_math.hpp"
+#include "resident/ops/vector_ops.hpp"
+#include "test_operators.hpp"
 
 namespace resident::imaging::reference {
 namespace {
@@ -131,6 +135,57 @@ TEST(demosaic_outputs, scale_to_full_range_with_an_opaque_alpha) {
   EXPECT_FLOAT_EQ(planar[4], 1.0F);         // B of pixel 0
 }
 
+// ---- the demosaic kernel's arithmetic ---------------------------------------------------------
+
+/// The demosaic kernel's computation, cell by cell on the host: the mirrored 6x6 neighbourhood,
+/// the integer filters, the clamp. It must give the references' values exactly.
+rgb_planes kernel_arithmetic(const std::vector<std::uint16_t>& raw, int w, int h,
+                             io::bayer_order order, bool malvar, int max) {
+  namespace dm = ops::imaging::demosaic_math;
+  rgb_planes out(static_cast<std::size_t>(w) * h * 3);
+  for (int cy = 0; cy < h; cy += 2) {
+    for (int cx = 0; cx < w; cx += 2) {
+      dm::neighbourhood n{};
+      for (int r = 0; r < 6; ++r) {
+        for (int c = 0; c < 6; ++c) {
+          n.n[r][c] = raw[static_cast<std::size_t>(dm::mirror(cy - 2 + r, h) * w +
+                                                   dm::mirror(cx - 2 + c, w))];
+        }
+      }
+      for (int py = 0; py < 2; ++py) {
+        for (int px = 0; px < 2; ++px) {
+          int rgb[3];
+          dm::pixel_rgb(n, px, py, dm::red_x(order), dm::red_y(order), malvar, rgb);
+          for (int c = 0; c < 3; ++c) {
+            out[(static_cast<std::size_t>(cy + py) * w + cx + px) * 3 + c] =
+                static_cast<float>(std::clamp(rgb[c], 0, 16 * max)) / 16.0F;
+          }
+        }
+      }
+    }
+  }
+  return out;
+}
+
+TEST(demosaic_math, the_kernels_integer_filters_equal_the_references_exactly) {
+  std::mt19937 rng(19);
+  for (const auto& [w, h] :
+       {std::pair{64, 48}, std::pair{2, 2}, std::pair{6, 4}, std::pair{10, 14}}) {
+    std::vector<std::uint16_t> raw(static_cast<std::size_t>(w) * h);
+    for (auto& v : raw) v = static_cast<std::uint16_t>(rng() % 4096);
+    for (const auto order : all_orders) {
+      const auto uw = static_cast<std::uint32_t>(w);
+      const auto uh = static_cast<std::uint32_t>(h);
+      EXPECT_EQ(kernel_arithmetic(raw, w, h, order, true, 4095),
+                demosaic_malvar(raw, uw, uh, order, 4095.0F))
+          << w << "x" << h << " order " << static_cast<int>(order);
+      EXPECT_EQ(kernel_arithmetic(raw, w, h, order, false, 4095),
+                demosaic_bilinear(raw, uw, uh, order, 4095.0F))
+          << w << "x" << h << " order " << static_cast<int>(order);
+    }
+  }
+}
+
 // ---- CSI-2 arithmetic shared with the reconstruction kernel -----------------------------------
 
 std::vector<std::uint8_t> random_bytes(std::mt19937& rng, std::size_t n) {
@@ -227,6 +282,62 @@ TEST(csi2_math, unpacking_a_group_inverts_pack_line) {
     for (std::size_t i = 0; i < pixels.size(); ++i) {
       ASSERT_EQ(math::unpack_pixel(bits, packed.data() + i / gp * gb, i % gp), pixels[i])
           << "RAW" << bits << " pixel " << i;
+    }
+  }
+}
+
+/// The reconstruction kernel's decisions on the host: every line's verdict from its packet and
+/// the CRC of its chunk terms (8 pixels a chunk), then the frame start and end.
+math::frame_counts kernel_decisions(const std::vector<std::uint8_t>& stream, io::csi2::raw_format f,
+                                    std::size_t width, std::size_t height,
+                                    std::uint16_t expected_number) {
+  const std::size_t line = io::csi2::line_bytes(f, width);
+  const std::size_t chunk = 8 / math::group_pixels(static_cast<unsigned>(f)) *
+                            math::group_bytes(static_cast<unsigned>(f));
+  math::frame_counts counts;
+  for (std::size_t y = 0; y < height; ++y) {
+    const std::uint8_t* packet = stream.data() + 4 + y * (line + 6);
+    std::uint16_t crc = math::crc16_shift(io::csi2::crc16_seed, line);
+    for (std::size_t at = 0; at < line; at += chunk) {
+      const std::size_t end = std::min(at + chunk, line);
+      crc ^= math::crc16_multiply(crc0({packet + 4 + at, end - at}),
+                                  math::crc16_zero_bytes_factor(line - end));
+    }
+    counts.add(math::line_verdict(packet, static_cast<std::uint8_t>(io::csi2::data_type_of(f)),
+                                  static_cast<std::uint32_t>(line), crc));
+  }
+  math::check_frame_ends(stream.data(), stream.data() + stream.size() - 4, expected_number, counts);
+  return counts;
+}
+
+TEST(csi2_math, the_kernels_decisions_count_what_parse_frame_counts_on_random_corruption) {
+  std::mt19937 rng(23);
+  for (const auto f :
+       {io::csi2::raw_format::raw8, io::csi2::raw_format::raw10, io::csi2::raw_format::raw12}) {
+    constexpr std::size_t w = 36;  // RAW10 and RAW12: a partial last chunk
+    constexpr std::size_t h = 6;
+    std::vector<std::uint16_t> pixels(w * h);
+    for (auto& p : pixels)
+      p = static_cast<std::uint16_t>(rng() & ((1U << static_cast<unsigned>(f)) - 1));
+    const auto clean = io::csi2::frame_packets(f, w, h, pixels, 7);
+    for (int trial = 0; trial < 400; ++trial) {
+      auto stream = clean;
+      const int flips = 1 + trial % 3;
+      for (int i = 0; i < flips; ++i) {
+        const std::size_t bit = rng() % (stream.size() * 8);
+        stream[bit / 8] ^= static_cast<std::uint8_t>(1U << (bit % 8));
+      }
+      std::vector<std::uint16_t> out(w * h);
+      const io::csi2::frame_check want = io::csi2::parse_frame(stream, f, w, h, out);
+      // The kernel also holds the frame start against the bridge's counter (here 7).
+      const bool other_number = want.frame_number != 0 && want.frame_number != 7;
+      const math::frame_counts got = kernel_decisions(stream, f, w, h, 7);
+      ASSERT_EQ(got.lines, want.lines) << "trial " << trial;
+      ASSERT_EQ(got.corrected_headers, want.corrected_headers) << "trial " << trial;
+      ASSERT_EQ(got.corrupt_headers, want.corrupt_headers) << "trial " << trial;
+      ASSERT_EQ(got.crc_errors, want.crc_errors) << "trial " << trial;
+      ASSERT_EQ(got.format_errors, want.format_errors + (other_number ? 1U : 0U))
+          << "trial " << trial;
     }
   }
 }
@@ -346,6 +457,69 @@ TEST(resize_reference, normalize_planar_applies_mean_and_std_per_plane) {
   EXPECT_NEAR(p[0], (1.0 - 0.485) / 0.229, 1e-6);
   EXPECT_NEAR(p[1], (0.0 - 0.456) / 0.224, 1e-6);
   EXPECT_NEAR(p[2], (0.5 - 0.406) / 0.225, 1e-6);
+}
+
+// ---- the operators compose (CPU only: setup() and planning) -----------------------------------
+
+TEST(imaging_operators, the_camera_chain_composes_with_matching_image_ports) {
+  test::test_app app([](test::test_app& t) {
+    namespace img = ops::imaging;
+    const auto size = [](const char* n, std::int64_t v) { return arg(n, v); };
+    auto csi2 = t.make_operator<img::csi2_reconstruct>("csi2", arg("order", "gbrg"),
+                                                       arg("format", "raw10"));
+    auto isp = t.make_operator<img::raw_isp>("isp", arg("order", "gbrg"));
+    auto dem = t.make_operator<img::demosaic>("demosaic", arg("order", "gbrg"));
+    auto resize = t.make_operator<img::convert_resize>("resize", size("in_width", 1920),
+                                                       size("in_height", 1080));
+    auto frames = t.make_operator<ops::external_source>("frames", nullptr, sizeof(io::frame_ref));
+    t.add_flow(frames, csi2, {{"out", "frame"}});
+    t.add_flow(csi2, isp, {{"bayer", "in"}});
+    t.add_flow(isp, dem, {{"out", "bayer"}});
+    t.add_flow(dem, resize, {{"rgb", "in"}});
+  });
+  ASSERT_NO_THROW((void)app.plan());
+  const auto* rgb = app.find_operator("demosaic").spec().find_port("rgb");
+  ASSERT_NE(rgb, nullptr);
+  ASSERT_TRUE(rgb->image.has_value());
+  EXPECT_EQ(*rgb->image, (image_desc{1920, 1080, pixel_format::rgba16, 0}));
+  const auto* out = app.find_operator("resize").spec().find_port("out");
+  EXPECT_EQ(out->bytes, 224U * 224 * 3 * sizeof(float));
+  EXPECT_EQ(app.find_operator("csi2").spec().find_port("frame")->bytes, sizeof(io::frame_ref));
+  EXPECT_EQ(app.find_operator("csi2").spec().find_port("integrity")->bytes,
+            sizeof(io::frame_integrity));
+}
+
+TEST(imaging_operators, an_order_mismatch_between_stages_is_refused) {
+  test::test_app app([](test::test_app& t) {
+    auto isp = t.make_operator<ops::imaging::raw_isp>("isp", arg("order", "rggb"));
+    auto dem = t.make_operator<ops::imaging::demosaic>("demosaic", arg("order", "bggr"));
+    t.add_flow(isp, dem, {{"out", "bayer"}});
+  });
+  EXPECT_THAT(test::plan_error(app), ::testing::HasSubstr("bayer_bggr16"));
+}
+
+TEST(imaging_operators, bad_parameters_name_the_operator_and_the_parameter) {
+  const auto error = [](auto make) {
+    test::test_app app([&](test::test_app& t) { make(t); });
+    return test::plan_error(app);
+  };
+  EXPECT_THAT(error([](test::test_app& t) {
+                (void)t.make_operator<ops::imaging::csi2_reconstruct>(
+                    "csi2", arg("format", "raw10"), arg("width", 1922));
+              }),
+              ::testing::AllOf(::testing::HasSubstr("'csi2'"), ::testing::HasSubstr("'width'")));
+  EXPECT_THAT(error([](test::test_app& t) {
+                (void)t.make_operator<ops::imaging::demosaic>("d", arg("algorithm", "vng"));
+              }),
+              ::testing::HasSubstr("parameter 'algorithm' must be malvar or bilinear, got 'vng'"));
+  EXPECT_THAT(error([](test::test_app& t) {
+                (void)t.make_operator<ops::imaging::raw_isp>("isp", arg("black_level", 4095));
+              }),
+              ::testing::HasSubstr("'black_level' must be in [0, 4095)"));
+  EXPECT_THAT(error([](test::test_app& t) {
+                (void)t.make_operator<ops::imaging::demosaic>("d", arg("width", 1919));
+              }),
+              ::testing::HasSubstr("'width' must be even"));
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include "resident/ops/imaging/csi2_math.hpp"
 #include "resident/ops/imaging/csi2_reconstruct.hpp"
 #include "resident/ops/imaging/demosaic.hpp"
+#include "resident/ops/imaging/demosaic_math.hpp"
 #include "resident/ops/imaging/isp_math.hpp"
 #include "resident/ops/imaging/npp_demosaic.hpp"
 #include "resident/ops/imaging/raw_isp.hpp"

@@ -21,13 +21,7 @@ namespace math = csi2_math;
 constexpr int threads = 128;
 constexpr std::uint32_t packet_overhead = 6;  // a long packet's header (4) and footer CRC (2)
 
-// What one line's block found, in the line's verdict byte (the order of parse_frame's checks:
-// a corrupt header ends the line; a corrected one is counted and the line goes on).
-constexpr std::uint8_t verdict_corrected = 1;
-constexpr std::uint8_t verdict_corrupt = 2;
-constexpr std::uint8_t verdict_format = 4;
-constexpr std::uint8_t verdict_crc = 8;
-constexpr std::uint8_t verdict_line = 16;
+using math::verdict_line;
 
 struct crc_table {
   std::uint16_t entry[256];
@@ -108,18 +102,6 @@ __device__ std::uint16_t chunk_crc_terms(const reconstruct_args& a, const std::u
   return terms;
 }
 
-/// Thread 0: the line's verdict from its header and footer, the payload's CRC given.
-__device__ std::uint8_t line_verdict(const reconstruct_args& a, const std::uint8_t* packet,
-                                     std::uint16_t crc) {
-  const math::header_fields h = math::decode_header(packet[0], packet[1], packet[2], packet[3]);
-  if (h.check == math::header_check::corrupt) return verdict_corrupt;
-  const std::uint8_t corrected = h.check == math::header_check::corrected ? verdict_corrected : 0;
-  if (h.data_type != a.data_type || h.word_count != a.line_bytes) return corrected | verdict_format;
-  const std::uint8_t* footer = packet + 4 + a.line_bytes;
-  const auto sent = static_cast<std::uint16_t>(footer[0] | footer[1] << 8);
-  return corrected | (sent == crc ? verdict_line : verdict_crc);
-}
-
 __device__ void unpack_line(const reconstruct_args& a, const std::uint8_t* payload,
                             std::uint32_t y) {
   auto* row = reinterpret_cast<std::uint16_t*>(reinterpret_cast<std::uint8_t*>(a.bayer) +
@@ -151,69 +133,50 @@ __device__ void unpack_line(const reconstruct_args& a, const std::uint8_t* paylo
   }
 }
 
-/// The last block: frame start and end packets, the lines' verdicts, the slot re-read, the
-/// integrity record. Thread 0 writes the record; the other threads help count.
+/// Frame start and end packets (4 bytes each, at the stream's two ends).
+__device__ void check_frame_ends_of(const reconstruct_args& a, const io::frame_ref* ref,
+                                    math::frame_counts& total) {
+  const std::uint8_t* fs = ref->packets;
+  const std::uint8_t* fe = ref->packets + a.stream_bytes - 4;
+  const std::uint8_t start[4] = {fs[0], fs[1], fs[2], fs[3]};
+  const std::uint8_t end[4] = {fe[0], fe[1], fe[2], fe[3]};
+  math::check_frame_ends(start, end, io::csi2_frame_number(ref->frame), total);
+}
+
+/// The last block: the lines' verdicts, frame start and end, the slot re-read, the integrity
+/// record. Thread 0 writes the record; the other threads help count.
 __device__ void finish_frame(const reconstruct_args& a, bool stream_ok) {
   __shared__ unsigned counts[5];  // lines, corrected, corrupt, crc, format
   if (threadIdx.x < 5) counts[threadIdx.x] = 0;
   __syncthreads();
-  unsigned mine[5] = {0, 0, 0, 0, 0};
+  math::frame_counts mine;
   for (std::uint32_t y = threadIdx.x; stream_ok && y < a.height; y += blockDim.x) {
     // Written by other blocks before their fenced increment of `done`: read past L1.
-    const std::uint8_t v = __ldcg(a.verdicts + y);
-    mine[0] += (v & verdict_line) != 0;
-    mine[1] += (v & verdict_corrected) != 0;
-    mine[2] += (v & verdict_corrupt) != 0;
-    mine[3] += (v & verdict_crc) != 0;
-    mine[4] += (v & verdict_format) != 0;
+    mine.add(__ldcg(a.verdicts + y));
   }
+  const unsigned values[5] = {mine.lines, mine.corrected_headers, mine.corrupt_headers,
+                              mine.crc_errors, mine.format_errors};
   for (int i = 0; i < 5; ++i) {
-    if (mine[i] != 0) atomicAdd(&counts[i], mine[i]);
+    if (values[i] != 0) atomicAdd(&counts[i], values[i]);
   }
   __syncthreads();
   if (threadIdx.x != 0) return;
   const io::frame_ref* ref = a.frame;
+  math::frame_counts total{counts[0], counts[1], counts[2], counts[3], counts[4]};
+  if (stream_ok) {
+    check_frame_ends_of(a, ref, total);
+  } else {
+    total.format_errors = 1;  // a stream of the wrong length is not read at all
+  }
   io::frame_integrity out{};
   out.frame = ref->frame;
   out.bridge_status = ref->status;
   out.expected_lines = a.height;
-  out.lines = counts[0];
-  out.corrected_headers = counts[1];
-  out.corrupt_headers = counts[2];
-  out.crc_errors = counts[3];
-  out.format_errors = counts[4];
-  if (!stream_ok) {
-    out.format_errors = 1;  // a stream of the wrong length is not read at all
-  } else {
-    // Frame start and frame end, as parse_frame checks them, and the frame start's number
-    // against the bridge's frame counter.
-    const std::uint8_t* fs = ref->packets;
-    const math::header_fields start = math::decode_header(fs[0], fs[1], fs[2], fs[3]);
-    std::uint16_t number = 0;
-    if (start.check == math::header_check::corrupt) {
-      ++out.corrupt_headers;
-    } else {
-      if (start.check == math::header_check::corrected) ++out.corrected_headers;
-      if (start.data_type == static_cast<std::uint8_t>(io::csi2::data_type::frame_start) &&
-          start.word_count != 0) {
-        number = start.word_count;
-      } else {
-        ++out.format_errors;
-      }
-    }
-    if (number != 0 && number != io::csi2_frame_number(ref->frame)) ++out.format_errors;
-    const std::uint8_t* fe = ref->packets + a.stream_bytes - 4;
-    const math::header_fields end = math::decode_header(fe[0], fe[1], fe[2], fe[3]);
-    if (end.check == math::header_check::corrupt) {
-      ++out.corrupt_headers;
-    } else {
-      if (end.check == math::header_check::corrected) ++out.corrected_headers;
-      if (end.data_type != static_cast<std::uint8_t>(io::csi2::data_type::frame_end) ||
-          end.word_count != number) {
-        ++out.format_errors;
-      }
-    }
-  }
+  out.lines = total.lines;
+  out.corrected_headers = total.corrected_headers;
+  out.corrupt_headers = total.corrupt_headers;
+  out.crc_errors = total.crc_errors;
+  out.format_errors = total.format_errors;
   if (ref->slot_frame != nullptr) {
     // Every packet read of every block happened before this point (each block's reads are
     // ordered before its fenced increment of `done`, which this block observed): a slot
@@ -249,7 +212,7 @@ __global__ void __launch_bounds__(threads) reconstruct_kernel(reconstruct_args a
     if (threadIdx.x == 0) {
       std::uint16_t crc = a.seed_term;
       for (int w = 0; w < threads / 32; ++w) crc ^= warp_terms[w];
-      verdict = line_verdict(a, staged_packet, crc);
+      verdict = math::line_verdict(staged_packet, a.data_type, a.line_bytes, crc);
     }
     __syncthreads();
     if ((verdict & verdict_line) != 0) unpack_line(a, staged_packet + 4, y);

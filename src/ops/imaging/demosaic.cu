@@ -5,6 +5,7 @@
 #include "launch.cuh"
 #include "params.hpp"
 #include "resident/ops/imaging/common.hpp"
+#include "resident/ops/imaging/demosaic_math.hpp"
 
 namespace resident::ops::imaging {
 
@@ -36,11 +37,8 @@ struct demosaic_args {
   bool vector_out;
 };
 
-/// Mirror without repeating the edge (-1 -> 1, n -> n - 2), as the CPU references do.
-__device__ int mirror(int i, int n) {
-  while (i < 0 || i >= n) i = i < 0 ? -i : 2 * (n - 1) - i;
-  return i;
-}
+using demosaic_math::mirror;
+using demosaic_math::neighbourhood;
 
 __device__ void load_tile(const demosaic_args& a, int x0, int y0,
                           std::uint32_t (&tile)[shared_h][shared_words]) {
@@ -67,58 +65,6 @@ __device__ void load_tile(const demosaic_args& a, int x0, int y0,
     samples[r * shared_w + c] =
         reinterpret_cast<const std::uint16_t*>(row)[mirror(x0 - apron + c, a.width)];
   }
-}
-
-// The filters, in sixteenths of a sample (reference.cpp's eighths, doubled), around n[y][x].
-struct hood {
-  int n[6][6];
-  __device__ int at(int x, int y) const { return n[y][x]; }
-  __device__ int cross1(int x, int y) const {
-    return at(x - 1, y) + at(x + 1, y) + at(x, y - 1) + at(x, y + 1);
-  }
-  __device__ int diagonal(int x, int y) const {
-    return at(x - 1, y - 1) + at(x + 1, y - 1) + at(x - 1, y + 1) + at(x + 1, y + 1);
-  }
-  __device__ int horizontal(int x, int y, int d) const { return at(x - d, y) + at(x + d, y); }
-  __device__ int vertical(int x, int y, int d) const { return at(x, y - d) + at(x, y + d); }
-
-  __device__ int malvar_green(int x, int y) const {
-    return 8 * at(x, y) + 4 * cross1(x, y) - 2 * (horizontal(x, y, 2) + vertical(x, y, 2));
-  }
-  __device__ int malvar_row(int x, int y) const {  // at green, the colour of its row
-    return 10 * at(x, y) + 8 * horizontal(x, y, 1) - 2 * horizontal(x, y, 2) - 2 * diagonal(x, y) +
-           vertical(x, y, 2);
-  }
-  __device__ int malvar_column(int x, int y) const {  // at green, the colour of its column
-    return 10 * at(x, y) + 8 * vertical(x, y, 1) - 2 * vertical(x, y, 2) - 2 * diagonal(x, y) +
-           horizontal(x, y, 2);
-  }
-  __device__ int malvar_opposite(int x, int y) const {  // red at blue, blue at red
-    return 12 * at(x, y) + 4 * diagonal(x, y) - 3 * (horizontal(x, y, 2) + vertical(x, y, 2));
-  }
-};
-
-/// R, G, B of cell pixel (px, py) in sixteenths. (RX, RY): where red sits in the 2x2 cell.
-template <int RX, int RY, bool Malvar>
-__device__ void pixel_rgb(const hood& h, int px, int py, int (&rgb)[3]) {
-  const int x = apron + px;
-  const int y = apron + py;
-  const int kind = ((py ^ RY) << 1) | (px ^ RX);  // 0 red, 1 green on a red row, 2 green on a
-                                                  // blue row, 3 blue
-  const int here = 16 * h.at(x, y);
-  if (kind == 0 || kind == 3) {
-    const int green = Malvar ? h.malvar_green(x, y) : 4 * h.cross1(x, y);
-    const int other = Malvar ? h.malvar_opposite(x, y) : 4 * h.diagonal(x, y);
-    rgb[0] = kind == 0 ? here : other;
-    rgb[1] = green;
-    rgb[2] = kind == 0 ? other : here;
-    return;
-  }
-  const int row = Malvar ? h.malvar_row(x, y) : 8 * h.horizontal(x, y, 1);
-  const int column = Malvar ? h.malvar_column(x, y) : 8 * h.vertical(x, y, 1);
-  rgb[0] = kind == 1 ? row : column;
-  rgb[1] = here;
-  rgb[2] = kind == 1 ? column : row;
 }
 
 template <rgb_output Out>
@@ -186,7 +132,7 @@ __global__ void __launch_bounds__(cells_x* cells_y) demosaic_kernel(demosaic_arg
   const int x = x0 + 2 * static_cast<int>(threadIdx.x);
   const int y = y0 + 2 * static_cast<int>(threadIdx.y);
   if (x >= a.width || y >= a.height) return;  // even sizes: a cell is wholly in or out
-  hood h;
+  neighbourhood h;
 #pragma unroll
   for (int r = 0; r < 6; ++r) {
 #pragma unroll
@@ -200,8 +146,8 @@ __global__ void __launch_bounds__(cells_x* cells_y) demosaic_kernel(demosaic_arg
   for (int py = 0; py < 2; ++py) {
     int left[3];
     int right[3];
-    pixel_rgb<RX, RY, Malvar>(h, 0, py, left);
-    pixel_rgb<RX, RY, Malvar>(h, 1, py, right);
+    demosaic_math::pixel_rgb(h, 0, py, RX, RY, Malvar, left);
+    demosaic_math::pixel_rgb(h, 1, py, RX, RY, Malvar, right);
     store_pair<Out>(a, x, y + py, left, right);
   }
 }

@@ -135,4 +135,76 @@ RESIDENT_HD constexpr std::uint16_t unpack_pixel(unsigned bits, const std::uint8
   return static_cast<std::uint16_t>(static_cast<unsigned>(b[k]) << low_bits | low);
 }
 
+// ---- packet verdicts ------------------------------------------------------------------------
+
+// What a receiver found in one line packet, as bits, in parse_frame's order of checks: a
+// corrupt header ends the line; a corrected one is counted and the checks go on.
+inline constexpr std::uint8_t verdict_corrected = 1;
+inline constexpr std::uint8_t verdict_corrupt = 2;
+inline constexpr std::uint8_t verdict_format = 4;
+inline constexpr std::uint8_t verdict_crc = 8;
+inline constexpr std::uint8_t verdict_line = 16;  // every check passed: the line is used
+
+/// The verdict on a line packet (header at `packet`, footer CRC after `line_bytes` of payload)
+/// whose payload's CRC is `payload_crc`.
+RESIDENT_HD constexpr std::uint8_t line_verdict(const std::uint8_t* packet, std::uint8_t data_type,
+                                                std::uint32_t line_bytes,
+                                                std::uint16_t payload_crc) noexcept {
+  const header_fields h = decode_header(packet[0], packet[1], packet[2], packet[3]);
+  if (h.check == header_check::corrupt) return verdict_corrupt;
+  const std::uint8_t corrected = h.check == header_check::corrected ? verdict_corrected : 0;
+  if (h.data_type != data_type || h.word_count != line_bytes) {
+    return static_cast<std::uint8_t>(corrected | verdict_format);
+  }
+  const std::uint8_t* footer = packet + 4 + line_bytes;
+  const auto sent = static_cast<std::uint16_t>(footer[0] | footer[1] << 8);
+  return static_cast<std::uint8_t>(corrected | (sent == payload_crc ? verdict_line : verdict_crc));
+}
+
+/// A frame's counts, as io::frame_integrity holds them.
+struct frame_counts {
+  std::uint32_t lines{0};
+  std::uint32_t corrected_headers{0};
+  std::uint32_t corrupt_headers{0};
+  std::uint32_t crc_errors{0};
+  std::uint32_t format_errors{0};
+  RESIDENT_HD constexpr void add(std::uint8_t verdict) noexcept {
+    lines += (verdict & verdict_line) != 0 ? 1U : 0U;
+    corrected_headers += (verdict & verdict_corrected) != 0 ? 1U : 0U;
+    corrupt_headers += (verdict & verdict_corrupt) != 0 ? 1U : 0U;
+    crc_errors += (verdict & verdict_crc) != 0 ? 1U : 0U;
+    format_errors += (verdict & verdict_format) != 0 ? 1U : 0U;
+  }
+};
+
+/// The frame start (`fs`) and frame end (`fe`) packets, checked as parse_frame checks them,
+/// and the frame start's number against `expected_number` (the bridge's frame counter, as
+/// io::csi2_frame_number gives it): one more format error when they differ.
+RESIDENT_HD constexpr void check_frame_ends(const std::uint8_t* fs, const std::uint8_t* fe,
+                                            std::uint16_t expected_number,
+                                            frame_counts& counts) noexcept {
+  constexpr std::uint8_t frame_start = 0x00;
+  constexpr std::uint8_t frame_end = 0x01;
+  const header_fields start = decode_header(fs[0], fs[1], fs[2], fs[3]);
+  std::uint16_t number = 0;
+  if (start.check == header_check::corrupt) {
+    ++counts.corrupt_headers;
+  } else {
+    if (start.check == header_check::corrected) ++counts.corrected_headers;
+    if (start.data_type == frame_start && start.word_count != 0) {
+      number = start.word_count;
+    } else {
+      ++counts.format_errors;
+    }
+  }
+  if (number != 0 && number != expected_number) ++counts.format_errors;
+  const header_fields end = decode_header(fe[0], fe[1], fe[2], fe[3]);
+  if (end.check == header_check::corrupt) {
+    ++counts.corrupt_headers;
+  } else {
+    if (end.check == header_check::corrected) ++counts.corrected_headers;
+    if (end.data_type != frame_end || end.word_count != number) ++counts.format_errors;
+  }
+}
+
 }  // namespace resident::ops::imaging::csi2_math
