@@ -260,3 +260,13 @@ TEST(csi2_parse, a_truncated_stream_or_wrong_format_is_a_format_error) {
 
 }  // namespace
 }  // namespace resident::io::csi2
+
+namespace resident::io::csi2 {
+namespace {
+TEST(csi2, header_ecc_of_each_single_bit_is_its_column) {
+  for (std::size_t bit = 0; bit < 24; ++bit) {
+    EXPECT_EQ(header_ecc(1U << bit), ecc_columns[bit]) << "bit " << bit;
+  }
+}
+}  // namespace
+}  // namespace resident::io::csi2

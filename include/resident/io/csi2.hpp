@@ -53,10 +53,15 @@ inline constexpr std::array<std::uint8_t, 24> ecc_columns{
     0x26, 0x29, 0x2A, 0x2C, 0x31, 0x32, 0x34, 0x38, 0x1F, 0x2F, 0x37, 0x3B};
 
 /// The ECC byte of a packet header's first three bytes (bits 0..23, byte 0 in bits 0..7).
+/// Usable in device code too (--expt-relaxed-constexpr): it reads its own copy of the columns,
+/// never the host's `ecc_columns`, which a kernel cannot reach.
 [[nodiscard]] constexpr std::uint8_t header_ecc(std::uint32_t header24) noexcept {
+  constexpr std::uint8_t columns[24] = {0x07, 0x0B, 0x0D, 0x0E, 0x13, 0x15, 0x16, 0x19,
+                                        0x1A, 0x1C, 0x23, 0x25, 0x26, 0x29, 0x2A, 0x2C,
+                                        0x31, 0x32, 0x34, 0x38, 0x1F, 0x2F, 0x37, 0x3B};
   std::uint8_t ecc = 0;
   for (int bit = 0; bit < 24; ++bit) {
-    if ((header24 >> bit) & 1U) ecc ^= ecc_columns[static_cast<std::size_t>(bit)];
+    if ((header24 >> bit) & 1U) ecc ^= columns[bit];
   }
   return ecc;
 }
