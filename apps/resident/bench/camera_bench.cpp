@@ -36,7 +36,7 @@ const std::vector<std::string> known_formats{"raw10", "raw12"};
 const std::vector<std::string> known_levels{"none", "stress"};
 const std::vector<std::string> known_displays{"vrr240-flip", "vrr240-front", "fixed60-flip"};
 
-constexpr std::size_t series_buckets = 400;
+constexpr std::size_t series_buckets = 200;
 constexpr std::size_t software_bins = 60;
 constexpr std::size_t photon_bins = 30;
 
@@ -262,7 +262,7 @@ camera_run measured_run(const camera::camera_result& r, const camera_case& c, st
               std::to_string(r.display.corrupt_frames) + " refused by the egress");
   }
   if (run.us.empty()) add_error("no latency samples after the warm-up");
-  run.threads["sensor"] = measure::to_json(r.sensor_grant);
+  if (!r.sensor_grant.policy.empty()) run.threads["sensor"] = measure::to_json(r.sensor_grant);
   return run;
 }
 
@@ -285,6 +285,15 @@ json run_entry(std::size_t index, const camera_run& r) {
   if (!r.us.empty()) e.update(measure::summary_fields(measure::summarize(r.us)));
   if (!r.error.empty()) e["error"] = r.error;
   return e;
+}
+
+/// Plot data to the nanosecond: a receipt carries it for every configuration.
+json rounded(const json& j) {
+  if (j.is_number_float()) return std::round(j.get<double>() * 1000.0) / 1000.0;
+  if (!j.is_structured()) return j;
+  json out = j;
+  for (auto& v : out) v = rounded(v);
+  return out;
 }
 
 /// The run whose jitter is the median (the lower one of an even count): the one plotted.
@@ -348,10 +357,11 @@ json case_result(const camera_case& c, const std::vector<camera_run>& runs) {
   const camera_run& p = runs[plotted];
   result["plotted_run"] = plotted + 1;
   if (c.part == "photon") {
-    result["points"] = {{"t", p.t_s}, {"us", p.us}};
+    result["points"] = rounded({{"t", p.t_s}, {"us", p.us}});
     result["histogram"] = measure::to_json(measure::make_histogram(p.us, photon_bins));
   } else {
-    result["series"] = measure::to_json(measure::bucket_series(p.t_s, p.us, series_buckets));
+    result["series"] =
+        rounded(measure::to_json(measure::bucket_series(p.t_s, p.us, series_buckets)));
     result["histogram"] = measure::to_json(measure::make_histogram(p.us, software_bins));
   }
   return result;

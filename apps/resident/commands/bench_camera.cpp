@@ -78,7 +78,7 @@ CLI::App* add_bench_camera_options(CLI::App& bench, bench_camera_command_setting
   app->add_flag("--no-fifo", s.no_fifo, "do not ask for SCHED_FIFO");
   app->add_flag("--quick", s.quick,
                 "1080p and 4K RAW12, quiet, 1000 frames, 3 s photon runs, one run each (~60 s)");
-  app->add_option("--out", s.out, "the JSON receipt")->capture_default_str();
+  app->add_option("--out,--json", s.out, "the JSON receipt")->capture_default_str();
   app->add_option("--report", s.report, "the HTML report (in --out's folder unless it names one)")
       ->capture_default_str();
   app->add_option("--from", s.from,
