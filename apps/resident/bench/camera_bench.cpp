@@ -271,7 +271,7 @@ namespace {
 json run_entry(std::size_t index, const camera_run& r) {
   json e = {{"run", index + 1},
             {"n", r.us.size()},
-            {"requested_frames", r.requested},
+            {"requested_samples", r.requested},
             {"produced", r.produced},
             {"processed", r.processed},
             {"dropped", r.dropped},

@@ -98,7 +98,7 @@ struct camera_case {
 struct camera_run {
   std::vector<double> us;      // latency samples after the warm-up, in frame order
   std::vector<double> t_s;     // each sample's frame start, seconds after the run's first frame
-  std::uint64_t requested{0};  // measured frames asked for (software) or frames run (photon)
+  std::uint64_t requested{0};  // samples asked for: frames (software), marked frames (photon)
   std::uint64_t produced{0};
   std::uint64_t processed{0};
   std::uint64_t dropped{0};

@@ -63,13 +63,16 @@ class camera_runner {
     std::uint64_t requested = 0;
     std::size_t warmup = 0;
     if (photon) {
-      requested = static_cast<std::uint64_t>(std::llround(_s.photon_seconds * rate));
+      // One sample per marked frame: every camera_photon_distinct_frames-th frame.
+      requested = static_cast<std::uint64_t>(
+          std::llround(_s.photon_seconds * rate / camera_photon_distinct_frames));
       warmup = camera_photon_warmup_samples;
-      o.frames = requested + warmup * camera_photon_distinct_frames;
+      o.frames = (requested + warmup) * camera_photon_distinct_frames;
     } else {
       requested = static_cast<std::uint64_t>(_s.frames);
       warmup = static_cast<std::size_t>(_s.warmup);
-      o.frames = requested + warmup;
+      // A few frames over, so a frame without a complete stamp cannot leave a run one short.
+      o.frames = requested + warmup + 16;
     }
     // skip-duplicate: every new frame once, the newest when the loop fell behind (the older
     // ones count as dropped). `newest` would rerun the last frame while none is new, and a
@@ -207,7 +210,7 @@ json camera_settings_json(const camera_bench_settings& s) {
         {"aggregate", "each statistic the median over the runs; every run in the result"}}},
       {"run_limit",
        "a run stops after its frames, or after twice their period plus 15 s (a mode that cannot "
-       "keep up reports fewer samples than requested_frames)"},
+       "keep up reports fewer samples than requested_samples)"},
       {"display",
        {{"vrr240-flip", "240 Hz variable refresh (rescan at 30 Hz without flips), flip"},
         {"vrr240-front", "240 Hz variable refresh, front-buffer writes (tears)"},
