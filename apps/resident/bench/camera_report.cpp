@@ -236,6 +236,9 @@ void targets_section(std::ostringstream& html, const json& s) {
       runs += (runs.empty() ? "" : ", ") + format_us(v.get<double>());
     }
     std::string note = t.value("note", "");
+    if (note.empty() && t.contains("frames_per_run")) {
+      note = number(t, "frames_per_run") + " frames in the shortest run";
+    }
     if (t.contains("malvar_p50_us")) {
       note = "Malvar " + format_us(t["malvar_p50_us"].get<double>()) + " \xC2\xB5s, NPP " +
              format_us(t["npp_p50_us"].get<double>()) + " \xC2\xB5s";
