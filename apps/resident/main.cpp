@@ -3,7 +3,7 @@
 //   resident info                      the GPU and build this binary sees
 //   resident run [CONFIG.yaml] ...     the lab pipeline between an emulated sensor and actuator,
 //                                      in one or all execution modes, every output checked
-//   resident bench io|overhead|lab|loops|reef ...
+//   resident bench io|overhead|lab|loops|reef|camera ...
 //                                      benchmarks: a human table last, JSON receipts
 //   resident sim [OPS.yaml]            the logical issue-order model of streams (no GPU)
 //   resident plan TASKSET.yaml         SM partitions for a set of resident loops (no GPU)
@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "commands/bench_camera.hpp"
 #include "commands/bench_io.hpp"
 #include "commands/bench_lab.hpp"
 #include "commands/bench_loops.hpp"
@@ -51,6 +52,7 @@ int main(int argc, char** argv) {
   commands.push_back(cli::add_bench_lab_command(*bench, line));
   commands.push_back(cli::add_bench_loops_command(*bench, line));
   commands.push_back(cli::add_bench_reef_command(*bench, line));
+  commands.push_back(cli::add_bench_camera_command(*bench, line));
   commands.push_back(cli::add_report_command(root));
   commands.push_back(cli::add_sim_command(root));
   commands.push_back(cli::add_plan_command(root));

@@ -146,34 +146,34 @@ void write_dumps(const std::filesystem::path& dir, const io::display& d, const s
   r.written = {first, last, sheet_path};
 }
 
-// Software latency per processed frame from the loop's telemetry: arrival -> commit.
-std::vector<double> software_latency(const std::vector<telemetry_entry>& t) {
-  std::vector<double> out;
-  out.reserve(t.size());
+// Software latency per processed frame from the loop's telemetry: arrival -> commit, and the
+// frame each sample belongs to.
+void software_latency(const std::vector<telemetry_entry>& t, camera_result& r) {
+  r.software_us.reserve(t.size());
+  r.software_frames.reserve(t.size());
   for (const auto& e : t) {
     const auto arrival = e.stamp_ns[static_cast<std::size_t>(stage::arrival)];
     const auto commit = e.stamp_ns[static_cast<std::size_t>(stage::commit)];
     if (e.repeat != 0 || arrival == 0 || commit < arrival) continue;
-    out.push_back(static_cast<double>(commit - arrival) / 1000.0);
+    r.software_us.push_back(static_cast<double>(commit - arrival) / 1000.0);
+    r.software_frames.push_back(e.seq);
   }
-  return out;
 }
 
 // Photon to display per marked frame the photodiode saw: its edge minus the LED's switch-on at
 // the frame's start.
-std::vector<double> photon_latency(const std::vector<io::photodiode_event>& edges,
-                                   const std::vector<io::frame_log>& log) {
+void photon_latency(const std::vector<io::photodiode_event>& edges,
+                    const std::vector<io::frame_log>& log, camera_result& r) {
   std::map<std::uint64_t, std::uint64_t> start;
   for (const auto& f : log) {
     if (f.led_lit) start[f.frame] = f.frame_start_ns;
   }
-  std::vector<double> out;
   for (const auto& e : edges) {
     const auto it = start.find(e.frame);
     if (it == start.end() || e.t_ns < it->second) continue;
-    out.push_back(static_cast<double>(e.t_ns - it->second) / 1000.0);
+    r.photon_us.push_back(static_cast<double>(e.t_ns - it->second) / 1000.0);
+    r.photon_frames.push_back(e.frame);
   }
-  return out;
 }
 
 }  // namespace
@@ -208,7 +208,15 @@ camera_result run_camera(const camera_settings& s, const camera_mode& m,
     edges.insert(edges.end(), s2.begin(), s2.end());
   };
   display->start();
-  bridge->start();
+  if (o.sensor_realtime) {
+    // glibc threads inherit their creator's scheduling policy: the sensor thread starts with
+    // this one's, which goes back to SCHED_OTHER once it runs.
+    r.sensor_grant = measure::configure_current_thread(-1, true);
+    bridge->start();
+    (void)measure::configure_current_thread(-1, false);
+  } else {
+    bridge->start();
+  }
   {
     run_handle run(app, m.mode, opts);
     const auto start = clock_type::now();
@@ -239,7 +247,7 @@ camera_result run_camera(const camera_settings& s, const camera_mode& m,
     r.counters = rep.counters;
     r.error = rep.error;
     if (!rep.stopped && r.error.empty()) r.error = "the loop did not stop";
-    r.software_us = software_latency(run.telemetry());
+    software_latency(run.telemetry(), r);
     for (const auto& e : run.telemetry()) {
       if (e.repeat == 0) r.processed_frames.push_back(e.seq);
     }
@@ -266,7 +274,7 @@ camera_result run_camera(const camera_settings& s, const camera_mode& m,
     if (f.late_ns > 100'000) ++r.late_sensor_frames;
   }
   r.displayed = r.shown_frames.size();
-  r.photon_us = photon_latency(edges, log);
+  photon_latency(edges, log, r);
   if (!bridge->failure().empty()) r.error += (r.error.empty() ? "" : "; ") + bridge->failure();
   if (!o.dump.empty()) write_dumps(o.dump, *display, dumps, r);
   return r;

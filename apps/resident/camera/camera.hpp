@@ -26,6 +26,7 @@
 #include "resident/io/bayer.hpp"
 #include "resident/io/display.hpp"
 #include "resident/io/sensor_bridge.hpp"
+#include "resident/measure/threads.hpp"
 
 namespace resident::camera {
 
@@ -73,6 +74,9 @@ struct camera_run_options {
   sample_policy policy{sample_policy::skip_duplicate};
   std::uint64_t poll_ns{2'000'000};    // the handler's in-kernel polling budget (resident modes)
   int sensor_cpu{-1};                  // pin the sensor thread here
+  /// Ask for SCHED_FIFO for the sensor thread (it inherits the policy of the thread that starts
+  /// it); camera_result::sensor_grant says what the OS granted
+  bool sensor_realtime{false};
   /// CPU-driven modes: runs first on the loop thread (e.g. pin it, as the paper's baseline was)
   std::function<void()> on_loop_thread_start;
   bool progress{true};                 // a progress line on stderr every second
@@ -91,7 +95,10 @@ struct camera_result {
   io::display_counters display;
   std::uint64_t displayed{0};         // distinct frames scanned out
   std::vector<double> software_us;    // per processed frame: metadata arrival -> scanout written
+  std::vector<std::uint64_t> software_frames;  // the frame number of each software_us sample
   std::vector<double> photon_us;      // per marked frame seen: LED on -> photodiode
+  std::vector<std::uint64_t> photon_frames;    // the frame number of each photon_us sample
+  measure::thread_grant sensor_grant;  // sensor_realtime: the policy the sensor thread inherited
   std::uint64_t marked_frames{0};     // LED frames produced while the loop ran
   std::uint64_t late_sensor_frames{0};  // frames the sensor thread delivered > 100 us late
   std::string error;                  // empty when the loop ran and stopped cleanly

@@ -148,6 +148,12 @@ constexpr std::array<const char*, 10> palette = {"#4e79a7", "#f28e2b", "#59a14f"
                                                  "#76b7b2", "#edc948", "#b07aa1", "#ff9da7",
                                                  "#9c755f", "#bab0ac"};
 
+}  // namespace
+
+const char* palette_color(std::size_t index) noexcept { return palette[index % palette.size()]; }
+
+namespace {
+
 // SVG coordinates with one decimal: enough for pixels, short enough to read.
 std::string px(double v) {
   std::array<char, 32> text{};

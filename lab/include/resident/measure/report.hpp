@@ -59,6 +59,10 @@ struct box_values {
 [[nodiscard]] std::optional<box_values> box_from_result(const nlohmann::json& result);
 [[nodiscard]] box_values box_positions(const axis& a, const box_values& v, double x0, double x1);
 
+/// The plots' colour `index` (wrapping around a palette of ten), so a mode keeps its colour
+/// across plots.
+[[nodiscard]] const char* palette_color(std::size_t index) noexcept;
+
 struct plot_box {
   std::string label;    // the mode
   box_values values;    // µs

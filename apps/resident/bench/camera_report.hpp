@@ -1,0 +1,21 @@
+#pragma once
+// resident bench camera's reports, both drawn from the receipt alone (its results carry the time
+// series and histograms the plots need), so a receipt merged from several runs can be drawn
+// again: the table printed at the end, and one HTML page with the targets, per configuration
+// group a table, a box plot, latency over time and a histogram per mode, the operators' device
+// times and the demosaic comparison.
+
+#include <string>
+
+#include "resident/measure/receipt.hpp"
+
+namespace resident::bench {
+
+/// Plain text: software and photon latency rows, operators, demosaic quality, the targets (met,
+/// missed, not judged) and the ratios.
+[[nodiscard]] std::string camera_table(const measure::receipt& receipt);
+
+/// One self-contained HTML page (inline CSS and SVG, no scripts).
+[[nodiscard]] std::string render_camera_report(const measure::receipt& receipt);
+
+}  // namespace resident::bench

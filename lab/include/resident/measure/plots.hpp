@@ -1,0 +1,80 @@
+#pragma once
+// Plots for HTML reports besides report.hpp's box plots: a latency over time and a histogram, as
+// inline SVG (no scripts), and the reductions behind them, small enough for a receipt to carry
+// (a bench keeps these in its results instead of every sample, so a report can be drawn again
+// from the receipt alone).
+//
+//   time_buckets b = bucket_series(t_s, latency_us, 400);   // min / mean / max per bucket
+//   histogram h = make_histogram(latency_us, 60);
+//   html << series_svg({.title = "while", .buckets = b}) << histogram_svg({.data = h});
+
+#include <nlohmann/json.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace resident::measure {
+
+/// Consecutive samples in groups: each group's first time, smallest, mean and largest value.
+struct time_buckets {
+  std::vector<double> t;
+  std::vector<double> min;
+  std::vector<double> mean;
+  std::vector<double> max;
+};
+
+/// `values[i]` taken at `times[i]`, in order, as at most `buckets` groups of consecutive samples
+/// (sizes differ by at most one), so a spike survives in its group's max. Fewer samples than
+/// buckets: one group per sample. Throws std::invalid_argument when the sizes differ or
+/// `buckets` is 0.
+[[nodiscard]] time_buckets bucket_series(std::span<const double> times,
+                                         std::span<const double> values, std::size_t buckets);
+
+/// Equal-width bins from `lo` to `hi`.
+struct histogram {
+  double lo{};
+  double hi{};
+  std::vector<std::uint64_t> counts;
+};
+
+/// `bins` equal bins spanning [min, max] of `values`; max falls in the last bin. When every
+/// value is equal there is one bin holding them all. Empty `values`: no bins. Throws
+/// std::invalid_argument when `bins` is 0 or a value is not finite.
+[[nodiscard]] histogram make_histogram(std::span<const double> values, std::size_t bins);
+
+/// {"t": [...], "min": [...], "mean": [...], "max": [...]} and {"lo", "hi", "counts"}; the
+/// readers return nothing for JSON of another shape (a receipt from another version).
+[[nodiscard]] nlohmann::json to_json(const time_buckets& b);
+[[nodiscard]] nlohmann::json to_json(const histogram& h);
+[[nodiscard]] std::optional<time_buckets> buckets_from_json(const nlohmann::json& j);
+[[nodiscard]] std::optional<histogram> histogram_from_json(const nlohmann::json& j);
+
+/// A latency over time: the band from each bucket's min to its max, a line through the means,
+/// and single points (for runs with few samples, e.g. one per marked frame).
+struct series_plot {
+  std::string title;
+  std::string x_label{"time (s)"};
+  std::string y_label{"latency (\xC2\xB5s)"};
+  time_buckets buckets;
+  std::vector<double> points_x;  // drawn as dots; same size as points_y
+  std::vector<double> points_y;
+  std::size_t color{};  // palette index (report.hpp's detail::palette_color)
+};
+[[nodiscard]] std::string series_svg(const series_plot& plot);
+
+/// A histogram's bars over its value axis; counts on a logarithmic axis by default, so a tail
+/// of a few samples stays visible beside a peak of thousands.
+struct histogram_plot {
+  std::string title;
+  std::string x_label{"latency (\xC2\xB5s)"};
+  histogram data;
+  bool log_counts{true};
+  std::size_t color{};
+};
+[[nodiscard]] std::string histogram_svg(const histogram_plot& plot);
+
+}  // namespace resident::measure

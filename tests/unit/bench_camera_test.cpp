@@ -1,0 +1,504 @@
+// resident bench camera without a GPU: its flags and settings, the configurations it runs, the
+// results and targets it builds from measured runs (synthetic here), and its reports.
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "bench/camera_bench.hpp"
+#include "bench/camera_report.hpp"
+#include "commands/bench_camera.hpp"
+
+namespace resident::bench {
+namespace {
+
+using nlohmann::json;
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+std::string error_of(const camera_bench_settings& s) {
+  try {
+    s.validate();
+  } catch (const std::invalid_argument& e) {
+    return e.what();
+  }
+  return {};
+}
+
+int runs_of(const std::vector<camera_case>& cases, const std::string& workload,
+            const std::string& mode) {
+  for (const auto& c : cases) {
+    if (c.workload() == workload && c.mode == mode) return c.runs;
+  }
+  return 0;
+}
+
+// ---- settings and configurations ---------------------------------------------------------------
+
+TEST(camera_bench_settings, defaults_cover_the_full_matrix_and_repeat_the_target_configurations) {
+  const camera_bench_settings s;
+  EXPECT_EQ(error_of(s), "");
+  const auto quiet = software_cases(s, "none");
+  EXPECT_EQ(quiet.size(), 2U * 2U * 4U);  // resolutions x formats x modes
+  EXPECT_EQ(runs_of(quiet, "1080p raw12", "while"), 3);
+  EXPECT_EQ(runs_of(quiet, "1080p raw12", "tail"), 3);
+  EXPECT_EQ(runs_of(quiet, "1080p raw12", "host-graph"), 1);
+  EXPECT_EQ(runs_of(quiet, "1080p raw10", "while"), 1);
+  EXPECT_EQ(runs_of(quiet, "4k raw12", "while"), 1);
+  EXPECT_EQ(runs_of(software_cases(s, "stress"), "1080p raw12", "tail"), 3);
+}
+
+TEST(camera_bench_settings, photon_cases_put_front_buffer_beside_flip_for_gpu_resident_modes) {
+  const camera_bench_settings s;
+  const auto quiet = photon_cases(s, "none");
+  EXPECT_EQ(quiet.size(), 4U + 2U + 4U);  // vrr240 flip, front (while, tail), fixed 60 Hz
+  EXPECT_EQ(runs_of(quiet, "photon vrr240-flip", "while"), 3);
+  EXPECT_EQ(runs_of(quiet, "photon vrr240-flip", "host-graph"), 1);
+  EXPECT_EQ(runs_of(quiet, "photon vrr240-front", "tail"), 1);
+  EXPECT_EQ(runs_of(quiet, "photon vrr240-front", "host-graph"), 0);
+  EXPECT_EQ(runs_of(quiet, "photon fixed60-flip", "cpu-hostmem"), 1);
+  const auto stress = photon_cases(s, "stress");
+  EXPECT_EQ(stress.size(), 4U + 2U);  // the fixed display's quantization is shown quiet only
+  for (const auto& c : stress) EXPECT_EQ(c.resolution + " " + c.format, "1080p raw12");
+}
+
+TEST(camera_bench_settings, quick_runs_1080p_and_4k_raw12_quiet_once_each) {
+  camera_bench_settings s;
+  s.make_quick();
+  EXPECT_EQ(error_of(s), "");
+  EXPECT_EQ(s.frames, 1000);
+  EXPECT_EQ(s.contention, std::vector<std::string>{"none"});
+  const auto cases = software_cases(s, "none");
+  ASSERT_EQ(cases.size(), 8U);
+  for (const auto& c : cases) {
+    EXPECT_EQ(c.format, "raw12");
+    EXPECT_EQ(c.runs, 1);
+  }
+  EXPECT_DOUBLE_EQ(s.photon_seconds, 3.0);
+}
+
+TEST(camera_bench_settings, bad_values_are_named) {
+  camera_bench_settings s;
+  s.resolutions = {"1080p", "8k"};
+  EXPECT_THAT(error_of(s), HasSubstr("--resolutions: unknown resolution '8k'; known: 1080p, 4k"));
+  s = {};
+  s.formats = {"raw12", "raw12"};
+  EXPECT_THAT(error_of(s), HasSubstr("--formats: 'raw12' given twice"));
+  s = {};
+  s.modes = {"while", "warp"};
+  EXPECT_THAT(error_of(s), HasSubstr("--modes: camera mode 'warp' is not one of cpu-hostmem"));
+  s = {};
+  s.parts.clear();
+  EXPECT_THAT(error_of(s), HasSubstr("--parts: name at least one part"));
+  s = {};
+  s.displays = {"oled"};
+  EXPECT_THAT(error_of(s), HasSubstr("--displays: unknown display 'oled'"));
+  s = {};
+  s.repeats = 0;
+  EXPECT_THAT(error_of(s), HasSubstr("--repeats must be in 1..15"));
+  s = {};
+  s.photon_seconds = 0.5;
+  EXPECT_THAT(error_of(s), HasSubstr("--photon-seconds"));
+  s = {};
+  s.sensor_cpu = 3;
+  s.loop_cpu = 3;
+  EXPECT_THAT(error_of(s), HasSubstr("--sensor-cpu and --loop-cpu must differ"));
+}
+
+TEST(camera_settings_for, sets_the_sensor_and_display_of_each_case) {
+  const camera_bench_settings s;
+  const camera_case software{"software", "4k", "raw10", "none", "while", "vrr240-flip", 1};
+  const auto a = camera_settings_for(software, s);
+  EXPECT_EQ(a.sensor.width, 3840U);
+  EXPECT_EQ(a.sensor.height, 2160U);
+  EXPECT_EQ(a.sensor.format, io::csi2::raw_format::raw10);
+  EXPECT_EQ(a.sensor.black_level, 64);  // 256 at 12 bits
+  EXPECT_DOUBLE_EQ(a.sensor.rate_hz, 2000.0);
+  EXPECT_EQ(a.demosaic, "malvar");
+  const camera_case front{"photon", "1080p", "raw12", "none", "tail", "vrr240-front", 1};
+  const auto b = camera_settings_for(front, s);
+  EXPECT_DOUBLE_EQ(b.sensor.rate_hz, 60.0);
+  EXPECT_EQ(b.sensor.distinct_frames, 4U);
+  EXPECT_EQ(b.sensor.black_level, 256);
+  EXPECT_EQ(b.display.mode, io::present_mode::front_buffer);
+  EXPECT_EQ(b.display.sync, io::display_sync::variable);
+  EXPECT_DOUBLE_EQ(b.display.refresh_hz, 240.0);
+  const camera_case fixed{"photon", "1080p", "raw12", "none", "while", "fixed60-flip", 1};
+  const auto c = camera_settings_for(fixed, s);
+  EXPECT_EQ(c.display.sync, io::display_sync::fixed);
+  EXPECT_DOUBLE_EQ(c.display.refresh_hz, 60.0);
+  EXPECT_EQ(c.display.mode, io::present_mode::flip);
+}
+
+// ---- the command line ----------------------------------------------------------------------
+
+std::string parse_error(CLI::App& app, const std::string& line) {
+  try {
+    app.parse(line);
+  } catch (const CLI::ParseError& e) {
+    return e.what();
+  }
+  return {};
+}
+
+TEST(bench_camera_cli, quick_keeps_numbers_and_lists_given_on_the_command_line) {
+  CLI::App root;
+  cli::bench_camera_command_settings s;
+  add_bench_camera_options(root, s);
+  EXPECT_EQ(parse_error(root, "camera --quick --frames 5000 --modes while,tail"), "");
+  const camera_bench_settings r = s.resolve();
+  EXPECT_EQ(r.frames, 5000);
+  EXPECT_EQ(r.warmup, 100);
+  EXPECT_EQ(r.formats, std::vector<std::string>{"raw12"});
+  EXPECT_EQ(r.modes, (std::vector<std::string>{"while", "tail"}));
+  EXPECT_TRUE(r.realtime);
+}
+
+TEST(bench_camera_cli, refuses_bad_values_at_the_flag_or_when_resolved) {
+  CLI::App root;
+  cli::bench_camera_command_settings s;
+  add_bench_camera_options(root, s);
+  EXPECT_THAT(parse_error(root, "camera --repeats 0"), HasSubstr("--repeats"));
+  EXPECT_THAT(parse_error(root, "camera --rate -1"), HasSubstr("--rate"));
+  CLI::App again;
+  cli::bench_camera_command_settings t;
+  add_bench_camera_options(again, t);
+  EXPECT_EQ(parse_error(again, "camera --resolutions 1080p,8k --no-fifo"), "");
+  EXPECT_THROW((void)t.resolve(), std::invalid_argument);
+}
+
+TEST(bench_camera_cli, the_report_goes_beside_the_receipt_unless_it_names_a_folder) {
+  cli::bench_camera_command_settings s;
+  EXPECT_EQ(s.report_path(), std::filesystem::path("bench-out/camera-report.html"));
+  s.out = "/tmp/run/camera.json";
+  s.report = "r.html";
+  EXPECT_EQ(s.report_path(), std::filesystem::path("/tmp/run/r.html"));
+  s.report = "elsewhere/r.html";
+  EXPECT_EQ(s.report_path(), std::filesystem::path("elsewhere/r.html"));
+}
+
+// ---- results from measured runs -------------------------------------------------------------
+
+/// A run of `n` samples: base + a ramp 0..jitter, frames numbered from 1.
+camera_run synthetic_run(std::size_t n, double base, double jitter) {
+  camera_run r;
+  for (std::size_t i = 0; i < n; ++i) {
+    r.us.push_back(base + jitter * static_cast<double>(i) / static_cast<double>(n - 1));
+    r.t_s.push_back(static_cast<double>(i) / 2000.0);
+  }
+  r.requested = n;
+  r.produced = n + 5;
+  r.processed = n;
+  r.dropped = 5;
+  r.written = n;
+  r.displayed = n / 8;
+  return r;
+}
+
+json software(const std::string& workload, const std::string& contention, const std::string& mode,
+              std::vector<camera_run> runs) {
+  const auto space = workload.find(' ');
+  const camera_case c{
+      "software",    workload.substr(0, space),    workload.substr(space + 1), contention, mode,
+      "vrr240-flip", static_cast<int>(runs.size())};
+  return case_result(c, runs);
+}
+
+json photon(const std::string& contention, const std::string& mode, double base, double jitter) {
+  const camera_case c{"photon", "1080p", "raw12", contention, mode, "vrr240-flip", 1};
+  return case_result(c, {synthetic_run(150, base, jitter)});
+}
+
+TEST(measured_run, drops_the_warmup_dates_samples_by_frame_and_checks_the_accounting) {
+  camera::camera_result r;
+  r.counters.start_seq = 10;
+  r.counters.last_seq = 20;
+  r.counters.processed = 8;
+  r.counters.dropped = 2;
+  r.display.frames_written = 8;
+  r.software_us = {90, 80, 30, 31, 32};
+  r.software_frames = {11, 12, 14, 17, 21};
+  const camera_case c{"software", "1080p", "raw12", "none", "while", "vrr240-flip", 1};
+  const camera_run run = measured_run(r, c, 2, 2000.0, 3);
+  EXPECT_EQ(run.us, (std::vector<double>{30, 31, 32}));
+  EXPECT_EQ(run.t_s, (std::vector<double>{3 / 2000.0, 6 / 2000.0, 10 / 2000.0}));
+  EXPECT_EQ(run.error, "");
+  r.counters.dropped = 1;  // a frame neither processed nor dropped
+  r.display.corrupt_frames = 1;
+  const camera_run bad = measured_run(r, c, 2, 2000.0, 3);
+  EXPECT_THAT(bad.error,
+              HasSubstr("frame accounting does not add up: 8 processed + 1 dropped of 10"));
+  EXPECT_THAT(bad.error, HasSubstr("8 frames processed but 8 written and 1 refused"));
+}
+
+TEST(case_result, takes_each_statistic_as_the_median_of_the_runs_and_plots_the_median_run) {
+  const json r = software(
+      "1080p raw12", "none", "while",
+      {synthetic_run(1000, 30, 4), synthetic_run(1000, 31, 6), synthetic_run(1000, 29, 5)});
+  EXPECT_EQ(r["kind"], "software");
+  EXPECT_EQ(r["workload"], "1080p raw12");
+  EXPECT_EQ(r["width"], 1920);
+  EXPECT_DOUBLE_EQ(r["jitter_us"].get<double>(), 5.0);
+  EXPECT_DOUBLE_EQ(r["min_us"].get<double>(), 30.0);
+  EXPECT_DOUBLE_EQ(r["mean_us"].get<double>(), 32.0);  // means 32, 34, 31.5
+  EXPECT_EQ(r["runs"].size(), 3U);
+  EXPECT_EQ(r["runs"][1]["jitter_us"], 6.0);
+  EXPECT_EQ(r["plotted_run"], 3);
+  EXPECT_EQ(r["processed"], 3000);
+  EXPECT_EQ(r["dropped"], 15);
+  EXPECT_EQ(r["produced"], 3015);
+  EXPECT_EQ(r["series"]["t"].size(), 200U);
+  EXPECT_EQ(r["histogram"]["counts"].size(), 60U);
+  EXPECT_TRUE(r["errors"].empty());
+  EXPECT_THAT(r["aggregate"].get<std::string>(), HasSubstr("median over 3 runs"));
+}
+
+TEST(case_result, a_run_without_samples_is_an_error_not_a_statistic) {
+  camera_run empty;
+  empty.error = "the loop did not stop";
+  const json r = software("4k raw10", "stress", "host-graph", {empty});
+  EXPECT_FALSE(r.contains("mean_us"));
+  EXPECT_EQ(r["errors"].size(), 1U);
+  measure::receipt rc("camera", "resident bench camera");
+  rc.results.push_back(r);
+  const auto failures = camera_failures(rc);
+  ASSERT_EQ(failures.size(), 1U);
+  EXPECT_THAT(failures[0], HasSubstr("software 4k raw10 / stress / host-graph: run 1: the loop"));
+}
+
+TEST(case_result, photon_results_carry_every_sample) {
+  const json r = photon("none", "while", 9000, 600);
+  EXPECT_EQ(r["kind"], "photon");
+  EXPECT_EQ(r["workload"], "photon vrr240-flip");
+  EXPECT_EQ(r["points"]["us"].size(), 150U);
+  EXPECT_FALSE(r.contains("series"));
+}
+
+// ---- targets ---------------------------------------------------------------------------------
+
+const json* target(const camera_verdicts& v, const std::string& start) {
+  for (const auto& t : v.targets) {
+    if (t["name"].get<std::string>().rfind(start, 0) == 0) return &t;
+  }
+  return nullptr;
+}
+
+bool not_judged(const camera_verdicts& v, const std::string& start) {
+  return std::any_of(v.not_judged.begin(), v.not_judged.end(), [&](const json& t) {
+    return t["name"].get<std::string>().rfind(start, 0) == 0;
+  });
+}
+
+TEST(judge_camera_targets, judges_mean_and_median_jitter_and_needs_20000_frames_a_run) {
+  json results = json::array();
+  results.push_back(software(
+      "1080p raw12", "none", "while",
+      {synthetic_run(20000, 30, 4), synthetic_run(20000, 30, 7), synthetic_run(20000, 30, 4.5)}));
+  results.push_back(software("1080p raw12", "none", "tail", {synthetic_run(1000, 30, 4)}));
+  results.push_back(software("4k raw12", "none", "while", {synthetic_run(1000, 125, 4)}));
+  const camera_verdicts v = judge_camera_targets(results);
+  const json* mean = target(v, "software 1080p RAW12 quiet, while: mean");
+  ASSERT_NE(mean, nullptr);
+  EXPECT_TRUE((*mean)["met"].get<bool>());
+  const json* j = target(v, "software 1080p RAW12 quiet, while: J");
+  ASSERT_NE(j, nullptr);
+  EXPECT_DOUBLE_EQ((*j)["value"].get<double>(), 4.5);
+  EXPECT_TRUE((*j)["met"].get<bool>());
+  EXPECT_EQ((*j)["run_values"].size(), 3U);
+  const json* short_run = target(v, "software 1080p RAW12 quiet, tail: J");
+  ASSERT_NE(short_run, nullptr);
+  EXPECT_FALSE((*short_run)["met"].get<bool>());
+  EXPECT_THAT((*short_run)["note"].get<std::string>(), HasSubstr("only 1000 frames"));
+  const json* four_k = target(v, "software 4K RAW12 quiet, while: mean <= 120");
+  ASSERT_NE(four_k, nullptr);
+  EXPECT_FALSE((*four_k)["met"].get<bool>());
+  EXPECT_TRUE(not_judged(v, "software 4K RAW12 quiet, tail"));
+  EXPECT_TRUE(not_judged(v, "software 1080p RAW12 under contention, while"));
+  EXPECT_TRUE(not_judged(v, "photon-to-display"));
+  EXPECT_TRUE(not_judged(v, "demosaic Malvar p50 / NPP bilinear p50 at 1080p"));
+}
+
+TEST(judge_camera_targets, reports_host_graph_over_gpu_resident_under_contention) {
+  json results = json::array();
+  results.push_back(software("1080p raw12", "stress", "while", {synthetic_run(500, 30, 8)}));
+  results.push_back(software("1080p raw12", "stress", "host-graph", {synthetic_run(500, 60, 800)}));
+  results.push_back(photon("stress", "while", 9000, 600));
+  results.push_back(photon("stress", "host-graph", 12000, 4800));
+  const camera_verdicts v = judge_camera_targets(results);
+  const json* contended = target(v, "software 1080p RAW12 under contention, while: J <= 10");
+  ASSERT_NE(contended, nullptr);
+  EXPECT_TRUE((*contended)["met"].get<bool>());
+  const json* p = target(v,
+                         "photon-to-display, 240 Hz variable refresh, flip, under contention, "
+                         "while: J <= 1 ms");
+  ASSERT_NE(p, nullptr);
+  EXPECT_TRUE((*p)["met"].get<bool>());
+  bool software_ratio = false;
+  bool photon_ratio = false;
+  for (const auto& r : v.ratios) {
+    const std::string name = r["name"];
+    if (name == "software 1080p RAW12, under contention: J host-graph / while") {
+      EXPECT_DOUBLE_EQ(r["value"].get<double>(), 100.0);
+      EXPECT_DOUBLE_EQ(r["paper"].get<double>(), 170.0);
+      software_ratio = true;
+    }
+    if (name == "photon-to-display 240 Hz VRR flip, under contention: J host-graph / while") {
+      EXPECT_DOUBLE_EQ(r["value"].get<double>(), 8.0);
+      photon_ratio = true;
+    }
+  }
+  EXPECT_TRUE(software_ratio);
+  EXPECT_TRUE(photon_ratio);
+}
+
+TEST(judge_camera_targets, compares_our_demosaic_with_npp_in_time_and_quality) {
+  json results = json::array();
+  for (const std::string res : {"1080p", "4k"}) {
+    results.push_back({{"kind", "operator"},
+                       {"operator", "demosaic malvar"},
+                       {"resolution", res},
+                       {"p50_us", res == "4k" ? 40.0 : 12.0}});
+    results.push_back({{"kind", "operator"},
+                       {"operator", "demosaic npp"},
+                       {"resolution", res},
+                       {"p50_us", res == "4k" ? 34.8 : 14.7}});
+  }
+  for (int i = 0; i < 4; ++i) {
+    results.push_back({{"kind", "demosaic_quality"},
+                       {"photo", "p" + std::to_string(i)},
+                       {"psnr_malvar_db", 35.0},
+                       {"psnr_bilinear_db", 31.0},
+                       {"psnr_npp_db", 30.5}});
+  }
+  const camera_verdicts v = judge_camera_targets(results);
+  const json* hd = target(v, "demosaic Malvar p50 / NPP bilinear p50 at 1080p");
+  const json* uhd = target(v, "demosaic Malvar p50 / NPP bilinear p50 at 4k");
+  ASSERT_TRUE(hd != nullptr && uhd != nullptr);
+  EXPECT_TRUE((*hd)["met"].get<bool>());
+  EXPECT_FALSE((*uhd)["met"].get<bool>());
+  const json* gain = target(v, "PSNR Malvar - bilinear >= 3 dB");
+  ASSERT_NE(gain, nullptr);
+  EXPECT_DOUBLE_EQ((*gain)["value"].get<double>(), 4.0);
+  EXPECT_TRUE((*gain)["met"].get<bool>());
+  const json* npp = target(v, "PSNR Malvar - NPP >= 0 dB");
+  ASSERT_NE(npp, nullptr);
+  EXPECT_TRUE((*npp)["met"].get<bool>());
+}
+
+TEST(judge_camera_targets, quality_needs_four_photographs) {
+  json results = json::array();
+  results.push_back({{"kind", "demosaic_quality"},
+                     {"photo", "astronaut"},
+                     {"psnr_malvar_db", 35.0},
+                     {"psnr_bilinear_db", 31.0},
+                     {"psnr_npp_db", nullptr}});
+  const camera_verdicts v = judge_camera_targets(results);
+  EXPECT_EQ(target(v, "PSNR"), nullptr);
+  EXPECT_TRUE(not_judged(v, "PSNR Malvar - bilinear"));
+}
+
+// ---- reports ------------------------------------------------------------------------------------
+
+measure::receipt small_receipt() {
+  measure::receipt rc("camera", "resident bench camera --quick");
+  rc.git_commit = "abc1234";
+  rc.results.push_back(software("1080p raw12", "none", "while", {synthetic_run(2000, 30, 3)}));
+  rc.results.push_back(
+      software("1080p raw12", "none", "host-graph", {synthetic_run(2000, 50, 300)}));
+  rc.results.push_back(photon("none", "while", 9000, 600));
+  rc.results.push_back({{"kind", "operator"},
+                        {"operator", "isp"},
+                        {"resolution", "1080p"},
+                        {"p50_us", 8.5},
+                        {"p99_us", 9.25},
+                        {"checked", "reference"}});
+  record_verdicts(rc);
+  return rc;
+}
+
+TEST(camera_report, the_page_has_targets_plots_per_mode_and_the_operator_table) {
+  const measure::receipt rc = small_receipt();
+  const std::string html = render_camera_report(rc);
+  EXPECT_THAT(html, HasSubstr("<h2>Targets</h2>"));
+  EXPECT_THAT(html, HasSubstr("software 1080p RAW12 quiet, while: mean &lt;= 40 us"));
+  EXPECT_THAT(html, HasSubstr("<h2>Software processing latency</h2>"));
+  EXPECT_THAT(html, HasSubstr("<h2>Photon to display</h2>"));
+  EXPECT_THAT(html, HasSubstr("<h2>Per-operator device times</h2>"));
+  EXPECT_THAT(html, HasSubstr("latency box plot"));
+  // Software: a time series and a histogram per mode; photon: one of each for its one mode.
+  std::size_t series = 0;
+  std::size_t histograms = 0;
+  for (auto p = html.find("latency over time"); p != std::string::npos;
+       p = html.find("latency over time", p + 1)) {
+    ++series;
+  }
+  for (auto p = html.find("aria-label=\"histogram"); p != std::string::npos;
+       p = html.find("aria-label=\"histogram", p + 1)) {
+    ++histograms;
+  }
+  EXPECT_EQ(series, 3U);
+  EXPECT_EQ(histograms, 3U);
+  EXPECT_THAT(html, Not(HasSubstr("<script")));
+}
+
+TEST(camera_report, the_table_lists_results_and_verdicts) {
+  const std::string table = camera_table(small_receipt());
+  EXPECT_THAT(table, HasSubstr("software latency"));
+  EXPECT_THAT(table, HasSubstr("1080p raw12"));
+  EXPECT_THAT(table, HasSubstr("met    software 1080p RAW12 quiet, while: mean <= 40 us"));
+  EXPECT_THAT(table, HasSubstr("not judged"));
+  EXPECT_THAT(table, HasSubstr("isp"));
+}
+
+TEST(camera_report, a_receipt_round_trips_through_json_and_draws_the_same_page) {
+  const measure::receipt rc = small_receipt();
+  const measure::receipt back = measure::receipt::from_json(rc.to_json());
+  EXPECT_EQ(render_camera_report(back), render_camera_report(rc));
+}
+
+// ---- the command without a GPU -----------------------------------------------------------------
+
+std::pair<int, std::string> run_command(std::vector<std::string> args) {
+  CLI::App root;
+  root.require_subcommand(1);
+  CLI::App* bench = cli::add_bench_group(root);
+  std::vector<cli::command> commands{cli::add_bench_camera_command(*bench, "test")};
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  ::testing::internal::CaptureStdout();
+  ::testing::internal::CaptureStderr();
+  const int rc = cli::parse_and_run(root, commands, static_cast<int>(argv.size()), argv.data());
+  (void)::testing::internal::GetCapturedStdout();
+  return {rc, ::testing::internal::GetCapturedStderr()};
+}
+
+TEST(bench_camera_cli, a_bad_list_is_refused_before_the_gpu_is_looked_for) {
+  const auto [rc, err] = run_command({"resident", "bench", "camera", "--formats", "raw14"});
+  EXPECT_EQ(rc, 1);
+  EXPECT_THAT(err, HasSubstr("resident bench camera: --formats: unknown format 'raw14'"));
+  EXPECT_THAT(err, Not(HasSubstr("no usable CUDA GPU")));
+}
+
+TEST(bench_camera_cli, from_judges_a_receipt_again_and_draws_its_report_without_a_gpu) {
+  const auto dir = std::filesystem::temp_directory_path() / "bench-camera-from-test";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  measure::receipt rc = small_receipt();
+  rc.settings.erase("targets");  // as a merge of parts could leave them: stale or missing
+  rc.write(dir / "merged.json");
+  const auto [status, err] =
+      run_command({"resident", "bench", "camera", "--from", (dir / "merged.json").string(),
+                   "--json", (dir / "out" / "camera.json").string()});
+  EXPECT_EQ(status, 0) << err;
+  const measure::receipt back = measure::receipt::read(dir / "out" / "camera.json");
+  EXPECT_FALSE(back.settings["targets"].empty());
+  EXPECT_TRUE(std::filesystem::exists(dir / "out" / "camera-report.html"));
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace resident::bench
