@@ -53,10 +53,13 @@ std::vector<std::uint16_t> mosaic(const rgb8_image& photo, const mosaic_options&
           static_cast<std::uint16_t>(o.black_level + std::lround(level * span));
     }
   }
-  if (o.led_lit && o.led.width != 0) {
+  if (o.led.width != 0) {
+    // The LED sits in a dark housing: off, its rectangle is black, so a photodiode watching it
+    // on screen sees a clean edge whatever the photograph shows there.
+    const auto level = o.led_lit ? full : o.black_level;
     for (std::uint32_t y = o.led.y; y < o.led.y + o.led.height; ++y) {
       std::fill_n(out.begin() + static_cast<std::ptrdiff_t>(std::size_t{y} * o.width + o.led.x),
-                  o.led.width, full);
+                  o.led.width, level);
     }
   }
   return out;

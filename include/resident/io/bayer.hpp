@@ -53,7 +53,7 @@ struct mosaic_options {
   float cast[3]{1.0F, 1.0F, 1.0F};  // per-channel gain before quantization (a colour cast)
   std::uint32_t pan_x{0};           // the photograph shifted left by this (wrapping)
   std::uint32_t pan_y{0};           // and up by this
-  led_marker led;                   // drawn at full scale when `led_lit`
+  led_marker led;                   // full scale when `led_lit`, black (black level) when not
   bool led_lit{false};
 };
 
