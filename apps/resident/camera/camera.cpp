@@ -103,6 +103,29 @@ io::rgb8_image load_photo(const std::string& name) {
   return imaging::read_png(p);
 }
 
+io::rgb8_image test_card(std::uint32_t width, std::uint32_t height) {
+  io::rgb8_image card{width, height, std::vector<std::uint8_t>(std::size_t{width} * height * 3)};
+  constexpr std::uint8_t bars[7][3] = {{235, 235, 235}, {235, 235, 16}, {16, 235, 235},
+                                       {16, 235, 16},   {235, 16, 235}, {235, 16, 16},
+                                       {16, 16, 235}};
+  for (std::uint32_t y = 0; y < height; ++y) {
+    for (std::uint32_t x = 0; x < width; ++x) {
+      auto* px = &card.rgb[(std::size_t{y} * width + x) * 3];
+      const std::uint32_t band = y * 4 / height;
+      for (int c = 0; c < 3; ++c) {
+        if (band < 2) {
+          px[c] = bars[x * 7 / width][c];
+        } else if (band == 2) {
+          px[c] = ((x / 24 + y / 24) % 2) != 0 ? 200 : 40;
+        } else {
+          px[c] = static_cast<std::uint8_t>(c == 0 ? x * 255 / width : c == 1 ? 128 : 255 - x * 255 / width);
+        }
+      }
+    }
+  }
+  return card;
+}
+
 namespace {
 
 io::display_config display_for(const camera_settings& s, const io::sensor_bridge& b) {

@@ -116,6 +116,9 @@ struct camera_result {
 
 /// The photograph `name` from the photograph set, or a PNG file; a clear error when missing.
 [[nodiscard]] io::rgb8_image load_photo(const std::string& name);
+/// A procedural test card (colour bars over a gradient, a checkerboard band): the camera's
+/// picture where the photograph set was not fetched (a machine without network).
+[[nodiscard]] io::rgb8_image test_card(std::uint32_t width, std::uint32_t height);
 
 /// Prints the frame accounting and the latency summary of `r`.
 void print_camera_result(const camera_result& r);
