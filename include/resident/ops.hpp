@@ -1,5 +1,5 @@
 #pragma once
+#include "resident/ops/imaging.hpp"
+#include "resident/ops/lab_batch.hpp"
 #include "resident/ops/matmul.hpp"
 #include "resident/ops/vector_ops.hpp"
-#include "resident/ops/lab_batch.hpp"
-#include "resident/ops/imaging.hpp"

@@ -52,15 +52,15 @@ void OperatorSpec::in_place(std::string_view output, std::string_view input) {
     for (auto& p : _ports) {
       if (p.name == name && p.direction == d) return &p;
     }
-    throw composition_error("operator '" + _operator_name + "': in_place(\"" +
-                            std::string(output) + "\", \"" + std::string(input) + "\"): no " +
+    throw composition_error("operator '" + _operator_name + "': in_place(\"" + std::string(output) +
+                            "\", \"" + std::string(input) + "\"): no " +
                             (d == port_direction::input ? "input" : "output") + " port '" +
                             std::string(name) + "' declared before it");
   };
   port_spec* out = find(output, port_direction::output);
   const port_spec* in = find(input, port_direction::input);
-  const std::string what = "operator '" + _operator_name + "': in_place(\"" + out->name +
-                           "\", \"" + in->name + "\"): ";
+  const std::string what =
+      "operator '" + _operator_name + "': in_place(\"" + out->name + "\", \"" + in->name + "\"): ";
   if (out->bytes != in->bytes) {
     throw composition_error(what + "the output is " + std::to_string(out->bytes) +
                             " bytes, the input " + std::to_string(in->bytes));

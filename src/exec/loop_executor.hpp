@@ -12,23 +12,14 @@
 #include <thread>
 #include <vector>
 
+#include "cuda/host_words.hpp"
 #include "resident/app/application.hpp"
-#include "resident/detail/loop_state.hpp"
 #include "resident/cuda/buffers.hpp"
 #include "resident/cuda/stream.hpp"
+#include "resident/detail/loop_state.hpp"
 #include "resident/exec/executor.hpp"
 
 namespace resident::detail {
-
-/// Host side of a single-writer word the device writes in host-mapped memory.
-template <class T>
-[[nodiscard]] T host_load_acquire(const T& word) noexcept {
-  return std::atomic_ref<T>(const_cast<T&>(word)).load(std::memory_order_acquire);
-}
-template <class T>
-void host_store_release(T& word, T value) noexcept {
-  std::atomic_ref<T>(word).store(value, std::memory_order_release);
-}
 
 /// Memory and streams of one loop. Allocated before launch; nothing is allocated afterwards.
 struct loop_resources {

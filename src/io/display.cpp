@@ -9,6 +9,7 @@
 #include <thread>
 #include <utility>
 
+#include "cuda/host_words.hpp"
 #include "resident/app/error.hpp"
 #include "resident/cuda/error.hpp"
 
@@ -16,14 +17,8 @@ namespace resident::io {
 
 namespace {
 
-template <class T>
-T load_acquire(const T& word) noexcept {
-  return std::atomic_ref<T>(const_cast<T&>(word)).load(std::memory_order_acquire);
-}
-template <class T>
-void store_release(T& word, T value) noexcept {
-  std::atomic_ref<T>(word).store(value, std::memory_order_release);
-}
+using ::resident::detail::host_load_acquire;
+using ::resident::detail::host_store_release;
 
 constexpr std::size_t round_up(std::size_t n, std::size_t to) { return (n + to - 1) / to * to; }
 
@@ -134,8 +129,8 @@ void display::stop_noexcept() noexcept {
 void display::start() {
   if (_running) throw std::logic_error("display::start: the engine is already running");
   auto* words = _host.host_as<detail::display_host_words>();
-  store_release(words->stop, 0U);
-  store_release(words->started, std::uint64_t{0});
+  host_store_release(words->stop, 0U);
+  host_store_release(words->started, std::uint64_t{0});
   auto* base = _host.device_as<std::byte>();
   detail::launch_display_engine(_view, _config, reinterpret_cast<detail::display_host_words*>(base),
                                 base + scanout_ring_at(), base + photodiode_ring_at(_config),
@@ -144,7 +139,7 @@ void display::start() {
   // The engine is one block; it starts at once unless the GPU is full of blocks that never
   // end. Report that rather than measure a display that never scans out.
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
-  while (load_acquire(words->started) == 0) {
+  while (host_load_acquire(words->started) == 0) {
     if (_engine_stream.ready()) {
       _running = false;
       throw std::runtime_error("display::start: the engine kernel ended before it started");
@@ -161,7 +156,7 @@ void display::start() {
 
 void display::stop(std::chrono::milliseconds timeout) {
   if (!_running) return;
-  store_release(_host.host_as<detail::display_host_words>()->stop, 1U);
+  host_store_release(_host.host_as<detail::display_host_words>()->stop, 1U);
   if (!_engine_stream.synchronize_for(timeout)) {
     throw std::runtime_error("display::stop: the engine kernel did not end within " +
                              std::to_string(timeout.count()) + " ms of the stop request");
@@ -173,13 +168,13 @@ std::vector<scanout_event> display::drain_scanouts() {
   auto* words = _host.host_as<detail::display_host_words>();
   const auto* ring =
       reinterpret_cast<const scanout_event*>(_host.host_as<std::byte>() + scanout_ring_at());
-  const std::uint64_t written = load_acquire(words->scanouts_written);
+  const std::uint64_t written = host_load_acquire(words->scanouts_written);
   std::vector<scanout_event> out;
   out.reserve(written - _scanouts_read);
   for (; _scanouts_read < written; ++_scanouts_read) {
     out.push_back(ring[_scanouts_read % _config.event_capacity]);
   }
-  store_release(words->scanouts_read, _scanouts_read);  // the engine may reuse those entries
+  host_store_release(words->scanouts_read, _scanouts_read);  // the engine may reuse those entries
   return out;
 }
 
@@ -187,13 +182,13 @@ std::vector<photodiode_event> display::drain_photodiode() {
   auto* words = _host.host_as<detail::display_host_words>();
   const auto* ring = reinterpret_cast<const photodiode_event*>(_host.host_as<std::byte>() +
                                                                photodiode_ring_at(_config));
-  const std::uint64_t written = load_acquire(words->photodiode_written);
+  const std::uint64_t written = host_load_acquire(words->photodiode_written);
   std::vector<photodiode_event> out;
   out.reserve(written - _photodiode_read);
   for (; _photodiode_read < written; ++_photodiode_read) {
     out.push_back(ring[_photodiode_read % _config.event_capacity]);
   }
-  store_release(words->photodiode_read, _photodiode_read);
+  host_store_release(words->photodiode_read, _photodiode_read);
   return out;
 }
 
@@ -229,9 +224,9 @@ display_counters display::counters() const {
   _copy_stream.synchronize();
   const auto* words = _host.host_as<detail::display_host_words>();
   display_counters c;
-  c.scanouts = load_acquire(words->scanouts);
-  c.flips_latched = load_acquire(words->flips_latched);
-  c.events_dropped = load_acquire(words->events_dropped);
+  c.scanouts = host_load_acquire(words->scanouts);
+  c.flips_latched = host_load_acquire(words->flips_latched);
+  c.events_dropped = host_load_acquire(words->events_dropped);
   c.flips_replaced = s.flips_replaced;
   c.frames_written = s.frames_written;
   c.corrupt_frames = s.corrupt_frames;

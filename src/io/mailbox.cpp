@@ -5,6 +5,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "cuda/host_words.hpp"
 #include "resident/app/error.hpp"
 #include "resident/cuda/error.hpp"
 
@@ -16,14 +17,8 @@ constexpr std::size_t line = 64;
 
 constexpr std::size_t round_up(std::size_t n) { return (n + line - 1) / line * line; }
 
-template <class T>
-T load_acquire(const T& word) noexcept {
-  return std::atomic_ref<T>(const_cast<T&>(word)).load(std::memory_order_acquire);
-}
-template <class T>
-void store_release(T& word, T value) noexcept {
-  std::atomic_ref<T>(word).store(value, std::memory_order_release);
-}
+using ::resident::detail::host_load_acquire;
+using ::resident::detail::host_store_release;
 
 // Layout: [header line: head] [output line: begin, end, seq] [output payload] [slots...]
 std::size_t total_bytes(const mailbox::config& c) {
@@ -82,25 +77,25 @@ std::uint64_t mailbox::publish(std::span<const std::byte> payload) {
   auto& slot_seq = *reinterpret_cast<std::uint64_t*>(slot);
   // Sequence lock: mark the slot busy, write, then stamp it. A reader that sees the same stamp
   // before and after its copy got a consistent payload.
-  store_release(slot_seq, std::uint64_t{0});
+  host_store_release(slot_seq, std::uint64_t{0});
   std::atomic_thread_fence(std::memory_order_release);
   std::memcpy(slot + line, payload.data(), payload.size());
-  store_release(slot_seq, seq);
-  store_release(*_head_host, seq);
+  host_store_release(slot_seq, seq);
+  host_store_release(*_head_host, seq);
   return seq;
 }
 
-std::uint64_t mailbox::published() const noexcept { return load_acquire(*_head_host); }
+std::uint64_t mailbox::published() const noexcept { return host_load_acquire(*_head_host); }
 
 std::uint64_t mailbox::output_seq() const noexcept { return latest_output().seq; }
 
 output_stamp mailbox::latest_output() const noexcept {
   for (;;) {
-    const std::uint64_t end = load_acquire(*_out_end_host);
+    const std::uint64_t end = host_load_acquire(*_out_end_host);
     if (end == 0) return {};
-    const std::uint64_t seq = load_acquire(*_out_seq_host);
+    const std::uint64_t seq = host_load_acquire(*_out_seq_host);
     std::atomic_thread_fence(std::memory_order_acquire);
-    if (load_acquire(*_out_begin_host) == end) return {seq, end};
+    if (host_load_acquire(*_out_begin_host) == end) return {seq, end};
   }
 }
 
@@ -112,19 +107,19 @@ output_stamp mailbox::read_output(std::span<std::byte> out) const {
   for (;;) {
     // Sequence lock over the commit number: begin == end after the copy means no commit
     // overlapped it, a repeat of the same sample included (its commit number differs).
-    const std::uint64_t end = load_acquire(*_out_end_host);
+    const std::uint64_t end = host_load_acquire(*_out_end_host);
     if (end == 0) return {};
-    const std::uint64_t seq = load_acquire(*_out_seq_host);
+    const std::uint64_t seq = host_load_acquire(*_out_seq_host);
     std::memcpy(out.data(), _out_payload_host, out.size());
     std::atomic_thread_fence(std::memory_order_acquire);
-    if (load_acquire(*_out_begin_host) == end) return {seq, end};
+    if (host_load_acquire(*_out_begin_host) == end) return {seq, end};
   }
 }
 
 output_stamp mailbox::wait_output(const output_stamp& after, std::span<std::byte> out,
                                   std::chrono::nanoseconds timeout) const {
   const auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (load_acquire(*_out_end_host) == after.commit) {
+  while (host_load_acquire(*_out_end_host) == after.commit) {
     if (std::chrono::steady_clock::now() > deadline) return {};
   }
   return read_output(out);
@@ -133,14 +128,15 @@ output_stamp mailbox::wait_output(const output_stamp& after, std::span<std::byte
 std::function<bool(std::uint64_t, sample_policy)> mailbox::host_gate() const {
   const std::uint64_t* head = _head_host;
   return [head](std::uint64_t last, sample_policy policy) {
-    const std::uint64_t newest = load_acquire(*head);
+    const std::uint64_t newest = host_load_acquire(*head);
     return newest > last || (policy == sample_policy::newest && newest != 0);
   };
 }
 
 data_ready_handler mailbox::make_handler(std::shared_ptr<Operator> rx) const {
   const std::uint64_t* head = _head_host;
-  return data_ready_handler{{std::move(rx)}, host_gate(), [head] { return load_acquire(*head); }};
+  return data_ready_handler{
+      {std::move(rx)}, host_gate(), [head] { return host_load_acquire(*head); }};
 }
 
 void mailbox_rx::setup(OperatorSpec& spec) {

@@ -10,6 +10,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "cuda/host_words.hpp"
 #include "resident/app/error.hpp"
 #include "resident/cuda/error.hpp"
 
@@ -29,14 +30,8 @@ std::uint64_t steady_ns() {
           .count());
 }
 
-template <class T>
-T load_acquire(const T& word) noexcept {
-  return std::atomic_ref<T>(const_cast<T&>(word)).load(std::memory_order_acquire);
-}
-template <class T>
-void store_release(T& word, T value) noexcept {
-  std::atomic_ref<T>(word).store(value, std::memory_order_release);
-}
+using ::resident::detail::host_load_acquire;
+using ::resident::detail::host_store_release;
 
 void check(const sensor_config& c) {
   auto fail = [](const std::string& what) {
@@ -107,14 +102,15 @@ clock_sync measure_clock_offset(int samples) {
   auto* host = word.host_as<std::uint64_t>();
   clock_sync best{0, ~std::uint64_t{0}};
   for (int i = 0; i < std::max(samples, 1); ++i) {
-    store_release(*host, std::uint64_t{0});
+    host_store_release(*host, std::uint64_t{0});
     const std::uint64_t t1 = steady_ns();
     detail::launch_clock_read(word.device_as<std::uint64_t>(), s.get());
     std::uint64_t g = 0;
-    while ((g = load_acquire(*host)) == 0) {
+    while ((g = host_load_acquire(*host)) == 0) {
       if (steady_ns() - t1 > 2'000'000'000ULL) {
-        throw std::runtime_error("measure_clock_offset: the clock-read kernel did not report "
-                                 "within 2 s");
+        throw std::runtime_error(
+            "measure_clock_offset: the clock-read kernel did not report "
+            "within 2 s");
       }
     }
     const std::uint64_t t2 = steady_ns();
@@ -204,8 +200,8 @@ void sensor_bridge::allocate_ring() {
     _view.newest = reinterpret_cast<const std::uint64_t*>(dev + slots + records);
     _view.landing = static_cast<std::uint8_t*>(_landing.data());
     _view.host_delivery = 1;
-    _mirror_host = reinterpret_cast<std::uint64_t*>(_host_ring.host_as<std::uint8_t>() + slots +
-                                                    records);
+    _mirror_host =
+        reinterpret_cast<std::uint64_t*>(_host_ring.host_as<std::uint8_t>() + slots + records);
   }
   _view.slot_stride = _slot_stride;
   _view.depth = _config.ring_slots;
@@ -236,7 +232,7 @@ void sensor_bridge::inject(const bridge_fault& f) {
 
 std::uint64_t sensor_bridge::produced() const noexcept { return newest(); }
 
-std::uint64_t sensor_bridge::newest() const noexcept { return load_acquire(*_mirror_host); }
+std::uint64_t sensor_bridge::newest() const noexcept { return host_load_acquire(*_mirror_host); }
 
 std::span<const std::uint8_t> sensor_bridge::packets(std::uint32_t distinct) const {
   return _packets.at(distinct);
@@ -262,8 +258,8 @@ std::string sensor_bridge::failure() const {
 void sensor_bridge::run_sensor() {
   pin_to(_config.cpu);
   const auto period = static_cast<std::uint64_t>(std::llround(1e9 / _config.rate_hz));
-  const auto readout = static_cast<std::uint64_t>(std::llround(1e9 * _config.readout_fraction /
-                                                               _config.rate_hz));
+  const auto readout =
+      static_cast<std::uint64_t>(std::llround(1e9 * _config.readout_fraction / _config.rate_hz));
   std::uint64_t next_start = steady_ns();
   try {
     while (!_stop.load(std::memory_order_relaxed)) {
@@ -284,8 +280,8 @@ void sensor_bridge::run_sensor() {
       const std::uint64_t readout_end = next_start + readout;
       if (!wait_until(readout_end, _stop)) break;
       const std::uint64_t late = steady_ns() - readout_end;
-      deliver(_next_frame, static_cast<std::uint64_t>(static_cast<std::int64_t>(next_start) +
-                                                      _clock_offset_ns),
+      deliver(_next_frame,
+              static_cast<std::uint64_t>(static_cast<std::int64_t>(next_start) + _clock_offset_ns),
               late);
       ++_next_frame;
       next_start += period;
@@ -319,7 +315,8 @@ void sensor_bridge::deliver(std::uint64_t frame, std::uint64_t start_dev_ns,
       it = _pending.erase(it);
     }
     const bool faulty = a.patches > 0 || a.status != 0;
-    if (_log.size() < max_log) _log.push_back({frame, start_dev_ns, late_ns, distinct == 0, faulty});
+    if (_log.size() < max_log)
+      _log.push_back({frame, start_dev_ns, late_ns, distinct == 0, faulty});
   }
   if (_config.delivery == frame_delivery::device) {
     auto* base = static_cast<std::uint8_t*>(_ring.data());
@@ -340,7 +337,7 @@ void sensor_bridge::deliver(std::uint64_t frame, std::uint64_t start_dev_ns,
   auto* base = _host_ring.host_as<std::uint8_t>();
   std::uint8_t* at = base + slot * _slot_stride;
   auto* record = reinterpret_cast<frame_record*>(base + _slot_stride * _config.ring_slots) + slot;
-  store_release(record->frame, std::uint64_t{0});  // the slot is being rewritten
+  host_store_release(record->frame, std::uint64_t{0});  // the slot is being rewritten
   std::memcpy(at, _packets[distinct].data(), _frame_bytes);
   const std::uint16_t number = csi2_frame_number(frame);
   write_short_packet(at, csi2::data_type::frame_start, number);
@@ -351,15 +348,15 @@ void sensor_bridge::deliver(std::uint64_t frame, std::uint64_t start_dev_ns,
   record->frame_start_ns = start_dev_ns;
   record->bytes = _frame_bytes;
   record->status = a.status;
-  record->arrival_ns = static_cast<std::uint64_t>(static_cast<std::int64_t>(steady_ns()) +
-                                                  _clock_offset_ns);
-  store_release(record->frame, frame);
-  store_release(*_mirror_host, frame);
+  record->arrival_ns =
+      static_cast<std::uint64_t>(static_cast<std::int64_t>(steady_ns()) + _clock_offset_ns);
+  host_store_release(record->frame, frame);
+  host_store_release(*_mirror_host, frame);
 }
 
 std::function<bool(std::uint64_t, sample_policy)> sensor_bridge::host_gate() const {
   return [this](std::uint64_t last, sample_policy policy) {
-    const std::uint64_t newest = load_acquire(*_mirror_host);
+    const std::uint64_t newest = host_load_acquire(*_mirror_host);
     if (_config.delivery == frame_delivery::host) {
       _host_choice =
           detail::select_frame(newest, last, _host_handed_over, policy, _config.ring_slots);
@@ -402,7 +399,7 @@ void frame_rx::compute(CaptureContext& ctx) {
     auto* base = _bridge->_host_ring.host_as<std::uint8_t>();
     const auto* record = reinterpret_cast<const frame_record*>(base + records_at) + slot;
     ref.frame = pick;
-    if (load_acquire(record->frame) == pick) {
+    if (host_load_acquire(record->frame) == pick) {
       ref.packets = ring.landing;
       ref.bytes = record->bytes;
       ref.status = record->status;

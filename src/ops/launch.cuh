@@ -7,6 +7,7 @@
 
 #include <cuda_runtime.h>
 
+#include <cstddef>
 #include <utility>
 
 #include "resident/app/loop_device.cuh"
@@ -22,14 +23,16 @@ __device__ __forceinline__ void begin_dependent_kernel() {
   ::resident::device::wait_for_previous_kernels();
 }
 
-/// Launches `kernel` on `s`; with `programmatic`, as a programmatic dependent of the stream's
-/// previous kernel. `name` names the kernel in the error.
+/// Launches `kernel` on `s` with `shared` bytes of dynamic shared memory; with `programmatic`,
+/// as a programmatic dependent of the stream's previous kernel. `name` names the kernel in the
+/// error.
 template <class... Params, class... Args>
-void launch_kernel(const char* name, void (*kernel)(Params...), dim3 grid, dim3 block,
-                   cudaStream_t s, bool programmatic, Args&&... args) {
+void launch_kernel_shared(const char* name, void (*kernel)(Params...), dim3 grid, dim3 block,
+                          std::size_t shared, cudaStream_t s, bool programmatic, Args&&... args) {
   cudaLaunchConfig_t config{};
   config.gridDim = grid;
   config.blockDim = block;
+  config.dynamicSmemBytes = shared;
   config.stream = s;
   cudaLaunchAttribute attribute{};
   attribute.id = cudaLaunchAttributeProgrammaticStreamSerialization;
@@ -42,6 +45,13 @@ void launch_kernel(const char* name, void (*kernel)(Params...), dim3 grid, dim3 
   if (status != cudaSuccess) [[unlikely]] {
     ::resident::detail::throw_cuda_error(status, name, __FILE__, __LINE__);
   }
+}
+
+/// The same without dynamic shared memory.
+template <class... Params, class... Args>
+void launch_kernel(const char* name, void (*kernel)(Params...), dim3 grid, dim3 block,
+                   cudaStream_t s, bool programmatic, Args&&... args) {
+  launch_kernel_shared(name, kernel, grid, block, 0, s, programmatic, std::forward<Args>(args)...);
 }
 
 }  // namespace resident::ops::detail

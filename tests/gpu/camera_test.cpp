@@ -65,8 +65,8 @@ void expect_exact_accounting(const camera_result& r) {
   }
 }
 
-const std::vector<std::string_view> all_camera_modes{"cpu-hostmem", "eager", "host-graph",
-                                                     "while", "tail"};
+const std::vector<std::string_view> all_camera_modes{"cpu-hostmem", "eager", "host-graph", "while",
+                                                     "tail"};
 
 // The CPU pipeline on the frame's pixels: ISP, Malvar demosaic, RGBA16, gamma.
 std::vector<std::uint8_t> cpu_screen(const camera_settings& s, const io::sensor_bridge& b) {
@@ -101,8 +101,8 @@ TEST(camera, shows_the_same_screen_in_every_mode_equal_to_the_cpu_pipeline) {
       first = r.screen;
       continue;
     }
-    EXPECT_TRUE(r.screen == first) << mode << " shows a different screen than "
-                                   << all_camera_modes.front();
+    EXPECT_TRUE(r.screen == first)
+        << mode << " shows a different screen than " << all_camera_modes.front();
   }
   io::sensor_bridge bridge(s.sensor, test_card(300, 200));
   const auto want = cpu_screen(s, bridge);

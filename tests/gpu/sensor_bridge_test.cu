@@ -53,10 +53,10 @@ slot_copy read_slot(const io::sensor_bridge& b, std::uint64_t frame) {
   const io::frame_ring_view v = b.device_view();
   const std::uint32_t slot = static_cast<std::uint32_t>(frame % v.depth);
   slot_copy out{{}, std::vector<std::uint8_t>(b.frame_bytes())};
-  RESIDENT_CUDA_TRY(cudaMemcpy(&out.record, v.records + slot, sizeof(io::frame_record),
+  RESIDENT_CUDA_TRY(
+      cudaMemcpy(&out.record, v.records + slot, sizeof(io::frame_record), cudaMemcpyDefault));
+  RESIDENT_CUDA_TRY(cudaMemcpy(out.packets.data(), v.slots + slot * v.slot_stride, b.frame_bytes(),
                                cudaMemcpyDefault));
-  RESIDENT_CUDA_TRY(cudaMemcpy(out.packets.data(), v.slots + slot * v.slot_stride,
-                               b.frame_bytes(), cudaMemcpyDefault));
   return out;
 }
 
@@ -111,8 +111,8 @@ TEST_P(sensor_bridge_delivery, applies_an_injected_bit_flip_to_exactly_one_frame
   EXPECT_EQ(check.crc_errors, 1U);
   EXPECT_EQ(check.lines, c.height - 1);
   const slot_copy next = read_slot(bridge, faulty + 1);
-  EXPECT_TRUE(io::csi2::parse_frame(next.packets, c.format, c.width, c.height, pixels)
-                  .complete(c.height));
+  EXPECT_TRUE(
+      io::csi2::parse_frame(next.packets, c.format, c.width, c.height, pixels).complete(c.height));
 }
 
 INSTANTIATE_TEST_SUITE_P(both, sensor_bridge_delivery,
@@ -196,7 +196,7 @@ TEST_P(frame_rx_loop, takes_every_frame_once_in_order_or_counts_it_dropped) {
   device_buffer log((capacity + 1) * sizeof(std::uint64_t));
   RESIDENT_CUDA_TRY(cudaMemset(log.data(), 0, log.size()));
   auto bridge = std::make_shared<io::sensor_bridge>(small_sensor(2000.0, lc.delivery),
-                                                     gradient_photo(64, 64));
+                                                    gradient_photo(64, 64));
   frame_app app(bridge, log.data_as<std::uint64_t>(), capacity);
   bridge->start();
   wait_for_frames(*bridge, 3);
@@ -241,20 +241,18 @@ std::vector<loop_case> loop_cases() {
   return cases;
 }
 
-INSTANTIATE_TEST_SUITE_P(modes, frame_rx_loop, ::testing::ValuesIn(loop_cases()),
-                         [](const auto& info) {
-                           std::string name(to_string(info.param.mode));
-                           for (auto& ch : name) ch = ch == '-' ? '_' : ch;
-                           return name + (info.param.delivery == io::frame_delivery::host
-                                              ? "_host_delivery"
-                                              : "");
-                         });
+INSTANTIATE_TEST_SUITE_P(
+    modes, frame_rx_loop, ::testing::ValuesIn(loop_cases()), [](const auto& info) {
+      std::string name(to_string(info.param.mode));
+      for (auto& ch : name) ch = ch == '-' ? '_' : ch;
+      return name + (info.param.delivery == io::frame_delivery::host ? "_host_delivery" : "");
+    });
 
 TEST(frame_rx_loop, host_delivery_in_a_graph_mode_is_refused_by_name) {
   RESIDENT_REQUIRE_GPU();
   device_buffer log(2 * sizeof(std::uint64_t));
   auto bridge = std::make_shared<io::sensor_bridge>(small_sensor(100.0, io::frame_delivery::host),
-                                                     gradient_photo(64, 64));
+                                                    gradient_photo(64, 64));
   frame_app app(bridge, log.data_as<std::uint64_t>(), 1);
   try {
     run_handle run(app, execution_mode::while_loop, run_options{});

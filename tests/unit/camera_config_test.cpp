@@ -22,8 +22,7 @@ TEST(camera, reads_its_configuration_and_names_a_bad_key) {
   EXPECT_EQ(s.display.sync, io::display_sync::fixed);
   EXPECT_EQ(s.display.mode, io::present_mode::front_buffer);
   try {
-    (void)parse_camera_settings("camera: {width: 64}\npipeline: {demosiac: npp}\n",
-                                        "cam.yaml");
+    (void)parse_camera_settings("camera: {width: 64}\npipeline: {demosiac: npp}\n", "cam.yaml");
     FAIL() << "expected a config_error";
   } catch (const config_error& e) {
     EXPECT_THAT(e.what(), ::testing::HasSubstr("cam.yaml:2"));

@@ -299,9 +299,13 @@ TEST(plan, an_in_place_output_shares_its_inputs_buffer_down_a_chain) {
   });
   const dag_plan& plan = app.plan();
   ASSERT_EQ(plan.buffers.size(), 1U) << "nothing allocated for the in-place outputs";
-  for (const auto& [op, port] : std::vector<std::pair<Operator*, const char*>>{
-           {src.get(), "out"}, {first.get(), "in"}, {first.get(), "out"},
-           {second.get(), "in"}, {second.get(), "out"}, {sink.get(), "in"}}) {
+  for (const auto& [op, port] :
+       std::vector<std::pair<Operator*, const char*>>{{src.get(), "out"},
+                                                      {first.get(), "in"},
+                                                      {first.get(), "out"},
+                                                      {second.get(), "in"},
+                                                      {second.get(), "out"},
+                                                      {sink.get(), "in"}}) {
     EXPECT_EQ(plan.buffer_of(*op, port), 0U) << op->name() << "." << port;
   }
   EXPECT_THAT(plan.buffers[0].consumers, ElementsAre("sink.in"));

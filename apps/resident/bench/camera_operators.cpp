@@ -210,8 +210,7 @@ json time_isp(const timing_context& t, stage_buffers& b) {
   // raw_isp works in place: it runs on a copy of the raw frame in `corrected`, which then holds
   // the corrected frame (restored after the timed runs, which correct it again and again).
   const std::size_t bytes = b.raw.size() * sizeof(std::uint16_t);
-  RESIDENT_CUDA_TRY(
-      cudaMemcpy(b.corrected.data(), b.in.data(), bytes, cudaMemcpyDeviceToDevice));
+  RESIDENT_CUDA_TRY(cudaMemcpy(b.corrected.data(), b.in.data(), bytes, cudaMemcpyDeviceToDevice));
   operator_runner runner(
       [&](Application& a) {
         return a.make_operator<img::raw_isp>(
@@ -229,8 +228,7 @@ json time_isp(const timing_context& t, stage_buffers& b) {
                              " differs from the CPU reference");
   }
   json result = timed(t, "isp", runner, "equal to reference::raw_isp");
-  RESIDENT_CUDA_TRY(
-      cudaMemcpy(b.corrected.data(), want.raw.data(), bytes, cudaMemcpyHostToDevice));
+  RESIDENT_CUDA_TRY(cudaMemcpy(b.corrected.data(), want.raw.data(), bytes, cudaMemcpyHostToDevice));
   return result;
 }
 

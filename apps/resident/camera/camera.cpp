@@ -74,14 +74,14 @@ void camera_app::compose() {
     dem = make_operator<im::npp_demosaic>("demosaic", arg("width", w), arg("height", h),
                                           arg("order", order));
 #else
-    throw config_error("pipeline.demosaic 'npp': this build has no NPP (the CUDA toolkit it was "
-                       "built with lacks it); use malvar or bilinear");
+    throw config_error(
+        "pipeline.demosaic 'npp': this build has no NPP (the CUDA toolkit it was "
+        "built with lacks it); use malvar or bilinear");
 #endif
   } else {
-    dem = make_operator<im::demosaic>("demosaic", arg("width", w), arg("height", h),
-                                      arg("order", order), arg("bits", bits),
-                                      arg("algorithm", _settings.demosaic),
-                                      arg("output", std::string("rgba16")));
+    dem = make_operator<im::demosaic>(
+        "demosaic", arg("width", w), arg("height", h), arg("order", order), arg("bits", bits),
+        arg("algorithm", _settings.demosaic), arg("output", std::string("rgba16")));
   }
   auto tx = make_operator<io::display_tx>("display", _display, arg("gamma", _settings.gamma),
                                           arg("input", std::string("rgba16")));
@@ -118,7 +118,9 @@ io::rgb8_image test_card(std::uint32_t width, std::uint32_t height) {
         } else if (band == 2) {
           px[c] = ((x / 24 + y / 24) % 2) != 0 ? 200 : 40;
         } else {
-          px[c] = static_cast<std::uint8_t>(c == 0 ? x * 255 / width : c == 1 ? 128 : 255 - x * 255 / width);
+          px[c] = static_cast<std::uint8_t>(c == 0   ? x * 255 / width
+                                            : c == 1 ? 128
+                                                     : 255 - x * 255 / width);
         }
       }
     }
@@ -305,15 +307,15 @@ camera_result run_camera(const camera_settings& s, const camera_mode& m,
 
 void print_camera_result(const camera_result& r) {
   const auto& c = r.counters;
-  std::printf("camera %s: %llu frames produced, %llu processed, %llu dropped, %llu repeated, "
-              "%llu corrupt (not displayed), %llu written to the display, %llu shown\n",
-              r.mode.c_str(), static_cast<unsigned long long>(r.produced),
-              static_cast<unsigned long long>(c.processed),
-              static_cast<unsigned long long>(c.dropped),
-              static_cast<unsigned long long>(c.repeated),
-              static_cast<unsigned long long>(r.display.corrupt_frames),
-              static_cast<unsigned long long>(r.display.frames_written),
-              static_cast<unsigned long long>(r.displayed));
+  std::printf(
+      "camera %s: %llu frames produced, %llu processed, %llu dropped, %llu repeated, "
+      "%llu corrupt (not displayed), %llu written to the display, %llu shown\n",
+      r.mode.c_str(), static_cast<unsigned long long>(r.produced),
+      static_cast<unsigned long long>(c.processed), static_cast<unsigned long long>(c.dropped),
+      static_cast<unsigned long long>(c.repeated),
+      static_cast<unsigned long long>(r.display.corrupt_frames),
+      static_cast<unsigned long long>(r.display.frames_written),
+      static_cast<unsigned long long>(r.displayed));
   auto line = [](const char* what, const std::vector<double>& v) {
     if (v.empty()) {
       std::printf("  %-34s no samples\n", what);

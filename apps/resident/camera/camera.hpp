@@ -31,12 +31,12 @@
 namespace resident::camera {
 
 struct camera_settings {
-  io::sensor_config sensor;          // shape, format, Bayer order, rate, ring
-  std::string photo{"astronaut"};    // a photograph of the set (lab png.hpp) or a PNG path
-  std::string demosaic{"malvar"};    // malvar | bilinear | npp
+  io::sensor_config sensor;                 // shape, format, Bayer order, rate, ring
+  std::string photo{"astronaut"};           // a photograph of the set (lab png.hpp) or a PNG path
+  std::string demosaic{"malvar"};           // malvar | bilinear | npp
   std::string white_balance{"grey_world"};  // grey_world | none
   double gamma{2.2};
-  io::display_config display;        // rate, sync, present mode (size and probe follow the sensor)
+  io::display_config display;  // rate, sync, present mode (size and probe follow the sensor)
 };
 
 /// Reads a camera configuration (see examples/camera.yaml). Unknown keys and bad values are
@@ -69,19 +69,19 @@ class camera_app final : public Application {
 };
 
 struct camera_run_options {
-  std::uint64_t frames{600};           // frames to process after the start
-  std::filesystem::path dump;          // write first/last frames and a contact sheet here
+  std::uint64_t frames{600};   // frames to process after the start
+  std::filesystem::path dump;  // write first/last frames and a contact sheet here
   sample_policy policy{sample_policy::skip_duplicate};
-  std::uint64_t poll_ns{2'000'000};    // the handler's in-kernel polling budget (resident modes)
-  int sensor_cpu{-1};                  // pin the sensor thread here
+  std::uint64_t poll_ns{2'000'000};  // the handler's in-kernel polling budget (resident modes)
+  int sensor_cpu{-1};                // pin the sensor thread here
   /// Ask for SCHED_FIFO for the sensor thread (it inherits the policy of the thread that starts
   /// it); camera_result::sensor_grant says what the OS granted
   bool sensor_realtime{false};
   /// CPU-driven modes: runs first on the loop thread (e.g. pin it, as the paper's baseline was)
   std::function<void()> on_loop_thread_start;
-  bool progress{true};                 // a progress line on stderr every second
-  std::chrono::seconds timeout{0};     // 0: frames / rate + 10 s
-  bool keep_screen{false};             // keep the last screen in camera_result::screen
+  bool progress{true};              // a progress line on stderr every second
+  std::chrono::seconds timeout{0};  // 0: frames / rate + 10 s
+  bool keep_screen{false};          // keep the last screen in camera_result::screen
   /// Called from the supervising thread every ~2 ms while the loop runs (tests inject faults
   /// through it); the loop counters so far.
   std::function<void(io::sensor_bridge&, const loop_counters&)> during;
@@ -91,18 +91,18 @@ struct camera_run_options {
 struct camera_result {
   std::string mode;
   loop_counters counters;
-  std::uint64_t produced{0};          // frames the bridge delivered during the run
+  std::uint64_t produced{0};  // frames the bridge delivered during the run
   io::display_counters display;
-  std::uint64_t displayed{0};         // distinct frames scanned out
-  std::vector<double> software_us;    // per processed frame: metadata arrival -> scanout written
+  std::uint64_t displayed{0};       // distinct frames scanned out
+  std::vector<double> software_us;  // per processed frame: metadata arrival -> scanout written
   std::vector<std::uint64_t> software_frames;  // the frame number of each software_us sample
-  std::vector<double> photon_us;      // per marked frame seen: LED on -> photodiode
+  std::vector<double> photon_us;               // per marked frame seen: LED on -> photodiode
   std::vector<std::uint64_t> photon_frames;    // the frame number of each photon_us sample
-  measure::thread_grant sensor_grant;  // sensor_realtime: the policy the sensor thread inherited
-  std::uint64_t marked_frames{0};     // LED frames produced while the loop ran
+  measure::thread_grant sensor_grant;   // sensor_realtime: the policy the sensor thread inherited
+  std::uint64_t marked_frames{0};       // LED frames produced while the loop ran
   std::uint64_t late_sensor_frames{0};  // frames the sensor thread delivered > 100 us late
-  std::string error;                  // empty when the loop ran and stopped cleanly
-  std::vector<std::filesystem::path> written;  // PNG files
+  std::string error;                    // empty when the loop ran and stopped cleanly
+  std::vector<std::filesystem::path> written;   // PNG files
   std::vector<std::uint64_t> processed_frames;  // frame numbers the DAG ran on (telemetry)
   std::vector<std::uint64_t> shown_frames;      // frame numbers scanned out, each once, in order
   std::vector<std::uint64_t> faulty_frames;     // frames an injected fault hit (bridge log)

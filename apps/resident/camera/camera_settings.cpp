@@ -58,8 +58,8 @@ void check_keys(const std::string& origin, const YAML::Node& section, const std:
 
 void read_camera(const std::string& origin, const YAML::Node& c, camera_settings& s) {
   check_keys(origin, c, "camera",
-             {"width", "height", "format", "bayer", "rate_hz", "ring_slots", "photo",
-              "black_level", "distinct_frames"});
+             {"width", "height", "format", "bayer", "rate_hz", "ring_slots", "photo", "black_level",
+              "distinct_frames"});
   auto& k = s.sensor;
   if (c["width"]) k.width = value<std::uint32_t>(origin, c["width"], "camera.width");
   if (c["height"]) k.height = value<std::uint32_t>(origin, c["height"], "camera.height");
@@ -90,8 +90,9 @@ void read_camera(const std::string& origin, const YAML::Node& c, camera_settings
 void read_pipeline(const std::string& origin, const YAML::Node& p, camera_settings& s) {
   check_keys(origin, p, "pipeline", {"demosaic", "white_balance", "gamma"});
   if (p["demosaic"]) {
-    s.demosaic = choose<std::string>(origin, p["demosaic"], "pipeline.demosaic",
-                                     {{"malvar", "malvar"}, {"bilinear", "bilinear"}, {"npp", "npp"}});
+    s.demosaic =
+        choose<std::string>(origin, p["demosaic"], "pipeline.demosaic",
+                            {{"malvar", "malvar"}, {"bilinear", "bilinear"}, {"npp", "npp"}});
   }
   if (p["white_balance"]) {
     s.white_balance = choose<std::string>(origin, p["white_balance"], "pipeline.white_balance",
@@ -140,9 +141,10 @@ camera_settings parse_camera_settings(std::string_view yaml, const std::string& 
   if (root["pipeline"]) read_pipeline(origin, root["pipeline"], s);
   if (root["display"]) read_display(origin, root["display"], s);
   if (s.sensor.width % 4 != 0 || s.sensor.height % 2 != 0 || s.sensor.width == 0) {
-    throw config_error(origin + ": camera.width must be a positive multiple of 4 and "
-                       "camera.height a multiple of 2, got " + std::to_string(s.sensor.width) +
-                       "x" + std::to_string(s.sensor.height));
+    throw config_error(origin +
+                       ": camera.width must be a positive multiple of 4 and "
+                       "camera.height a multiple of 2, got " +
+                       std::to_string(s.sensor.width) + "x" + std::to_string(s.sensor.height));
   }
   if (!(s.sensor.rate_hz > 0.0)) throw config_error(origin + ": camera.rate_hz must be positive");
   if (s.sensor.ring_slots < 2) throw config_error(origin + ": camera.ring_slots must be >= 2");

@@ -26,7 +26,7 @@ struct run_settings {
   std::uint64_t sleep_ns{0};
   std::uint64_t poll_ns{0};
   std::string dot;
-  bool check{false};  // check the configuration and options, run nothing
+  bool check{false};         // check the configuration and options, run nothing
   std::int64_t frames{600};  // camera: frames to process per mode
   std::string dump;          // camera: folder for the PNG dumps
   int sensor_cpu{-1};        // camera: core for the sensor thread

@@ -42,8 +42,8 @@ int run_camera_command(const run_settings& s) {
     if (s.poll_ns > 0) o.poll_ns = s.poll_ns;
     const camera::camera_result r = camera::run_camera(settings, m, o, photo);
     camera::print_camera_result(r);
-    const bool accounted = r.counters.processed + r.counters.dropped ==
-                           r.counters.last_seq - r.counters.start_seq;
+    const bool accounted =
+        r.counters.processed + r.counters.dropped == r.counters.last_seq - r.counters.start_seq;
     if (!r.error.empty() || !accounted || r.counters.processed == 0) ++failures;
   }
   return failures == 0 ? 0 : 1;

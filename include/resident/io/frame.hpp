@@ -16,7 +16,7 @@ namespace resident::io {
 /// Bridge status of a frame (frame_ref::status). Anything but `ok` is never displayed.
 enum class bridge_status : std::uint32_t {
   ok = 0,
-  truncated = 1,  // the bridge lost part of the stream (e.g. a dropped packet on the link)
+  truncated = 1,   // the bridge lost part of the stream (e.g. a dropped packet on the link)
   link_error = 2,  // the bridge's own checks failed
 };
 
@@ -45,15 +45,15 @@ RESIDENT_HD constexpr std::uint16_t csi2_frame_number(std::uint64_t frame) noexc
 /// What reconstruction found in one frame (device memory, the reconstruction operator's
 /// "integrity" output). Later stages display a frame only when ok().
 struct frame_integrity {
-  std::uint64_t frame;               // frame_ref::frame
-  std::uint32_t bridge_status;       // frame_ref::status
-  std::uint32_t expected_lines;      // the frame's height
-  std::uint32_t lines;               // line packets that passed every check and were unpacked
-  std::uint32_t corrected_headers;   // headers with one flipped bit, corrected and used
-  std::uint32_t corrupt_headers;     // headers the ECC rejects
-  std::uint32_t crc_errors;          // line payloads whose footer CRC does not match
-  std::uint32_t format_errors;       // wrong data type, word count, packet order or frame number
-  std::uint32_t overwritten;         // 1: the bridge rewrote the slot while it was read
+  std::uint64_t frame;              // frame_ref::frame
+  std::uint32_t bridge_status;      // frame_ref::status
+  std::uint32_t expected_lines;     // the frame's height
+  std::uint32_t lines;              // line packets that passed every check and were unpacked
+  std::uint32_t corrected_headers;  // headers with one flipped bit, corrected and used
+  std::uint32_t corrupt_headers;    // headers the ECC rejects
+  std::uint32_t crc_errors;         // line payloads whose footer CRC does not match
+  std::uint32_t format_errors;      // wrong data type, word count, packet order or frame number
+  std::uint32_t overwritten;        // 1: the bridge rewrote the slot while it was read
   [[nodiscard]] RESIDENT_HD constexpr bool ok() const noexcept {
     return bridge_status == 0 && lines == expected_lines && corrupt_headers == 0 &&
            crc_errors == 0 && format_errors == 0 && overwritten == 0;

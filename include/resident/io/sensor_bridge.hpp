@@ -58,21 +58,21 @@ static_assert(sizeof(frame_record) == 64);
 
 /// Device pointers of the ring (kernel arguments).
 struct frame_ring_view {
-  const std::uint8_t* slots;     // depth slots of slot_stride bytes (device or host-mapped)
+  const std::uint8_t* slots;  // depth slots of slot_stride bytes (device or host-mapped)
   std::size_t slot_stride;
   std::uint32_t depth;
-  const frame_record* records;   // depth records
-  const std::uint64_t* newest;   // newest complete frame (0: none yet)
-  std::uint8_t* landing;         // host delivery: device buffer the frame is copied into
-  std::uint32_t host_delivery;   // 1: slots and records are host memory
+  const frame_record* records;  // depth records
+  const std::uint64_t* newest;  // newest complete frame (0: none yet)
+  std::uint8_t* landing;        // host delivery: device buffer the frame is copied into
+  std::uint32_t host_delivery;  // 1: slots and records are host memory
 };
 
 /// A fault the bridge applies to one upcoming frame (tests and demos of the checks).
 struct bridge_fault {
   enum class kind : std::uint8_t {
-    flip_bits,    // XOR `mask` into the byte at `offset` of the packet stream (up to 4 per frame)
-    bad_status,   // the record says bridge_status::link_error
-    stall,        // the sensor stops for `stall` and then resumes (frames are late, none lost)
+    flip_bits,   // XOR `mask` into the byte at `offset` of the packet stream (up to 4 per frame)
+    bad_status,  // the record says bridge_status::link_error
+    stall,       // the sensor stops for `stall` and then resumes (frames are late, none lost)
   };
   kind what{kind::flip_bits};
   std::size_t offset{0};
@@ -85,16 +85,16 @@ struct sensor_config {
   std::uint32_t height{1080};
   csi2::raw_format format{csi2::raw_format::raw12};
   bayer_order order{bayer_order::rggb};
-  double rate_hz{60.0};               // frames per second
-  double readout_fraction{0.9};       // the rolling shutter reads the frame out over this share
-  std::uint32_t ring_slots{4};        // >= 2
+  double rate_hz{60.0};          // frames per second
+  double readout_fraction{0.9};  // the rolling shutter reads the frame out over this share
+  std::uint32_t ring_slots{4};   // >= 2
   frame_delivery delivery{frame_delivery::device};
-  std::uint32_t distinct_frames{8};   // prebuilt frames; the first has the LED lit
-  std::uint32_t pan_step{3};          // pixels the photograph moves per prebuilt frame
-  std::uint16_t black_level{256};     // in sensor units (bits of `format`)
-  float cast[3]{1.25F, 1.0F, 0.8F};   // colour cast the white balance has to undo
-  led_marker led{};                   // width 0: placed near the top left, 64 x 32
-  int cpu{-1};                        // core for the sensor thread (-1: not pinned)
+  std::uint32_t distinct_frames{8};  // prebuilt frames; the first has the LED lit
+  std::uint32_t pan_step{3};         // pixels the photograph moves per prebuilt frame
+  std::uint16_t black_level{256};    // in sensor units (bits of `format`)
+  float cast[3]{1.25F, 1.0F, 0.8F};  // colour cast the white balance has to undo
+  led_marker led{};                  // width 0: placed near the top left, 64 x 32
+  int cpu{-1};                       // core for the sensor thread (-1: not pinned)
 };
 
 /// What the sensor thread logged about one frame.
@@ -103,7 +103,7 @@ struct frame_log {
   std::uint64_t frame_start_ns;  // device clock
   std::uint64_t late_ns;         // how late the thread enqueued it after readout ended
   bool led_lit;
-  bool faulty;                   // an injected fault (bit flips or a bad status) hit it
+  bool faulty;  // an injected fault (bit flips or a bad status) hit it
 };
 
 class sensor_bridge {
@@ -168,7 +168,7 @@ class sensor_bridge {
   device_buffer _faults;          // per-frame patch list for the commit kernel
   stream _stream;                 // the bridge's own stream (the NIC's DMA)
   frame_ring_view _view{};
-  std::uint64_t* _mirror_host{};  // host view of the newest mirror
+  std::uint64_t* _mirror_host{};    // host view of the newest mirror
   std::int64_t _clock_offset_ns{};  // device clock - host steady clock
   std::atomic<bool> _running{false};
   std::atomic<bool> _stop{false};
@@ -215,10 +215,10 @@ struct commit_patch {
 };
 inline constexpr int max_patches = 4;
 struct commit_args {
-  std::uint8_t* slot;           // slot payload (device)
-  frame_record* record;         // slot record (device)
-  std::uint64_t* newest;        // device word
-  std::uint64_t* mirror;        // host-mapped mirror of newest
+  std::uint8_t* slot;     // slot payload (device)
+  frame_record* record;   // slot record (device)
+  std::uint64_t* newest;  // device word
+  std::uint64_t* mirror;  // host-mapped mirror of newest
   std::uint64_t frame;
   std::uint64_t frame_start_ns;
   std::uint64_t bytes;
@@ -246,8 +246,7 @@ RESIDENT_HD constexpr std::uint64_t select_frame(std::uint64_t newest, std::uint
   }
 }
 void launch_bridge_commit(const commit_args& a, cudaStream_t s);
-void launch_frame_rx(const frame_ring_view& ring, loop_state* loop, frame_ref* out,
-                     cudaStream_t s);
+void launch_frame_rx(const frame_ring_view& ring, loop_state* loop, frame_ref* out, cudaStream_t s);
 void launch_frame_publish(const frame_ref& ref, loop_state* loop, frame_ref* out, cudaStream_t s);
 void launch_clock_read(std::uint64_t* out, cudaStream_t s);
 }  // namespace detail
