@@ -201,6 +201,51 @@ void photon_latency(const std::vector<io::photodiode_event>& edges,
   }
 }
 
+// Stops the display engine and the sensor when it goes out of scope (idempotent).
+struct stop_guard {
+  stop_guard(io::display* d, io::sensor_bridge* b) : display(d), bridge(b) {}
+  io::display* display;
+  io::sensor_bridge* bridge;
+  stop_guard(const stop_guard&) = delete;
+  stop_guard& operator=(const stop_guard&) = delete;
+  ~stop_guard() {
+    try {
+      bridge->stop();
+      display->stop();
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "camera: stopping the display or the sensor failed: %s\n", e.what());
+    }
+  }
+};
+
+void start_sensor(io::sensor_bridge& bridge, const camera_run_options& o, camera_result& r) {
+  if (!o.sensor_realtime) {
+    bridge.start();
+    return;
+  }
+  // glibc threads inherit their creator's scheduling policy: the sensor thread starts with this
+  // one's, which goes back to SCHED_OTHER once it runs.
+  r.sensor_grant = measure::configure_current_thread(-1, true);
+  bridge.start();
+  (void)measure::configure_current_thread(-1, false);
+}
+
+// Which frames were shown (each once, in order) and what the sensor's log says about the run.
+void collect_frames(const std::vector<io::scanout_event>& scanouts,
+                    const std::vector<io::frame_log>& log, camera_result& r) {
+  std::uint64_t last_frame = 0;
+  for (const auto& e : scanouts) {
+    if (e.frame != 0 && e.frame != last_frame) r.shown_frames.push_back(e.frame);
+    last_frame = e.frame;
+  }
+  for (const auto& f : log) {
+    if (f.frame <= r.counters.start_seq) continue;
+    if (f.led_lit) ++r.marked_frames;
+    if (f.faulty) r.faulty_frames.push_back(f.frame);
+    if (f.late_ns > 100'000) ++r.late_sensor_frames;
+  }
+}
+
 }  // namespace
 
 camera_result run_camera(const camera_settings& s, const camera_mode& m,
@@ -232,18 +277,15 @@ camera_result run_camera(const camera_settings& s, const camera_mode& m,
     auto s2 = display->drain_photodiode();
     edges.insert(edges.end(), s2.begin(), s2.end());
   };
+  // While the display engine runs, freeing device memory may wait for it: whatever leaves this
+  // function, the display and the sensor stop before the loop's and the application's memory
+  // is freed (the guards are destroyed before `app`, and before `run` in the scope below).
+  const stop_guard endpoints_stopped{display.get(), bridge.get()};
   display->start();
-  if (o.sensor_realtime) {
-    // glibc threads inherit their creator's scheduling policy: the sensor thread starts with
-    // this one's, which goes back to SCHED_OTHER once it runs.
-    r.sensor_grant = measure::configure_current_thread(-1, true);
-    bridge->start();
-    (void)measure::configure_current_thread(-1, false);
-  } else {
-    bridge->start();
-  }
+  start_sensor(*bridge, o, r);
   {
     run_handle run(app, m.mode, opts);
+    const stop_guard stopped_before_the_loop{display.get(), bridge.get()};
     const auto start = clock_type::now();
     auto next_progress = start + 1s;
     std::uint64_t next_shot = 1;
@@ -286,18 +328,8 @@ camera_result run_camera(const camera_settings& s, const camera_mode& m,
   }
   r.produced = bridge->produced() - r.counters.start_seq;
   r.display = display->counters();
-  std::uint64_t last_frame = 0;
-  for (const auto& e : scanouts) {
-    if (e.frame != 0 && e.frame != last_frame) r.shown_frames.push_back(e.frame);
-    last_frame = e.frame;
-  }
   const auto log = bridge->log();
-  for (const auto& f : log) {
-    if (f.frame <= r.counters.start_seq) continue;
-    if (f.led_lit) ++r.marked_frames;
-    if (f.faulty) r.faulty_frames.push_back(f.frame);
-    if (f.late_ns > 100'000) ++r.late_sensor_frames;
-  }
+  collect_frames(scanouts, log, r);
   r.displayed = r.shown_frames.size();
   photon_latency(edges, log, r);
   if (!bridge->failure().empty()) r.error += (r.error.empty() ? "" : "; ") + bridge->failure();
