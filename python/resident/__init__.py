@@ -28,6 +28,10 @@ from ._resident import (
     policies,
 )
 
+# The exceptions are resident's, whichever module defines them.
+for _error in (CompositionError, ConfigError, CudaError, ExecutionError):
+    _error.__module__ = __name__
+
 __all__ = [
     "Application", "Buffer", "CompositionError", "ConfigError", "Counters", "CudaError",
     "DataReadyHandler", "ExecutionError", "Health", "Mailbox", "Operator", "OutputStamp", "Plan",
