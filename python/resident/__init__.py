@@ -101,7 +101,8 @@ class Plan:
 
 class Run:
     """A running loop. Use it as a context manager: the loop is torn down on exit, also when
-    the block raises. tear_down() may also be called directly (later calls report again)."""
+    the block raises. tear_down() may also be called directly; it tears down once, and later
+    calls (and the exit) return the same report, kept as `report`."""
 
     def __init__(self, handle: Any, timeout_ms: int = 2000) -> None:
         self._handle = handle
@@ -120,6 +121,8 @@ class Run:
         return Health(h.launched, h.stalled, h.stall_events, h.message)
 
     def tear_down(self, timeout_ms: Optional[int] = None) -> TearDownReport:
+        if self.report is not None:
+            return self.report
         timeout = self._timeout_ms if timeout_ms is None else timeout_ms
         self.report = TearDownReport._from(self._handle.tear_down(timeout_ms=timeout))
         return self.report
@@ -130,9 +133,13 @@ class Run:
     def __enter__(self) -> "Run":
         return self
 
-    def __exit__(self, *exc: Any) -> bool:
-        self.tear_down()
-        return False  # an exception from the block goes on
+    def __exit__(self, exc_type: Any, *exc: Any) -> bool:
+        report = self.tear_down()
+        # A loop that failed or could not be stopped must not pass silently; an exception from
+        # the block takes precedence (the report stays in `report`).
+        if exc_type is None and report.error:
+            raise ExecutionError(report.error)
+        return False
 
 
 PortPairs = Union[None, Mapping[str, str], Iterable[Tuple[str, str]]]

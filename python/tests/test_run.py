@@ -58,23 +58,26 @@ class FakeHandle:
 
     mode = "while"
 
-    def __init__(self):
+    def __init__(self, error=""):
         self.tear_downs = []
+        self.error = error
 
     def counters(self):
         return resident._resident.LoopCounters()
 
     def tear_down(self, timeout_ms):
         self.tear_downs.append(timeout_ms)
-        return FakeReport()
+        return FakeReport(self.error)
 
 
 class FakeReport:
-    stopped = True
     elapsed_ns = 5
     counters = resident._resident.LoopCounters()
-    error = ""
     mean_iteration_ns = 0.0
+
+    def __init__(self, error):
+        self.error = error
+        self.stopped = not error
 
 
 def test_context_manager_tears_down_on_exit():
@@ -103,3 +106,25 @@ def test_explicit_tear_down_timeout():
 def test_mailbox_without_gpu_is_a_cuda_error():
     with pytest.raises(resident.CudaError):
         resident.Mailbox(64, 64)
+
+
+def test_tear_down_happens_once():
+    handle = FakeHandle()
+    with resident.Run(handle) as run:
+        first = run.tear_down(timeout_ms=10)
+    assert handle.tear_downs == [10]
+    assert run.tear_down() is first
+
+
+def test_a_failed_loop_raises_at_exit():
+    with pytest.raises(resident.ExecutionError, match="loop failed"):
+        with resident.Run(FakeHandle(error="loop failed")):
+            pass
+
+
+def test_the_block_exception_wins_over_a_failed_loop():
+    handle = FakeHandle(error="loop failed")
+    with pytest.raises(KeyError):
+        with resident.Run(handle) as run:
+            raise KeyError("block")
+    assert run.report.error == "loop failed"
