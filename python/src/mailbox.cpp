@@ -18,37 +18,72 @@ namespace py = pybind11;
 namespace resident::python {
 namespace {
 
-std::span<const std::byte> bytes_of(const py::buffer_info& info) {
-  return {static_cast<const std::byte*>(info.ptr),
-          static_cast<std::size_t>(info.size) * static_cast<std::size_t>(info.itemsize)};
-}
-
-std::uint64_t publish(io::mailbox& mb, const py::buffer& payload) {
-  // PyBUF_C_CONTIGUOUS through request(): a strided view would publish the wrong bytes.
-  py::buffer_info info(payload.request());
-  if (info.ndim > 1 || (info.ndim == 1 && info.strides[0] != info.itemsize)) {
-    throw py::value_error("Mailbox.publish: payload must be a contiguous buffer");
+// A C-contiguous view of any buffer (bytes, bytearray, array.array, NumPy arrays of any shape),
+// released on scope exit. A strided view would not be the bytes the caller means, so it fails
+// (BufferError) rather than being copied.
+class contiguous_view {
+ public:
+  contiguous_view(const py::object& buffer, bool writable) {
+    const int flags = PyBUF_C_CONTIGUOUS | (writable ? PyBUF_WRITABLE : 0);
+    if (PyObject_GetBuffer(buffer.ptr(), &_view, flags) != 0) throw py::error_already_set();
   }
-  py::gil_scoped_release release;  // the buffer stays pinned by `info`
-  return mb.publish(bytes_of(info));
-}
-
-py::tuple read_output(const io::mailbox& mb) {
-  std::string out(mb.settings().output_bytes, '\0');
-  const io::output_stamp s = mb.read_output(std::as_writable_bytes(std::span(out)));
-  return py::make_tuple(s, py::bytes(out));
-}
-
-py::tuple wait_output(const io::mailbox& mb, const io::output_stamp& after, double timeout_s) {
-  std::string out(mb.settings().output_bytes, '\0');
-  io::output_stamp s;
-  {
-    py::gil_scoped_release release;  // busy-polls: let the Python sensor thread run meanwhile
-    const auto timeout = std::chrono::duration_cast<std::chrono::nanoseconds>(
-        std::chrono::duration<double>(timeout_s));
-    s = mb.wait_output(after, std::as_writable_bytes(std::span(out)), timeout);
+  contiguous_view(const contiguous_view&) = delete;
+  contiguous_view& operator=(const contiguous_view&) = delete;
+  ~contiguous_view() { PyBuffer_Release(&_view); }
+  [[nodiscard]] std::span<std::byte> bytes() const noexcept {
+    return {static_cast<std::byte*>(_view.buf), static_cast<std::size_t>(_view.len)};
   }
-  return py::make_tuple(s, py::bytes(out));
+
+ private:
+  Py_buffer _view{};
+};
+
+std::uint64_t publish(io::mailbox& mb, const py::object& payload) {
+  const contiguous_view view(payload, false);
+  py::gil_scoped_release release;  // the view keeps the buffer alive and unmoved
+  return mb.publish(view.bytes());
+}
+
+// The output goes into `out` when given (a writable buffer of output_bytes, reused across calls
+// by an actuator loop), else into a new bytes object.
+std::span<std::byte> output_target(const io::mailbox& mb, std::span<std::byte> out) {
+  if (out.size() != mb.settings().output_bytes) {
+    throw py::value_error("Mailbox: out is " + std::to_string(out.size()) +
+                          " bytes; the mailbox's outputs are " +
+                          std::to_string(mb.settings().output_bytes));
+  }
+  return out;
+}
+
+py::tuple read_output(const io::mailbox& mb, const py::object& out) {
+  if (!out.is_none()) {
+    const contiguous_view view(out, true);
+    return py::make_tuple(mb.read_output(output_target(mb, view.bytes())), out);
+  }
+  std::string copy(mb.settings().output_bytes, '\0');
+  const io::output_stamp s = mb.read_output(std::as_writable_bytes(std::span(copy)));
+  return py::make_tuple(s, py::bytes(copy));
+}
+
+io::output_stamp wait_into(const io::mailbox& mb, const io::output_stamp& after,
+                           std::span<std::byte> out, double timeout_s) {
+  const auto target = output_target(mb, out);  // checked before the GIL goes
+  const auto timeout = std::chrono::duration_cast<std::chrono::nanoseconds>(
+      std::chrono::duration<double>(timeout_s));
+  py::gil_scoped_release release;  // busy-polls: a Python sensor thread runs meanwhile
+  return mb.wait_output(after, target, timeout);
+}
+
+py::tuple wait_output(const io::mailbox& mb, const io::output_stamp& after, double timeout_s,
+                      const py::object& out) {
+  if (!out.is_none()) {
+    const contiguous_view view(out, true);
+    return py::make_tuple(wait_into(mb, after, view.bytes(), timeout_s), out);
+  }
+  std::string copy(mb.settings().output_bytes, '\0');
+  const io::output_stamp s =
+      wait_into(mb, after, std::as_writable_bytes(std::span(copy)), timeout_s);
+  return py::make_tuple(s, py::bytes(copy));
 }
 
 void bind_stamp(py::module_& m) {
@@ -81,9 +116,9 @@ void bind_mailbox(py::module_& m) {
       .def_property_readonly("published", &io::mailbox::published)
       .def_property_readonly("output_seq", &io::mailbox::output_seq)
       .def("latest_output", &io::mailbox::latest_output)
-      .def("read_output", &read_output)
+      .def("read_output", &read_output, py::arg("out") = py::none())
       .def("wait_output", &wait_output, py::arg("after") = io::output_stamp{},
-           py::arg("timeout") = 1.0)
+           py::arg("timeout") = 1.0, py::arg("out") = py::none())
       .def("make_handler", &io::mailbox::make_handler, py::arg("rx"))
       .def_property_readonly("input_bytes",
                              [](const io::mailbox& mb) { return mb.settings().input_bytes; })

@@ -124,6 +124,23 @@ def test_publish_checks_the_size():
     mb = resident.Mailbox(8, 8)
     with pytest.raises(ValueError):
         mb.publish(b"\0" * 4)
+    with pytest.raises(BufferError):
+        mb.publish(memoryview(b"\0" * 16)[::2])  # strided: not the bytes it seems
     assert mb.published == 0
     stamp, payload = mb.read_output()
     assert stamp.empty and payload == b"\0" * 8
+    with pytest.raises(ValueError, match="out is 4 bytes"):
+        mb.read_output(out=bytearray(4))
+
+
+def test_output_into_a_reused_buffer():
+    app = MailboxApp()
+    out = bytearray(4 * ELEMENTS)
+    stamp = resident.OutputStamp()
+    with app.run("host-graph", policy="every"):
+        for i in range(3):
+            x = sample(i)
+            seq = app.mailbox.publish(x)
+            stamp, got = app.mailbox.wait_output(stamp, timeout=5.0, out=out)
+            assert got is out and stamp.seq == seq
+            check_output(bytes(out), x)
