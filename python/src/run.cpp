@@ -70,14 +70,23 @@ run_options to_run_options(const py::dict& options) {
   return o;
 }
 
-std::unique_ptr<run_handle> start_run(Application& app, const std::string& mode,
-                                      const py::dict& options) {
+// A handle dropped without a tear-down tears its loop down in its destructor, which may wait
+// (bounded): without the GIL, so Python threads go on meanwhile.
+struct release_gil_delete {
+  void operator()(run_handle* h) const {
+    py::gil_scoped_release release;
+    delete h;
+  }
+};
+using run_handle_ptr = std::unique_ptr<run_handle, release_gil_delete>;
+
+run_handle_ptr start_run(Application& app, const std::string& mode, const py::dict& options) {
   const execution_mode m = parse_execution_mode(mode);
   run_options o = to_run_options(options);
   // Compose with the GIL held: compose() is Python. Everything after is C++ only.
   (void)app.plan();
   py::gil_scoped_release release;
-  return run_async(app, m, std::move(o));
+  return run_handle_ptr(run_async(app, m, std::move(o)).release());
 }
 
 tear_down_report tear_down(run_handle& h, std::int64_t timeout_ms) {
@@ -113,7 +122,7 @@ void bind_reports(py::module_& m) {
 void bind_run(py::module_& m) {
   bind_reports(m);
   m.def("run_options", &option_names, "Option names run() accepts.");
-  py::class_<run_handle>(m, "RunHandle")
+  py::class_<run_handle, run_handle_ptr>(m, "RunHandle")
       .def_property_readonly("mode",
                              [](const run_handle& h) { return std::string(to_string(h.mode())); })
       .def_property_readonly("is_launched", &run_handle::is_launched)

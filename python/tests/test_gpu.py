@@ -144,3 +144,11 @@ def test_output_into_a_reused_buffer():
             stamp, got = app.mailbox.wait_output(stamp, timeout=5.0, out=out)
             assert got is out and stamp.seq == seq
             check_output(bytes(out), x)
+
+
+def test_a_dropped_run_tears_down():
+    app = MailboxApp()
+    run = app.run("eager", policy="every")
+    del run  # the handle's destructor tears the loop down (the GIL released meanwhile)
+    with app.run("eager", policy="every") as again:
+        assert again.counters().processed == 0
