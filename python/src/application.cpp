@@ -14,6 +14,7 @@
 #include "bindings.hpp"
 #include "resident/app/application.hpp"
 #include "resident/io/mailbox.hpp"
+#include "resident/ops/imaging.hpp"
 #include "resident/ops/vector_ops.hpp"
 
 namespace py = pybind11;
@@ -72,6 +73,16 @@ const std::map<std::string, operator_factory>& factories() {
          const auto [memory, bytes] = take_memory(kw, "ops.external_sink");
          return std::make_shared<ops::external_sink>(memory, bytes);
        }},
+      {"imaging.csi2_reconstruct",
+       [](py::dict&) { return std::make_shared<ops::imaging::csi2_reconstruct>(); }},
+      {"imaging.raw_isp", [](py::dict&) { return std::make_shared<ops::imaging::raw_isp>(); }},
+      {"imaging.demosaic", [](py::dict&) { return std::make_shared<ops::imaging::demosaic>(); }},
+      {"imaging.convert_resize",
+       [](py::dict&) { return std::make_shared<ops::imaging::convert_resize>(); }},
+#ifdef RESIDENT_HAVE_NPP
+      {"imaging.npp_demosaic",
+       [](py::dict&) { return std::make_shared<ops::imaging::npp_demosaic>(); }},
+#endif
       {"io.mailbox_rx",
        [](py::dict& kw) {
          return std::make_shared<io::mailbox_rx>(take_mailbox(kw, "io.mailbox_rx"));

@@ -155,3 +155,24 @@ def test_exception_hierarchy():
     assert issubclass(resident.ExecutionError, RuntimeError)
     assert issubclass(resident.CudaError, RuntimeError)
     assert resident.CompositionError.__module__ == "resident"
+
+
+class Camera(resident.Application):
+    """The camera pipeline's imaging chain behind a byte-sized source: composable on the CPU."""
+
+    def compose(self):
+        w, h = 64, 48
+        src = self.make_operator("ops.external_source", "src", bytes=w * h * 2)
+        isp = self.make_operator("imaging.raw_isp", "isp", width=w, height=h)
+        dem = self.make_operator("imaging.demosaic", "demosaic", width=w, height=h)
+        cvt = self.make_operator("imaging.convert_resize", "resize", in_width=w, in_height=h,
+                                 out_width=32, out_height=32)
+        self.add_flow(src, isp)
+        self.add_flow(isp, dem, {"out": "bayer"})
+        self.add_flow(dem, cvt, {"rgb": "in"})
+
+
+def test_imaging_operators_compose():
+    plan = Camera("camera").plan()
+    assert plan.body_order == ("src", "isp", "demosaic", "resize")
+    assert plan.buffers[-1].bytes == 32 * 32 * 3 * 4  # planar float RGB
