@@ -36,7 +36,11 @@ std::shared_ptr<io::mailbox> take_mailbox(py::dict& kwargs, const std::string& k
   if (!kwargs.contains("mailbox")) {
     throw py::type_error("make_operator(\"" + kind + "\"): needs mailbox=<resident.Mailbox>");
   }
-  auto mb = kwargs["mailbox"].cast<std::shared_ptr<io::mailbox>>();
+  const py::object value = kwargs["mailbox"];
+  if (!py::isinstance<io::mailbox>(value)) {
+    throw py::type_error("make_operator(\"" + kind + "\"): mailbox= takes a resident.Mailbox");
+  }
+  auto mb = value.cast<std::shared_ptr<io::mailbox>>();
   PyDict_DelItemString(kwargs.ptr(), "mailbox");
   return mb;
 }
@@ -121,7 +125,7 @@ std::shared_ptr<Operator> make_operator(Application& app, const std::string& kin
     throw composition_error("make_operator(\"" + name + "\"): unknown operator kind '" + kind +
                             "'; kinds: " + known);
   }
-  py::dict rest(kwargs);  // a copy: the factory removes its constructor arguments
+  py::dict rest(kwargs);  // this call's own dict: the factory takes its constructor arguments out
   auto op = it->second(rest);
   std::vector<arg> params;
   for (const auto& [key, value] : rest) params.push_back(to_arg(name, py::str(key), value));

@@ -176,3 +176,12 @@ def test_imaging_operators_compose():
     plan = Camera("camera").plan()
     assert plan.body_order == ("src", "isp", "demosaic", "resize")
     assert plan.buffers[-1].bytes == 32 * 32 * 3 * 4  # planar float RGB
+
+
+def test_mailbox_must_be_a_mailbox():
+    class WrongMailbox(resident.Application):
+        def compose(self):
+            self.make_operator("io.mailbox_tx", "tx", mailbox="not one")
+
+    with pytest.raises(TypeError, match="takes a resident.Mailbox"):
+        WrongMailbox().plan()
