@@ -63,6 +63,10 @@ std::vector<std::string> policy_names() {
 PYBIND11_MODULE(_resident, m) {
   using namespace resident::python;
   m.doc() = "resident: GPU-resident sensor -> GPU -> actuator loops (C++ runtime bindings)";
+  // As the C++ programs do first in main(): a kernel loaded lazily while a resident loop holds
+  // the GPU can wait for that loop forever. Only takes effect before the process's first CUDA
+  // call (import resident before torch), and keeps a mode the environment chose.
+  resident::request_eager_module_loading();
   bind_errors(m);
   m.def("device_count", &resident::device_count,
         "Number of usable CUDA devices; 0 without a GPU or driver (never raises).");
