@@ -111,6 +111,10 @@ arg to_arg(const std::string& op, const std::string& name, const py::handle& val
   if (py::isinstance<py::int_>(value)) return arg(name, value.cast<std::int64_t>());
   if (py::isinstance<py::float_>(value)) return arg(name, value.cast<double>());
   if (py::isinstance<py::str>(value)) return arg(name, value.cast<std::string>());
+  // NumPy scalars and the like: integers by __index__, numbers by __float__.
+  const auto object = py::reinterpret_borrow<py::object>(value);
+  if (PyIndex_Check(object.ptr())) return arg(name, py::int_(object).cast<std::int64_t>());
+  if (py::hasattr(object, "__float__")) return arg(name, py::float_(object).cast<double>());
   throw py::type_error("make_operator(\"" + op + "\"): parameter '" + name + "' is a " +
                        std::string(py::str(value.get_type().attr("__name__"))) +
                        "; parameters are bool, int, float or str");
@@ -142,10 +146,11 @@ std::vector<std::pair<std::string, std::string>> to_port_pairs(const py::object&
     return pairs;
   }
   for (const auto& pair : ports) {
-    const auto t = pair.cast<py::sequence>();
-    if (py::isinstance<py::str>(pair) || t.size() != 2) {
+    if (py::isinstance<py::str>(pair) || !py::isinstance<py::sequence>(pair) ||
+        py::len(pair) != 2) {
       throw py::type_error("add_flow: ports are (out, in) pairs or a dict {out: in}");
     }
+    const auto t = pair.cast<py::sequence>();
     pairs.emplace_back(t[0].cast<std::string>(), t[1].cast<std::string>());
   }
   return pairs;

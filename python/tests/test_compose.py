@@ -44,9 +44,28 @@ def test_ports_as_dict():
     assert Chain(ports={"out": "in"}).plan().body_order == ("src", "affine", "square")
 
 
-def test_ports_of_the_wrong_shape_raise_type_error():
+@pytest.mark.parametrize("ports", [["out"], [("out", "in", "x")], [3]])
+def test_ports_of_the_wrong_shape_raise_type_error(ports):
     with pytest.raises(TypeError, match="pairs"):
-        Chain(ports=["out"]).plan()
+        Chain(ports=ports).plan()
+
+
+def test_number_like_parameters():
+    class Half:  # as numpy.float32 is: a number, not a float
+        def __float__(self):
+            return 0.5
+
+    class Sixteen:  # as numpy.int64 is: an index, not an int
+        def __index__(self):
+            return ELEMENTS
+
+    class Ports(Chain):
+        def compose(self):
+            src = self.make_operator("ops.external_source", "src", bytes=4 * ELEMENTS)
+            aff = self.make_operator("ops.affine", "affine", elements=Sixteen(), scale=Half())
+            self.add_flow(src, aff)
+
+    assert Ports().plan().body_order == ("src", "affine")
 
 
 def test_dot_names_every_operator():
