@@ -152,3 +152,13 @@ def test_a_dropped_run_tears_down():
     del run  # the handle's destructor tears the loop down (the GIL released meanwhile)
     with app.run("eager", policy="every") as again:
         assert again.counters().processed == 0
+
+
+def test_mailbox_app_plan_and_dot():
+    app = MailboxApp()
+    plan = app.plan()
+    assert plan.handler_order == ("rx",)
+    assert plan.body_order == ("affine", "square", "tx")
+    dot = app.to_dot()
+    for name in ("rx", "affine", "square", "tx"):
+        assert f'"{name}"' in dot
