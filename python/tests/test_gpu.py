@@ -162,3 +162,14 @@ def test_mailbox_app_plan_and_dot():
     dot = app.to_dot()
     for name in ("rx", "affine", "square", "tx"):
         assert f'"{name}"' in dot
+
+
+def test_the_docs_example_runs(capsys):
+    """docs/python.md's example, as written."""
+    import pathlib
+    import re
+
+    doc = pathlib.Path(__file__).resolve().parents[2] / "docs" / "python.md"
+    code = re.search(r"```python\n(.*?)```", doc.read_text(), re.S).group(1)
+    exec(compile(code, str(doc), "exec"), {})
+    assert capsys.readouterr().out.splitlines()[-1] == "True 1"
