@@ -35,7 +35,7 @@ for _error in (CompositionError, ConfigError, CudaError, ExecutionError):
 __all__ = [
     "Application", "Buffer", "CompositionError", "ConfigError", "Counters", "CudaError",
     "DataReadyHandler", "ExecutionError", "Health", "Mailbox", "Operator", "OutputStamp", "Plan",
-    "Run", "TearDownReport", "device_count", "modes", "no_device_reason", "operator_kinds",
+    "Run", "STAGES", "TearDownReport", "TelemetryEntry", "device_count", "modes", "no_device_reason", "operator_kinds",
     "policies", "run_options",
 ]
 
@@ -83,6 +83,23 @@ class TearDownReport:
                    r.mean_iteration_ns)
 
 
+# The loop's stages in TelemetryEntry.stamps order (resident::stage in resident/app/loop.hpp).
+STAGES = ("handler_start", "detect", "controller_start", "controller_end", "body_start", "commit",
+          "end_marker", "handler_end", "last_empty_poll", "preempt_raised", "arrival")
+
+
+@dataclasses.dataclass(frozen=True)
+class TelemetryEntry:
+    """One DAG run as the loop saw it: device clock (ns) per stage, 0 where none stamped."""
+
+    seq: int
+    repeat: int  # 1 when it re-processed the last sample
+    stamps: Tuple[int, ...]  # in STAGES order
+
+    def stamp(self, stage: str) -> int:
+        return self.stamps[STAGES.index(stage)]
+
+
 @dataclasses.dataclass(frozen=True)
 class Buffer:
     bytes: int
@@ -126,6 +143,17 @@ class Run:
         timeout = self._timeout_ms if timeout_ms is None else timeout_ms
         self.report = TearDownReport._from(self._handle.tear_down(timeout_ms=timeout))
         return self.report
+
+    def telemetry(self) -> list[TelemetryEntry]:
+        """The entries kept (run options telemetry_samples=N); complete after tear_down(), and
+        only read then: while the loop runs the supervisor thread is still filing them."""
+        if self.report is None:
+            raise RuntimeError("Run.telemetry(): call it after tear_down() (or the with block)")
+        return [TelemetryEntry(seq, rep, stamps) for seq, rep, stamps in self._handle._telemetry()]
+
+    @property
+    def telemetry_lost(self) -> int:
+        return self._handle.telemetry_lost
 
     def write_dot(self, path: Union[str, os.PathLike]) -> None:
         self._handle.write_dot(os.fspath(path))

@@ -94,6 +94,18 @@ tear_down_report tear_down(run_handle& h, std::int64_t timeout_ms) {
   return h.tear_down(std::chrono::milliseconds(timeout_ms));
 }
 
+// (seq, repeat, [stamp_ns per stage]) per DAG run. Only after tear-down (the Python Run checks):
+// while the loop runs, the supervisor thread appends to the vector this reads.
+py::list telemetry_of(const run_handle& h) {
+  py::list out;
+  for (const auto& e : h.telemetry()) {
+    py::list stamps;
+    for (const auto ns : e.stamp_ns) stamps.append(ns);
+    out.append(py::make_tuple(e.seq, e.repeat, py::tuple(stamps)));
+  }
+  return out;
+}
+
 void bind_reports(py::module_& m) {
   py::class_<loop_counters>(m, "LoopCounters")
       .def(py::init<>())
@@ -122,6 +134,7 @@ void bind_reports(py::module_& m) {
 void bind_run(py::module_& m) {
   bind_reports(m);
   m.def("run_options", &option_names, "Option names run() accepts.");
+  m.attr("_stage_count") = stage_count;  // the package's STAGES must name every one
   py::class_<run_handle, run_handle_ptr>(m, "RunHandle")
       .def_property_readonly("mode",
                              [](const run_handle& h) { return std::string(to_string(h.mode())); })
@@ -131,6 +144,7 @@ void bind_run(py::module_& m) {
       .def("tear_down", &tear_down, py::arg("timeout_ms") = 2000)
       .def("write_dot", &run_handle::write_dot, py::arg("path"),
            py::call_guard<py::gil_scoped_release>())
+      .def("_telemetry", &telemetry_of)
       .def_property_readonly("telemetry_lost", &run_handle::telemetry_lost);
   // keep_alive: the loop's run guard points at the application, so the handle keeps it alive.
   m.def("_run", &start_run, py::arg("app"), py::arg("mode"), py::arg("options"),

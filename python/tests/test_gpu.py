@@ -173,3 +173,17 @@ def test_the_docs_example_runs(capsys):
     code = re.search(r"```python\n(.*?)```", doc.read_text(), re.S).group(1)
     exec(compile(code, str(doc), "exec"), {})
     assert capsys.readouterr().out.splitlines()[-1] == "True 1"
+
+
+def test_telemetry_after_tear_down():
+    app = MailboxApp()
+    stamp = resident.OutputStamp()
+    with app.run("while", policy="every", telemetry_samples=64) as run:
+        with pytest.raises(RuntimeError, match="after tear_down"):
+            run.telemetry()
+        for i in range(5):
+            app.mailbox.publish(sample(i))
+            stamp, _ = app.mailbox.wait_output(stamp, timeout=5.0)
+    entries = [e for e in run.telemetry() if e.repeat == 0]
+    assert [e.seq for e in entries][-5:] == [stamp.seq - 4 + k for k in range(5)]
+    assert all(e.stamp("commit") > 0 for e in entries)

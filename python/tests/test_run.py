@@ -128,3 +128,18 @@ def test_the_block_exception_wins_over_a_failed_loop():
         with resident.Run(handle) as run:
             raise KeyError("block")
     assert run.report.error == "loop failed"
+
+
+def test_telemetry_only_after_tear_down():
+    handle = FakeHandle()
+    handle._telemetry = lambda: [(3, 0, tuple(range(len(resident.STAGES))))]
+    run = resident.Run(handle)
+    with pytest.raises(RuntimeError, match="after tear_down"):
+        run.telemetry()
+    run.tear_down()
+    (entry,) = run.telemetry()
+    assert entry.seq == 3 and entry.stamp("commit") == resident.STAGES.index("commit")
+
+
+def test_stages_match_the_runtime():
+    assert len(resident.STAGES) == resident._resident._stage_count
