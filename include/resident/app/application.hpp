@@ -79,6 +79,10 @@ class Application {
                 std::vector<std::pair<std::string, std::string>> ports = {});
 
   void register_data_ready_handler(data_ready_handler handler);
+  /// make_operator's untyped form, for operators chosen at run time (the Python bindings): sets
+  /// up `op` (not yet set up) under `name` with parameters `args`. Inside compose() only.
+  std::shared_ptr<Operator> add_operator(std::shared_ptr<Operator> op, std::string name,
+                                         std::vector<arg> args);
 
   /// Composes (once), validates and plans buffers. CPU only; throws composition_error.
   const dag_plan& plan();
@@ -122,8 +126,6 @@ class Application {
   };
 
  private:
-  std::shared_ptr<Operator> add_operator(std::shared_ptr<Operator> op, std::string name,
-                                         std::vector<arg> args);
   std::vector<arg> config_args_for(const std::string& op_name);
   void check_config_names() const;
   void reset_composition();

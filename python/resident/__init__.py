@@ -1,0 +1,200 @@
+"""resident: GPU-resident sensor -> GPU -> actuator loops, from Python.
+
+The C++ runtime does the work (resident._resident); this package adds Python habits on top:
+an Application whose compose() is written in Python, runs that are context managers, and
+counters and reports as frozen dataclasses.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from typing import Any, Iterable, Mapping, Optional, Tuple, Union
+
+from . import _resident
+from ._resident import (
+    CompositionError,
+    ConfigError,
+    CudaError,
+    DataReadyHandler,
+    ExecutionError,
+    Mailbox,
+    Operator,
+    OutputStamp,
+    device_count,
+    modes,
+    no_device_reason,
+    operator_kinds,
+    policies,
+)
+
+# The exceptions are resident's, whichever module defines them.
+for _error in (CompositionError, ConfigError, CudaError, ExecutionError):
+    _error.__module__ = __name__
+
+__all__ = [
+    "Application", "Buffer", "CompositionError", "ConfigError", "Counters", "CudaError",
+    "DataReadyHandler", "ExecutionError", "Health", "Mailbox", "Operator", "OutputStamp", "Plan",
+    "Run", "STAGES", "TearDownReport", "TelemetryEntry", "device_count", "modes", "no_device_reason", "operator_kinds",
+    "policies", "run_options",
+]
+
+
+def run_options() -> list[str]:
+    """The keyword options Application.run() accepts (run_options fields)."""
+    return list(_resident.run_options())
+
+
+@dataclasses.dataclass(frozen=True)
+class Counters:
+    """Exact counters of one loop: processed + dropped == last_seq - start_seq."""
+
+    processed: int = 0
+    dropped: int = 0
+    repeated: int = 0
+    last_seq: int = 0
+    start_seq: int = 0
+    iterations: int = 0
+
+    @classmethod
+    def _from(cls, c: Any) -> "Counters":
+        return cls(**{f.name: getattr(c, f.name) for f in dataclasses.fields(cls)})
+
+
+@dataclasses.dataclass(frozen=True)
+class Health:
+    launched: bool
+    stalled: bool
+    stall_events: int
+    message: str
+
+
+@dataclasses.dataclass(frozen=True)
+class TearDownReport:
+    stopped: bool  # the loop exited within the timeout
+    elapsed_ns: int
+    counters: Counters  # exact once stopped
+    error: str  # why the loop failed or did not stop; empty when fine
+    mean_iteration_ns: float  # 0: unknown
+
+    @classmethod
+    def _from(cls, r: Any) -> "TearDownReport":
+        return cls(r.stopped, r.elapsed_ns, Counters._from(r.counters), r.error,
+                   r.mean_iteration_ns)
+
+
+# The loop's stages in TelemetryEntry.stamps order (resident::stage in resident/app/loop.hpp).
+STAGES = ("handler_start", "detect", "controller_start", "controller_end", "body_start", "commit",
+          "end_marker", "handler_end", "last_empty_poll", "preempt_raised", "arrival")
+
+
+@dataclasses.dataclass(frozen=True)
+class TelemetryEntry:
+    """One DAG run as the loop saw it: device clock (ns) per stage, 0 where none stamped."""
+
+    seq: int
+    repeat: int  # 1 when it re-processed the last sample
+    stamps: Tuple[int, ...]  # in STAGES order
+
+    def stamp(self, stage: str) -> int:
+        return self.stamps[STAGES.index(stage)]
+
+
+@dataclasses.dataclass(frozen=True)
+class Buffer:
+    bytes: int
+    producer: str  # "affine.out"
+    consumers: Tuple[str, ...]  # ("square.in", ...)
+    external: bool  # memory an endpoint supplies (not allocated by the runtime)
+
+
+@dataclasses.dataclass(frozen=True)
+class Plan:
+    handler_order: Tuple[str, ...]
+    body_order: Tuple[str, ...]
+    buffers: Tuple[Buffer, ...]
+    runtime_bytes: int
+
+
+class Run:
+    """A running loop. Use it as a context manager: the loop is torn down on exit, also when
+    the block raises. tear_down() may also be called directly; it tears down once, and later
+    calls (and the exit) return the same report, kept as `report`."""
+
+    def __init__(self, handle: Any, timeout_ms: int = 2000) -> None:
+        self._handle = handle
+        self._timeout_ms = timeout_ms
+        self.report: Optional[TearDownReport] = None
+
+    @property
+    def mode(self) -> str:
+        return self._handle.mode
+
+    def counters(self) -> Counters:
+        return Counters._from(self._handle.counters())
+
+    def health(self) -> Health:
+        h = self._handle.health()
+        return Health(h.launched, h.stalled, h.stall_events, h.message)
+
+    def tear_down(self, timeout_ms: Optional[int] = None) -> TearDownReport:
+        if self.report is not None:
+            return self.report
+        timeout = self._timeout_ms if timeout_ms is None else timeout_ms
+        self.report = TearDownReport._from(self._handle.tear_down(timeout_ms=timeout))
+        return self.report
+
+    def telemetry(self) -> list[TelemetryEntry]:
+        """The entries kept (run options telemetry_samples=N); complete after tear_down(), and
+        only read then: while the loop runs the supervisor thread is still filing them."""
+        if self.report is None:
+            raise RuntimeError("Run.telemetry(): call it after tear_down() (or the with block)")
+        return [TelemetryEntry(seq, rep, stamps) for seq, rep, stamps in self._handle._telemetry()]
+
+    @property
+    def telemetry_lost(self) -> int:
+        return self._handle.telemetry_lost
+
+    def write_dot(self, path: Union[str, os.PathLike]) -> None:
+        self._handle.write_dot(os.fspath(path))
+
+    def __enter__(self) -> "Run":
+        return self
+
+    def __exit__(self, exc_type: Any, *exc: Any) -> bool:
+        report = self.tear_down()
+        # A loop that failed or could not be stopped must not pass silently; an exception from
+        # the block takes precedence (the report stays in `report`).
+        if exc_type is None and report.error:
+            raise ExecutionError(report.error)
+        return False
+
+
+PortPairs = Union[None, Mapping[str, str], Iterable[Tuple[str, str]]]
+
+
+class Application(_resident.Application):
+    """A DAG of operators, written once and run in any mode. Subclass it and override
+    compose(), which creates operators (make_operator) and flows (add_flow)."""
+
+    def __init__(self, name: str = "app") -> None:
+        super().__init__(name)
+
+    def compose(self) -> None:
+        raise NotImplementedError("Application.compose() must be overridden")
+
+    def load_config(self, path: Union[str, os.PathLike]) -> None:
+        super().load_config(os.fspath(path))
+
+    def plan(self) -> Plan:
+        """Composes (once), validates and plans buffers. CPU only."""
+        p = self._plan_summary()
+        buffers = tuple(Buffer(b["bytes"], b["producer"], tuple(b["consumers"]), b["external"])
+                        for b in p["buffers"])
+        return Plan(tuple(p["handler_order"]), tuple(p["body_order"]), buffers,
+                    p["runtime_bytes"])
+
+    def run(self, mode: str = "while", *, timeout_ms: int = 2000, **options: Any) -> Run:
+        """Launches the loop in `mode` ("eager", "host-graph", "while", "tail"). `options` are
+        run_options fields (policy, poll_ns, ...); `timeout_ms` bounds the tear-down."""
+        return Run(_resident._run(self, mode, options), timeout_ms)

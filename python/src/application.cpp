@@ -1,0 +1,247 @@
+// Application, Operator and the ready-made operators, for Python. A Python subclass of
+// Application overrides compose(), which the C++ plan() calls back (the trampoline below).
+
+#include <pybind11/stl.h>
+#include <pybind11/stl/filesystem.h>
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "bindings.hpp"
+#include "resident/app/application.hpp"
+#include "resident/io/mailbox.hpp"
+#include "resident/ops/imaging.hpp"
+#include "resident/ops/vector_ops.hpp"
+
+namespace py = pybind11;
+
+namespace resident::python {
+namespace {
+
+class py_application : public Application {
+ public:
+  using Application::Application;
+  void compose() override { PYBIND11_OVERRIDE_PURE(void, Application, compose); }
+};
+
+// Builds one operator kind; consumes the constructor's keyword arguments from `kwargs` (the
+// rest are parameters).
+using operator_factory = std::function<std::shared_ptr<Operator>(py::dict& kwargs)>;
+
+std::shared_ptr<io::mailbox> take_mailbox(py::dict& kwargs, const std::string& kind) {
+  if (!kwargs.contains("mailbox")) {
+    throw py::type_error("make_operator(\"" + kind + "\"): needs mailbox=<resident.Mailbox>");
+  }
+  const py::object value = kwargs["mailbox"];
+  if (!py::isinstance<io::mailbox>(value)) {
+    throw py::type_error("make_operator(\"" + kind + "\"): mailbox= takes a resident.Mailbox");
+  }
+  auto mb = value.cast<std::shared_ptr<io::mailbox>>();
+  PyDict_DelItemString(kwargs.ptr(), "mailbox");
+  return mb;
+}
+
+// external_source / external_sink: `bytes=` and an optional `address=` (a device pointer as an
+// int, e.g. a tensor's data_ptr(); 0 or absent: the runtime allocates the port memory).
+std::pair<void*, std::size_t> take_memory(py::dict& kwargs, const std::string& kind) {
+  if (!kwargs.contains("bytes")) {
+    throw py::type_error("make_operator(\"" + kind + "\"): needs bytes=<port size>");
+  }
+  const auto bytes = kwargs["bytes"].cast<std::size_t>();
+  PyDict_DelItemString(kwargs.ptr(), "bytes");
+  std::uintptr_t address = 0;
+  if (kwargs.contains("address")) {
+    address = kwargs["address"].cast<std::uintptr_t>();
+    PyDict_DelItemString(kwargs.ptr(), "address");
+  }
+  return {reinterpret_cast<void*>(address), bytes};
+}
+
+const std::map<std::string, operator_factory>& factories() {
+  static const std::map<std::string, operator_factory> table{
+      {"ops.copy", [](py::dict&) { return std::make_shared<ops::copy>(); }},
+      {"ops.affine", [](py::dict&) { return std::make_shared<ops::affine>(); }},
+      {"ops.square", [](py::dict&) { return std::make_shared<ops::square>(); }},
+      {"ops.sum_reduce", [](py::dict&) { return std::make_shared<ops::sum_reduce>(); }},
+      {"ops.external_source",
+       [](py::dict& kw) {
+         const auto [memory, bytes] = take_memory(kw, "ops.external_source");
+         return std::make_shared<ops::external_source>(memory, bytes);
+       }},
+      {"ops.external_sink",
+       [](py::dict& kw) {
+         const auto [memory, bytes] = take_memory(kw, "ops.external_sink");
+         return std::make_shared<ops::external_sink>(memory, bytes);
+       }},
+      {"imaging.csi2_reconstruct",
+       [](py::dict&) { return std::make_shared<ops::imaging::csi2_reconstruct>(); }},
+      {"imaging.raw_isp", [](py::dict&) { return std::make_shared<ops::imaging::raw_isp>(); }},
+      {"imaging.demosaic", [](py::dict&) { return std::make_shared<ops::imaging::demosaic>(); }},
+      {"imaging.convert_resize",
+       [](py::dict&) { return std::make_shared<ops::imaging::convert_resize>(); }},
+#ifdef RESIDENT_HAVE_NPP
+      {"imaging.npp_demosaic",
+       [](py::dict&) { return std::make_shared<ops::imaging::npp_demosaic>(); }},
+#endif
+      {"io.mailbox_rx",
+       [](py::dict& kw) {
+         return std::make_shared<io::mailbox_rx>(take_mailbox(kw, "io.mailbox_rx"));
+       }},
+      {"io.mailbox_tx",
+       [](py::dict& kw) {
+         return std::make_shared<io::mailbox_tx>(take_mailbox(kw, "io.mailbox_tx"));
+       }},
+  };
+  return table;
+}
+
+std::vector<std::string> operator_kinds() {
+  std::vector<std::string> kinds;
+  for (const auto& [kind, factory] : factories()) kinds.push_back(kind);
+  return kinds;
+}
+
+// Python values -> resident::arg. bool first: in Python, bool is an int.
+arg to_arg(const std::string& op, const std::string& name, const py::handle& value) {
+  if (py::isinstance<py::bool_>(value)) return arg(name, value.cast<bool>());
+  if (py::isinstance<py::int_>(value)) return arg(name, value.cast<std::int64_t>());
+  if (py::isinstance<py::float_>(value)) return arg(name, value.cast<double>());
+  if (py::isinstance<py::str>(value)) return arg(name, value.cast<std::string>());
+  // NumPy scalars and the like: integers by __index__, numbers by __float__.
+  const auto object = py::reinterpret_borrow<py::object>(value);
+  if (PyIndex_Check(object.ptr())) return arg(name, py::int_(object).cast<std::int64_t>());
+  if (py::hasattr(object, "__float__")) return arg(name, py::float_(object).cast<double>());
+  throw py::type_error("make_operator(\"" + op + "\"): parameter '" + name + "' is a " +
+                       std::string(py::str(value.get_type().attr("__name__"))) +
+                       "; parameters are bool, int, float or str");
+}
+
+std::shared_ptr<Operator> make_operator(Application& app, const std::string& kind,
+                                        const std::string& name, py::kwargs kwargs) {
+  const auto it = factories().find(kind);
+  if (it == factories().end()) {
+    std::string known;
+    for (const auto& k : operator_kinds()) known += (known.empty() ? "" : ", ") + k;
+    throw composition_error("make_operator(\"" + name + "\"): unknown operator kind '" + kind +
+                            "'; kinds: " + known);
+  }
+  py::dict rest(kwargs);  // this call's own dict: the factory takes its constructor arguments out
+  auto op = it->second(rest);
+  std::vector<arg> params;
+  for (const auto& [key, value] : rest) params.push_back(to_arg(name, py::str(key), value));
+  return app.add_operator(std::move(op), name, std::move(params));
+}
+
+std::vector<std::pair<std::string, std::string>> to_port_pairs(const py::object& ports) {
+  std::vector<std::pair<std::string, std::string>> pairs;
+  if (ports.is_none()) return pairs;
+  if (py::isinstance<py::dict>(ports)) {
+    for (const auto& [out, in] : ports.cast<py::dict>()) {
+      pairs.emplace_back(py::str(out), py::str(in));
+    }
+    return pairs;
+  }
+  for (const auto& pair : ports) {
+    if (py::isinstance<py::str>(pair) || !py::isinstance<py::sequence>(pair) ||
+        py::len(pair) != 2) {
+      throw py::type_error("add_flow: ports are (out, in) pairs or a dict {out: in}");
+    }
+    const auto t = pair.cast<py::sequence>();
+    pairs.emplace_back(t[0].cast<std::string>(), t[1].cast<std::string>());
+  }
+  return pairs;
+}
+
+std::vector<std::string> names_of(const std::vector<Operator*>& ops) {
+  std::vector<std::string> names;
+  for (const auto* op : ops) names.push_back(op->name());
+  return names;
+}
+
+// The plan as plain Python data; python/resident/__init__.py turns it into dataclasses.
+py::dict plan_summary(Application& app) {
+  const dag_plan& p = app.plan();
+  py::list buffers;
+  for (const auto& b : p.buffers) {
+    buffers.append(py::dict(py::arg("bytes") = b.bytes, py::arg("producer") = b.producer,
+                            py::arg("consumers") = b.consumers,
+                            py::arg("external") = b.external != nullptr));
+  }
+  return py::dict(py::arg("handler_order") = names_of(p.handler_order),
+                  py::arg("body_order") = names_of(p.body_order), py::arg("buffers") = buffers,
+                  py::arg("runtime_bytes") = p.total_runtime_bytes());
+}
+
+std::vector<std::string> port_names(const Operator& op, port_direction d) {
+  return op.spec().port_names(d);
+}
+
+py::list parameters_of(const Operator& op) {
+  py::list out;
+  for (const auto& p : op.spec().parameters()) {
+    out.append(py::make_tuple(p.name, p.type, p.default_value, p.description));
+  }
+  return out;
+}
+
+void bind_operator(py::module_& m) {
+  py::class_<Operator, std::shared_ptr<Operator>>(m, "Operator")
+      .def_property_readonly("name", &Operator::name)
+      .def_property_readonly(
+          "inputs", [](const Operator& op) { return port_names(op, port_direction::input); })
+      .def_property_readonly(
+          "outputs", [](const Operator& op) { return port_names(op, port_direction::output); })
+      .def_property_readonly("parameters", &parameters_of,
+                             "(name, type, default, description) of each declared parameter")
+      .def("port_bytes",
+           [](const Operator& op, const std::string& port) {
+             const port_spec* p = op.spec().find_port(port);
+             if (p == nullptr) throw py::key_error(op.name() + " has no port '" + port + "'");
+             return p->bytes;
+           })
+      .def("__repr__",
+           [](const Operator& op) { return "<resident.Operator '" + op.name() + "'>"; });
+  py::class_<data_ready_handler>(m, "DataReadyHandler")
+      .def_property_readonly("operators", [](const data_ready_handler& h) { return h.operators; });
+}
+
+}  // namespace
+
+void bind_application(py::module_& m) {
+  bind_operator(m);
+  m.def("operator_kinds", &operator_kinds, "Kinds make_operator() knows.");
+  py::class_<Application, py_application>(m, "Application")
+      .def(py::init<std::string>(), py::arg("name") = "app")
+      .def("load_config", &Application::load_config, py::arg("path"))
+      .def("load_config_text", &Application::load_config_text, py::arg("text"),
+           py::arg("origin") = "<config>")
+      .def("make_operator", &make_operator, py::arg("kind"), py::arg("name"))
+      .def(
+          "add_flow",
+          [](Application& app, const std::shared_ptr<Operator>& src,
+             const std::shared_ptr<Operator>& dst,
+             const py::object& ports) { app.add_flow(src, dst, to_port_pairs(ports)); },
+          py::arg("src"), py::arg("dst"), py::arg("ports") = py::none())
+      .def("register_data_ready_handler", &Application::register_data_ready_handler,
+           py::arg("handler"))
+      .def("_plan_summary", &plan_summary)
+      .def("to_dot", &Application::to_dot)
+      .def("find_operator",
+           [](const Application& app, const std::string& name) {
+             for (const auto& op : app.operators()) {
+               if (op->name() == name) return op;
+             }
+             (void)app.find_operator(name);  // throws, naming the operators it has
+             return std::shared_ptr<Operator>{};
+           })
+      .def_property_readonly("name", &Application::name)
+      .def_property_readonly("operators", &Application::operators)
+      .def_property_readonly("materialized", &Application::materialized)
+      .def_property_readonly("has_data_ready_handler", &Application::has_data_ready_handler);
+}
+
+}  // namespace resident::python

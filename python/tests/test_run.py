@@ -1,0 +1,145 @@
+"""Run options, modes, counters and the run handle's context manager, without a GPU."""
+
+import dataclasses
+
+import pytest
+
+import resident
+
+
+def test_modes_and_policies():
+    assert resident.modes() == ["eager", "host-graph", "while", "tail"]
+    assert set(resident.policies()) == {"newest", "every", "skip-duplicate"}
+
+
+def test_run_options_names():
+    for name in ("policy", "poll_ns", "idle_sleep_ns", "telemetry_samples", "stall_timeout_ms"):
+        assert name in resident.run_options()
+
+
+class Handled(resident.Application):
+    """No handler: every mode refuses it before touching the GPU."""
+
+    def compose(self):
+        src = self.make_operator("ops.external_source", "src", bytes=64)
+        sink = self.make_operator("ops.copy", "copy", elements=16)
+        self.add_flow(src, sink)
+
+
+def test_unknown_option_is_a_type_error_naming_it():
+    with pytest.raises(TypeError, match="unknown option 'polcy'"):
+        Handled().run("while", polcy="every")
+
+
+def test_unknown_mode_and_policy_are_value_errors():
+    with pytest.raises(ValueError, match="whiel"):
+        Handled().run("whiel")
+    with pytest.raises(ValueError, match="everything"):
+        Handled().run("while", policy="everything")
+
+
+def test_resident_mode_without_handler_is_a_composition_error():
+    with pytest.raises(resident.CompositionError, match="data-ready handler"):
+        Handled().run("while", policy="every")
+
+
+def test_counters_shape():
+    names = [f.name for f in dataclasses.fields(resident.Counters)]
+    assert names == ["processed", "dropped", "repeated", "last_seq", "start_seq", "iterations"]
+    c = resident.Counters._from(resident._resident.LoopCounters())
+    assert c == resident.Counters()
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        c.processed = 1
+    assert dataclasses.asdict(c)["dropped"] == 0
+
+
+class FakeHandle:
+    """Stands in for the C++ run handle to check the Python side of Run."""
+
+    mode = "while"
+
+    def __init__(self, error=""):
+        self.tear_downs = []
+        self.error = error
+
+    def counters(self):
+        return resident._resident.LoopCounters()
+
+    def tear_down(self, timeout_ms):
+        self.tear_downs.append(timeout_ms)
+        return FakeReport(self.error)
+
+
+class FakeReport:
+    elapsed_ns = 5
+    counters = resident._resident.LoopCounters()
+    mean_iteration_ns = 0.0
+
+    def __init__(self, error):
+        self.error = error
+        self.stopped = not error
+
+
+def test_context_manager_tears_down_on_exit():
+    handle = FakeHandle()
+    with resident.Run(handle, timeout_ms=123) as run:
+        assert run.counters().processed == 0
+    assert handle.tear_downs == [123]
+    assert run.report == resident.TearDownReport(True, 5, resident.Counters(), "", 0.0)
+
+
+def test_context_manager_tears_down_on_exception():
+    handle = FakeHandle()
+    with pytest.raises(ZeroDivisionError):
+        with resident.Run(handle):
+            1 / 0
+    assert handle.tear_downs == [2000]
+
+
+def test_explicit_tear_down_timeout():
+    handle = FakeHandle()
+    report = resident.Run(handle).tear_down(timeout_ms=50)
+    assert handle.tear_downs == [50] and report.stopped
+
+
+@pytest.mark.skipif(resident.device_count() > 0, reason="checks the no-GPU path")
+def test_mailbox_without_gpu_is_a_cuda_error():
+    with pytest.raises(resident.CudaError):
+        resident.Mailbox(64, 64)
+
+
+def test_tear_down_happens_once():
+    handle = FakeHandle()
+    with resident.Run(handle) as run:
+        first = run.tear_down(timeout_ms=10)
+    assert handle.tear_downs == [10]
+    assert run.tear_down() is first
+
+
+def test_a_failed_loop_raises_at_exit():
+    with pytest.raises(resident.ExecutionError, match="loop failed"):
+        with resident.Run(FakeHandle(error="loop failed")):
+            pass
+
+
+def test_the_block_exception_wins_over_a_failed_loop():
+    handle = FakeHandle(error="loop failed")
+    with pytest.raises(KeyError):
+        with resident.Run(handle) as run:
+            raise KeyError("block")
+    assert run.report.error == "loop failed"
+
+
+def test_telemetry_only_after_tear_down():
+    handle = FakeHandle()
+    handle._telemetry = lambda: [(3, 0, tuple(range(len(resident.STAGES))))]
+    run = resident.Run(handle)
+    with pytest.raises(RuntimeError, match="after tear_down"):
+        run.telemetry()
+    run.tear_down()
+    (entry,) = run.telemetry()
+    assert entry.seq == 3 and entry.stamp("commit") == resident.STAGES.index("commit")
+
+
+def test_stages_match_the_runtime():
+    assert len(resident.STAGES) == resident._resident._stage_count
