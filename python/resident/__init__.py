@@ -17,10 +17,12 @@ from ._resident import (
     ConfigError,
     CudaError,
     DataReadyHandler,
+    Display,
     ExecutionError,
     Mailbox,
     Operator,
     OutputStamp,
+    SensorBridge,
     device_count,
     modes,
     no_device_reason,
@@ -34,8 +36,8 @@ for _error in (CompositionError, ConfigError, CudaError, ExecutionError):
 
 __all__ = [
     "Application", "Buffer", "CompositionError", "ConfigError", "Counters", "CudaError",
-    "DataReadyHandler", "ExecutionError", "Health", "Mailbox", "Operator", "OutputStamp", "Plan",
-    "Run", "STAGES", "TearDownReport", "TelemetryEntry", "device_count", "modes", "no_device_reason", "operator_kinds",
+    "DataReadyHandler", "Display", "ExecutionError", "Health", "Mailbox", "Operator", "OutputStamp", "Plan",
+    "Run", "STAGES", "SensorBridge", "TearDownReport", "TelemetryEntry", "device_count", "modes", "no_device_reason", "operator_kinds",
     "policies", "run_options",
 ]
 

@@ -13,7 +13,9 @@
 
 #include "bindings.hpp"
 #include "resident/app/application.hpp"
+#include "resident/io/display.hpp"
 #include "resident/io/mailbox.hpp"
+#include "resident/io/sensor_bridge.hpp"
 #include "resident/ops/imaging.hpp"
 #include "resident/ops/vector_ops.hpp"
 
@@ -43,6 +45,19 @@ std::shared_ptr<io::mailbox> take_mailbox(py::dict& kwargs, const std::string& k
   auto mb = value.cast<std::shared_ptr<io::mailbox>>();
   PyDict_DelItemString(kwargs.ptr(), "mailbox");
   return mb;
+}
+
+// frame_rx / display_tx: the endpoint object (bridge=<SensorBridge>, display=<Display>).
+template <class T>
+std::shared_ptr<T> take_endpoint(py::dict& kwargs, const char* key, const char* type,
+                                 const std::string& kind) {
+  if (!kwargs.contains(key) || !py::isinstance<T>(kwargs[key])) {
+    throw py::type_error("make_operator(\"" + kind + "\"): needs " + key + "=<resident." + type +
+                         ">");
+  }
+  auto endpoint = kwargs[key].template cast<std::shared_ptr<T>>();
+  PyDict_DelItemString(kwargs.ptr(), key);
+  return endpoint;
 }
 
 // external_source / external_sink: `bytes=` and an optional `address=` (a device pointer as an
@@ -90,6 +105,16 @@ const std::map<std::string, operator_factory>& factories() {
       {"io.mailbox_rx",
        [](py::dict& kw) {
          return std::make_shared<io::mailbox_rx>(take_mailbox(kw, "io.mailbox_rx"));
+       }},
+      {"io.frame_rx",
+       [](py::dict& kw) {
+         return std::make_shared<io::frame_rx>(
+             take_endpoint<io::sensor_bridge>(kw, "bridge", "SensorBridge", "io.frame_rx"));
+       }},
+      {"io.display_tx",
+       [](py::dict& kw) {
+         return std::make_shared<io::display_tx>(
+             take_endpoint<io::display>(kw, "display", "Display", "io.display_tx"));
        }},
       {"io.mailbox_tx",
        [](py::dict& kw) {

@@ -76,5 +76,6 @@ PYBIND11_MODULE(_resident, m) {
   m.def("policies", &policy_names, "Sample policy names.");
   bind_application(m);
   bind_mailbox(m);
+  bind_camera(m);
   bind_run(m);
 }
