@@ -4,6 +4,7 @@
 
 #include <pybind11/stl.h>
 
+#include <array>
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -29,6 +30,14 @@ E choose(const std::string& what, const std::string& value,
     known += (known.empty() ? "" : ", ") + name;
   }
   throw py::value_error(what + " is '" + value + "'; one of " + known);
+}
+
+// (name, value) pairs of an enumeration named by to_string(), for choose().
+template <class E, std::size_t N>
+std::vector<std::pair<std::string, E>> named(const std::array<E, N>& all) {
+  std::vector<std::pair<std::string, E>> out;
+  for (const E e : all) out.emplace_back(std::string(to_string(e)), e);
+  return out;
 }
 
 // An (height, width, 3) uint8 array (or any C-contiguous buffer of that shape) as the photograph.
@@ -58,15 +67,8 @@ std::shared_ptr<io::sensor_bridge> make_bridge(const py::buffer& photo, std::uin
   io::sensor_config c;
   c.width = width;
   c.height = height;
-  c.format = choose<io::csi2::raw_format>("format", format,
-                                          {{"raw8", io::csi2::raw_format::raw8},
-                                           {"raw10", io::csi2::raw_format::raw10},
-                                           {"raw12", io::csi2::raw_format::raw12}});
-  c.order = choose<io::bayer_order>("bayer", bayer,
-                                    {{"rggb", io::bayer_order::rggb},
-                                     {"bggr", io::bayer_order::bggr},
-                                     {"grbg", io::bayer_order::grbg},
-                                     {"gbrg", io::bayer_order::gbrg}});
+  c.format = choose("format", format, named(io::csi2::all_raw_formats));
+  c.order = choose("bayer", bayer, named(io::all_bayer_orders));
   c.rate_hz = rate_hz;
   c.ring_slots = ring_slots;
   c.delivery = choose<io::frame_delivery>(

@@ -230,9 +230,7 @@ void sensor_bridge::inject(const bridge_fault& f) {
   _pending.push_back(f);
 }
 
-std::uint64_t sensor_bridge::produced() const noexcept { return newest(); }
-
-std::uint64_t sensor_bridge::newest() const noexcept { return host_load_acquire(*_mirror_host); }
+std::uint64_t sensor_bridge::produced() const noexcept { return host_load_acquire(*_mirror_host); }
 
 std::span<const std::uint8_t> sensor_bridge::packets(std::uint32_t distinct) const {
   return _packets.at(distinct);
@@ -367,7 +365,7 @@ std::function<bool(std::uint64_t, sample_policy)> sensor_bridge::host_gate() con
 }
 
 data_ready_handler sensor_bridge::make_handler(std::shared_ptr<Operator> rx) const {
-  return data_ready_handler{{std::move(rx)}, host_gate(), [this] { return newest(); }};
+  return data_ready_handler{{std::move(rx)}, host_gate(), [this] { return produced(); }};
 }
 
 void frame_rx::setup(OperatorSpec& spec) { spec.device_output("frame", sizeof(frame_ref)); }

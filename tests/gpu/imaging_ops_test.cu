@@ -17,6 +17,7 @@
 
 #include "gpu/support.hpp"
 #include "resident/imaging/reference.hpp"
+#include "resident/lab/one_operator_app.hpp"
 #include "resident/ops/imaging.hpp"
 
 namespace resident::testing {
@@ -36,38 +37,8 @@ const char* name_of(bayer_order o) {
 
 // ---- running one operator on its own ----------------------------------------------------------
 
-struct port_binding {
-  std::string port;
-  void* memory;
-  std::size_t bytes;
-};
-
-/// One operator between external sources and sinks: its ports read and write the test's memory.
-class standalone final : public Application {
- public:
-  using factory = std::function<std::shared_ptr<Operator>(Application&)>;
-  standalone(factory make, std::vector<port_binding> inputs, std::vector<port_binding> outputs)
-      : Application("standalone"),
-        _make(std::move(make)),
-        _inputs(std::move(inputs)),
-        _outputs(std::move(outputs)) {}
-  void compose() override {
-    const auto op = _make(*this);
-    for (const auto& p : _inputs) {
-      auto src = make_operator<ops::external_source>("in_" + p.port, p.memory, p.bytes);
-      add_flow(src, op, {{"out", p.port}});
-    }
-    for (const auto& p : _outputs) {
-      auto sink = make_operator<ops::external_sink>("out_" + p.port, p.memory, p.bytes);
-      add_flow(op, sink, {{p.port, "in"}});
-    }
-  }
-
- private:
-  factory _make;
-  std::vector<port_binding> _inputs;
-  std::vector<port_binding> _outputs;
-};
+using lab::port_binding;
+using standalone = lab::one_operator_app;
 
 template <class T>
 device_buffer upload(const std::vector<T>& v) {

@@ -120,3 +120,13 @@ TEST(mosaic, bad_options_are_clear_errors) {
 
 }  // namespace
 }  // namespace resident::io
+
+namespace resident::io {
+namespace {
+TEST(bayer, orders_have_the_names_configurations_use) {
+  std::vector<std::string_view> names;
+  for (const auto o : all_bayer_orders) names.push_back(to_string(o));
+  EXPECT_EQ(names, (std::vector<std::string_view>{"rggb", "bggr", "grbg", "gbrg"}));
+}
+}  // namespace
+}  // namespace resident::io

@@ -270,3 +270,13 @@ TEST(csi2, header_ecc_of_each_single_bit_is_its_column) {
 }
 }  // namespace
 }  // namespace resident::io::csi2
+
+namespace resident::io::csi2 {
+namespace {
+TEST(csi2, raw_formats_have_the_names_configurations_use) {
+  std::vector<std::string_view> names;
+  for (const auto f : all_raw_formats) names.push_back(to_string(f));
+  EXPECT_EQ(names, (std::vector<std::string_view>{"raw8", "raw10", "raw12"}));
+}
+}  // namespace
+}  // namespace resident::io::csi2

@@ -20,6 +20,7 @@
 #include "resident/io/display.hpp"
 #include "resident/io/frame.hpp"
 #include "resident/io/sensor_bridge.hpp"
+#include "resident/lab/one_operator_app.hpp"
 #include "resident/measure/statistics.hpp"
 #include "resident/ops/imaging.hpp"
 #include "resident/ops/vector_ops.hpp"
@@ -31,40 +32,8 @@ namespace {
 namespace img = ops::imaging;
 using nlohmann::json;
 
-struct port_buffer {
-  std::string port;
-  void* memory;
-  std::size_t bytes;
-};
-
-/// One operator, named "op", between external sources and sinks: its ports read and write the
-/// caller's memory.
-class one_operator final : public Application {
- public:
-  using factory = std::function<std::shared_ptr<Operator>(Application&)>;
-  one_operator(factory make, std::vector<port_buffer> inputs, std::vector<port_buffer> outputs)
-      : Application("operator"),
-        _make(std::move(make)),
-        _inputs(std::move(inputs)),
-        _outputs(std::move(outputs)) {}
-
-  void compose() override {
-    const auto op = _make(*this);
-    for (const auto& p : _inputs) {
-      auto src = make_operator<ops::external_source>("in_" + p.port, p.memory, p.bytes);
-      add_flow(src, op, {{"out", p.port}});
-    }
-    for (const auto& p : _outputs) {
-      auto sink = make_operator<ops::external_sink>("out_" + p.port, p.memory, p.bytes);
-      add_flow(op, sink, {{p.port, "in"}});
-    }
-  }
-
- private:
-  factory _make;
-  std::vector<port_buffer> _inputs;
-  std::vector<port_buffer> _outputs;
-};
+using port_buffer = lab::port_binding;
+using one_operator = lab::one_operator_app;
 
 /// An operator submitted on its own: once (to check its output), then timed launch by launch.
 class operator_runner {
@@ -166,7 +135,7 @@ json timed(const timing_context& t, const std::string& name, operator_runner& ru
 json time_reconstruct(const timing_context& t, const io::rgb8_image& photo,
                       io::csi2::raw_format format) {
   const unsigned bits = static_cast<unsigned>(format);
-  const std::string fname = format == io::csi2::raw_format::raw10 ? "raw10" : "raw12";
+  const std::string fname(io::csi2::to_string(format));
   const auto pixels = camera_mosaic(photo, t.w, t.h, bits);
   const auto packets = io::csi2::frame_packets(format, t.w, t.h, pixels, io::csi2_frame_number(1));
   const device_buffer stream_memory = upload(std::span<const std::uint8_t>(packets));

@@ -20,30 +20,6 @@ namespace {
 using namespace std::chrono_literals;
 using clock_type = std::chrono::steady_clock;
 
-const char* format_name(io::csi2::raw_format f) {
-  switch (f) {
-    case io::csi2::raw_format::raw8:
-      return "raw8";
-    case io::csi2::raw_format::raw10:
-      return "raw10";
-    default:
-      return "raw12";
-  }
-}
-
-const char* order_name(io::bayer_order o) {
-  switch (o) {
-    case io::bayer_order::rggb:
-      return "rggb";
-    case io::bayer_order::bggr:
-      return "bggr";
-    case io::bayer_order::grbg:
-      return "grbg";
-    default:
-      return "gbrg";
-  }
-}
-
 }  // namespace
 
 camera_app::camera_app(camera_settings s, std::shared_ptr<io::sensor_bridge> bridge,
@@ -59,11 +35,11 @@ void camera_app::compose() {
   const auto w = static_cast<std::int64_t>(k.width);
   const auto h = static_cast<std::int64_t>(k.height);
   const auto bits = static_cast<std::int64_t>(k.format);
-  const std::string order = order_name(k.order);
+  const std::string order(io::to_string(k.order));
   auto rx = make_operator<io::frame_rx>("rx", _bridge);
-  auto rec = make_operator<im::csi2_reconstruct>("reconstruct", arg("width", w), arg("height", h),
-                                                 arg("format", std::string(format_name(k.format))),
-                                                 arg("order", order));
+  auto rec = make_operator<im::csi2_reconstruct>(
+      "reconstruct", arg("width", w), arg("height", h),
+      arg("format", std::string(io::csi2::to_string(k.format))), arg("order", order));
   auto isp = make_operator<im::raw_isp>(
       "isp", arg("width", w), arg("height", h), arg("order", order), arg("bits", bits),
       arg("black_level", static_cast<std::int64_t>(k.black_level)),

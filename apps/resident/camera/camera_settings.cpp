@@ -2,9 +2,12 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <array>
 #include <fstream>
 #include <set>
 #include <sstream>
+#include <utility>
+#include <vector>
 
 #include "camera/camera.hpp"
 #include "resident/app/error.hpp"
@@ -43,6 +46,14 @@ E choose(const std::string& origin, const YAML::Node& n, const std::string& key,
   fail(origin, n, "'" + key + "' is '" + s + "'; allowed: " + allowed);
 }
 
+// (name, value) pairs of an enumeration named by to_string(), for choose().
+template <class E, std::size_t N>
+std::vector<std::pair<std::string, E>> named(const std::array<E, N>& all) {
+  std::vector<std::pair<std::string, E>> out;
+  for (const E e : all) out.emplace_back(std::string(to_string(e)), e);
+  return out;
+}
+
 void check_keys(const std::string& origin, const YAML::Node& section, const std::string& name,
                 const std::set<std::string>& known) {
   if (!section.IsMap()) fail(origin, section, "'" + name + "' must be a map");
@@ -65,16 +76,11 @@ void read_camera(const std::string& origin, const YAML::Node& c, camera_settings
   if (c["height"]) k.height = value<std::uint32_t>(origin, c["height"], "camera.height");
   if (c["format"]) {
     k.format = choose<io::csi2::raw_format>(origin, c["format"], "camera.format",
-                                            {{"raw8", io::csi2::raw_format::raw8},
-                                             {"raw10", io::csi2::raw_format::raw10},
-                                             {"raw12", io::csi2::raw_format::raw12}});
+                                            named(io::csi2::all_raw_formats));
   }
   if (c["bayer"]) {
-    k.order = choose<io::bayer_order>(origin, c["bayer"], "camera.bayer",
-                                      {{"rggb", io::bayer_order::rggb},
-                                       {"bggr", io::bayer_order::bggr},
-                                       {"grbg", io::bayer_order::grbg},
-                                       {"gbrg", io::bayer_order::gbrg}});
+    k.order =
+        choose<io::bayer_order>(origin, c["bayer"], "camera.bayer", named(io::all_bayer_orders));
   }
   if (c["rate_hz"]) k.rate_hz = value<double>(origin, c["rate_hz"], "camera.rate_hz");
   if (c["ring_slots"]) k.ring_slots = value<std::uint32_t>(origin, c["ring_slots"], "ring_slots");

@@ -3,15 +3,34 @@
 // values with a black level and a colour cast, panned a little every frame, with a rectangular
 // "LED" that a marked frame shows lit. Frames are made on the host before a run.
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <span>
+#include <string_view>
 #include <vector>
 
 namespace resident::io {
 
 /// The colour filter of the 2x2 cell at the sensor's top-left corner, read row by row.
 enum class bayer_order : std::uint8_t { rggb, bggr, grbg, gbrg };
+inline constexpr std::array all_bayer_orders{bayer_order::rggb, bayer_order::bggr,
+                                             bayer_order::grbg, bayer_order::gbrg};
+
+/// "rggb", "bggr", "grbg", "gbrg": the names configurations and parameters use.
+[[nodiscard]] constexpr std::string_view to_string(bayer_order o) noexcept {
+  switch (o) {
+    case bayer_order::rggb:
+      return "rggb";
+    case bayer_order::bggr:
+      return "bggr";
+    case bayer_order::grbg:
+      return "grbg";
+    case bayer_order::gbrg:
+    default:
+      return "gbrg";
+  }
+}
 
 /// The colour channel (0 red, 1 green, 2 blue) that pixel (x, y) samples.
 [[nodiscard]] constexpr int bayer_channel(bayer_order order, std::uint32_t x,

@@ -17,6 +17,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <span>
+#include <string_view>
 #include <vector>
 
 namespace resident::io::csi2 {
@@ -32,6 +33,20 @@ enum class data_type : std::uint8_t {
 
 /// Pixel packing of a RAW line.
 enum class raw_format : std::uint8_t { raw8 = 8, raw10 = 10, raw12 = 12 };
+inline constexpr std::array all_raw_formats{raw_format::raw8, raw_format::raw10, raw_format::raw12};
+
+/// "raw8", "raw10", "raw12": the names configurations and parameters use.
+[[nodiscard]] constexpr std::string_view to_string(raw_format f) noexcept {
+  switch (f) {
+    case raw_format::raw8:
+      return "raw8";
+    case raw_format::raw10:
+      return "raw10";
+    case raw_format::raw12:
+    default:
+      return "raw12";
+  }
+}
 
 [[nodiscard]] constexpr data_type data_type_of(raw_format f) noexcept {
   switch (f) {

@@ -124,10 +124,9 @@ class sensor_bridge {
   /// Applies `f` to the next frame the sensor produces (stall: at the next frame start).
   void inject(const bridge_fault& f);
 
-  /// Frames the bridge delivered so far (the newest frame counter).
+  /// Frames the bridge delivered so far: the newest frame counter, as the host-mapped mirror
+  /// shows it (what a CPU-driven loop polls).
   [[nodiscard]] std::uint64_t produced() const noexcept;
-  /// The newest frame counter as the host-mapped mirror shows it (what a CPU-driven loop polls).
-  [[nodiscard]] std::uint64_t newest() const noexcept;
   [[nodiscard]] frame_ring_view device_view() const noexcept { return _view; }
   [[nodiscard]] const sensor_config& config() const noexcept { return _config; }
   /// The packet stream of one prebuilt frame and its pixels (tests, references).

@@ -296,10 +296,8 @@ void launch_csi2_reconstruct(const io::frame_ref* frame, std::uint16_t* bayer, s
 void csi2_reconstruct::setup(OperatorSpec& spec) {
   _width = params::side(spec, "width", 1920, true, "frame width in pixels");
   _height = params::side(spec, "height", 1080, true, "frame height in lines");
-  constexpr io::csi2::raw_format formats[] = {
-      io::csi2::raw_format::raw8, io::csi2::raw_format::raw10, io::csi2::raw_format::raw12};
-  _format = formats[params::choice(spec, "format", "raw12", {"raw8", "raw10", "raw12"},
-                                   "CSI-2 pixel packing")];
+  _format = params::named(spec, "format", io::csi2::raw_format::raw12, io::csi2::all_raw_formats,
+                          "CSI-2 pixel packing");
   _order = params::order(spec);
   std::size_t line = 0;
   try {

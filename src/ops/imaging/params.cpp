@@ -13,6 +13,13 @@ void fail(const OperatorSpec& spec, std::string_view param, const std::string& w
 
 std::size_t choice(OperatorSpec& spec, std::string name, std::string default_value,
                    std::initializer_list<std::string_view> allowed, std::string description) {
+  return choice(spec, std::move(name), std::move(default_value),
+                std::span<const std::string_view>(allowed.begin(), allowed.size()),
+                std::move(description));
+}
+
+std::size_t choice(OperatorSpec& spec, std::string name, std::string default_value,
+                   std::span<const std::string_view> allowed, std::string description) {
   const std::string value = spec.param<std::string>(name, default_value, std::move(description));
   std::size_t i = 0;
   std::string listed;
@@ -36,10 +43,8 @@ std::uint32_t side(OperatorSpec& spec, std::string name, std::uint32_t default_v
 }
 
 io::bayer_order order(OperatorSpec& spec) {
-  constexpr std::array orders{io::bayer_order::rggb, io::bayer_order::bggr, io::bayer_order::grbg,
-                              io::bayer_order::gbrg};
-  return orders[choice(spec, "order", "rggb", {"rggb", "bggr", "grbg", "gbrg"},
-                       "colour filter of the top-left 2x2 cell, row by row")];
+  return named(spec, "order", io::bayer_order::rggb, io::all_bayer_orders,
+               "colour filter of the top-left 2x2 cell, row by row");
 }
 
 unsigned bits(OperatorSpec& spec) {
