@@ -29,7 +29,7 @@ using word_ref = cuda::atomic_ref<std::uint32_t, cuda::thread_scope_device>;
 
 constexpr int engine_threads = 256;
 constexpr int egress_threads = 256;
-constexpr int max_egress_blocks = 1024;
+constexpr int egress_blocks_per_sm = 4;
 // The engine's sleeps are sliced so that a stop request takes effect within this.
 constexpr std::uint64_t stop_slice_ns = 50'000;
 // How often a variable-refresh panel looks for a flip once it may start a scanout.
@@ -334,9 +334,11 @@ __global__ void __launch_bounds__(egress_threads)
   if (ok) {
     encode_pixels<Rgba16>(rgb, v.buffers[target], std::size_t{v.width} * v.height, lut);
   }
-  __threadfence();  // this thread's pixels at device scope before the block's arrival below
   __syncthreads();
   if (threadIdx.x == 0) {
+    // The block's pixels (ordered before this by the barrier; the fence is cumulative) at
+    // device scope before its arrival: one fence per block, not one per thread.
+    __threadfence();
     last = atomicAdd(&sh->done, 1U) == gridDim.x - 1;
   }
   __syncthreads();
@@ -376,8 +378,16 @@ void launch_display_tx(const display_view& view, const void* rgb, bool rgba16,
                        const std::uint8_t* lut, const frame_integrity* integrity, loop_state* loop,
                        cudaStream_t s) {
   const std::size_t units = (std::size_t{view.width} * view.height + 3) / 4;
+  // A few blocks per SM, each looping over its share: every block is resident at once (the
+  // first block's buffer choice is waited on by the others), and fewer blocks mean fewer
+  // arrivals on the shared counters.
+  int device = 0;
+  int sms = 0;
+  RESIDENT_CUDA_TRY(cudaGetDevice(&device));
+  RESIDENT_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
   const auto blocks = static_cast<unsigned>(
-      std::clamp<std::size_t>((units + egress_threads - 1) / egress_threads, 1, max_egress_blocks));
+      std::clamp<std::size_t>((units + egress_threads - 1) / egress_threads, 1,
+                              std::size_t(std::max(sms, 1)) * egress_blocks_per_sm));
   if (rgba16) {
     display_tx_kernel<true><<<blocks, egress_threads, 0, s>>>(view, rgb, lut, integrity, loop);
     RESIDENT_CUDA_CHECK_LAUNCH("display_tx_kernel<rgba16>");

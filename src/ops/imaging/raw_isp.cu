@@ -1,14 +1,14 @@
 #include "resident/ops/imaging/raw_isp.hpp"
 
-#include <thrust/iterator/counting_iterator.h>
-#include <thrust/iterator/transform_iterator.h>
-#include <cub/device/device_histogram.cuh>
+#include <cub/block/block_histogram.cuh>
 
+#include <algorithm>
 #include <array>
 #include <string>
 
 #include "launch.cuh"
 #include "params.hpp"
+#include "resident/cuda/device.hpp"
 #include "resident/ops/imaging/common.hpp"
 #include "resident/ops/imaging/isp_math.hpp"
 
@@ -18,66 +18,70 @@ namespace {
 
 namespace math = isp_math;
 
-/// The histogram's samples: the frame as 2x2 Bayer cells of four samples each (top-left,
-/// top-right, bottom-left, bottom-right), every sample its 8-bit level after black-level
-/// correction. Counted as four 256-bin histograms (CUB's multi-channel histogram), one per cell
-/// position, which CUB privatizes in shared memory (it does so up to 256 bins a histogram; one
-/// 768-bin histogram would take global atomics). The gains kernel adds the two green positions.
-struct cell_sample_level {
-  const std::uint8_t* image;
-  std::size_t pitch;
-  std::uint32_t cells_per_row;
-  std::uint32_t black;
-  std::uint32_t max;
-  __host__ __device__ int operator()(std::uint32_t i) const {
-    const std::uint32_t cell = i / 4;
-    const std::uint32_t k = i % 4;
-    const std::uint32_t y = cell / cells_per_row * 2 + k / 2;
-    const std::uint32_t x = cell % cells_per_row * 2 + k % 2;
-    const std::uint16_t v = reinterpret_cast<const std::uint16_t*>(image + y * pitch)[x];
-    return static_cast<int>(math::bin_of(v, black, max));
-  }
-};
-using sample_iterator =
-    thrust::transform_iterator<cell_sample_level, thrust::counting_iterator<std::uint32_t>, int>;
-
-sample_iterator samples_of(const std::uint16_t* in, std::size_t pitch, const raw_isp_config& c) {
-  const cell_sample_level f{reinterpret_cast<const std::uint8_t*>(in), pitch, c.width / 2,
-                            c.black_level, (1U << c.bits) - 1U};
-  return sample_iterator(thrust::counting_iterator<std::uint32_t>(0), f);
-}
-
 constexpr int positions = 4;  // samples of a Bayer cell
 constexpr int levels = static_cast<int>(math::bins_per_channel);
+constexpr int stats_threads = levels;  // the gains step takes a bin per thread
+constexpr int stats_items = 8;         // pixels per thread and step: one 16-byte vector
+constexpr int counted_bins = positions * levels;
+// The histogram in shared memory: position in the 2x2 cell * 256 + level, and one bin more
+// for the lanes past the image's end (CUB's block histogram counts every item it is given).
+using block_histogram = cub::BlockHistogram<std::uint16_t, stats_threads, stats_items,
+                                            counted_bins + 1, cub::BLOCK_HISTO_ATOMIC>;
 
-/// Enqueues CUB's histogram (or, with no storage, asks for its temporary storage size).
-cudaError_t cell_histogram(void* storage, std::size_t& bytes, const std::uint16_t* in,
-                           std::size_t pitch, const raw_isp_config& c, int* histogram,
-                           cudaStream_t s) {
-  const ::cuda::std::array<int*, positions> out{histogram, histogram + levels,
-                                                histogram + 2 * levels, histogram + 3 * levels};
-  const ::cuda::std::array<int, positions> num_levels{levels + 1, levels + 1, levels + 1,
-                                                      levels + 1};
-  const ::cuda::std::array<int, positions> lower{0, 0, 0, 0};
-  const ::cuda::std::array<int, positions> upper{levels, levels, levels, levels};
-  const auto cells = static_cast<std::int64_t>(c.width / 2) * (c.height / 2);
-  return cub::DeviceHistogram::MultiHistogramEven<positions, positions>(
-      storage, bytes, samples_of(in, pitch, c), out, num_levels, lower, upper, cells, s);
+struct stats_args {
+  const std::uint16_t* in;
+  std::size_t pitch;
+  std::uint32_t width;
+  std::uint32_t height;
+  std::uint32_t black;
+  std::uint32_t max;
+  io::bayer_order order;
+  bool vector;
+  int* histogram;  // positions x levels, zero between frames
+  unsigned* done;  // blocks finished with this frame, zero between frames
+  std::uint64_t* multipliers;
+};
+
+/// This thread's 8 pixels of group `g` (row y, columns x0..x0+7) as histogram bins.
+__device__ void bins_of_group(const stats_args& a, std::uint64_t g, std::uint32_t groups,
+                              std::uint16_t (&bins)[stats_items]) {
+  const auto y = static_cast<std::uint32_t>(g / groups);
+  const auto x0 = static_cast<std::uint32_t>(g % groups) * stats_items;
+  const auto* row = reinterpret_cast<const std::uint16_t*>(
+      reinterpret_cast<const std::uint8_t*>(a.in) + y * a.pitch);
+  std::uint16_t v[stats_items];
+  if (a.vector && x0 + stats_items <= a.width) {
+    const uint4 w = *reinterpret_cast<const uint4*>(row + x0);
+    const unsigned words[4] = {w.x, w.y, w.z, w.w};
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      v[2 * i] = static_cast<std::uint16_t>(words[i] & 0xFFFFU);
+      v[2 * i + 1] = static_cast<std::uint16_t>(words[i] >> 16);
+    }
+  } else {
+#pragma unroll
+    for (int k = 0; k < stats_items; ++k) v[k] = x0 + k < a.width ? row[x0 + k] : 0;
+  }
+  const unsigned row_position = (y & 1U) * 2U;
+#pragma unroll
+  for (int k = 0; k < stats_items; ++k) {
+    bins[k] = x0 + k < a.width ? static_cast<std::uint16_t>(
+                                     (row_position + (k & 1)) * levels +
+                                     math::bin_of(v[k], a.black, a.max))
+                               : static_cast<std::uint16_t>(counted_bins);
+  }
 }
 
-constexpr int gains_threads = static_cast<int>(math::bins_per_channel);  // a bin per thread
-
-/// One block: each channel's count and sum of levels (the two green cell positions added),
-/// then its grey-world multiplier.
-__global__ void __launch_bounds__(gains_threads)
-    gains_kernel(const int* histogram, std::uint64_t* multipliers, io::bayer_order order,
-                 std::uint32_t black, std::uint32_t max) {
-  kernels::begin_dependent_kernel();
-  __shared__ unsigned long long partial[gains_threads / 32][6];
+/// Each channel's count and sum of levels (the two green cell positions added), then its
+/// grey-world multiplier; one bin per thread. The histogram is read past L1 (other blocks wrote
+/// it) and left zero for the next frame.
+__device__ void write_gains(const stats_args& a) {
+  __shared__ unsigned long long partial[stats_threads / 32][6];
   unsigned long long v[6] = {0, 0, 0, 0, 0, 0};  // count and sum of levels, per channel
   for (int k = 0; k < positions; ++k) {
-    const int c = io::bayer_channel(order, k % 2, k / 2);
-    const auto n = static_cast<unsigned long long>(histogram[k * levels + threadIdx.x]);
+    const int c = io::bayer_channel(a.order, k % 2, k / 2);
+    const auto n = static_cast<unsigned long long>(__ldcg(a.histogram + k * levels + threadIdx.x));
+    a.histogram[k * levels + threadIdx.x] = 0;
     v[2 * c] += n;
     v[2 * c + 1] += n * threadIdx.x;
   }
@@ -89,13 +93,52 @@ __global__ void __launch_bounds__(gains_threads)
   __syncthreads();
   if (threadIdx.x != 0) return;
   unsigned long long total[6] = {0, 0, 0, 0, 0, 0};
-  for (int w = 0; w < gains_threads / 32; ++w) {
+  for (int w = 0; w < stats_threads / 32; ++w) {
     for (int i = 0; i < 6; ++i) total[i] += partial[w][i];
   }
   for (int c = 0; c < 3; ++c) {
     const double gain = math::grey_world_gain(total[2 * c + 1], total[2 * c], total[3], total[2]);
-    multipliers[c] = math::multiplier_q16(gain, black, max);
+    a.multipliers[c] = math::multiplier_q16(gain, a.black, a.max);
   }
+  *a.done = 0;  // ready for the next launch (kernel boundaries order it)
+}
+
+/// The frame's histogram (CUB's block histogram in shared memory per block, added into the
+/// global one), and in the last block to finish, the gains from it: one kernel, one pass.
+__global__ void __launch_bounds__(stats_threads) statistics_kernel(stats_args a) {
+  kernels::begin_dependent_kernel();
+  __shared__ typename block_histogram::TempStorage storage;
+  __shared__ unsigned counts[counted_bins + 1];
+  __shared__ bool last;
+  block_histogram histogram(storage);
+  histogram.InitHistogram(counts);
+  __syncthreads();
+  const std::uint32_t groups = (a.width + stats_items - 1) / stats_items;
+  const std::uint64_t total = std::uint64_t{groups} * a.height;
+  const std::uint64_t step = std::uint64_t{gridDim.x} * blockDim.x;
+  // The trip count is the block's, not the thread's: every thread takes part in each step.
+  for (std::uint64_t base = std::uint64_t{blockIdx.x} * blockDim.x; base < total; base += step) {
+    std::uint16_t bins[stats_items];
+    const std::uint64_t g = base + threadIdx.x;
+    if (g < total) {
+      bins_of_group(a, g, groups, bins);
+    } else {
+      for (auto& b : bins) b = static_cast<std::uint16_t>(counted_bins);
+    }
+    histogram.Composite(bins, counts);
+  }
+  __syncthreads();
+  for (int i = threadIdx.x; i < counted_bins; i += blockDim.x) {
+    if (counts[i] != 0) atomicAdd(a.histogram + i, static_cast<int>(counts[i]));
+  }
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    __threadfence();  // the block's additions (ordered by the barrier) before its count
+    last = atomicAdd(a.done, 1U) == gridDim.x - 1;
+    if (last) __threadfence();
+  }
+  __syncthreads();
+  if (last) write_gains(a);
 }
 
 constexpr int correct_threads = 256;
@@ -146,33 +189,50 @@ __global__ void __launch_bounds__(correct_threads)
 raw_isp_workspace::raw_isp_workspace(const raw_isp_config& config)
     : _config(config),
       _histogram(positions * levels * sizeof(int)),
-      _multipliers(3 * sizeof(std::uint64_t)) {
+      _multipliers(3 * sizeof(std::uint64_t)),
+      _done(sizeof(unsigned)) {
   const std::uint32_t max = (1U << config.bits) - 1U;
   const std::uint64_t unit = math::multiplier_q16(1.0, config.black_level, max);
   const std::array<std::uint64_t, 3> none{unit, unit, unit};
-  // Without white balance these stay; with it the gains kernel overwrites them every frame.
+  // Without white balance these stay; with it the statistics kernel overwrites them every frame.
   RESIDENT_CUDA_TRY(
       cudaMemcpy(_multipliers.data(), none.data(), sizeof(none), cudaMemcpyHostToDevice));
-  if (!config.grey_world) return;
-  RESIDENT_CUDA_TRY(cell_histogram(nullptr, _cub_bytes, nullptr, 2 * std::size_t{config.width},
-                                   config, histogram(), cudaStream_t{}));
-  _cub_storage = device_buffer(_cub_bytes);
+  // Zero between frames from here on: the kernel's last block clears what it read.
+  RESIDENT_CUDA_TRY(cudaMemset(_histogram.data(), 0, _histogram.size()));
+  RESIDENT_CUDA_TRY(cudaMemset(_done.data(), 0, _done.size()));
+  const int device = current_device();
+  int sms = 0;
+  RESIDENT_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  int per_sm = 0;
+  RESIDENT_CUDA_TRY(
+      cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, statistics_kernel, stats_threads, 0));
+  // Every block resident at once: the blocks merge into one histogram, and fewer, fuller blocks
+  // mean fewer global additions.
+  const std::uint64_t groups =
+      std::uint64_t{(config.width + stats_items - 1) / stats_items} * config.height;
+  _statistics_blocks = static_cast<unsigned>(std::clamp<std::uint64_t>(
+      (groups + stats_threads - 1) / stats_threads, 1, std::uint64_t(sms) * std::max(per_sm, 1)));
 }
 
 namespace detail {
 
-void launch_raw_isp_histogram(const std::uint16_t* in, std::size_t pitch,
-                              const raw_isp_workspace& ws, cudaStream_t s) {
-  std::size_t bytes = ws.cub_storage_bytes();
-  RESIDENT_CUDA_TRY(
-      cell_histogram(ws.cub_storage(), bytes, in, pitch, ws.config(), ws.histogram(), s));
-}
-
-void launch_raw_isp_gains(const raw_isp_workspace& ws, cudaStream_t s, bool programmatic) {
+void launch_raw_isp_statistics(const std::uint16_t* in, std::size_t pitch,
+                               const raw_isp_workspace& ws, cudaStream_t s, bool programmatic) {
   const raw_isp_config& c = ws.config();
-  kernels::launch("raw_isp_gains_kernel", gains_kernel, dim3(1), dim3(gains_threads), 0, s,
-                  programmatic, static_cast<const int*>(ws.histogram()), ws.multipliers(), c.order,
-                  c.black_level, (1U << c.bits) - 1U);
+  stats_args a{};
+  a.in = in;
+  a.pitch = pitch;
+  a.width = c.width;
+  a.height = c.height;
+  a.black = c.black_level;
+  a.max = (1U << c.bits) - 1U;
+  a.order = c.order;
+  a.vector = ((reinterpret_cast<std::uintptr_t>(in) | pitch) % 16) == 0;
+  a.histogram = ws.histogram();
+  a.done = ws.done_counter();
+  a.multipliers = ws.multipliers();
+  kernels::launch("raw_isp_statistics_kernel", statistics_kernel, dim3(ws.statistics_blocks()),
+                  dim3(stats_threads), 0, s, programmatic, a);
 }
 
 void launch_raw_isp_correct(const std::uint16_t* in, std::uint16_t* out, std::size_t pitch,
@@ -191,11 +251,7 @@ void launch_raw_isp_correct(const std::uint16_t* in, std::uint16_t* out, std::si
 
 void launch_raw_isp(const std::uint16_t* in, std::uint16_t* out, std::size_t pitch,
                     const raw_isp_workspace& ws, cudaStream_t s, bool programmatic) {
-  if (ws.config().grey_world) {
-    // CUB's kernels take plain launches (they do not wait on the device for their inputs).
-    launch_raw_isp_histogram(in, pitch, ws, s);
-    launch_raw_isp_gains(ws, s, programmatic);
-  }
+  if (ws.config().grey_world) launch_raw_isp_statistics(in, pitch, ws, s, programmatic);
   launch_raw_isp_correct(in, out, pitch, ws, s, programmatic);
 }
 
