@@ -125,25 +125,42 @@ class Run:
 
     def __init__(self, handle: Any, timeout_ms: int = 2000) -> None:
         self._handle = handle
+        self._mode = getattr(handle, "mode", "")
         self._timeout_ms = timeout_ms
         self.report: Optional[TearDownReport] = None
+        self._telemetry: list[TelemetryEntry] = []
+        self._telemetry_lost = 0
 
     @property
     def mode(self) -> str:
-        return self._handle.mode
+        return self._mode
 
     def counters(self) -> Counters:
+        if self._handle is None:  # torn down: the exact counters
+            return self.report.counters  # type: ignore[union-attr]
         return Counters._from(self._handle.counters())
 
     def health(self) -> Health:
+        if self._handle is None:
+            return Health(False, False, 0, "")
         h = self._handle.health()
         return Health(h.launched, h.stalled, h.stall_events, h.message)
 
     def tear_down(self, timeout_ms: Optional[int] = None) -> TearDownReport:
+        """Stops the loop (waiting up to the timeout), keeps its report, counters and telemetry,
+        then releases the C++ run, so the application may run again. Releasing frees device
+        memory, which CUDA does only when no kernel runs: tear down one run before starting
+        the next, and tear down other applications' loops first."""
         if self.report is not None:
             return self.report
         timeout = self._timeout_ms if timeout_ms is None else timeout_ms
-        self.report = TearDownReport._from(self._handle.tear_down(timeout_ms=timeout))
+        handle = self._handle
+        self.report = TearDownReport._from(handle.tear_down(timeout_ms=timeout))
+        if hasattr(handle, "_telemetry"):
+            self._telemetry = [TelemetryEntry(seq, rep, stamps)
+                               for seq, rep, stamps in handle._telemetry()]
+        self._telemetry_lost = getattr(handle, "telemetry_lost", 0)
+        self._handle = None
         return self.report
 
     def telemetry(self) -> list[TelemetryEntry]:
@@ -151,13 +168,17 @@ class Run:
         only read then: while the loop runs the supervisor thread is still filing them."""
         if self.report is None:
             raise RuntimeError("Run.telemetry(): call it after tear_down() (or the with block)")
-        return [TelemetryEntry(seq, rep, stamps) for seq, rep, stamps in self._handle._telemetry()]
+        return list(self._telemetry)
 
     @property
     def telemetry_lost(self) -> int:
-        return self._handle.telemetry_lost
+        return self._handle.telemetry_lost if self._handle is not None else self._telemetry_lost
 
     def write_dot(self, path: Union[str, os.PathLike]) -> None:
+        """The loop's CUDA graph(s) as DOT; while the loop runs (tear_down releases them)."""
+        if self._handle is None:
+            raise RuntimeError("Run.write_dot(): the run was torn down; write the DOT while "
+                               "it runs (or Application.to_dot() for the DAG)")
         self._handle.write_dot(os.fspath(path))
 
     def __enter__(self) -> "Run":

@@ -171,10 +171,6 @@ tear_down_report run_handle::tear_down(std::chrono::milliseconds timeout) {
     _executor->abandon();
     _executor.reset();
     (void)new Application::run_guard(std::move(_guard));
-  } else {
-    // Stopped or failed: nothing of this loop runs, so the application may run again while this
-    // handle (its graphs, telemetry and counters) lives on.
-    _guard = Application::run_guard{};
   }
   _launched.store(false);
   _health.launched = false;

@@ -28,7 +28,10 @@ struct loop_health {
   std::string message;           // the latest stall or failure description
 };
 
-/// A running loop. Tears the loop down on destruction if the caller has not.
+/// A running loop. Tears the loop down on destruction if the caller has not. The application
+/// stays reserved for this run until the handle is destroyed (its graphs, telemetry and counters
+/// live until then). Destroy a handle while no other loop runs: freeing its device memory
+/// (cudaFree) waits for every kernel on the device, and a resident loop's never ends by itself.
 class run_handle {
  public:
   run_handle(Application& app, execution_mode mode, run_options options);
