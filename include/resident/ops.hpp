@@ -1,4 +1,5 @@
 #pragma once
+#include "resident/ops/captured_graph.hpp"
 #include "resident/ops/imaging.hpp"
 #include "resident/ops/lab_batch.hpp"
 #include "resident/ops/matmul.hpp"

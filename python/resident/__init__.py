@@ -36,7 +36,7 @@ for _error in (CompositionError, ConfigError, CudaError, ExecutionError):
 
 __all__ = [
     "Application", "Buffer", "CompositionError", "ConfigError", "Counters", "CudaError",
-    "DataReadyHandler", "Display", "ExecutionError", "Health", "Mailbox", "Operator", "OutputStamp", "Plan",
+    "DataReadyHandler", "Display", "ExecutionError", "GraphPort", "Health", "Mailbox", "Operator", "OutputStamp", "Plan",
     "Run", "STAGES", "SensorBridge", "TearDownReport", "TelemetryEntry", "device_count", "modes", "no_device_reason", "operator_kinds",
     "policies", "run_options",
 ]
@@ -194,6 +194,8 @@ class Run:
 
 
 PortPairs = Union[None, Mapping[str, str], Iterable[Tuple[str, str]]]
+# A captured graph's port: (name, device pointer as an int, bytes).
+GraphPort = Tuple[str, int, int]
 
 
 class Application(_resident.Application):
@@ -205,6 +207,15 @@ class Application(_resident.Application):
 
     def compose(self) -> None:
         raise NotImplementedError("Application.compose() must be overridden")
+
+    def make_captured_graph(self, name: str, graph: int, inputs: Iterable[GraphPort] = (),
+                            outputs: Iterable[GraphPort] = ()) -> Operator:
+        """An ops.captured_graph operator: runs a CUDA graph captured elsewhere. `graph` is a
+        cudaGraph_t as an int (torch.cuda.CUDAGraph(keep_graph=True).raw_cuda_graph()), cloned
+        here; each port is memory the graph reads (inputs) or writes (outputs), which must
+        outlive every run. In compose() only, like make_operator."""
+        return self.make_operator("ops.captured_graph", name, graph=graph, inputs=list(inputs),
+                                  outputs=list(outputs))
 
     def load_config(self, path: Union[str, os.PathLike]) -> None:
         super().load_config(os.fspath(path))

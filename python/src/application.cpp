@@ -16,6 +16,7 @@
 #include "resident/io/display.hpp"
 #include "resident/io/mailbox.hpp"
 #include "resident/io/sensor_bridge.hpp"
+#include "resident/ops/captured_graph.hpp"
 #include "resident/ops/imaging.hpp"
 #include "resident/ops/vector_ops.hpp"
 
@@ -76,12 +77,55 @@ std::pair<void*, std::size_t> take_memory(py::dict& kwargs, const std::string& k
   return {reinterpret_cast<void*>(address), bytes};
 }
 
+// ops.captured_graph: `graph=` a cudaGraph_t as an int (e.g. torch.cuda.CUDAGraph's
+// raw_cuda_graph()), cloned when the operator is made; `inputs=` and `outputs=` lists of
+// (name, device pointer as an int, bytes).
+constexpr const char* captured_graph_kind = "ops.captured_graph";
+
+std::vector<ops::graph_port> take_graph_ports(py::dict& kwargs, const char* key) {
+  std::vector<ops::graph_port> ports;
+  if (!kwargs.contains(key)) return ports;
+  const py::object list = kwargs[key];
+  const std::string shape = std::string("make_operator(\"") + captured_graph_kind + "\"): " + key +
+                            "= takes a list of (name, device pointer, bytes) tuples";
+  if (py::isinstance<py::str>(list) || !py::isinstance<py::sequence>(list)) {
+    throw py::type_error(shape);
+  }
+  for (const auto& item : list) {
+    if (py::isinstance<py::str>(item) || !py::isinstance<py::sequence>(item) ||
+        py::len(item) != 3) {
+      throw py::type_error(shape);
+    }
+    const auto t = item.cast<py::sequence>();
+    if (!py::isinstance<py::str>(t[0]) || !py::isinstance<py::int_>(t[1]) ||
+        !py::isinstance<py::int_>(t[2])) {
+      throw py::type_error(shape);
+    }
+    ports.push_back({t[0].cast<std::string>(), reinterpret_cast<void*>(t[1].cast<std::uintptr_t>()),
+                     t[2].cast<std::size_t>()});
+  }
+  PyDict_DelItemString(kwargs.ptr(), key);
+  return ports;
+}
+
+std::shared_ptr<Operator> make_captured_graph(py::dict& kwargs) {
+  if (!kwargs.contains("graph") || !py::isinstance<py::int_>(kwargs["graph"])) {
+    throw py::type_error(std::string("make_operator(\"") + captured_graph_kind +
+                         "\"): needs graph=<cudaGraph_t as an int>");
+  }
+  const auto handle = reinterpret_cast<cudaGraph_t>(kwargs["graph"].cast<std::uintptr_t>());
+  PyDict_DelItemString(kwargs.ptr(), "graph");
+  ops::graph_ports ports{take_graph_ports(kwargs, "inputs"), take_graph_ports(kwargs, "outputs")};
+  return std::make_shared<ops::captured_graph>(handle, std::move(ports));
+}
+
 const std::map<std::string, operator_factory>& factories() {
   static const std::map<std::string, operator_factory> table{
       {"ops.copy", [](py::dict&) { return std::make_shared<ops::copy>(); }},
       {"ops.affine", [](py::dict&) { return std::make_shared<ops::affine>(); }},
       {"ops.square", [](py::dict&) { return std::make_shared<ops::square>(); }},
       {"ops.sum_reduce", [](py::dict&) { return std::make_shared<ops::sum_reduce>(); }},
+      {captured_graph_kind, make_captured_graph},
       {"ops.external_source",
        [](py::dict& kw) {
          const auto [memory, bytes] = take_memory(kw, "ops.external_source");

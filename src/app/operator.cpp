@@ -99,7 +99,7 @@ void OperatorSpec::add_port(std::string name, port_direction d, std::size_t byte
     throw composition_error("operator '" + _operator_name + "': port '" + name +
                             "' is declared twice");
   }
-  _ports.push_back(port_spec{std::move(name), d, bytes, external, nullptr, image});
+  _ports.push_back(port_spec{std::move(name), d, bytes, external, nullptr, image, {}});
 }
 
 const port_spec* OperatorSpec::find_port(std::string_view name) const noexcept {
@@ -164,8 +164,13 @@ Operator::~Operator() = default;
 // ------------------------------------------------------------------------------
 
 CaptureContext::CaptureContext(const Operator& op, cudaStream_t stream, loop_state* loop,
-                               bool capturing, bool programmatic) noexcept
-    : _op(op), _stream(stream), _loop(loop), _capturing(capturing), _programmatic(programmatic) {}
+                               bool capturing, bool programmatic, graph_kind target) noexcept
+    : _op(op),
+      _stream(stream),
+      _loop(loop),
+      _capturing(capturing),
+      _programmatic(programmatic),
+      _target(target) {}
 
 const std::string& CaptureContext::operator_name() const noexcept { return _op.name(); }
 

@@ -56,13 +56,14 @@ void graph::write_dot(const std::string& path, std::string_view note) const {
   if (!out) throw std::runtime_error("graph::write_dot: cannot write the note into " + path);
 }
 
-graph capture_graph(stream_view s, const std::function<void(stream_view)>& record) {
+graph capture_graph(stream_view s, const std::function<void(stream_view)>& record,
+                    cudaStreamCaptureMode mode) {
   if (s.get() == nullptr || s.get() == cudaStreamLegacy) {
     throw std::invalid_argument(
         "capture_graph: the legacy default stream cannot be captured; capture on an explicit "
         "stream");
   }
-  RESIDENT_CUDA_TRY(cudaStreamBeginCapture(s.get(), cudaStreamCaptureModeThreadLocal));
+  RESIDENT_CUDA_TRY(cudaStreamBeginCapture(s.get(), mode));
   try {
     record(s);
   } catch (...) {
@@ -120,6 +121,34 @@ const char* node_type_name(cudaGraphNodeType type) noexcept {
     default:
       return "unknown";
   }
+}
+
+bool graph_kind_allows(graph_kind kind, cudaGraphNodeType type) noexcept {
+  switch (kind) {
+    case graph_kind::host_launched:
+      return true;
+    case graph_kind::conditional_body:
+      return type == cudaGraphNodeTypeKernel || type == cudaGraphNodeTypeMemcpy ||
+             type == cudaGraphNodeTypeMemset || type == cudaGraphNodeTypeEmpty ||
+             type == cudaGraphNodeTypeGraph || type == cudaGraphNodeTypeConditional;
+    case graph_kind::device_launched:
+      return type == cudaGraphNodeTypeKernel || type == cudaGraphNodeTypeMemcpy ||
+             type == cudaGraphNodeTypeMemset || type == cudaGraphNodeTypeGraph;
+  }
+  return false;
+}
+
+const char* allowed_node_types_text(graph_kind kind) noexcept {
+  switch (kind) {
+    case graph_kind::host_launched:
+      return "a graph the host launches may hold any node type";
+    case graph_kind::conditional_body:
+      return "a conditional node's body may hold only kernel, memcpy, memset, empty, child-graph "
+             "and conditional nodes";
+    case graph_kind::device_launched:
+      return "a device-launchable graph may hold only kernel, memcpy, memset and child-graph nodes";
+  }
+  return "unknown graph kind";
 }
 
 graph_exec::graph_exec(cudaGraph_t g, unsigned long long flags) {

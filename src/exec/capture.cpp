@@ -34,6 +34,16 @@ struct interrupted_capture {
   bool graph_lost;
 };
 
+bool is_composition_error(const std::exception_ptr& error) {
+  try {
+    std::rethrow_exception(error);
+  } catch (const composition_error&) {
+    return true;
+  } catch (...) {
+    return false;
+  }
+}
+
 std::string message_of(const std::exception_ptr& error) {
   try {
     std::rethrow_exception(error);
@@ -90,20 +100,24 @@ std::vector<cudaGraphNode_t> capture_into(cudaGraph_t g, const std::vector<cudaG
 
 captured capture_operators(cudaGraph_t g, std::vector<cudaGraphNode_t> deps,
                            const std::vector<Operator*>& ops, cudaStream_t s, loop_state* loop,
-                           std::string_view mode) {
+                           std::string_view mode, graph_kind target) {
   captured result;
   result.frontier = std::move(deps);
   for (const Operator* op : ops) {
     const auto before = graph_nodes(g);
     try {
       result.frontier = capture_into(g, result.frontier, s, [&] {
-        CaptureContext ctx(*op, s, loop, true);
+        CaptureContext ctx(*op, s, loop, true, false, target);
         const_cast<Operator*>(op)->compute(ctx);
       });
     } catch (const interrupted_capture& c) {
-      throw capture_failure("operator '" + op->name() + "' compute() failed while capturing for " +
-                                std::string(mode) + " mode: " + message_of(c.error),
-                            c.graph_lost);
+      const std::string what = "operator '" + op->name() +
+                               "' compute() failed while capturing for " + std::string(mode) +
+                               " mode: " + message_of(c.error);
+      // An operator that refuses this mode (e.g. ops::captured_graph holding a node the graph
+      // cannot) says so as a composition_error, as the node check below would.
+      if (!c.graph_lost && is_composition_error(c.error)) throw composition_error(what);
+      throw capture_failure(what, c.graph_lost);
     }
     for (cudaGraphNode_t n : graph_nodes(g)) {
       if (std::find(before.begin(), before.end(), n) == before.end()) {
@@ -172,21 +186,14 @@ void compute_eager(const std::vector<Operator*>& ops, cudaStream_t s, loop_state
 }
 
 const node_rules& device_launch_rules() {
-  static const node_rules rules{
-      {cudaGraphNodeTypeKernel, cudaGraphNodeTypeMemcpy, cudaGraphNodeTypeMemset,
-       cudaGraphNodeTypeGraph},
-      "a device-launchable graph may hold only kernel, memcpy, memset and child-graph nodes",
-      "run this application in while mode instead"};
+  static const node_rules rules{graph_kind::device_launched,
+                                "run this application in while mode instead"};
   return rules;
 }
 
 const node_rules& conditional_body_rules() {
-  static const node_rules rules{
-      {cudaGraphNodeTypeKernel, cudaGraphNodeTypeMemcpy, cudaGraphNodeTypeMemset,
-       cudaGraphNodeTypeEmpty, cudaGraphNodeTypeGraph, cudaGraphNodeTypeConditional},
-      "a conditional node's body may hold only kernel, memcpy, memset, empty, child-graph and "
-      "conditional nodes",
-      "run this application in eager mode instead"};
+  static const node_rules rules{graph_kind::conditional_body,
+                                "run this application in eager mode instead"};
   return rules;
 }
 
@@ -203,17 +210,15 @@ void check_nodes(cudaGraph_t g, cudaGraphNode_t top, const std::vector<node_owne
       RESIDENT_CUDA_TRY(cudaGraphChildGraphNodeGetGraph(n, &child));
       check_nodes(child, owner_key, owners, mode, where, rules);
     }
-    if (std::find(rules.allowed.begin(), rules.allowed.end(), type) != rules.allowed.end()) {
-      continue;
-    }
+    if (graph_kind_allows(rules.kind, type)) continue;
     const auto it = std::find_if(owners.begin(), owners.end(),
                                  [&](const node_owner& o) { return o.node == owner_key; });
     const std::string who =
         it != owners.end() ? "operator '" + it->op->name() + "'" : std::string("the framework");
     throw composition_error(std::string(mode) + " mode cannot hold " + who +
                             ": its captured work in " + std::string(where) + " contains a " +
-                            node_type_name(type) + " node, and " + std::string(rules.allowed_text) +
-                            "; " + std::string(rules.advice));
+                            node_type_name(type) + " node, and " +
+                            allowed_node_types_text(rules.kind) + "; " + std::string(rules.advice));
   }
 }
 

@@ -63,10 +63,13 @@ struct captured {
   std::vector<node_owner> owners;
 };
 
-/// Records `ops` (in order, serialized on `s`) into `g` after `deps`.
+/// Records `ops` (in order, serialized on `s`) into `g` after `deps`. `target`: what kind of
+/// graph `g` is (operators see it as CaptureContext::capture_target()). A composition_error that
+/// a compute() throws without breaking the capture (the operator refusing the mode) stays one.
 [[nodiscard]] captured capture_operators(cudaGraph_t g, std::vector<cudaGraphNode_t> deps,
                                          const std::vector<Operator*>& ops, cudaStream_t s,
-                                         loop_state* loop, std::string_view mode);
+                                         loop_state* loop, std::string_view mode,
+                                         graph_kind target);
 
 using kernel_launcher = void (*)(loop_state*, cudaStream_t);
 /// Records one framework kernel (controller, end marker, ...) into `g` after `deps`. When
@@ -88,8 +91,7 @@ void compute_eager(const std::vector<Operator*>& ops, cudaStream_t s, loop_state
 
 /// Which node types a mode's graphs may hold, and what to tell a user whose DAG needs more.
 struct node_rules {
-  std::vector<cudaGraphNodeType> allowed;
-  std::string_view allowed_text;
+  graph_kind kind;          // the node types: graph_kind_allows(kind, type)
   std::string_view advice;  // which mode can run such work instead
 };
 /// Device-launchable graphs (tail mode): kernel, memcpy, memset and child-graph nodes.

@@ -34,14 +34,15 @@ class host_graph_executor final : public host_driven_executor {
     res().config.has_if = 1;
     res().config.if_handle = if_handle;
 
-    const auto handler = capture_operators(_graph.get(), {}, plan().handler_order,
-                                           res().handler_stream.get(), loop(), "host-graph");
+    const auto handler =
+        capture_operators(_graph.get(), {}, plan().handler_order, res().handler_stream.get(),
+                          loop(), "host-graph", graph_kind::host_launched);
     const auto ctrl = capture_kernel(_graph.get(), handler.frontier, res().loop_stream.get(),
                                      launch_controller, loop());
     cudaGraph_t body = add_conditional(_graph.get(), ctrl, if_handle, cudaGraphCondTypeIf,
                                        options().partition.get());
     const auto dag = capture_operators(body, {}, plan().body_order, res().loop_stream.get(), loop(),
-                                       "host-graph");
+                                       "host-graph", graph_kind::conditional_body);
     (void)capture_kernel(body, dag.frontier, res().loop_stream.get(), launch_end_marker, loop());
     // The DAG sits in an IF body, whose node types are restricted like a WHILE body's.
     require_node_types(body, dag.owners, "host-graph", "the IF body (operator DAG)",

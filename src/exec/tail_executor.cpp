@@ -41,16 +41,18 @@ class tail_executor final : public resident_executor {
   tail_executor(Application& app, const run_options& options)
       : resident_executor(app, execution_mode::tail, options) {
     build_or_release(_main, [&] {
-      const auto handler = capture_operators(_main.get(), {}, plan().handler_order,
-                                             res().handler_stream.get(), loop(), "tail");
+      const auto handler =
+          capture_operators(_main.get(), {}, plan().handler_order, res().handler_stream.get(),
+                            loop(), "tail", graph_kind::device_launched);
       (void)capture_kernel(_main.get(), handler.frontier, res().loop_stream.get(),
                            launch_tail_dispatcher, loop());
       require_node_types(_main.get(), handler.owners, "tail", "graph M (data-ready handler)",
                          device_launch_rules());
     });
     build_or_release(_work, [&] {
-      const auto dag = capture_operators(_work.get(), {}, plan().body_order,
-                                         res().loop_stream.get(), loop(), "tail");
+      const auto dag =
+          capture_operators(_work.get(), {}, plan().body_order, res().loop_stream.get(), loop(),
+                            "tail", graph_kind::device_launched);
       (void)capture_kernel(_work.get(), dag.frontier, res().loop_stream.get(),
                            launch_tail_end_marker, loop());
       require_node_types(_work.get(), dag.owners, "tail", "graph W (operator DAG)",

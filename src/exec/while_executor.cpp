@@ -52,13 +52,14 @@ class while_executor final : public resident_executor {
     res().config.while_handle = while_handle;
     res().config.if_handle = if_handle;
 
-    const auto handler = capture_operators(body, {}, plan().handler_order,
-                                           res().handler_stream.get(), loop(), "while");
+    const auto handler =
+        capture_operators(body, {}, plan().handler_order, res().handler_stream.get(), loop(),
+                          "while", graph_kind::conditional_body);
     const auto ctrl =
         capture_kernel(body, handler.frontier, res().loop_stream.get(), launch_controller, loop());
     cudaGraph_t dag_body = add_conditional(body, ctrl, if_handle, cudaGraphCondTypeIf, part);
     const auto dag = capture_operators(dag_body, {}, plan().body_order, res().loop_stream.get(),
-                                       loop(), "while");
+                                       loop(), "while", graph_kind::conditional_body);
     (void)capture_kernel(dag_body, dag.frontier, res().loop_stream.get(), launch_end_marker,
                          loop());
     require_node_types(body, handler.owners, "while", "the WHILE body (data-ready handler)",

@@ -19,6 +19,7 @@
 
 #include "resident/app/loop.hpp"
 #include "resident/app/operator_spec.hpp"
+#include "resident/cuda/graph.hpp"
 
 namespace resident {
 
@@ -28,7 +29,7 @@ class Operator;
 class CaptureContext {
  public:
   CaptureContext(const Operator& op, cudaStream_t stream, loop_state* loop, bool capturing,
-                 bool programmatic = false) noexcept;
+                 bool programmatic = false, graph_kind target = graph_kind::host_launched) noexcept;
 
   [[nodiscard]] cudaStream_t stream() const noexcept { return _stream; }
   /// Device pointer of a port (input or output) by name; throws naming the operator and port.
@@ -44,6 +45,12 @@ class CaptureContext {
   [[nodiscard]] loop_state* loop() const noexcept { return _loop; }
   /// False in eager mode, where compute() runs every iteration instead of being captured.
   [[nodiscard]] bool capturing() const noexcept { return _capturing; }
+  /// While capturing: the kind of graph the work lands in, which decides the node types it may
+  /// hold. host-graph and while modes capture the DAG into a conditional node's body (and while
+  /// mode its handler too), tail mode into device-launched graphs; host-graph's handler and
+  /// direct_submission::capture go into a graph the host launches. An operator whose work a
+  /// kind cannot hold may refuse it here with a composition_error naming what it needs.
+  [[nodiscard]] graph_kind capture_target() const noexcept { return _target; }
   /// True when the caller asked for programmatic dependent launch (sm_90): an operator may then
   /// launch its kernels with cudaLaunchAttributeProgrammaticStreamSerialization, provided each
   /// such kernel waits (cudaGridDependencySynchronize) before it reads or writes any memory the
@@ -61,6 +68,7 @@ class CaptureContext {
   loop_state* _loop;
   bool _capturing;
   bool _programmatic;
+  graph_kind _target;
 };
 
 class Operator {

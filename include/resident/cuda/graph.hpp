@@ -4,6 +4,7 @@
 #include <cuda_runtime_api.h>
 
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <string>
 #include <string_view>
@@ -46,10 +47,25 @@ class graph {
 /// Human-readable node type ("kernel", "host", "conditional", ...).
 [[nodiscard]] const char* node_type_name(cudaGraphNodeType type) noexcept;
 
-/// Records what `record` enqueues on `s` into a new graph (stream capture, thread-local mode)
-/// instead of running it. `s` must not be the legacy default stream, which cannot be captured.
-/// When `record` throws, the capture is ended and its graph destroyed before rethrowing.
-[[nodiscard]] graph capture_graph(stream_view s, const std::function<void(stream_view)>& record);
+/// The kind of graph that captured work lands in, which decides the node types it may hold.
+enum class graph_kind : std::uint8_t {
+  host_launched,     // a graph the host launches: any node type
+  conditional_body,  // the body of an IF or WHILE node
+  device_launched,   // a graph launched from the device (cudaGraphInstantiateFlagDeviceLaunch)
+};
+/// Whether a graph of `kind` may hold a node of `type` (directly or in a child graph).
+[[nodiscard]] bool graph_kind_allows(graph_kind kind, cudaGraphNodeType type) noexcept;
+/// The rule as a sentence, for error messages: "a conditional node's body may hold only ...".
+[[nodiscard]] const char* allowed_node_types_text(graph_kind kind) noexcept;
+
+/// Records what `record` enqueues on `s` into a new graph (stream capture) instead of running
+/// it. `s` must not be the legacy default stream, which cannot be captured. `mode`: the
+/// thread-local default keeps other threads' CUDA calls out of the capture; relaxed also lets
+/// this thread make calls that are unsafe while capturing (cudaMalloc, ...), which libraries
+/// that set themselves up on first use make. When `record` throws, the capture is ended and its
+/// graph destroyed before rethrowing.
+[[nodiscard]] graph capture_graph(stream_view s, const std::function<void(stream_view)>& record,
+                                  cudaStreamCaptureMode mode = cudaStreamCaptureModeThreadLocal);
 
 /// What cudaGraphExecUpdate made of an attempt to update an executable graph in place.
 struct graph_update_result {
