@@ -7,3 +7,4 @@
 #include "resident/app/operator_spec.hpp"
 #include "resident/app/parameters.hpp"
 #include "resident/app/plan.hpp"
+#include "resident/app/stream_plan.hpp"

@@ -298,7 +298,12 @@ void bind_application(py::module_& m) {
       .def("register_data_ready_handler", &Application::register_data_ready_handler,
            py::arg("handler"))
       .def("_plan_summary", &plan_summary)
-      .def("to_dot", &Application::to_dot)
+      .def(
+          "to_dot",
+          [](Application& app, const std::string& capture) {
+            return app.to_dot(parse_capture_order(capture));
+          },
+          py::arg("capture") = "chain")
       .def("find_operator",
            [](const Application& app, const std::string& name) {
              for (const auto& op : app.operators()) {

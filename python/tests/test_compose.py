@@ -76,6 +76,23 @@ def test_dot_names_every_operator():
     assert '"affine" -> "square"' in dot
 
 
+def test_dot_says_which_capture_order():
+    class Fork(resident.Application):
+        def compose(self):
+            src = self.make_operator("ops.external_source", "src", bytes=4 * ELEMENTS)
+            aff = self.make_operator("ops.affine", "affine", elements=ELEMENTS)
+            sq = self.make_operator("ops.square", "square", elements=ELEMENTS)
+            self.add_flow(src, aff)
+            self.add_flow(src, sq)
+
+    assert "on one stream" in Fork("fork").to_dot()
+    forked = Fork("fork").to_dot(capture="forked")
+    assert "forked stream" in forked
+    assert '"#3 square (s1)"' in forked
+    with pytest.raises(ValueError, match="capture order 'sideways'"):
+        Fork("fork").to_dot(capture="sideways")
+
+
 def test_bad_flow_names_both_ports():
     with pytest.raises(resident.CompositionError) as info:
         Chain(ports={"outt": "in"}).plan()

@@ -13,7 +13,8 @@ def test_modes_and_policies():
 
 
 def test_run_options_names():
-    for name in ("policy", "poll_ns", "idle_sleep_ns", "telemetry_samples", "stall_timeout_ms"):
+    for name in ("policy", "poll_ns", "idle_sleep_ns", "telemetry_samples", "stall_timeout_ms",
+                 "capture"):
         assert name in resident.run_options()
 
 
@@ -36,6 +37,8 @@ def test_unknown_mode_and_policy_are_value_errors():
         Handled().run("whiel")
     with pytest.raises(ValueError, match="everything"):
         Handled().run("while", policy="everything")
+    with pytest.raises(ValueError, match="capture order 'sideways'"):
+        Handled().run("while", capture="sideways")
 
 
 def test_resident_mode_without_handler_is_a_composition_error():

@@ -200,6 +200,25 @@ void bind_in_place_outputs(dag_plan& plan, const Operator& op, const std::vector
   }
 }
 
+// For each operator of `order`, the positions in `order` of the operators feeding it.
+std::vector<std::vector<std::size_t>> producers_in_order(const std::vector<Operator*>& order,
+                                                         const std::vector<flow>& flows) {
+  std::unordered_map<const Operator*, std::size_t> position;
+  for (std::size_t i = 0; i < order.size(); ++i) position[order[i]] = i;
+  std::vector<std::vector<std::size_t>> producers(order.size());
+  for (const auto& f : flows) {
+    const auto s = position.find(f.src);
+    const auto d = position.find(f.dst);
+    if (s == position.end() || d == position.end()) continue;  // crosses the handler boundary
+    producers[d->second].push_back(s->second);
+  }
+  for (auto& p : producers) {
+    std::sort(p.begin(), p.end());
+    p.erase(std::unique(p.begin(), p.end()), p.end());
+  }
+  return producers;
+}
+
 }  // namespace
 
 dag_plan build_plan(const std::vector<Operator*>& operators, const std::vector<flow>& flows,
@@ -246,6 +265,8 @@ dag_plan build_plan(const std::vector<Operator*>& operators, const std::vector<f
     if (!leftover.empty()) report_cycle(leftover, flows);
     (list == &handler_list ? plan.handler_order : plan.body_order) = std::move(order);
   }
+
+  plan.body_producers = producers_in_order(plan.body_order, flows);
 
   for (const Operator* op : operators) {
     for (const auto& p : op->spec().ports()) {

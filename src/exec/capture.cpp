@@ -98,39 +98,90 @@ std::vector<cudaGraphNode_t> capture_into(cudaGraph_t g, const std::vector<cudaG
 
 }  // namespace
 
+namespace {
+
+// Captures one operator's compute() on `s` into `g` after `deps`; returns its frontier and files
+// the nodes it added under its name.
+std::vector<cudaGraphNode_t> capture_operator(cudaGraph_t g,
+                                              const std::vector<cudaGraphNode_t>& deps,
+                                              Operator& op, cudaStream_t s, loop_state* loop,
+                                              std::string_view mode, graph_kind target,
+                                              std::vector<node_owner>& owners) {
+  const auto before = graph_nodes(g);
+  std::vector<cudaGraphNode_t> frontier;
+  try {
+    frontier = capture_into(g, deps, s, [&] {
+      CaptureContext ctx(op, s, loop, true, false, target);
+      op.compute(ctx);
+    });
+  } catch (const interrupted_capture& c) {
+    const std::string what = "operator '" + op.name() + "' compute() failed while capturing for " +
+                             std::string(mode) + " mode: " + message_of(c.error);
+    // An operator that refuses this mode (e.g. ops::captured_graph holding a node the graph
+    // cannot) says so as a composition_error, as the node check would.
+    if (!c.graph_lost && is_composition_error(c.error)) throw composition_error(what);
+    throw capture_failure(what, c.graph_lost);
+  }
+  for (cudaGraphNode_t n : graph_nodes(g)) {
+    if (std::find(before.begin(), before.end(), n) == before.end()) owners.push_back({n, &op});
+  }
+  return frontier;
+}
+
+// Appends the nodes of `more` that `into` lacks (a capture's dependencies must be distinct).
+void add_unique(std::vector<cudaGraphNode_t>& into, const std::vector<cudaGraphNode_t>& more) {
+  for (cudaGraphNode_t n : more) {
+    if (std::find(into.begin(), into.end(), n) == into.end()) into.push_back(n);
+  }
+}
+
+}  // namespace
+
 captured capture_operators(cudaGraph_t g, std::vector<cudaGraphNode_t> deps,
                            const std::vector<Operator*>& ops, cudaStream_t s, loop_state* loop,
                            std::string_view mode, graph_kind target) {
   captured result;
   result.frontier = std::move(deps);
-  for (const Operator* op : ops) {
-    const auto before = graph_nodes(g);
-    try {
-      result.frontier = capture_into(g, result.frontier, s, [&] {
-        CaptureContext ctx(*op, s, loop, true, false, target);
-        const_cast<Operator*>(op)->compute(ctx);
-      });
-    } catch (const interrupted_capture& c) {
-      const std::string what = "operator '" + op->name() +
-                               "' compute() failed while capturing for " + std::string(mode) +
-                               " mode: " + message_of(c.error);
-      // An operator that refuses this mode (e.g. ops::captured_graph holding a node the graph
-      // cannot) says so as a composition_error, as the node check below would.
-      if (!c.graph_lost && is_composition_error(c.error)) throw composition_error(what);
-      throw capture_failure(what, c.graph_lost);
-    }
-    for (cudaGraphNode_t n : graph_nodes(g)) {
-      if (std::find(before.begin(), before.end(), n) == before.end()) {
-        result.owners.push_back({n, op});
-      }
-    }
+  for (Operator* op : ops) {
+    result.frontier =
+        capture_operator(g, result.frontier, *op, s, loop, mode, target, result.owners);
   }
+  return result;
+}
+
+captured capture_operators(cudaGraph_t g, std::vector<cudaGraphNode_t> deps,
+                           const std::vector<Operator*>& ops, const stream_plan& plan,
+                           const std::vector<cudaStream_t>& streams, loop_state* loop,
+                           std::string_view mode, graph_kind target) {
+  if (plan.steps.size() != ops.size() || streams.size() < plan.streams) {
+    throw std::logic_error("capture_operators: the stream plan covers " +
+                           std::to_string(plan.steps.size()) + " operators on " +
+                           std::to_string(plan.streams) + " streams; given " +
+                           std::to_string(ops.size()) + " operators and " +
+                           std::to_string(streams.size()) + " streams");
+  }
+  captured result;
+  // Every stream begins where the DAG begins; each operator goes after its stream's last node
+  // and the last nodes of the operators it waits for (what an event fork/join would record).
+  std::vector<std::vector<cudaGraphNode_t>> stream_frontier(plan.streams, deps);
+  std::vector<std::vector<cudaGraphNode_t>> op_frontier(ops.size());
+  for (std::size_t i = 0; i < ops.size(); ++i) {
+    const stream_step& step = plan.steps[i];
+    std::vector<cudaGraphNode_t> after = stream_frontier[step.stream];
+    for (const std::size_t w : step.waits) add_unique(after, op_frontier[w]);
+    op_frontier[i] =
+        capture_operator(g, after, *ops[i], streams[step.stream], loop, mode, target, result.owners);
+    stream_frontier[step.stream] = op_frontier[i];
+  }
+  result.frontier = std::move(stream_frontier[0]);
+  for (const std::size_t j : plan.join) add_unique(result.frontier, op_frontier[j]);
+  result.joined = !plan.join.empty();
   return result;
 }
 
 std::vector<cudaGraphNode_t> capture_kernel(cudaGraph_t g, const std::vector<cudaGraphNode_t>& deps,
                                             cudaStream_t s, kernel_launcher launch,
-                                            loop_state* loop) {
+                                            loop_state* loop, bool programmatic) {
   std::vector<cudaGraphNode_t> nodes;
   try {
     nodes = capture_into(g, deps, s, [&] { launch(loop, s); });
@@ -142,18 +193,18 @@ std::vector<cudaGraphNode_t> capture_kernel(cudaGraph_t g, const std::vector<cud
   // the framework kernel is scheduled while its predecessors run and waits on the device
   // (device::wait_for_previous_kernels), which takes most of a node launch off each iteration (0.45 µs of
   // 1.18 µs measured by bench/probes/loop_probe on the H200).
-  if (nodes.size() != 1 || deps.empty()) return nodes;
+  if (!programmatic || nodes.size() != 1 || deps.empty()) return nodes;
   for (cudaGraphNode_t d : deps) {
     cudaGraphNodeType type{};
     RESIDENT_CUDA_TRY(cudaGraphNodeGetType(d, &type));
     if (type != cudaGraphNodeTypeKernel) return nodes;
   }
-  cudaGraphEdgeData programmatic{};
-  programmatic.from_port = cudaGraphKernelNodePortProgrammatic;
-  programmatic.type = cudaGraphDependencyTypeProgrammatic;
+  cudaGraphEdgeData edge{};
+  edge.from_port = cudaGraphKernelNodePortProgrammatic;
+  edge.type = cudaGraphDependencyTypeProgrammatic;
   for (cudaGraphNode_t d : deps) {
     RESIDENT_CUDA_TRY(cudaGraphRemoveDependencies(g, &d, &nodes[0], nullptr, 1));
-    RESIDENT_CUDA_TRY(cudaGraphAddDependencies(g, &d, &nodes[0], &programmatic, 1));
+    RESIDENT_CUDA_TRY(cudaGraphAddDependencies(g, &d, &nodes[0], &edge, 1));
   }
   return nodes;
 }
@@ -183,6 +234,57 @@ void compute_eager(const std::vector<Operator*>& ops, cudaStream_t s, loop_state
                             "' compute() failed in eager mode: " + e.what());
     }
   }
+}
+
+void compute_eager(const std::vector<Operator*>& ops, const stream_plan& plan,
+                   const std::vector<cudaStream_t>& streams, const std::vector<cudaEvent_t>& events,
+                   loop_state* loop) {
+  // The fork/join calls name the operator and its stream; compute() failures read as in a chain.
+  const auto on_stream = [&](std::size_t i, const char* what) {
+    return "eager mode: " + std::string(what) + " operator '" + ops[i]->name() + "' on stream " +
+           std::to_string(plan.steps[i].stream) + " of the forked capture failed: ";
+  };
+  for (std::size_t i = 0; i < ops.size(); ++i) {
+    const stream_step& step = plan.steps[i];
+    const cudaStream_t s = streams[step.stream];
+    try {
+      for (const std::size_t w : step.waits) {
+        RESIDENT_CUDA_TRY(cudaStreamWaitEvent(s, events[w], 0));
+      }
+    } catch (const std::exception& e) {
+      throw execution_error(on_stream(i, "joining the producers of") + e.what());
+    }
+    try {
+      CaptureContext ctx(*ops[i], s, loop, false);
+      ops[i]->compute(ctx);
+    } catch (const std::exception& e) {
+      throw execution_error("operator '" + ops[i]->name() +
+                            "' compute() failed in eager mode: " + e.what());
+    }
+    try {
+      if (step.signals) RESIDENT_CUDA_TRY(cudaEventRecord(events[i], s));
+    } catch (const std::exception& e) {
+      throw execution_error(on_stream(i, "recording the completion of") + e.what());
+    }
+  }
+  for (const std::size_t j : plan.join) {
+    try {
+      RESIDENT_CUDA_TRY(cudaStreamWaitEvent(streams[0], events[j], 0));
+    } catch (const std::exception& e) {
+      throw execution_error(on_stream(j, "joining stream 0 to") + e.what());
+    }
+  }
+}
+
+const char* capture_order_note(capture_order order) noexcept {
+  if (order == capture_order::forked) {
+    return "resident captured the operators in topological order, each independent branch on a "
+           "forked stream:\nbranches overlap; an egress commits when its own branch is done, and "
+           "every branch joins\nbefore the end marker (run_options::capture = forked).";
+  }
+  return "resident captured the operators in topological order on one stream: the DAG's "
+         "branches\nrun one after another, never overlapping (run_options::capture = chain, "
+         "chosen for\npredictable timing).";
 }
 
 const node_rules& device_launch_rules() {

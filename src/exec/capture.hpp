@@ -1,7 +1,8 @@
 #pragma once
 // The capture step every mode shares: operators' compute() recorded into a graph in
-// topological order (one capture per operator, so each node is attributed to its operator),
-// single framework kernels, conditional nodes, and the device-launch node check.
+// topological order (one capture per operator, so each node is attributed to its operator), as
+// one chain or as forked branches (stream_plan), single framework kernels, conditional nodes,
+// and the device-launch node check.
 
 #include <cuda_runtime_api.h>
 
@@ -11,6 +12,7 @@
 
 #include "resident/app/error.hpp"
 #include "resident/app/loop.hpp"
+#include "resident/app/stream_plan.hpp"
 #include "resident/cuda/graph.hpp"
 
 namespace resident {
@@ -35,11 +37,8 @@ class capture_failure : public execution_error {
   bool _graph_lost;
 };
 
-/// How every mode captures the operator DAG, for DOT dumps: one stream, topological order.
-[[nodiscard]] inline const char* capture_order_note() noexcept {
-  return "resident captures the operators in topological order on one stream: the DAG's "
-         "branches\nrun one after another, never overlapping (chosen for predictable timing).";
-}
+/// How the operator DAG was captured, for DOT dumps (a comment in the graph's file).
+[[nodiscard]] const char* capture_order_note(capture_order order) noexcept;
 
 /// Runs `build`; on a capture failure that lost a graph, releases `root` (leaking the tree
 /// rather than destroying freed memory) before rethrowing.
@@ -61,6 +60,9 @@ struct node_owner {
 struct captured {
   std::vector<cudaGraphNode_t> frontier;  // what the next node must depend on
   std::vector<node_owner> owners;
+  /// The frontier joins several streams of a forked capture (the end marker then waits for
+  /// every branch with full edges; see capture_kernel).
+  bool joined{false};
 };
 
 /// Records `ops` (in order, serialized on `s`) into `g` after `deps`. `target`: what kind of
@@ -71,14 +73,31 @@ struct captured {
                                          loop_state* loop, std::string_view mode,
                                          graph_kind target);
 
+/// Records the operator DAG `ops` (body order) into `g` after `deps`, each operator captured on
+/// `streams[plan.steps[i].stream]` after the previous operator of its stream and the operators
+/// it waits for: the graph has the edges that an event fork/join between those streams would
+/// give. The frontier is stream 0's last node and the nodes of plan.join.
+[[nodiscard]] captured capture_operators(cudaGraph_t g, std::vector<cudaGraphNode_t> deps,
+                                         const std::vector<Operator*>& ops, const stream_plan& plan,
+                                         const std::vector<cudaStream_t>& streams, loop_state* loop,
+                                         std::string_view mode, graph_kind target);
+
 using kernel_launcher = void (*)(loop_state*, cudaStream_t);
 /// Records one framework kernel (controller, end marker, ...) into `g` after `deps`. When
-/// every node of `deps` is a kernel, the edges are programmatic (the kernel waits for them on
-/// the device: device::wait_for_previous_kernels).
+/// every node of `deps` is a kernel and `programmatic` allows it, the edges are programmatic
+/// (the kernel waits for them on the device: device::wait_for_previous_kernels).
 [[nodiscard]] std::vector<cudaGraphNode_t> capture_kernel(cudaGraph_t g,
                                                           const std::vector<cudaGraphNode_t>& deps,
                                                           cudaStream_t s, kernel_launcher launch,
-                                                          loop_state* loop);
+                                                          loop_state* loop,
+                                                          bool programmatic = true);
+/// The end marker after a captured DAG: programmatic edges unless it joins forked branches.
+/// A kernel joined to several branches by programmatic edges is not something the loop relies
+/// on; the join keeps full edges (costing the ~0.45 us a programmatic edge saves).
+[[nodiscard]] inline std::vector<cudaGraphNode_t> capture_end_marker(
+    cudaGraph_t g, const captured& dag, cudaStream_t s, kernel_launcher launch, loop_state* loop) {
+  return capture_kernel(g, dag.frontier, s, launch, loop, !dag.joined);
+}
 
 /// Adds a conditional node (IF or WHILE) controlled by `handle` after `deps`; returns its body.
 [[nodiscard]] cudaGraph_t add_conditional(cudaGraph_t g, const std::vector<cudaGraphNode_t>& deps,
@@ -88,6 +107,14 @@ using kernel_launcher = void (*)(loop_state*, cudaStream_t);
 
 /// Eager mode: runs each operator's compute() directly on `s` (no capture).
 void compute_eager(const std::vector<Operator*>& ops, cudaStream_t s, loop_state* loop);
+/// Eager mode, the operator DAG: each operator's compute() on `streams[plan.steps[i].stream]`,
+/// after waiting for the events of the operators it waits for; `events[i]` (non-null where
+/// plan.steps[i].signals) is recorded after operator i. Stream 0 then waits for plan.join, so
+/// work enqueued on it afterwards follows every branch. Every stream must already be ordered
+/// after the iteration's controller (the caller synchronized with it). Allocates nothing.
+void compute_eager(const std::vector<Operator*>& ops, const stream_plan& plan,
+                   const std::vector<cudaStream_t>& streams, const std::vector<cudaEvent_t>& events,
+                   loop_state* loop);
 
 /// Which node types a mode's graphs may hold, and what to tell a user whose DAG needs more.
 struct node_rules {

@@ -1,5 +1,7 @@
 // eager mode: the host thread launches every operator's work itself, every iteration, and
-// decides on the host whether the DAG runs (reading the controller's verdict back).
+// decides on the host whether the DAG runs (reading the controller's verdict back). With
+// run_options::capture = forked the DAG's branches go on their own streams, joined by events
+// made at construction (an iteration allocates nothing).
 
 #include "exec/capture.hpp"
 #include "exec/loop_executor.hpp"
@@ -7,6 +9,8 @@
 #include "exec/modes.hpp"
 #include "resident/cuda/buffers.hpp"
 #include "resident/cuda/error.hpp"
+#include "resident/cuda/event.hpp"
+#include "resident/partition/green_context.hpp"
 
 namespace resident::detail {
 
@@ -15,7 +19,17 @@ namespace {
 class eager_executor final : public host_driven_executor {
  public:
   eager_executor(Application& app, const run_options& options)
-      : host_driven_executor(app, execution_mode::eager, options) {}
+      : host_driven_executor(app, execution_mode::eager, options) {
+    // One event per operator another stream waits for, made in the loop's partition (if any),
+    // the context its streams belong to.
+    const partition::green_context::current_scope in_partition(options.partition.get());
+    _branches->handles.assign(plan().body_order.size(), nullptr);
+    for (std::size_t i = 0; i < streams().steps.size(); ++i) {
+      if (!streams().steps[i].signals) continue;
+      _branches->events.emplace_back();
+      _branches->handles[i] = _branches->events.back().get();
+    }
+  }
 
   void write_dot(const std::string& path) const override {
     (void)path;
@@ -25,10 +39,17 @@ class eager_executor final : public host_driven_executor {
   }
 
  private:
+  // The events that join the DAG's branches (none for a chain); shared with the loop thread.
+  struct branch_events {
+    std::vector<event> events;
+    std::vector<cudaEvent_t> handles;  // by operator: its event, or null when none waits for it
+  };
+
   iteration_fn make_iteration() override {
     // Shared state only: the thread may outlive the executor (see host_driven_executor).
-    return [res = shared_res(), released = _released, handler_order = plan().handler_order,
-            body_order = plan().body_order] {
+    return [res = shared_res(), released = _released, branches = _branches,
+            handler_order = plan().handler_order, body_order = plan().body_order,
+            streams = streams(), dag_streams = shared_res()->dag_streams()] {
       const cudaStream_t s = res->loop_stream.get();
       loop_state* loop = res->state();
       compute_eager(handler_order, s, loop);
@@ -37,7 +58,9 @@ class eager_executor final : public host_driven_executor {
                                         cudaMemcpyDeviceToHost, s));
       res->loop_stream.synchronize();
       if (*released->data_as<std::uint32_t>() == 0) return false;
-      compute_eager(body_order, s, loop);
+      // The synchronization above orders every branch stream after the controller, and the
+      // previous iteration's branches joined stream 0 before its end marker.
+      compute_eager(body_order, streams, dag_streams, branches->handles, loop);
       launch_end_marker(loop, s);
       res->loop_stream.synchronize();
       return true;
@@ -46,6 +69,7 @@ class eager_executor final : public host_driven_executor {
 
   // The controller's verdict, read back every iteration.
   std::shared_ptr<pinned_buffer> _released = std::make_shared<pinned_buffer>(sizeof(std::uint32_t));
+  std::shared_ptr<branch_events> _branches = std::make_shared<branch_events>();
 };
 
 }  // namespace

@@ -62,6 +62,10 @@ void run_options::validate() const {
     throw std::invalid_argument("run_options: policy holds an unknown value " +
                                 to_string(static_cast<unsigned>(policy)));
   }
+  if (capture != capture_order::chain && capture != capture_order::forked) {
+    throw std::invalid_argument("run_options: capture holds an unknown value " +
+                                to_string(static_cast<unsigned>(capture)));
+  }
   if (device < 0) throw std::invalid_argument("run_options: device must be >= 0");
   if (partition && partition->device() != device) {
     throw std::invalid_argument("run_options: the partition belongs to device " +

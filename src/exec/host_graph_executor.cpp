@@ -24,7 +24,7 @@ class host_graph_executor final : public host_driven_executor {
   }
 
   void write_dot(const std::string& path) const override {
-    _graph.write_dot(path, capture_order_note());
+    _graph.write_dot(path, capture_order_note(options().capture));
   }
 
  private:
@@ -41,9 +41,10 @@ class host_graph_executor final : public host_driven_executor {
                                      launch_controller, loop());
     cudaGraph_t body = add_conditional(_graph.get(), ctrl, if_handle, cudaGraphCondTypeIf,
                                        options().partition.get());
-    const auto dag = capture_operators(body, {}, plan().body_order, res().loop_stream.get(), loop(),
-                                       "host-graph", graph_kind::conditional_body);
-    (void)capture_kernel(body, dag.frontier, res().loop_stream.get(), launch_end_marker, loop());
+    const auto dag = capture_operators(body, {}, plan().body_order, streams(), res().dag_streams(),
+                                       loop(), "host-graph",
+                                       graph_kind::conditional_body);
+    (void)capture_end_marker(body, dag, res().loop_stream.get(), launch_end_marker, loop());
     // The DAG sits in an IF body, whose node types are restricted like a WHILE body's.
     require_node_types(body, dag.owners, "host-graph", "the IF body (operator DAG)",
                        conditional_body_rules());

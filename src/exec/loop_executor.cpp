@@ -33,7 +33,7 @@ void wait_for_drain_copy(cudaStream_t s, const char* what) {
 }  // namespace
 
 loop_resources::loop_resources(const Application& app, execution_mode mode,
-                               const run_options& options)
+                               const run_options& options, std::size_t streams)
     : control_mem(sizeof(loop_control)), state_mem(sizeof(loop_state)) {
   const bool resident = is_resident(mode);
   config.policy = options.policy;
@@ -86,6 +86,13 @@ loop_resources::loop_resources(const Application& app, execution_mode mode,
     loop_stream = stream(options.stream_priority);
     handler_stream = stream(options.stream_priority);
   }
+  // Branch streams are made like the loop stream: a forked capture's kernels belong to the same
+  // partition, and eager mode launches them with the same priority.
+  for (std::size_t i = 1; i < streams; ++i) {
+    branch_streams.push_back(options.partition
+                                 ? options.partition->make_stream(options.stream_priority)
+                                 : stream(options.stream_priority));
+  }
   if (options.telemetry_samples > 0) {
     // Sized to hold every entry asked for (up to 2^20): then the supervisor never needs to
     // drain while the loop runs, and no CUDA call from another thread competes with it.
@@ -97,6 +104,12 @@ loop_resources::loop_resources(const Application& app, execution_mode mode,
     config.ring = ring_mem.data_as<telemetry_entry>();
     config.ring_capacity = ring_entries;
   }
+}
+
+std::vector<cudaStream_t> loop_resources::dag_streams() const {
+  std::vector<cudaStream_t> out{loop_stream.get()};
+  for (const auto& s : branch_streams) out.push_back(s.get());
+  return out;
 }
 
 void loop_resources::upload_config(std::uint64_t start) {
@@ -114,9 +127,10 @@ loop_executor::loop_executor(Application& app, execution_mode mode, const run_op
   // make_executor checked the application on the CPU (plan, handler); it holds the run's device current while the executor is built.
   app.materialize(options.device);
   _plan = app.plan();
+  _streams = plan_streams(_plan.body_producers, options.capture);
   _handler = app.handler();
   _lifetime = std::make_shared<const app_lifetime>(app_lifetime{app.operators(), app.port_memory()});
-  _res = std::make_shared<loop_resources>(app, mode, options);
+  _res = std::make_shared<loop_resources>(app, mode, options, _streams.streams);
   _telemetry.reserve(options.telemetry_samples);
 }
 

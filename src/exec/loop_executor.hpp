@@ -23,7 +23,10 @@ namespace resident::detail {
 
 /// Memory and streams of one loop. Allocated before launch; nothing is allocated afterwards.
 struct loop_resources {
-  loop_resources(const Application& app, execution_mode mode, const run_options& options);
+  /// `streams`: how many streams the operator DAG is captured on (stream_plan::streams); the
+  /// loop stream is the first, the others are made like it.
+  loop_resources(const Application& app, execution_mode mode, const run_options& options,
+                 std::size_t streams);
 
   [[nodiscard]] loop_control* control() const noexcept {
     return control_mem.host_as<loop_control>();
@@ -32,12 +35,16 @@ struct loop_resources {
   /// Sets the starting sample and copies `config` to the device state (synchronously, before
   /// launch).
   void upload_config(std::uint64_t start_seq);
+  /// The streams of the operator DAG, by stream_plan index: the loop stream, then the branches.
+  [[nodiscard]] std::vector<cudaStream_t> dag_streams() const;
 
   host_mapped_buffer control_mem;
   device_buffer state_mem;
   stream loop_stream;
   stream handler_stream;  // the data-ready handler is captured on its own stream
   loop_state config{};    // host copy of the initial state
+  // Forked capture: streams 1.. of the stream plan (made like the loop stream).
+  std::vector<stream> branch_streams;
   std::uint64_t start_seq{0};
   // Telemetry (only when run_options::telemetry_samples > 0): the device ring, and what the
   // supervisor needs to drain it on a stream of its own.
@@ -77,6 +84,8 @@ class loop_executor : public Executor {
   [[nodiscard]] loop_resources& res() const noexcept { return *_res; }
   [[nodiscard]] const std::shared_ptr<loop_resources>& shared_res() const noexcept { return _res; }
   [[nodiscard]] const dag_plan& plan() const noexcept { return _plan; }
+  /// Where each DAG operator is captured (run_options::capture).
+  [[nodiscard]] const stream_plan& streams() const noexcept { return _streams; }
   [[nodiscard]] const data_ready_handler& handler() const noexcept { return _handler; }
   [[nodiscard]] const std::string& app_name() const noexcept { return _app_name; }
   [[nodiscard]] const run_options& options() const noexcept { return _options; }
@@ -94,6 +103,7 @@ class loop_executor : public Executor {
   run_options _options;
   std::string _app_name;
   dag_plan _plan;
+  stream_plan _streams;
   data_ready_handler _handler;
   std::shared_ptr<const app_lifetime> _lifetime;
   std::shared_ptr<loop_resources> _res;

@@ -50,11 +50,11 @@ class tail_executor final : public resident_executor {
                          device_launch_rules());
     });
     build_or_release(_work, [&] {
-      const auto dag =
-          capture_operators(_work.get(), {}, plan().body_order, res().loop_stream.get(), loop(),
-                            "tail", graph_kind::device_launched);
-      (void)capture_kernel(_work.get(), dag.frontier, res().loop_stream.get(),
-                           launch_tail_end_marker, loop());
+      const auto dag = capture_operators(_work.get(), {}, plan().body_order, streams(),
+                                         res().dag_streams(), loop(), "tail",
+                                       graph_kind::device_launched);
+      (void)capture_end_marker(_work.get(), dag, res().loop_stream.get(), launch_tail_end_marker,
+                               loop());
       require_node_types(_work.get(), dag.owners, "tail", "graph W (operator DAG)",
                          device_launch_rules());
     });
@@ -72,10 +72,10 @@ class tail_executor final : public resident_executor {
   ~tail_executor() override { stop_before_destruction(); }
 
   void write_dot(const std::string& path) const override {
-    _main.write_dot(path, capture_order_note());
+    _main.write_dot(path, capture_order_note(options().capture));
     std::filesystem::path work(path);
     work.replace_extension(".work.dot");
-    _work.write_dot(work.string(), capture_order_note());
+    _work.write_dot(work.string(), capture_order_note(options().capture));
   }
 
  protected:

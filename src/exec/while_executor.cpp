@@ -3,7 +3,7 @@
 //   root:  WHILE(while_handle) {
 //            handler operators          (captured on the handler stream)
 //            controller_kernel          (tear-down, sample policy, sets both predicates, δ sleep)
-//            IF(if_handle) { operator DAG in topological order; end_marker_kernel }
+//            IF(if_handle) { operator DAG (run_options::capture); end_marker_kernel }
 //          }
 
 #include "exec/capture.hpp"
@@ -30,7 +30,7 @@ class while_executor final : public resident_executor {
   ~while_executor() override { stop_before_destruction(); }
 
   void write_dot(const std::string& path) const override {
-    _root.write_dot(path, capture_order_note());
+    _root.write_dot(path, capture_order_note(options().capture));
   }
 
  protected:
@@ -58,10 +58,10 @@ class while_executor final : public resident_executor {
     const auto ctrl =
         capture_kernel(body, handler.frontier, res().loop_stream.get(), launch_controller, loop());
     cudaGraph_t dag_body = add_conditional(body, ctrl, if_handle, cudaGraphCondTypeIf, part);
-    const auto dag = capture_operators(dag_body, {}, plan().body_order, res().loop_stream.get(),
-                                       loop(), "while", graph_kind::conditional_body);
-    (void)capture_kernel(dag_body, dag.frontier, res().loop_stream.get(), launch_end_marker,
-                         loop());
+    const auto dag = capture_operators(dag_body, {}, plan().body_order, streams(),
+                                       res().dag_streams(), loop(), "while",
+                                       graph_kind::conditional_body);
+    (void)capture_end_marker(dag_body, dag, res().loop_stream.get(), launch_end_marker, loop());
     require_node_types(body, handler.owners, "while", "the WHILE body (data-ready handler)",
                        conditional_body_rules());
     require_node_types(dag_body, dag.owners, "while", "the IF body (operator DAG)",

@@ -92,6 +92,16 @@ __global__ void busy_wait_kernel(std::int64_t ns) {
   }
 }
 
+__global__ void slow_copy_kernel(const float* in, float* out, std::int64_t n, std::int64_t ns) {
+  if (threadIdx.x == 0) {
+    const std::uint64_t start = device::globaltimer_ns();
+    while (device::globaltimer_ns() - start < static_cast<std::uint64_t>(ns)) {
+    }
+  }
+  __syncthreads();  // no thread copies before the spin is over
+  for (std::int64_t i = threadIdx.x; i < n; i += blockDim.x) out[i] = in[i];
+}
+
 __global__ void hold_kernel(const std::uint32_t* word) {
   while (device::load_acquire_system(*word) != 0U) __nanosleep(1000);
 }
@@ -124,6 +134,20 @@ void busy_wait::setup(OperatorSpec& spec) {
 void busy_wait::compute(CaptureContext& ctx) {
   busy_wait_kernel<<<1, 1, 0, ctx.stream()>>>(_ns);
   RESIDENT_CUDA_CHECK_LAUNCH("busy_wait_kernel");
+}
+
+void slow_copy::setup(OperatorSpec& spec) {
+  _elements = spec.param<std::int64_t>("elements", 1024);
+  _ns = spec.param<std::int64_t>("ns", 1'000'000, "how long the copy waits first");
+  const auto bytes = static_cast<std::size_t>(_elements) * sizeof(float);
+  spec.device_input("in", bytes);
+  spec.device_output("out", bytes);
+}
+
+void slow_copy::compute(CaptureContext& ctx) {
+  slow_copy_kernel<<<1, 256, 0, ctx.stream()>>>(ctx.device_memory<const float>("in"),
+                                                ctx.device_memory<float>("out"), _elements, _ns);
+  RESIDENT_CUDA_CHECK_LAUNCH("slow_copy_kernel");
 }
 
 void hold_while_set::compute(CaptureContext& ctx) {

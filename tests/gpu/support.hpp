@@ -82,6 +82,18 @@ class busy_wait final : public Operator {
   std::int64_t _ns{};
 };
 
+/// out = in (fp32 vectors of `elements`), copied after one thread spun `ns` nanoseconds (param):
+/// a deliberately slow branch of a DAG. One block, so the rest of the GPU stays free.
+class slow_copy final : public Operator {
+ public:
+  void setup(OperatorSpec& spec) override;
+  void compute(CaptureContext& ctx) override;
+
+ private:
+  std::int64_t _elements{};
+  std::int64_t _ns{};
+};
+
 /// Spins on the GPU while the host-mapped word `*hold` is non-zero: a loop that hangs on cue.
 class hold_while_set final : public Operator {
  public:

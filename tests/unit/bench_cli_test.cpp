@@ -166,6 +166,23 @@ TEST(cli_run, the_configuration_is_checked_without_a_gpu) {
   EXPECT_THROW((void)check_run(s), std::invalid_argument);
 }
 
+TEST(cli_run, capture_flag_reaches_the_run_options_and_a_bad_order_is_named) {
+  CLI::App root;
+  run_settings s;
+  add_run_options(root, s);
+  ASSERT_EQ(parse_error(root, "run --mode host-graph --capture forked"), "");
+  EXPECT_EQ(check_run(s).options.capture, capture_order::forked);
+  run_settings plain;
+  EXPECT_EQ(check_run(plain).options.capture, capture_order::chain);  // the default
+  s.capture = "sideways";
+  try {
+    (void)check_run(s);
+    ADD_FAILURE() << "no error";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_STREQ(e.what(), "unknown capture order 'sideways'; capture orders: chain, forked");
+  }
+}
+
 TEST(cli_run, run_check_reports_a_typo_and_passes_a_good_file) {
   const temp_file bad("cli_test_run_bad.yaml", "affine:\n  scael: 3.0\n");
   CLI::App root;

@@ -48,6 +48,23 @@ TEST(to_dot, says_the_operators_are_captured_in_order_on_one_stream) {
                                       "branches do not overlap"));
 }
 
+TEST(to_dot, forked_says_so_and_labels_each_operator_with_its_stream) {
+  // rx (handler) -> {affine -> tx, square}: square forks stream 1.
+  test_app app([](test_app& t) {
+    auto rx = pipeline(t);
+    auto square = t.make_operator<ports_op>("square", std::vector{input("in", 4096)});
+    t.add_flow(rx, square);
+  });
+  const std::string dot = app.to_dot(capture_order::forked);
+  EXPECT_THAT(dot, HasSubstr("each independent branch on a forked stream (sN)"));
+  EXPECT_THAT(dot, Not(HasSubstr("on one stream")));
+  EXPECT_THAT(dot, HasSubstr("  \"affine\" [label=\"#2 affine (s0)\"];\n"));
+  EXPECT_THAT(dot, HasSubstr("  \"tx\" [label=\"#3 tx (s0)\"];\n"));
+  EXPECT_THAT(dot, HasSubstr("  \"square\" [label=\"#4 square (s1)\"];\n"));
+  // The default, chain, labels no streams.
+  EXPECT_THAT(app.to_dot(), HasSubstr("  \"square\" [label=\"#4 square\"];\n"));
+}
+
 TEST(to_dot, labels_edges_with_port_names_and_bytes) {
   test_app app(pipeline);
   const std::string dot = app.to_dot();

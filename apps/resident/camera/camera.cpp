@@ -238,6 +238,7 @@ camera_result run_camera(const camera_settings& s, const camera_mode& m,
   r.mode = m.name;
   run_options opts;
   opts.policy = o.policy;
+  opts.capture = o.capture;
   opts.poll_ns = is_resident(m.mode) ? o.poll_ns : 0;
   opts.on_loop_thread_start = o.on_loop_thread_start;
   opts.telemetry_samples = std::bit_ceil(std::max<std::uint64_t>(o.frames + 64, 1024));

@@ -72,6 +72,7 @@ struct camera_run_options {
   std::uint64_t frames{600};   // frames to process after the start
   std::filesystem::path dump;  // write first/last frames and a contact sheet here
   sample_policy policy{sample_policy::skip_duplicate};
+  capture_order capture{capture_order::chain};  // run_options::capture
   std::uint64_t poll_ns{2'000'000};  // the handler's in-kernel polling budget (resident modes)
   int sensor_cpu{-1};                // pin the sensor thread here
   /// Ask for SCHED_FIFO for the sensor thread (it inherits the policy of the thread that starts

@@ -171,6 +171,10 @@ CLI::App* add_run_options(CLI::App& root, run_settings& s) {
   app->add_option("config", s.config, "YAML file of operator parameters")->check(CLI::ExistingFile);
   app->add_option("--mode", s.mode, "eager, host-graph, while, tail or all")->capture_default_str();
   app->add_option("--policy", s.policy, "newest, every or skip-duplicate")->capture_default_str();
+  app->add_option("--capture", s.capture,
+                  "capture order of the operator DAG: chain (one stream) or forked (independent "
+                  "branches on forked streams)")
+      ->capture_default_str();
   app->add_option("--samples", s.samples, "samples the sensor releases per mode")
       ->check(whole_in(1, 100'000'000))
       ->capture_default_str();
@@ -213,6 +217,7 @@ checked_run check_run(const run_settings& s) {
     out.modes.push_back(parse_execution_mode(s.mode));
   }
   out.options.policy = parse_sample_policy(s.policy);
+  out.options.capture = parse_capture_order(s.capture);
   out.options.idle_sleep_ns = s.sleep_ns;
   out.options.poll_ns = s.poll_ns;
   out.options.validate();

@@ -20,6 +20,7 @@ struct run_settings {
   std::string config;
   std::string mode{"all"};
   std::string policy{"skip-duplicate"};
+  std::string capture{"chain"};  // run_options::capture: chain or forked
   std::int64_t samples{200};
   double rate_hz{1000.0};
   std::int64_t elements{4096};

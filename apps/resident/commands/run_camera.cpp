@@ -17,6 +17,7 @@ int run_camera_command(const run_settings& s) {
     modes.push_back(camera::parse_camera_mode(s.mode));
   }
   const sample_policy policy = parse_sample_policy(s.policy);
+  const capture_order capture = parse_capture_order(s.capture);
   if (s.check) {
     std::printf("resident run: %s and the options are valid\n", s.config.c_str());
     return 0;
@@ -38,6 +39,7 @@ int run_camera_command(const run_settings& s) {
     o.frames = static_cast<std::uint64_t>(s.frames);
     o.dump = s.dump;
     o.policy = policy;
+    o.capture = capture;
     o.sensor_cpu = s.sensor_cpu;
     if (s.poll_ns > 0) o.poll_ns = s.poll_ns;
     const camera::camera_result r = camera::run_camera(settings, m, o, photo);

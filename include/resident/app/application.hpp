@@ -32,6 +32,7 @@
 #include "resident/app/loop.hpp"
 #include "resident/app/operator.hpp"
 #include "resident/app/plan.hpp"
+#include "resident/app/stream_plan.hpp"
 
 namespace resident {
 
@@ -104,8 +105,9 @@ class Application {
   }
   [[nodiscard]] std::shared_ptr<const void> port_memory() const noexcept { return _port_memory; }
 
-  /// The operator DAG in Graphviz DOT (handler operators in their own cluster).
-  [[nodiscard]] std::string to_dot();
+  /// The operator DAG in Graphviz DOT (handler operators in their own cluster), each operator
+  /// labelled with its place in the capture order and, for `forked`, its stream.
+  [[nodiscard]] std::string to_dot(capture_order order = capture_order::chain);
 
   [[nodiscard]] const std::string& name() const noexcept { return _name; }
   [[nodiscard]] bool has_data_ready_handler() const noexcept { return _handler_registered; }

@@ -8,7 +8,10 @@
 //   compute(ctx)    enqueues the operator's CUDA work on ctx.stream(). In graph modes it runs
 //                   once per capture and its work is replayed every iteration, so host logic
 //                   inside compute() does NOT repeat per sample. In eager mode it runs every
-//                   iteration. It must only enqueue work on ctx.stream().
+//                   iteration. It must only enqueue work on ctx.stream(), which may differ
+//                   from one operator to the next (run_options::capture = forked puts each
+//                   branch on its own stream): an operator that keeps a stream (a library
+//                   handle) binds ctx.stream() here, never in initialize().
 
 #include <cuda_runtime_api.h>
 

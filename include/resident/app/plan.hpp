@@ -32,6 +32,9 @@ struct planned_buffer {
 struct dag_plan {
   std::vector<Operator*> handler_order;  // topological order of the data-ready handler
   std::vector<Operator*> body_order;     // topological order of the operator DAG
+  /// body_producers[i]: positions in body_order of the operators feeding body_order[i]
+  /// (ascending, each once; flows from the handler are not among them).
+  std::vector<std::vector<std::size_t>> body_producers;
   std::vector<planned_buffer> buffers;
   /// (operator, port) -> index into `buffers`
   std::map<std::pair<const Operator*, std::string>, std::size_t, std::less<>> port_buffer;

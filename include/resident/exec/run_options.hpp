@@ -9,6 +9,7 @@
 #include <string_view>
 
 #include "resident/app/loop.hpp"
+#include "resident/app/stream_plan.hpp"
 
 namespace resident {
 
@@ -57,6 +58,12 @@ struct run_options {
   /// is higher priority; 0 the default). Resident modes launch their graph once on it, so every
   /// kernel of the loop inherits it.
   int stream_priority{0};
+  /// How the operator DAG is captured (docs/design.md, "Capture order"): `chain` (topological
+  /// order on one stream; branches run one after another) or `forked` (independent branches on
+  /// forked streams, so an egress commits as soon as its own branch is done; the next iteration
+  /// still waits for the slowest branch). Every mode honours it; eager launches the branches on
+  /// real streams joined by events. The data-ready handler is captured as a chain either way.
+  capture_order capture{capture_order::chain};
 
   /// Throws std::invalid_argument for inconsistent values (e.g. a stall timeout shorter than δ).
   void validate() const;

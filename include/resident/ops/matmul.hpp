@@ -1,7 +1,9 @@
 #pragma once
 // out = in x W for n x n row-major fp32 matrices, through cuBLAS (FP32, no TF32). W is the
 // operator's own, drawn from `seed` so a CPU reference can rebuild it (weights()).
-// The cuBLAS handle and its workspace are created in initialize(), so capture never allocates.
+// The cuBLAS handle and its workspace are created in initialize(), so capture never allocates;
+// compute() binds the handle to ctx.stream() each time (a forked capture gives each branch its
+// own stream), and the workspace again after it.
 
 #include <cublas_v2.h>
 
