@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import weakref
 from typing import Any, Iterable, Mapping, Optional, Tuple, Union
 
 from . import _resident
@@ -136,7 +137,7 @@ class Run:
         return self._mode
 
     def counters(self) -> Counters:
-        if self._handle is None:  # torn down: the exact counters
+        if self._handle is None:  # released after the tear-down: the exact counters
             return self.report.counters  # type: ignore[union-attr]
         return Counters._from(self._handle.counters())
 
@@ -147,38 +148,44 @@ class Run:
         return Health(h.launched, h.stalled, h.stall_events, h.message)
 
     def tear_down(self, timeout_ms: Optional[int] = None) -> TearDownReport:
-        """Stops the loop (waiting up to the timeout), keeps its report, counters and telemetry,
-        then releases the C++ run, so the application may run again. Releasing frees device
-        memory, which CUDA does only when no kernel runs: tear down one run before starting
-        the next, and tear down other applications' loops first."""
         if self.report is not None:
             return self.report
         timeout = self._timeout_ms if timeout_ms is None else timeout_ms
+        self.report = TearDownReport._from(self._handle.tear_down(timeout_ms=timeout))
+        return self.report
+
+    def _release(self) -> None:
+        """After the tear-down: keeps counters and telemetry, then lets the C++ run go (its
+        graphs and device memory), which frees the application for another run. Freeing device
+        memory waits for every kernel on the device, so Application.run() calls this when the
+        next run of the same application starts, not the tear-down: a Display engine or another
+        loop may still be running then, and the free would wait for it forever."""
+        if self._handle is None or self.report is None:
+            return
         handle = self._handle
-        self.report = TearDownReport._from(handle.tear_down(timeout_ms=timeout))
         if hasattr(handle, "_telemetry"):
             self._telemetry = [TelemetryEntry(seq, rep, stamps)
                                for seq, rep, stamps in handle._telemetry()]
         self._telemetry_lost = getattr(handle, "telemetry_lost", 0)
         self._handle = None
-        return self.report
 
     def telemetry(self) -> list[TelemetryEntry]:
         """The entries kept (run options telemetry_samples=N); complete after tear_down(), and
         only read then: while the loop runs the supervisor thread is still filing them."""
         if self.report is None:
             raise RuntimeError("Run.telemetry(): call it after tear_down() (or the with block)")
-        return list(self._telemetry)
+        if self._handle is None:
+            return list(self._telemetry)
+        return [TelemetryEntry(seq, rep, stamps) for seq, rep, stamps in self._handle._telemetry()]
 
     @property
     def telemetry_lost(self) -> int:
         return self._handle.telemetry_lost if self._handle is not None else self._telemetry_lost
 
     def write_dot(self, path: Union[str, os.PathLike]) -> None:
-        """The loop's CUDA graph(s) as DOT; while the loop runs (tear_down releases them)."""
         if self._handle is None:
-            raise RuntimeError("Run.write_dot(): the run was torn down; write the DOT while "
-                               "it runs (or Application.to_dot() for the DAG)")
+            raise RuntimeError("Run.write_dot(): this run was released when the application ran "
+                               "again; write the DOT before that (or Application.to_dot())")
         self._handle.write_dot(os.fspath(path))
 
     def __enter__(self) -> "Run":
@@ -231,4 +238,12 @@ class Application(_resident.Application):
     def run(self, mode: str = "while", *, timeout_ms: int = 2000, **options: Any) -> Run:
         """Launches the loop in `mode` ("eager", "host-graph", "while", "tail"). `options` are
         run_options fields (policy, poll_ns, ...); `timeout_ms` bounds the tear-down."""
-        return Run(_resident._run(self, mode, options), timeout_ms)
+        # A torn-down earlier run of this application still holds the C++ run (and with it
+        # the application); release it now (see Run._release).
+        last = self.__dict__.get("_last_run")
+        previous = last() if last is not None else None
+        if previous is not None and previous.report is not None:
+            previous._release()
+        run = Run(_resident._run(self, mode, options), timeout_ms)
+        self.__dict__["_last_run"] = weakref.ref(run)
+        return run

@@ -146,3 +146,21 @@ def test_telemetry_only_after_tear_down():
 
 def test_stages_match_the_runtime():
     assert len(resident.STAGES) == resident._resident._stage_count
+
+
+def test_a_released_run_keeps_its_report_counters_and_telemetry():
+    handle = FakeHandle()
+    handle._telemetry = lambda: [(5, 0, tuple(range(len(resident.STAGES))))]
+    handle.telemetry_lost = 2
+    run = resident.Run(handle)
+    run._release()  # before the tear-down: nothing to release, the loop may still run
+    assert run._handle is handle
+    report = run.tear_down()
+    run._release()
+    assert run._handle is None
+    assert run.counters() == report.counters
+    assert not run.health().launched
+    assert [e.seq for e in run.telemetry()] == [5] and run.telemetry_lost == 2
+    with pytest.raises(RuntimeError, match="released when the application ran again"):
+        run.write_dot("x.dot")
+    assert run.tear_down() is report  # still once
