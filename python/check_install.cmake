@@ -10,7 +10,7 @@ endif()
 set(site "${prefix}/${SITE_DIR}")
 execute_process(
   COMMAND ${CMAKE_COMMAND} -E env "PYTHONPATH=${site}" "${PYTHON}" -c
-          "import resident, sys; assert resident.__file__.startswith(sys.argv[1]), resident.__file__; print(resident.__file__, resident.modes())"
+          "import resident, resident.bench.stats, sys; assert resident.__file__.startswith(sys.argv[1]), resident.__file__; assert resident.bench.stats.__file__.startswith(sys.argv[1]); print(resident.__file__, resident.modes())"
           "${site}"
   WORKING_DIRECTORY "${prefix}" RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
 if(NOT rc EQUAL 0)

@@ -77,5 +77,6 @@ PYBIND11_MODULE(_resident, m) {
   bind_application(m);
   bind_mailbox(m);
   bind_camera(m);
+  bind_drive(m);
   bind_run(m);
 }

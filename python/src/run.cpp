@@ -1,7 +1,9 @@
 // Running an application: run(app, mode, options) -> RunHandle, counters, health and tear-down.
 // Every call that waits on the loop releases the GIL, so Python sensor/actuator threads go on.
 
+#include <pthread.h>
 #include <pybind11/chrono.h>
+#include <sched.h>
 #include <pybind11/stl.h>
 
 #include <chrono>
@@ -20,13 +22,33 @@ namespace {
 
 using option_setter = std::function<void(run_options&, const py::handle&)>;
 
+// on_loop_thread_start for run(loop_cpu=N): checked here against the process's allowed CPUs, so
+// the pinning on the loop thread cannot fail.
+std::function<void()> pin(const py::handle& v) {
+  const int cpu = v.cast<int>();
+  cpu_set_t allowed;
+  CPU_ZERO(&allowed);
+  if (cpu < 0 || cpu >= CPU_SETSIZE || sched_getaffinity(0, sizeof(allowed), &allowed) != 0 ||
+      !CPU_ISSET(cpu, &allowed)) {
+    throw py::value_error("run(): loop_cpu " + std::to_string(cpu) +
+                          " is not a CPU this process may run on");
+  }
+  return [cpu] {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(cpu, &set);
+    (void)pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
+  };
+}
+
 template <class T>
 option_setter set_field(T run_options::*field) {
   return [field](run_options& o, const py::handle& v) { o.*field = v.cast<T>(); };
 }
 
 // run_options fields that make sense from Python. Callbacks (on_stall, on_loop_thread_start),
-// partitions and preemption hooks are C++ only: they would run on C++ threads.
+// partitions and preemption hooks are C++ only: they would run on C++ threads (loop_cpu gives
+// on_loop_thread_start a C++ body).
 const std::map<std::string, option_setter>& option_setters() {
   static const std::map<std::string, option_setter> table{
       {"policy",
@@ -48,6 +70,8 @@ const std::map<std::string, option_setter>& option_setters() {
        [](run_options& o, const py::handle& v) {
          o.capture = parse_capture_order(v.cast<std::string>());
        }},
+      // Pins the host-driven modes' loop thread (a C++ callback: no Python on that thread).
+      {"loop_cpu", [](run_options& o, const py::handle& v) { o.on_loop_thread_start = pin(v); }},
   };
   return table;
 }

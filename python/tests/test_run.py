@@ -14,7 +14,7 @@ def test_modes_and_policies():
 
 def test_run_options_names():
     for name in ("policy", "poll_ns", "idle_sleep_ns", "telemetry_samples", "stall_timeout_ms",
-                 "capture"):
+                 "capture", "loop_cpu"):
         assert name in resident.run_options()
 
 
@@ -39,6 +39,10 @@ def test_unknown_mode_and_policy_are_value_errors():
         Handled().run("while", policy="everything")
     with pytest.raises(ValueError, match="capture order 'sideways'"):
         Handled().run("while", capture="sideways")
+    with pytest.raises(ValueError, match="loop_cpu 100000 is not a CPU this process may run on"):
+        Handled().run("host-graph", loop_cpu=100000)
+    with pytest.raises(ValueError, match="loop_cpu -1"):
+        Handled().run("host-graph", loop_cpu=-1)
 
 
 def test_resident_mode_without_handler_is_a_composition_error():

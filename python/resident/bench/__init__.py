@@ -1,0 +1,1 @@
+"""Benchmarks driven from Python (python -m resident.bench.<name>)."""

@@ -1,0 +1,320 @@
+"""python -m resident.bench.inference: the reference paper's inference benchmark.
+
+Five torchvision classifiers (random weights; batch 1, 224 x 224, fp32), each captured with
+resident.torch and run in a sensor -> classifier -> actuator loop: a pinned C++ sensor thread
+publishes the next image's index through the mailbox at a fixed rate, the loop gathers that
+image from 100 preloaded photographs in device memory, classifies it and commits (class, logit),
+and a pinned C++ actuator thread stamps the first sight of each output. Latency = publish ->
+output seen (CLOCK_MONOTONIC), per mode (host-graph with its loop thread pinned, while, tail),
+quiet and under host contention; every output's top-1 class is checked against eager PyTorch.
+
+  python -m resident.bench.inference --quick --json out/inference-quick.json
+  python -m resident.bench.inference --iterations 20000 --json out/inference.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import multiprocessing
+import os
+import platform
+import subprocess
+import sys
+import time
+from typing import Any, Sequence
+
+import torch
+
+import resident
+from resident.bench.stats import summarize
+from resident.torch import make_torch_operator
+
+MODELS = ("shufflenet_v2_x0_5", "mobilenet_v2", "efficientnet_b0", "resnet50", "vgg16")
+MODES = ("host-graph", "while", "tail")
+IMAGES = 100
+SIDE = 224
+MEAN = (0.485, 0.456, 0.406)  # ImageNet normalization, as torchvision's classifiers expect
+STD = (0.229, 0.224, 0.225)
+
+
+def photo_paths(folder: str) -> list[str]:
+    paths = sorted(os.path.join(folder, f) for f in os.listdir(folder) if f.endswith(".png"))
+    if not paths:
+        raise SystemExit(f"inference: no PNG photographs in {folder} (scripts/photos fetches "
+                         "them; RESIDENT_PHOTO_DIR names another folder)")
+    return paths
+
+
+def load_images(folder: str, count: int = IMAGES) -> torch.Tensor:
+    """`count` normalized 3 x 224 x 224 crops of the photographs (deterministic), on the GPU."""
+    from torchvision.io import ImageReadMode, read_image
+
+    photos = [read_image(p, ImageReadMode.RGB).float() / 255.0 for p in photo_paths(folder)]
+    g = torch.Generator().manual_seed(2024)
+    out = []
+    for i in range(count):
+        img = photos[i % len(photos)]
+        _, h, w = img.shape
+        side = int(min(h, w) * (0.5 + 0.5 * torch.rand(1, generator=g).item()))
+        y = int((h - side) * torch.rand(1, generator=g).item())
+        x = int((w - side) * torch.rand(1, generator=g).item())
+        crop = img[:, y:y + side, x:x + side].unsqueeze(0)
+        out.append(torch.nn.functional.interpolate(crop, size=(SIDE, SIDE), mode="bilinear",
+                                                   antialias=True, align_corners=False)[0])
+    batch = torch.stack(out)
+    mean = torch.tensor(MEAN).view(1, 3, 1, 1)
+    std = torch.tensor(STD).view(1, 3, 1, 1)
+    return ((batch - mean) / std).contiguous().cuda()
+
+
+class Classify(torch.nn.Module):
+    """index (int32[1]) -> (top-1 class, its logit) as float32[2], the image gathered on the GPU."""
+
+    def __init__(self, model: torch.nn.Module, images: torch.Tensor) -> None:
+        super().__init__()
+        self.model = model
+        self.images = images
+
+    def forward(self, index: torch.Tensor) -> torch.Tensor:
+        x = self.images.index_select(0, index.long())
+        top = self.model(x).max(dim=1)
+        return torch.stack((top.indices[0].float(), top.values[0])).contiguous()
+
+
+def make_model(name: str) -> torch.nn.Module:
+    import torchvision
+
+    torch.manual_seed(0)  # random weights: nothing can be downloaded
+    return getattr(torchvision.models, name)(weights=None).cuda().eval()
+
+
+class InferenceApp(resident.Application):
+    def __init__(self, module: torch.nn.Module) -> None:
+        super().__init__("inference")
+        self.module = module
+        self.mailbox = resident.Mailbox(input_bytes=4, output_bytes=8, depth=4)
+
+    def compose(self) -> None:
+        rx = self.make_operator("io.mailbox_rx", "rx", mailbox=self.mailbox)
+        net = make_torch_operator(self, "classifier", self.module,
+                                  torch.zeros(1, dtype=torch.int32, device="cuda"))
+        tx = self.make_operator("io.mailbox_tx", "tx", mailbox=self.mailbox)
+        self.register_data_ready_handler(self.mailbox.make_handler(rx))
+        self.add_flow(rx, net.operator, [("sample", "input")])
+        self.add_flow(net.operator, tx, [("output", "in")])
+
+
+def eager_reference(module: Classify) -> tuple[list[int], float]:
+    """Each image's top-1 class from eager PyTorch, and the eager p50 time per image (µs)."""
+    classes, times = [], []
+    with torch.no_grad():
+        for i in range(IMAGES):
+            idx = torch.tensor([i], dtype=torch.int32, device="cuda")
+            torch.cuda.synchronize()
+            t = time.perf_counter_ns()
+            out = module(idx)
+            torch.cuda.synchronize()
+            times.append((time.perf_counter_ns() - t) / 1e3)
+            classes.append(int(out[0].item()))
+    times.sort()
+    return classes, times[len(times) // 2]
+
+
+def replay_p50(module: Classify, reps: int = 50) -> float:
+    """PyTorch's own replay of the captured module, synchronized each time: p50 (µs)."""
+    idx = torch.zeros(1, dtype=torch.int32, device="cuda")
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.no_grad(), torch.cuda.stream(side):
+        for _ in range(3):
+            module(idx)
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.no_grad(), torch.cuda.graph(graph):
+        module(idx)
+    times = []
+    for i in range(reps):
+        idx.fill_(i % IMAGES)
+        torch.cuda.synchronize()
+        t = time.perf_counter_ns()
+        graph.replay()
+        torch.cuda.synchronize()
+        times.append((time.perf_counter_ns() - t) / 1e3)
+    times.sort()
+    return times[len(times) // 2]
+
+
+def spin(stop_at: float) -> None:  # a host-contention hog
+    x = 0
+    while time.monotonic() < stop_at:
+        x += 1
+
+
+class Hogs:
+    """Busy processes on the CPUs the measuring threads leave free (the stress level)."""
+
+    def __init__(self, cpus: Sequence[int], seconds: float) -> None:
+        self._procs = []
+        ctx = multiprocessing.get_context("fork")
+        for cpu in cpus:
+            p = ctx.Process(target=spin, args=(time.monotonic() + seconds,), daemon=True)
+            p.start()
+            os.sched_setaffinity(p.pid, {cpu})
+            self._procs.append(p)
+
+    def stop(self) -> None:
+        for p in self._procs:
+            p.terminate()
+        for p in self._procs:
+            p.join()
+
+
+def measure(module: Classify, reference: list[int], mode: str, rate_hz: float, args: Any,
+            cpus: dict[str, int]) -> dict[str, Any]:
+    """One configuration: a fresh application (its own captured graph), warm-up then measured."""
+    app = InferenceApp(module)
+    payloads = torch.arange(IMAGES, dtype=torch.int32).numpy()
+    options: dict[str, Any] = {"policy": "every"}
+    if mode == "host-graph":
+        options["loop_cpu"] = cpus["loop"]
+    else:
+        options["poll_ns"] = 2_000_000
+    total = args.warmup + args.iterations
+    with app.run(mode, timeout_ms=5000, **options) as run:
+        d = resident._resident._drive_mailbox(
+            app.mailbox, payloads, total, rate_hz, sensor_cpu=cpus["sensor"],
+            actuator_cpu=cpus["actuator"], keep_bytes=8, drain_s=1.0)
+    report = run.report
+    publish = memoryview(d["publish_ns"]).cast("Q")
+    seen = memoryview(d["seen_ns"]).cast("Q")
+    outputs = memoryview(d["outputs"]).cast("f")
+    latencies, missing, wrong = [], 0, 0
+    for i in range(args.warmup, total):
+        if seen[i] == 0:
+            missing += 1
+            continue
+        latencies.append((seen[i] - publish[i]) / 1e3)
+        if int(outputs[2 * i]) != reference[i % IMAGES]:
+            wrong += 1
+    if not latencies:
+        raise SystemExit(f"inference: {mode}: the actuator saw no output")
+    return {"mode": mode, "rate_hz": rate_hz, "latency_us": summarize(latencies),
+            "missing_outputs": missing, "wrong_top1": wrong,
+            "counters": {"processed": report.counters.processed,
+                         "dropped": report.counters.dropped},
+            "stopped": report.stopped, "error": report.error}
+
+
+def pick_cpus() -> tuple[dict[str, int], list[int]]:
+    allowed = sorted(os.sched_getaffinity(0))
+    if len(allowed) < 4:
+        raise SystemExit(f"inference: needs 4 CPUs (sensor, actuator, loop, one more); "
+                         f"{len(allowed)} allowed")
+    cpus = {"sensor": allowed[-1], "actuator": allowed[-2], "loop": allowed[-3]}
+    return cpus, allowed[:-3]
+
+
+def git_commit() -> str:
+    here = os.path.dirname(os.path.abspath(__file__))
+    try:
+        return subprocess.run(["git", "-C", here, "rev-parse", "--short=12", "HEAD"],
+                              capture_output=True, text=True, timeout=10).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="python -m resident.bench.inference",
+                                description=__doc__.split("\n\n")[0])
+    p.add_argument("--models", default=",".join(MODELS), help="comma-separated torchvision names")
+    p.add_argument("--modes", default=",".join(MODES))
+    p.add_argument("--contention", default="none,stress", help="none, stress")
+    p.add_argument("--iterations", type=int, default=20000, help="measured samples per run")
+    p.add_argument("--warmup", type=int, default=2000)
+    p.add_argument("--rate", type=float, default=1000.0,
+                   help="sensor rate (Hz), lowered per model to half the rate PyTorch's own "
+                        "graph replay sustains")
+    p.add_argument("--photos", default=os.environ.get("RESIDENT_PHOTO_DIR",
+                                                      os.path.expanduser(
+                                                          "~/.cache/resident/photos")))
+    p.add_argument("--quick", action="store_true",
+                   help="mobilenet_v2 and resnet50, quiet, 2,000 samples (about a minute)")
+    p.add_argument("--json", default="bench-out/inference.json")
+    a = p.parse_args(argv)
+    if a.quick:
+        a.models, a.contention, a.iterations, a.warmup = "mobilenet_v2,resnet50", "none", 2000, 200
+    a.models = [m for m in a.models.split(",") if m]
+    a.modes = [m for m in a.modes.split(",") if m]
+    a.contention = [c for c in a.contention.split(",") if c]
+    for m in a.models:
+        if m not in MODELS:
+            p.error(f"unknown model '{m}'; one of {', '.join(MODELS)}")
+    for m in a.modes:
+        if m not in resident.modes():
+            p.error(f"unknown mode '{m}'; one of {', '.join(resident.modes())}")
+    for c in a.contention:
+        if c not in ("none", "stress"):
+            p.error(f"unknown contention '{c}'; none or stress")
+    if a.iterations < 1 or a.warmup < 0 or a.rate <= 0:
+        p.error("--iterations must be positive, --warmup non-negative, --rate positive")
+    return a
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    if resident.device_count() == 0:
+        print(f"inference: {resident.no_device_reason()}", file=sys.stderr)
+        return 2
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    cpus, free = pick_cpus()
+    images = load_images(args.photos)
+    results = []
+    started = datetime.datetime.now(datetime.timezone.utc).isoformat()
+    for name in args.models:
+        module = Classify(make_model(name), images)
+        reference, eager_p50 = eager_reference(module)
+        replay = replay_p50(module)
+        rate = min(args.rate, 0.5e6 / replay)
+        for contention in args.contention:
+            seconds = (args.iterations + args.warmup) / rate * len(args.modes) + 60
+            hogs = Hogs(free, seconds) if contention == "stress" else None
+            try:
+                for mode in args.modes:
+                    r = measure(module, reference, mode, rate, args, cpus)
+                    r.update(model=name, contention=contention, eager_p50_us=eager_p50,
+                             torch_replay_p50_us=replay)
+                    s = r["latency_us"]
+                    print(f"inference: {name} / {contention} / {mode}: n {s['n']}, mean "
+                          f"{s['mean']:.1f} us, sd {s['sd']:.1f}, p99.9 {s['p99_9']:.1f}, J "
+                          f"{s['jitter']:.1f}, wrong top-1 {r['wrong_top1']}, missing "
+                          f"{r['missing_outputs']}", flush=True)
+                    results.append(r)
+            finally:
+                if hogs is not None:
+                    hogs.stop()
+    receipt = {
+        "benchmark": "inference",
+        "command": "python -m resident.bench.inference " + " ".join(sys.argv[1:] if argv is None
+                                                                     else argv),
+        "device": torch.cuda.get_device_name(),
+        "git_commit": git_commit(),
+        "host": {"cpus": cpus, "hog_cpus": free, "python": platform.python_version(),
+                 "torch": torch.__version__},
+        "settings": {"iterations": args.iterations, "warmup": args.warmup, "images": IMAGES,
+                     "tf32": False, "policy": "every"},
+        "started_at": started,
+        "results": results,
+    }
+    os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
+    with open(args.json, "w") as f:
+        json.dump(receipt, f, indent=1)
+    bad = sum(r["wrong_top1"] + r["missing_outputs"] for r in results)
+    print(f"inference: receipt {args.json}; {bad} wrong or missing outputs")
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,188 @@
+// _drive_mailbox: a pinned C++ sensor thread and a pinned C++ actuator thread around a running
+// loop's mailbox, for benchmarks driven from Python (python -m resident.bench.inference). No
+// Python runs while they do: the sensor publishes at a fixed rate, the actuator stamps the first
+// sight of each sample's output, and the GIL is released until both are done.
+
+#include <pthread.h>
+#include <sched.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <cstring>
+#include <exception>
+#include <memory>
+#include <span>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "bindings.hpp"
+#include "resident/io/mailbox.hpp"
+
+namespace py = pybind11;
+
+namespace resident::python {
+namespace {
+
+using clock = std::chrono::steady_clock;  // CLOCK_MONOTONIC on Linux
+
+std::uint64_t now_ns() {
+  return static_cast<std::uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(clock::now().time_since_epoch())
+          .count());
+}
+
+// Pins the calling thread to `cpu` (-1: leaves it); throws naming the role when it cannot.
+void pin_to(int cpu, const char* role) {
+  if (cpu < 0) return;
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  CPU_SET(cpu, &set);
+  const int error = pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
+  if (error != 0) {
+    throw std::runtime_error(std::string("_drive_mailbox: cannot pin the ") + role +
+                             " thread to cpu " + std::to_string(cpu) + ": " +
+                             std::strerror(error));
+  }
+}
+
+struct drive_settings {
+  std::size_t samples{};
+  double rate_hz{};
+  int sensor_cpu{-1};
+  int actuator_cpu{-1};
+  std::size_t keep_bytes{};
+  std::chrono::nanoseconds drain{};  // how long the actuator waits after the last publish
+};
+
+struct drive_result {
+  std::vector<std::uint64_t> publish_ns;
+  std::vector<std::uint64_t> seen_ns;  // 0: no output of that sample was seen
+  std::vector<std::byte> outputs;      // keep_bytes per sample, the first output seen
+  std::uint64_t first_seq{};
+};
+
+void sensor(io::mailbox& mb, std::span<const std::byte> payloads, const drive_settings& s,
+            std::uint64_t start_ns, drive_result& r, std::atomic<bool>& done) {
+  pin_to(s.sensor_cpu, "sensor");
+  const std::size_t in = mb.settings().input_bytes;
+  const std::size_t kinds = payloads.size() / in;
+  const double period_ns = 1e9 / s.rate_hz;
+  for (std::size_t i = 0; i < s.samples; ++i) {
+    const auto due = start_ns + static_cast<std::uint64_t>(period_ns * static_cast<double>(i));
+    while (now_ns() < due) {
+    }
+    r.publish_ns[i] = now_ns();
+    (void)mb.publish(payloads.subspan((i % kinds) * in, in));
+  }
+  done.store(true, std::memory_order_release);
+}
+
+void actuator(const io::mailbox& mb, const drive_settings& s, drive_result& r,
+              const std::atomic<bool>& sensor_done) {
+  pin_to(s.actuator_cpu, "actuator");
+  std::vector<std::byte> out(mb.settings().output_bytes);
+  io::output_stamp after = mb.latest_output();
+  std::uint64_t quiet_since = 0;
+  for (;;) {
+    const io::output_stamp stamp =
+        mb.wait_output(after, out, std::chrono::milliseconds(20));
+    const std::uint64_t t = now_ns();
+    if (stamp.empty() || stamp == after) {
+      if (!sensor_done.load(std::memory_order_acquire)) continue;
+      if (quiet_since == 0) quiet_since = t;
+      if (t - quiet_since > static_cast<std::uint64_t>(s.drain.count())) return;
+      continue;
+    }
+    quiet_since = 0;
+    after = stamp;
+    if (stamp.seq < r.first_seq) continue;
+    const std::uint64_t i = stamp.seq - r.first_seq;
+    if (i >= s.samples || r.seen_ns[i] != 0) continue;
+    r.seen_ns[i] = t;
+    std::memcpy(r.outputs.data() + i * s.keep_bytes, out.data(), s.keep_bytes);
+    if (i + 1 == s.samples) return;
+  }
+}
+
+py::bytes as_bytes(const void* data, std::size_t n) {
+  return {static_cast<const char*>(data), n};
+}
+
+py::dict drive_mailbox(io::mailbox& mb, const py::buffer& payloads, std::size_t samples,
+                       double rate_hz, int sensor_cpu, int actuator_cpu, std::size_t keep_bytes,
+                       double drain_s) {
+  const py::buffer_info info = payloads.request();
+  const std::size_t in = mb.settings().input_bytes;
+  const auto bytes = static_cast<std::size_t>(info.size * info.itemsize);
+  if (in == 0 || bytes == 0 || bytes % in != 0) {
+    throw py::value_error("_drive_mailbox: payloads hold " + std::to_string(bytes) +
+                          " bytes, not a whole number of the mailbox's " + std::to_string(in) +
+                          "-byte samples");
+  }
+  if (samples == 0 || !(rate_hz > 0) || drain_s <= 0) {
+    throw py::value_error("_drive_mailbox: samples, rate_hz and drain_s must be positive");
+  }
+  if (keep_bytes > mb.settings().output_bytes) {
+    throw py::value_error("_drive_mailbox: keep_bytes " + std::to_string(keep_bytes) +
+                          " exceeds the mailbox's " +
+                          std::to_string(mb.settings().output_bytes) + "-byte outputs");
+  }
+  drive_settings s{samples,    rate_hz, sensor_cpu, actuator_cpu, keep_bytes,
+                   std::chrono::nanoseconds(static_cast<std::int64_t>(drain_s * 1e9))};
+  drive_result r;
+  r.publish_ns.assign(samples, 0);
+  r.seen_ns.assign(samples, 0);
+  r.outputs.assign(samples * keep_bytes, std::byte{0});
+  {
+    py::gil_scoped_release release;
+    r.first_seq = mb.published() + 1;  // the sensor thread is the only publisher
+    std::atomic<bool> done{false};
+    std::exception_ptr sensor_error;
+    std::exception_ptr actuator_error;
+    const std::uint64_t start = now_ns() + 5'000'000;  // both threads settled and pinned
+    const std::span<const std::byte> all(static_cast<const std::byte*>(info.ptr), bytes);
+    std::thread act([&] {
+      try {
+        actuator(mb, s, r, done);
+      } catch (...) {
+        actuator_error = std::current_exception();
+      }
+    });
+    std::thread sen([&] {
+      try {
+        sensor(mb, all, s, start, r, done);
+      } catch (...) {
+        sensor_error = std::current_exception();
+        done.store(true);
+      }
+    });
+    sen.join();
+    act.join();
+    if (sensor_error) std::rethrow_exception(sensor_error);
+    if (actuator_error) std::rethrow_exception(actuator_error);
+  }
+  py::dict d;
+  d["publish_ns"] = as_bytes(r.publish_ns.data(), samples * sizeof(std::uint64_t));
+  d["seen_ns"] = as_bytes(r.seen_ns.data(), samples * sizeof(std::uint64_t));
+  d["outputs"] = as_bytes(r.outputs.data(), r.outputs.size());
+  d["first_seq"] = r.first_seq;
+  return d;
+}
+
+}  // namespace
+
+void bind_drive(py::module_& m) {
+  m.def("_drive_mailbox", &drive_mailbox, py::arg("mailbox"), py::arg("payloads"),
+        py::arg("samples"), py::arg("rate_hz"), py::arg("sensor_cpu") = -1,
+        py::arg("actuator_cpu") = -1, py::arg("keep_bytes") = 0, py::arg("drain_s") = 0.5,
+        "Publishes `samples` payloads (cycling through `payloads`, a buffer of whole samples) "
+        "at `rate_hz` from a pinned C++ sensor thread while a pinned C++ actuator thread "
+        "stamps the first sight of each sample's output (CLOCK_MONOTONIC ns). Returns "
+        "publish_ns and seen_ns (uint64 per sample, seen 0: never seen), outputs (keep_bytes "
+        "per sample) and first_seq.");
+}
+
+}  // namespace resident::python

@@ -1,0 +1,49 @@
+"""python -m resident.bench.inference: its arguments, and a short run on the GPU (one model,
+one mode) whose receipt must hold checked outputs. Skipped without PyTorch and torchvision."""
+
+import json
+import os
+
+import pytest
+
+import resident
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("torchvision")
+from resident.bench import inference  # noqa: E402
+
+
+def test_quick_narrows_the_matrix():
+    a = inference.parse_args(["--quick"])
+    assert a.models == ["mobilenet_v2", "resnet50"] and a.contention == ["none"]
+    assert a.iterations == 2000 and a.modes == list(inference.MODES)
+
+
+@pytest.mark.parametrize("argv,message", [
+    (["--models", "alexnet"], "unknown model 'alexnet'"),
+    (["--modes", "whiel"], "unknown mode 'whiel'"),
+    (["--contention", "heavy"], "unknown contention 'heavy'"),
+    (["--iterations", "0"], "--iterations must be positive"),
+])
+def test_bad_arguments_name_the_value(argv, message, capsys):
+    with pytest.raises(SystemExit):
+        inference.parse_args(argv)
+    assert message in capsys.readouterr().err
+
+
+@pytest.mark.gpu
+def test_a_short_run_writes_a_checked_receipt(tmp_path):
+    photos = os.environ.get("RESIDENT_PHOTO_DIR", os.path.expanduser("~/.cache/resident/photos"))
+    if not os.path.isdir(photos):
+        pytest.skip(f"no photographs in {photos} (scripts/photos)")
+    out = tmp_path / "inference.json"
+    rc = inference.main(["--models", "mobilenet_v2", "--modes", "while,host-graph",
+                         "--contention", "none", "--iterations", "300", "--warmup", "30",
+                         "--photos", photos, "--json", str(out)])
+    receipt = json.loads(out.read_text())
+    assert rc == 0
+    assert [r["mode"] for r in receipt["results"]] == ["while", "host-graph"]
+    for r in receipt["results"]:
+        assert r["wrong_top1"] == 0 and r["missing_outputs"] == 0 and r["stopped"], r
+        assert r["latency_us"]["n"] == 300
+        assert 0 < r["latency_us"]["min"] <= r["latency_us"]["mean"] <= r["latency_us"]["max"]
