@@ -28,6 +28,7 @@ from typing import Any, Sequence
 import torch
 
 import resident
+from resident.bench.report import histogram, write_html
 from resident.bench.stats import summarize
 from resident.torch import make_torch_operator
 
@@ -201,6 +202,7 @@ def measure(module: Classify, reference: list[int], mode: str, rate_hz: float, a
     if not latencies:
         raise SystemExit(f"inference: {mode}: the actuator saw no output")
     return {"mode": mode, "rate_hz": rate_hz, "latency_us": summarize(latencies),
+            "histogram_us": histogram(latencies),
             "missing_outputs": missing, "wrong_top1": wrong,
             "counters": {"processed": report.counters.processed,
                          "dropped": report.counters.dropped},
@@ -242,6 +244,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--quick", action="store_true",
                    help="mobilenet_v2 and resnet50, quiet, 2,000 samples (about a minute)")
     p.add_argument("--json", default="bench-out/inference.json")
+    p.add_argument("--report", default="inference-report.html",
+                   help="the HTML page (in --json's folder unless it names one)")
     a = p.parse_args(argv)
     if a.quick:
         a.models, a.contention, a.iterations, a.warmup = "mobilenet_v2,resnet50", "none", 2000, 200
@@ -311,8 +315,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
     with open(args.json, "w") as f:
         json.dump(receipt, f, indent=1)
+    page = args.report if os.path.dirname(args.report) else os.path.join(
+        os.path.dirname(os.path.abspath(args.json)), args.report)
+    write_html(receipt, page)
     bad = sum(r["wrong_top1"] + r["missing_outputs"] for r in results)
-    print(f"inference: receipt {args.json}; {bad} wrong or missing outputs")
+    print(f"inference: receipt {args.json}, report {page}; {bad} wrong or missing outputs")
     return 1 if bad else 0
 
 
