@@ -6,7 +6,6 @@ import os
 
 import pytest
 
-import resident
 
 torch = pytest.importorskip("torch")
 pytest.importorskip("torchvision")
@@ -37,12 +36,12 @@ def test_a_short_run_writes_a_checked_receipt(tmp_path):
     if not os.path.isdir(photos):
         pytest.skip(f"no photographs in {photos} (scripts/photos)")
     out = tmp_path / "inference.json"
-    rc = inference.main(["--models", "mobilenet_v2", "--modes", "while,host-graph",
+    rc = inference.main(["--models", "mobilenet_v2", "--modes", "while,host-graph,torch-peer",
                          "--contention", "none", "--iterations", "300", "--warmup", "30",
                          "--photos", photos, "--json", str(out)])
     receipt = json.loads(out.read_text())
     assert rc == 0
-    assert [r["mode"] for r in receipt["results"]] == ["while", "host-graph"]
+    assert [r["mode"] for r in receipt["results"]] == ["while", "host-graph", "torch-peer"]
     for r in receipt["results"]:
         assert r["wrong_top1"] == 0 and r["missing_outputs"] == 0 and r["stopped"], r
         assert r["latency_us"]["n"] == 300

@@ -1,5 +1,6 @@
 #include "resident/io/mailbox.hpp"
 
+#include <algorithm>
 #include <atomic>
 #include <cstring>
 #include <stdexcept>
@@ -123,6 +124,41 @@ output_stamp mailbox::wait_output(const output_stamp& after, std::span<std::byte
     if (std::chrono::steady_clock::now() > deadline) return {};
   }
   return read_output(out);
+}
+
+std::uint64_t mailbox::read_input(std::uint64_t after, std::span<std::byte> out) const {
+  if (out.size() != _config.input_bytes) {
+    throw std::invalid_argument("mailbox::read_input: buffer is " + std::to_string(out.size()) +
+                                " bytes, the input is " + std::to_string(_config.input_bytes));
+  }
+  for (;;) {
+    const std::uint64_t newest = host_load_acquire(*_head_host);
+    if (newest <= after) return 0;
+    const std::byte* slot = _slots_host + (newest % _config.depth) * _view.slot_stride;
+    const auto& slot_seq = *reinterpret_cast<const std::uint64_t*>(slot);
+    if (host_load_acquire(slot_seq) != newest) continue;  // being rewritten: a newer one comes
+    std::memcpy(out.data(), slot + line, out.size());
+    std::atomic_thread_fence(std::memory_order_acquire);
+    if (host_load_acquire(slot_seq) == newest) return newest;
+  }
+}
+
+void mailbox::commit_output_from_host(std::uint64_t seq, std::span<const std::byte> payload) {
+  if (payload.size() != _config.output_bytes) {
+    throw std::invalid_argument("mailbox::commit_output_from_host: payload is " +
+                                std::to_string(payload.size()) + " bytes, the output is " +
+                                std::to_string(_config.output_bytes));
+  }
+  // After any commit the device made (a loop ran before): commit numbers stay unique.
+  _host_commits = std::max(_host_commits, latest_output().commit) + 1;
+  auto* begin = const_cast<std::uint64_t*>(_out_begin_host);
+  auto* end = const_cast<std::uint64_t*>(_out_end_host);
+  auto* out_seq = const_cast<std::uint64_t*>(_out_seq_host);
+  host_store_release(*begin, _host_commits);
+  std::atomic_thread_fence(std::memory_order_release);
+  std::memcpy(const_cast<std::byte*>(_out_payload_host), payload.data(), payload.size());
+  host_store_release(*out_seq, seq);
+  host_store_release(*end, _host_commits);
 }
 
 std::function<bool(std::uint64_t, sample_policy)> mailbox::host_gate() const {

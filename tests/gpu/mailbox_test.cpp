@@ -40,5 +40,36 @@ TEST(mailbox, host_gate_follows_the_policy) {
   EXPECT_TRUE(gate(1, sample_policy::newest));
 }
 
+TEST(mailbox, a_host_loop_reads_the_newest_input_and_commits_outputs_with_new_numbers) {
+  RESIDENT_REQUIRE_GPU();
+  io::mailbox mb({8, 8, 4});
+  std::vector<std::byte> in(8);
+  EXPECT_EQ(mb.read_input(0, in), 0U) << "nothing published yet";
+  std::vector<std::byte> payload(8);
+  for (std::uint8_t k = 1; k <= 3; ++k) {
+    payload[0] = std::byte{k};
+    (void)mb.publish(payload);
+  }
+  EXPECT_EQ(mb.read_input(0, in), 3U) << "the newest, not the oldest";
+  EXPECT_EQ(in[0], std::byte{3});
+  EXPECT_EQ(mb.read_input(3, in), 0U);
+
+  std::vector<std::byte> result(8, std::byte{0x5A});
+  mb.commit_output_from_host(3, result);
+  std::vector<std::byte> seen(8);
+  const io::output_stamp first = mb.wait_output({}, seen, std::chrono::milliseconds(100));
+  EXPECT_EQ(first.seq, 3U);
+  EXPECT_EQ(first.commit, 1U);
+  EXPECT_EQ(seen, result);
+  mb.commit_output_from_host(3, result);  // the same sample again: a new commit number
+  const io::output_stamp again = mb.wait_output(first, seen, std::chrono::milliseconds(100));
+  EXPECT_EQ(again.seq, 3U);
+  EXPECT_EQ(again.commit, 2U);
+
+  std::vector<std::byte> wrong(7);
+  EXPECT_THROW((void)mb.read_input(0, wrong), std::invalid_argument);
+  EXPECT_THROW(mb.commit_output_from_host(4, wrong), std::invalid_argument);
+}
+
 }  // namespace
 }  // namespace resident::testing

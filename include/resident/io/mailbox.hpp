@@ -84,6 +84,15 @@ class mailbox {
   output_stamp wait_output(const output_stamp& after, std::span<std::byte> out,
                            std::chrono::nanoseconds timeout) const;
 
+  // ---- a host loop in place of the GPU loop (a CPU-driven peer; never while a loop runs) -----
+  /// The newest published sample if it is newer than `after`: copies its payload (input_bytes)
+  /// into `out` with the slot's sequence lock and returns its sequence number; 0 when there is
+  /// none newer.
+  std::uint64_t read_input(std::uint64_t after, std::span<std::byte> out) const;
+  /// Commits `payload` (output_bytes) as sample `seq`'s output from the host, with the same
+  /// sequence lock and a new commit number, as mailbox_tx does on the device.
+  void commit_output_from_host(std::uint64_t seq, std::span<const std::byte> payload);
+
   // ---- for the loop -------------------------------------------------------------------------
   [[nodiscard]] mailbox_view device_view() const noexcept { return _view; }
   /// The host-side gate for host-driven modes: is there a sample the policy would take?
@@ -105,6 +114,7 @@ class mailbox {
   const std::uint64_t* _out_seq_host{};
   const std::byte* _out_payload_host{};
   std::uint64_t _next{0};  // sensor-private
+  std::uint64_t _host_commits{0};  // commit numbers of commit_output_from_host
 };
 
 /// Data-ready handler operator: picks the sample the policy asks for, copies its payload into

@@ -22,6 +22,7 @@ import os
 import platform
 import subprocess
 import sys
+import threading
 import time
 from typing import Any, Sequence
 
@@ -33,7 +34,7 @@ from resident.bench.stats import summarize
 from resident.torch import make_torch_operator
 
 MODELS = ("shufflenet_v2_x0_5", "mobilenet_v2", "efficientnet_b0", "resnet50", "vgg16")
-MODES = ("host-graph", "while", "tail")
+MODES = ("host-graph", "while", "tail", "torch-peer")  # torch-peer: PyTorch alone
 IMAGES = 100
 SIDE = 224
 MEAN = (0.485, 0.456, 0.406)  # ImageNet normalization, as torchvision's classifiers expect
@@ -188,11 +189,20 @@ def measure(module: Classify, reference: list[int], mode: str, rate_hz: float, a
             app.mailbox, payloads, total, rate_hz, sensor_cpu=cpus["sensor"],
             actuator_cpu=cpus["actuator"], keep_bytes=8, drain_s=1.0)
     report = run.report
+    r = summarize_run(d, reference, args)
+    r.update(mode=mode, rate_hz=rate_hz, stopped=report.stopped, error=report.error,
+             counters={"processed": report.counters.processed,
+                       "dropped": report.counters.dropped})
+    return r
+
+
+def summarize_run(d: dict[str, Any], reference: list[int], args: Any) -> dict[str, Any]:
+    """Latencies of the measured samples (after the warm-up), top-1 checks, missing outputs."""
     publish = memoryview(d["publish_ns"]).cast("Q")
     seen = memoryview(d["seen_ns"]).cast("Q")
     outputs = memoryview(d["outputs"]).cast("f")
     latencies, missing, wrong = [], 0, 0
-    for i in range(args.warmup, total):
+    for i in range(args.warmup, args.warmup + args.iterations):
         if seen[i] == 0:
             missing += 1
             continue
@@ -200,13 +210,68 @@ def measure(module: Classify, reference: list[int], mode: str, rate_hz: float, a
         if int(outputs[2 * i]) != reference[i % IMAGES]:
             wrong += 1
     if not latencies:
-        raise SystemExit(f"inference: {mode}: the actuator saw no output")
-    return {"mode": mode, "rate_hz": rate_hz, "latency_us": summarize(latencies),
-            "histogram_us": histogram(latencies),
-            "missing_outputs": missing, "wrong_top1": wrong,
-            "counters": {"processed": report.counters.processed,
-                         "dropped": report.counters.dropped},
-            "stopped": report.stopped, "error": report.error}
+        raise SystemExit("inference: the actuator saw no output")
+    return {"latency_us": summarize(latencies), "histogram_us": histogram(latencies),
+            "missing_outputs": missing, "wrong_top1": wrong}
+
+
+def measure_torch_peer(module: Classify, reference: list[int], rate_hz: float, args: Any,
+                       cpus: dict[str, int]) -> dict[str, Any]:
+    """The same sensor -> classifier -> actuator loop written with PyTorch alone: a Python thread
+    pinned like host-graph's loop thread polls the same kind of mailbox on the host, copies the
+    index in, replays PyTorch's own graph of the module, synchronizes and commits the output from
+    the host. The sensor and actuator threads are the ones resident's modes get."""
+    mb = resident.Mailbox(input_bytes=4, output_bytes=8, depth=4)
+    idx = torch.zeros(1, dtype=torch.int32, device="cuda")
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.no_grad(), torch.cuda.stream(side):
+        for _ in range(3):
+            module(idx)
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.no_grad(), torch.cuda.graph(graph):
+        out = module(idx)
+    idx_host = torch.zeros(1, dtype=torch.int32).pin_memory()
+    out_host = torch.zeros(2, dtype=torch.float32).pin_memory()
+    stop = threading.Event()
+    failure: list[BaseException] = []
+
+    def loop() -> None:
+        try:
+            os.sched_setaffinity(0, {cpus["loop"]})  # this thread (Linux: 0 is the caller)
+            buf = idx_host.numpy()
+            stream = torch.cuda.current_stream()
+            last = 0
+            while not stop.is_set():
+                seq = mb.read_input(last, buf)
+                if seq == 0:
+                    continue
+                last = seq
+                idx.copy_(idx_host, non_blocking=True)
+                graph.replay()
+                out_host.copy_(out, non_blocking=True)
+                stream.synchronize()
+                mb.commit_output(seq, out_host.numpy())
+        except BaseException as e:  # reported by the caller
+            failure.append(e)
+
+    worker = threading.Thread(target=loop, name="torch-peer-loop")
+    worker.start()
+    try:
+        payloads = torch.arange(IMAGES, dtype=torch.int32).numpy()
+        d = resident._resident._drive_mailbox(
+            mb, payloads, args.warmup + args.iterations, rate_hz, sensor_cpu=cpus["sensor"],
+            actuator_cpu=cpus["actuator"], keep_bytes=8, drain_s=1.0)
+    finally:
+        stop.set()
+        worker.join()
+    if failure:
+        raise failure[0]
+    r = summarize_run(d, reference, args)
+    r.update(mode="torch-peer", rate_hz=rate_hz, stopped=True, error="",
+             counters={"processed": 0, "dropped": 0})
+    return r
 
 
 def pick_cpus() -> tuple[dict[str, int], list[int]]:
@@ -256,8 +321,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         if m not in MODELS:
             p.error(f"unknown model '{m}'; one of {', '.join(MODELS)}")
     for m in a.modes:
-        if m not in resident.modes():
-            p.error(f"unknown mode '{m}'; one of {', '.join(resident.modes())}")
+        if m not in MODES:
+            p.error(f"unknown mode '{m}'; one of {', '.join(MODES)}")
     for c in a.contention:
         if c not in ("none", "stress"):
             p.error(f"unknown contention '{c}'; none or stress")
@@ -287,7 +352,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             hogs = Hogs(free, seconds) if contention == "stress" else None
             try:
                 for mode in args.modes:
-                    r = measure(module, reference, mode, rate, args, cpus)
+                    if mode == "torch-peer":
+                        r = measure_torch_peer(module, reference, rate, args, cpus)
+                    else:
+                        r = measure(module, reference, mode, rate, args, cpus)
                     r.update(model=name, contention=contention, eager_p50_us=eager_p50,
                              torch_replay_p50_us=replay)
                     s = r["latency_us"]
