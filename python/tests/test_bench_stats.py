@@ -2,7 +2,9 @@
 
 import pytest
 
-from resident.bench.stats import percentile, summarize
+import array
+
+from resident.bench.stats import percentile, summarize, summarize_run
 
 
 def test_interpolated_percentiles_as_the_cpp_receipts():
@@ -26,3 +28,29 @@ def test_bad_input_is_refused():
         summarize([])
     with pytest.raises(ValueError, match="outside"):
         percentile([1.0], 101)
+
+
+def drive_result(publish, seen, classes):
+    outputs = array.array("f")
+    for c in classes:
+        outputs.extend([float(c), 1.5])
+    return {"publish_ns": array.array("Q", publish).tobytes(),
+            "seen_ns": array.array("Q", seen).tobytes(), "outputs": outputs.tobytes()}
+
+
+def test_a_run_skips_the_warmup_and_counts_missing_and_wrong_outputs():
+    publish = [1000 * i for i in range(6)]
+    seen = [p + 20_000 for p in publish]
+    seen[4] = 0  # never seen
+    classes = [7, 8, 7, 8, 7, 9]  # sample 5 is wrong: image 5 % 2 == 1 is class 8
+    r = summarize_run(drive_result(publish, seen, classes), [7, 8], warmup=2, iterations=4)
+    assert r["latency_us"]["n"] == 3 and r["latency_us"]["mean"] == 20.0
+    assert r["missing_outputs"] == 1 and r["wrong_top1"] == 1
+    assert sum(r["histogram_us"]["counts"]) == 3
+
+
+def test_a_run_without_outputs_or_samples_is_an_error():
+    with pytest.raises(RuntimeError, match="saw no output"):
+        summarize_run(drive_result([0, 1], [0, 0], [0, 0]), [0], warmup=0, iterations=2)
+    with pytest.raises(ValueError, match="2 samples for 1 \\+ 2"):
+        summarize_run(drive_result([0, 1], [5, 6], [0, 0]), [0], warmup=1, iterations=2)

@@ -29,8 +29,8 @@ from typing import Any, Sequence
 import torch
 
 import resident
-from resident.bench.report import histogram, write_html
-from resident.bench.stats import summarize
+from resident.bench.report import write_html
+from resident.bench.stats import summarize_run
 from resident.torch import make_torch_operator
 
 MODELS = ("shufflenet_v2_x0_5", "mobilenet_v2", "efficientnet_b0", "resnet50", "vgg16")
@@ -189,30 +189,11 @@ def measure(module: Classify, reference: list[int], mode: str, rate_hz: float, a
             app.mailbox, payloads, total, rate_hz, sensor_cpu=cpus["sensor"],
             actuator_cpu=cpus["actuator"], keep_bytes=8, drain_s=1.0)
     report = run.report
-    r = summarize_run(d, reference, args)
+    r = summarize_run(d, reference, args.warmup, args.iterations)
     r.update(mode=mode, rate_hz=rate_hz, stopped=report.stopped, error=report.error,
              counters={"processed": report.counters.processed,
                        "dropped": report.counters.dropped})
     return r
-
-
-def summarize_run(d: dict[str, Any], reference: list[int], args: Any) -> dict[str, Any]:
-    """Latencies of the measured samples (after the warm-up), top-1 checks, missing outputs."""
-    publish = memoryview(d["publish_ns"]).cast("Q")
-    seen = memoryview(d["seen_ns"]).cast("Q")
-    outputs = memoryview(d["outputs"]).cast("f")
-    latencies, missing, wrong = [], 0, 0
-    for i in range(args.warmup, args.warmup + args.iterations):
-        if seen[i] == 0:
-            missing += 1
-            continue
-        latencies.append((seen[i] - publish[i]) / 1e3)
-        if int(outputs[2 * i]) != reference[i % IMAGES]:
-            wrong += 1
-    if not latencies:
-        raise SystemExit("inference: the actuator saw no output")
-    return {"latency_us": summarize(latencies), "histogram_us": histogram(latencies),
-            "missing_outputs": missing, "wrong_top1": wrong}
 
 
 def measure_torch_peer(module: Classify, reference: list[int], rate_hz: float, args: Any,
@@ -268,7 +249,7 @@ def measure_torch_peer(module: Classify, reference: list[int], rate_hz: float, a
         worker.join()
     if failure:
         raise failure[0]
-    r = summarize_run(d, reference, args)
+    r = summarize_run(d, reference, args.warmup, args.iterations)
     r.update(mode="torch-peer", rate_hz=rate_hz, stopped=True, error="",
              counters={"processed": 0, "dropped": 0})
     return r

@@ -5,7 +5,7 @@ so it is tested without a GPU."""
 from __future__ import annotations
 
 import math
-from typing import Sequence
+from typing import Any, Sequence
 
 
 def percentile(sorted_values: Sequence[float], q: float) -> float:
@@ -31,3 +31,30 @@ def summarize(values: Sequence[float]) -> dict[str, float]:
     sd = math.sqrt(math.fsum((x - mean) ** 2 for x in v) / n)
     return {"n": n, "mean": mean, "sd": sd, "p50": percentile(v, 50), "p99": percentile(v, 99),
             "p99_9": percentile(v, 99.9), "min": v[0], "max": v[-1], "jitter": v[-1] - v[0]}
+
+
+def summarize_run(d: dict[str, Any], reference: Sequence[int], warmup: int,
+                  iterations: int) -> dict[str, Any]:
+    """A mailbox-driven run (resident._resident._drive_mailbox's result, outputs holding
+    (class, logit) float32 pairs): latency (µs) of the samples after the warm-up, each one's
+    class against `reference` (by sample index modulo its length), and the samples whose output
+    was never seen."""
+    from resident.bench.report import histogram
+
+    publish = memoryview(d["publish_ns"]).cast("Q")
+    seen = memoryview(d["seen_ns"]).cast("Q")
+    outputs = memoryview(d["outputs"]).cast("f")
+    if len(publish) < warmup + iterations or len(seen) != len(publish):
+        raise ValueError(f"summarize_run: {len(publish)} samples for {warmup} + {iterations}")
+    latencies, missing, wrong = [], 0, 0
+    for i in range(warmup, warmup + iterations):
+        if seen[i] == 0:
+            missing += 1
+            continue
+        latencies.append((seen[i] - publish[i]) / 1e3)
+        if int(outputs[2 * i]) != reference[i % len(reference)]:
+            wrong += 1
+    if not latencies:
+        raise RuntimeError("summarize_run: the actuator saw no output")
+    return {"latency_us": summarize(latencies), "histogram_us": histogram(latencies),
+            "missing_outputs": missing, "wrong_top1": wrong}
