@@ -124,8 +124,8 @@ def eager_reference(module: Classify) -> tuple[list[int], float]:
     return classes, times[len(times) // 2]
 
 
-def replay_p50(module: Classify, reps: int = 50) -> float:
-    """PyTorch's own replay of the captured module, synchronized each time: p50 (µs)."""
+def capture(module: Classify) -> tuple[Any, torch.Tensor, torch.Tensor]:
+    """PyTorch's own graph of the module (warmed up on a side stream): graph, index, output."""
     idx = torch.zeros(1, dtype=torch.int32, device="cuda")
     side = torch.cuda.Stream()
     side.wait_stream(torch.cuda.current_stream())
@@ -135,7 +135,13 @@ def replay_p50(module: Classify, reps: int = 50) -> float:
     torch.cuda.current_stream().wait_stream(side)
     graph = torch.cuda.CUDAGraph()
     with torch.no_grad(), torch.cuda.graph(graph):
-        module(idx)
+        out = module(idx)
+    return graph, idx, out
+
+
+def replay_p50(module: Classify, reps: int = 50) -> float:
+    """PyTorch's own replay of the captured module, synchronized each time: p50 (µs)."""
+    graph, idx, _ = capture(module)
     times = []
     for i in range(reps):
         idx.fill_(i % IMAGES)
@@ -203,16 +209,7 @@ def measure_torch_peer(module: Classify, reference: list[int], rate_hz: float, a
     index in, replays PyTorch's own graph of the module, synchronizes and commits the output from
     the host. The sensor and actuator threads are the ones resident's modes get."""
     mb = resident.Mailbox(input_bytes=4, output_bytes=8, depth=4)
-    idx = torch.zeros(1, dtype=torch.int32, device="cuda")
-    side = torch.cuda.Stream()
-    side.wait_stream(torch.cuda.current_stream())
-    with torch.no_grad(), torch.cuda.stream(side):
-        for _ in range(3):
-            module(idx)
-    torch.cuda.current_stream().wait_stream(side)
-    graph = torch.cuda.CUDAGraph()
-    with torch.no_grad(), torch.cuda.graph(graph):
-        out = module(idx)
+    graph, idx, out = capture(module)
     idx_host = torch.zeros(1, dtype=torch.int32).pin_memory()
     out_host = torch.zeros(2, dtype=torch.float32).pin_memory()
     stop = threading.Event()
