@@ -43,8 +43,7 @@ void pin_to(int cpu, const char* role) {
   const int error = pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
   if (error != 0) {
     throw std::runtime_error(std::string("_drive_mailbox: cannot pin the ") + role +
-                             " thread to cpu " + std::to_string(cpu) + ": " +
-                             std::strerror(error));
+                             " thread to cpu " + std::to_string(cpu) + ": " + std::strerror(error));
   }
 }
 
@@ -87,8 +86,7 @@ void actuator(const io::mailbox& mb, const drive_settings& s, drive_result& r,
   io::output_stamp after = mb.latest_output();
   std::uint64_t quiet_since = 0;
   for (;;) {
-    const io::output_stamp stamp =
-        mb.wait_output(after, out, std::chrono::milliseconds(20));
+    const io::output_stamp stamp = mb.wait_output(after, out, std::chrono::milliseconds(20));
     const std::uint64_t t = now_ns();
     if (stamp.empty() || stamp == after) {
       if (!sensor_done.load(std::memory_order_acquire)) continue;
@@ -107,9 +105,7 @@ void actuator(const io::mailbox& mb, const drive_settings& s, drive_result& r,
   }
 }
 
-py::bytes as_bytes(const void* data, std::size_t n) {
-  return {static_cast<const char*>(data), n};
-}
+py::bytes as_bytes(const void* data, std::size_t n) { return {static_cast<const char*>(data), n}; }
 
 py::dict drive_mailbox(io::mailbox& mb, const py::buffer& payloads, std::size_t samples,
                        double rate_hz, int sensor_cpu, int actuator_cpu, std::size_t keep_bytes,
@@ -127,11 +123,12 @@ py::dict drive_mailbox(io::mailbox& mb, const py::buffer& payloads, std::size_t 
   }
   if (keep_bytes > mb.settings().output_bytes) {
     throw py::value_error("_drive_mailbox: keep_bytes " + std::to_string(keep_bytes) +
-                          " exceeds the mailbox's " +
-                          std::to_string(mb.settings().output_bytes) + "-byte outputs");
+                          " exceeds the mailbox's " + std::to_string(mb.settings().output_bytes) +
+                          "-byte outputs");
   }
-  drive_settings s{samples,    rate_hz, sensor_cpu, actuator_cpu, keep_bytes,
-                   std::chrono::nanoseconds(static_cast<std::int64_t>(drain_s * 1e9))};
+  drive_settings s{samples,    rate_hz,
+                   sensor_cpu, actuator_cpu,
+                   keep_bytes, std::chrono::nanoseconds(static_cast<std::int64_t>(drain_s * 1e9))};
   drive_result r;
   r.publish_ns.assign(samples, 0);
   r.seen_ns.assign(samples, 0);

@@ -116,9 +116,9 @@ std::uint64_t read_input(const io::mailbox& mb, std::uint64_t after, const py::o
 void commit_output(io::mailbox& mb, std::uint64_t seq, const py::object& payload) {
   const contiguous_view view(payload, false);
   if (view.bytes().size() != mb.settings().output_bytes) {
-    throw py::value_error("Mailbox.commit_output: payload is " +
-                          std::to_string(view.bytes().size()) + " bytes; the mailbox's outputs are " +
-                          std::to_string(mb.settings().output_bytes));
+    throw py::value_error(
+        "Mailbox.commit_output: payload is " + std::to_string(view.bytes().size()) +
+        " bytes; the mailbox's outputs are " + std::to_string(mb.settings().output_bytes));
   }
   mb.commit_output_from_host(seq, view.bytes());
 }

@@ -3,8 +3,8 @@
 
 #include <pthread.h>
 #include <pybind11/chrono.h>
-#include <sched.h>
 #include <pybind11/stl.h>
+#include <sched.h>
 
 #include <chrono>
 #include <functional>

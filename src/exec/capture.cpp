@@ -88,9 +88,9 @@ std::vector<cudaGraphNode_t> capture_into(cudaGraph_t g, const std::vector<cudaG
     (void)cudaGetLastError();
     const bool lost = ended == cudaErrorStreamCaptureInvalidated;
     throw interrupted_capture{
-        std::make_exception_ptr(std::runtime_error(
-            std::string("cudaStreamEndCapture failed: ") + cudaGetErrorName(ended) + " (" +
-            cudaGetErrorString(ended) + ")")),
+        std::make_exception_ptr(std::runtime_error(std::string("cudaStreamEndCapture failed: ") +
+                                                   cudaGetErrorName(ended) + " (" +
+                                                   cudaGetErrorString(ended) + ")")),
         lost};
   }
   return frontier;
@@ -169,8 +169,8 @@ captured capture_operators(cudaGraph_t g, std::vector<cudaGraphNode_t> deps,
     const stream_step& step = plan.steps[i];
     std::vector<cudaGraphNode_t> after = stream_frontier[step.stream];
     for (const std::size_t w : step.waits) add_unique(after, op_frontier[w]);
-    op_frontier[i] =
-        capture_operator(g, after, *ops[i], streams[step.stream], loop, mode, target, result.owners);
+    op_frontier[i] = capture_operator(g, after, *ops[i], streams[step.stream], loop, mode, target,
+                                      result.owners);
     stream_frontier[step.stream] = op_frontier[i];
   }
   result.frontier = std::move(stream_frontier[0]);
@@ -191,8 +191,8 @@ std::vector<cudaGraphNode_t> capture_kernel(cudaGraph_t g, const std::vector<cud
   }
   // Programmatic in-edges where every predecessor is a kernel (they may join only kernels):
   // the framework kernel is scheduled while its predecessors run and waits on the device
-  // (device::wait_for_previous_kernels), which takes most of a node launch off each iteration (0.45 µs of
-  // 1.18 µs measured by bench/probes/loop_probe on the H200).
+  // (device::wait_for_previous_kernels), which takes most of a node launch off each iteration (0.45
+  // µs of 1.18 µs measured by bench/probes/loop_probe on the H200).
   if (!programmatic || nodes.size() != 1 || deps.empty()) return nodes;
   for (cudaGraphNode_t d : deps) {
     cudaGraphNodeType type{};

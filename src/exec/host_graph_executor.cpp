@@ -42,8 +42,7 @@ class host_graph_executor final : public host_driven_executor {
     cudaGraph_t body = add_conditional(_graph.get(), ctrl, if_handle, cudaGraphCondTypeIf,
                                        options().partition.get());
     const auto dag = capture_operators(body, {}, plan().body_order, streams(), res().dag_streams(),
-                                       loop(), "host-graph",
-                                       graph_kind::conditional_body);
+                                       loop(), "host-graph", graph_kind::conditional_body);
     (void)capture_end_marker(body, dag, res().loop_stream.get(), launch_end_marker, loop());
     // The DAG sits in an IF body, whose node types are restricted like a WHILE body's.
     require_node_types(body, dag.owners, "host-graph", "the IF body (operator DAG)",

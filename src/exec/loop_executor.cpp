@@ -124,12 +124,14 @@ void loop_resources::upload_config(std::uint64_t start) {
 
 loop_executor::loop_executor(Application& app, execution_mode mode, const run_options& options)
     : _mode(mode), _options(options), _app_name(app.name()) {
-  // make_executor checked the application on the CPU (plan, handler); it holds the run's device current while the executor is built.
+  // make_executor checked the application on the CPU (plan, handler); it holds the run's device
+  // current while the executor is built.
   app.materialize(options.device);
   _plan = app.plan();
   _streams = plan_streams(_plan.body_producers, options.capture);
   _handler = app.handler();
-  _lifetime = std::make_shared<const app_lifetime>(app_lifetime{app.operators(), app.port_memory()});
+  _lifetime =
+      std::make_shared<const app_lifetime>(app_lifetime{app.operators(), app.port_memory()});
   _res = std::make_shared<loop_resources>(app, mode, options, _streams.streams);
   _telemetry.reserve(options.telemetry_samples);
 }

@@ -50,9 +50,9 @@ class tail_executor final : public resident_executor {
                          device_launch_rules());
     });
     build_or_release(_work, [&] {
-      const auto dag = capture_operators(_work.get(), {}, plan().body_order, streams(),
-                                         res().dag_streams(), loop(), "tail",
-                                       graph_kind::device_launched);
+      const auto dag =
+          capture_operators(_work.get(), {}, plan().body_order, streams(), res().dag_streams(),
+                            loop(), "tail", graph_kind::device_launched);
       (void)capture_end_marker(_work.get(), dag, res().loop_stream.get(), launch_tail_end_marker,
                                loop());
       require_node_types(_work.get(), dag.owners, "tail", "graph W (operator DAG)",

@@ -58,9 +58,9 @@ class while_executor final : public resident_executor {
     const auto ctrl =
         capture_kernel(body, handler.frontier, res().loop_stream.get(), launch_controller, loop());
     cudaGraph_t dag_body = add_conditional(body, ctrl, if_handle, cudaGraphCondTypeIf, part);
-    const auto dag = capture_operators(dag_body, {}, plan().body_order, streams(),
-                                       res().dag_streams(), loop(), "while",
-                                       graph_kind::conditional_body);
+    const auto dag =
+        capture_operators(dag_body, {}, plan().body_order, streams(), res().dag_streams(), loop(),
+                          "while", graph_kind::conditional_body);
     (void)capture_end_marker(dag_body, dag, res().loop_stream.get(), launch_end_marker, loop());
     require_node_types(body, handler.owners, "while", "the WHILE body (data-ready handler)",
                        conditional_body_rules());

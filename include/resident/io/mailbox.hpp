@@ -113,7 +113,7 @@ class mailbox {
   const std::uint64_t* _out_end_host{};
   const std::uint64_t* _out_seq_host{};
   const std::byte* _out_payload_host{};
-  std::uint64_t _next{0};  // sensor-private
+  std::uint64_t _next{0};          // sensor-private
   std::uint64_t _host_commits{0};  // commit numbers of commit_output_from_host
 };
 

@@ -67,9 +67,8 @@ __device__ void bins_of_group(const stats_args& a, std::uint64_t g, std::uint32_
   const unsigned row_position = (y & 1U) * 2U;
 #pragma unroll
   for (int k = 0; k < stats_items; ++k) {
-    bins[k] = x0 + k < a.width ? static_cast<std::uint16_t>(
-                                     (row_position + (k & 1)) * levels +
-                                     math::bin_of(v[k], a.black, a.max))
+    bins[k] = x0 + k < a.width ? static_cast<std::uint16_t>((row_position + (k & 1)) * levels +
+                                                            math::bin_of(v[k], a.black, a.max))
                                : static_cast<std::uint16_t>(counted_bins);
   }
 }

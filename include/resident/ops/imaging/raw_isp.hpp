@@ -12,8 +12,9 @@
 // filter channel, its value after black-level correction on 8 bits; counted per position in the
 // 2x2 cell) with CUB's block histogram in shared memory, adds each block's counts into the
 // global histogram, and its last block to finish derives each channel's grey-world gain and Q16
-// multiplier from it (and clears it for the next frame). The correction kernel then writes out = clamp(round((v - black) * gain_c * max / (max - black)), 0, max)
-// in fixed point. isp_math.hpp defines every step; reference::raw_isp is the CPU twin.
+// multiplier from it (and clears it for the next frame). The correction kernel then writes out =
+// clamp(round((v - black) * gain_c * max / (max - black)), 0, max) in fixed point. isp_math.hpp
+// defines every step; reference::raw_isp is the CPU twin.
 
 #include <cstddef>
 #include <cstdint>
