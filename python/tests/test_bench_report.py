@@ -29,10 +29,12 @@ def test_the_page_shows_every_run_and_a_plot_per_model(tmp_path):
                 "missing_outputs": 0}
     receipt = {"benchmark": "inference", "device": "GPU <x>", "git_commit": "abc",
                "started_at": "now", "command": "python -m resident.bench.inference",
-               "results": [run("while", 900.0), run("host-graph", 950.0)]}
+               "results": [run("while", 900.0), run("host-graph", 950.0)],
+               "targets": [{"target": "a < b", "met": False, "detail": "3 > 2"}]}
     out = tmp_path / "page.html"
     write_html(receipt, str(out))
     page = out.read_text()
     assert page.count("<tr><td>resnet50</td>") == 2
     assert "<svg" in page and page.count("<polyline") == 2
     assert "GPU &lt;x&gt;" in page  # escaped
+    assert "a &lt; b" in page and "MISSED" in page

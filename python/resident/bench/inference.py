@@ -29,6 +29,7 @@ from typing import Any, Sequence
 import torch
 
 import resident
+from resident.bench.inference_targets import judge, merge
 from resident.bench.report import write_html
 from resident.bench.stats import summarize_run
 from resident.torch import make_torch_operator
@@ -289,6 +290,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--json", default="bench-out/inference.json")
     p.add_argument("--report", default="inference-report.html",
                    help="the HTML page (in --json's folder unless it names one)")
+    p.add_argument("--merge", nargs="+", metavar="PART", default=None,
+                   help="no run: merge these receipts (parts run in separate calls), judge the "
+                        "targets and write --json and its page")
     a = p.parse_args(argv)
     if a.quick:
         a.models, a.contention, a.iterations, a.warmup = "mobilenet_v2,resnet50", "none", 2000, 200
@@ -309,8 +313,30 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     return a
 
 
+def write(receipt: dict[str, Any], args: argparse.Namespace) -> str:
+    """Writes the receipt (--json) and its page; returns the page's path."""
+    os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
+    with open(args.json, "w") as f:
+        json.dump(receipt, f, indent=1)
+    page = args.report if os.path.dirname(args.report) else os.path.join(
+        os.path.dirname(os.path.abspath(args.json)), args.report)
+    write_html(receipt, page)
+    for v in receipt["targets"]:
+        mark = {True: "MET   ", False: "MISSED", None: "-     "}[v["met"]]
+        print(f"  {mark} {v['target']}: {v['detail']}")
+    return page
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
+    if args.merge:
+        parts = []
+        for path in args.merge:
+            with open(path) as f:
+                parts.append(json.load(f))
+        page = write(merge(parts), args)
+        print(f"inference: merged {len(parts)} receipts into {args.json}, report {page}")
+        return 0
     if resident.device_count() == 0:
         print(f"inference: {resident.no_device_reason()}", file=sys.stderr)
         return 2
@@ -357,13 +383,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                      "tf32": False, "policy": "every"},
         "started_at": started,
         "results": results,
+        "targets": judge(results),
     }
-    os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
-    with open(args.json, "w") as f:
-        json.dump(receipt, f, indent=1)
-    page = args.report if os.path.dirname(args.report) else os.path.join(
-        os.path.dirname(os.path.abspath(args.json)), args.report)
-    write_html(receipt, page)
+    page = write(receipt, args)
     bad = sum(r["wrong_top1"] + r["missing_outputs"] for r in results)
     print(f"inference: receipt {args.json}, report {page}; {bad} wrong or missing outputs")
     return 1 if bad else 0

@@ -72,6 +72,12 @@ def write_html(receipt: dict[str, Any], path: str) -> None:
         groups.setdefault((r["model"], r["contention"]), []).append(r)
     plots = "".join(f"<h3>{html.escape(m)}, {html.escape(c)}</h3>{_svg(runs)}"
                     for (m, c), runs in groups.items())
+    verdicts = "".join(
+        f"<tr><td style='text-align:left'>{html.escape(v['target'])}</td><td>"
+        f"{ {True: 'met', False: 'MISSED', None: 'not judged'}[v['met']] }</td>"
+        f"<td style='text-align:left'>{html.escape(v['detail'])}</td></tr>"
+        for v in receipt.get("targets", []))
+    targets = f"<h2>Targets</h2><table>{verdicts}</table>" if verdicts else ""
     head = "".join(f"<th>{c}</th>" for c in ("model", "contention", "mode", "n") + COLUMNS +
                    ("wrong top-1", "missing"))
     title = html.escape(f"resident bench {receipt['benchmark']}")
@@ -80,9 +86,10 @@ def write_html(receipt: dict[str, Any], path: str) -> None:
             "text-align:right}table{border-collapse:collapse}tr:nth-child(even){background:#eee}"
             f"</style></head><body><h1>{title}</h1>"
             f"<p>{html.escape(receipt.get('device', ''))}, commit "
-            f"{html.escape(receipt.get('git_commit', ''))}, {html.escape(receipt.get('started_at', ''))}"
+            f"{html.escape(receipt.get('git_commit', ''))}, "
+            f"{html.escape(receipt.get('started_at', ''))}"
             f"<br><code>{html.escape(receipt.get('command', ''))}</code></p>"
             f"<p>Latency in µs, publish → output seen by the actuator thread.</p>"
-            f"<table><tr>{head}</tr>{''.join(rows)}</table>{plots}</body></html>")
+            f"<table><tr>{head}</tr>{''.join(rows)}</table>{targets}{plots}</body></html>")
     with open(path, "w", encoding="utf-8") as f:
         f.write(page)

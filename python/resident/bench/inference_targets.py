@@ -1,0 +1,92 @@
+"""The inference benchmark's targets, judged from a receipt's results (pure Python: tested
+without a GPU). Each verdict names the target, the figures it used and whether it was met;
+a target whose runs are missing is reported as not judged, never as met."""
+
+from __future__ import annotations
+
+from typing import Any, Iterable, Optional
+
+TARGET_MODELS = ("mobilenet_v2", "efficientnet_b0", "resnet50")
+
+
+def _find(results: Iterable[dict[str, Any]], model: str, contention: str,
+          mode: str) -> Optional[dict[str, Any]]:
+    for r in results:
+        if r["model"] == model and r["contention"] == contention and r["mode"] == mode:
+            return r["latency_us"]
+    return None
+
+
+def _verdict(target: str, value: Optional[float], limit: float, detail: str,
+             lower_is_better: bool = True) -> dict[str, Any]:
+    if value is None:
+        return {"target": target, "met": None, "value": None, "limit": limit,
+                "detail": "not judged: " + detail}
+    met = value <= limit if lower_is_better else value >= limit
+    return {"target": target, "met": met, "value": value, "limit": limit, "detail": detail}
+
+
+def _pair(results: list[dict[str, Any]], a: tuple[str, str, str],
+          b: tuple[str, str, str]) -> tuple[Optional[dict[str, Any]], Optional[dict[str, Any]]]:
+    return _find(results, *a), _find(results, *b)
+
+
+def judge(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Verdicts for every target of the benchmark that the results can speak to."""
+    out = []
+    for m in TARGET_MODELS:
+        w, h = _pair(results, (m, "none", "while"), (m, "none", "host-graph"))
+        missing = "while or host-graph quiet not run"
+        for stat in ("sd", "jitter"):
+            target = f"{m} quiet: host-graph {stat} / while {stat} >= 1.4"
+            if w is None or h is None or w[stat] <= 0:
+                out.append(_verdict(target, None, 1.4, missing, lower_is_better=False))
+            else:
+                out.append(_verdict(target, h[stat] / w[stat], 1.4,
+                                    f"{h[stat]:.1f} / {w[stat]:.1f} us", lower_is_better=False))
+        target = f"{m} quiet: while mean within 3% of host-graph"
+        if w is None or h is None:
+            out.append(_verdict(target, None, 0.03, missing))
+        else:
+            out.append(_verdict(target, abs(w["mean"] / h["mean"] - 1.0), 0.03,
+                                f"{w['mean']:.1f} against {h['mean']:.1f} us"))
+    for m in sorted({r["model"] for r in results}):
+        quiet, stress = _pair(results, (m, "none", "while"), (m, "stress", "while"))
+        target = f"{m}: while J under contention <= 1.2 x quiet J"
+        if quiet is None or stress is None or quiet["jitter"] <= 0:
+            out.append(_verdict(target, None, 1.2, "while quiet or under stress not run"))
+        else:
+            out.append(_verdict(target, stress["jitter"] / quiet["jitter"], 1.2,
+                                f"{stress['jitter']:.1f} / {quiet['jitter']:.1f} us"))
+        peer = _find(results, m, "none", "torch-peer")
+        for mode, limit, name in (("host-graph", 10.0, "host-graph mean - PyTorch peer mean"),
+                                  ("while", 0.0, "while mean - PyTorch peer mean")):
+            ours = _find(results, m, "none", mode)
+            target = f"{m} quiet: {name} <= {limit:g} us"
+            if ours is None or peer is None:
+                out.append(_verdict(target, None, limit, f"{mode} or torch-peer quiet not run"))
+            else:
+                out.append(_verdict(target, ours["mean"] - peer["mean"], limit,
+                                    f"{ours['mean']:.1f} - {peer['mean']:.1f} us"))
+    return out
+
+
+def merge(receipts: list[dict[str, Any]]) -> dict[str, Any]:
+    """One receipt from parts of one benchmark (e.g. models run in separate calls): the results
+    of all, later parts replacing earlier runs of the same model, contention and mode; the
+    first part's header, with every part's commit and command kept."""
+    if not receipts:
+        raise ValueError("merge: no receipts")
+    for r in receipts:
+        if r.get("benchmark") != "inference":
+            raise ValueError(f"merge: not an inference receipt: {r.get('benchmark')!r}")
+    merged = dict(receipts[0])
+    runs: dict[tuple[str, str, str], dict[str, Any]] = {}
+    for r in receipts:
+        for run in r["results"]:
+            runs[(run["model"], run["contention"], run["mode"])] = run
+    merged["results"] = list(runs.values())
+    merged["parts"] = [{"git_commit": r.get("git_commit"), "command": r.get("command"),
+                        "started_at": r.get("started_at")} for r in receipts]
+    merged["targets"] = judge(merged["results"])
+    return merged

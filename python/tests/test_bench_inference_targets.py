@@ -1,0 +1,59 @@
+"""The inference benchmark's targets and the merge of its parts; CPU only."""
+
+import pytest
+
+from resident.bench.inference_targets import judge, merge
+
+
+def run(model, contention, mode, mean, sd, jitter):
+    return {"model": model, "contention": contention, "mode": mode,
+            "latency_us": {"mean": mean, "sd": sd, "jitter": jitter}}
+
+
+def verdict(verdicts, start):
+    (v,) = [x for x in verdicts if x["target"].startswith(start)]
+    return v
+
+
+def test_quiet_ratios_and_the_mean_gap():
+    results = [run("resnet50", "none", "while", 900.0, 2.0, 20.0),
+               run("resnet50", "none", "host-graph", 910.0, 4.0, 25.0)]
+    v = judge(results)
+    sd = verdict(v, "resnet50 quiet: host-graph sd")
+    assert sd["met"] is True and sd["value"] == 2.0
+    j = verdict(v, "resnet50 quiet: host-graph jitter")
+    assert j["met"] is False and j["value"] == pytest.approx(1.25)
+    gap = verdict(v, "resnet50 quiet: while mean within 3%")
+    assert gap["met"] is True and gap["value"] == pytest.approx(10 / 910)
+    # A target model with no runs is not judged, never met.
+    assert verdict(v, "mobilenet_v2 quiet: host-graph sd")["met"] is None
+
+
+def test_contention_and_the_framework_cost():
+    results = [run("vgg16", "none", "while", 700.0, 1.0, 10.0),
+               run("vgg16", "stress", "while", 701.0, 1.0, 13.0),
+               run("vgg16", "none", "host-graph", 715.0, 3.0, 40.0),
+               run("vgg16", "none", "torch-peer", 708.0, 3.0, 50.0)]
+    v = judge(results)
+    c = verdict(v, "vgg16: while J under contention")
+    assert c["met"] is False and c["value"] == pytest.approx(1.3)
+    assert verdict(v, "vgg16 quiet: host-graph mean - PyTorch")["value"] == pytest.approx(7.0)
+    assert verdict(v, "vgg16 quiet: host-graph mean - PyTorch")["met"] is True
+    assert verdict(v, "vgg16 quiet: while mean - PyTorch")["met"] is True
+
+
+def test_merge_keeps_every_part_and_the_latest_run_of_each_configuration():
+    a = {"benchmark": "inference", "git_commit": "a", "command": "x", "started_at": "1",
+         "results": [run("resnet50", "none", "while", 1.0, 1.0, 1.0),
+                     run("vgg16", "none", "while", 2.0, 1.0, 1.0)]}
+    b = {"benchmark": "inference", "git_commit": "a", "command": "y", "started_at": "2",
+         "results": [run("vgg16", "none", "while", 3.0, 1.0, 1.0)]}
+    m = merge([a, b])
+    assert sorted((r["model"], r["latency_us"]["mean"]) for r in m["results"]) == [
+        ("resnet50", 1.0), ("vgg16", 3.0)]
+    assert [p["command"] for p in m["parts"]] == ["x", "y"]
+    assert m["targets"]
+    with pytest.raises(ValueError, match="not an inference receipt"):
+        merge([{"benchmark": "camera", "results": []}])
+    with pytest.raises(ValueError, match="no receipts"):
+        merge([])
