@@ -53,23 +53,9 @@ std::array<std::uint8_t, 4> encode_header(const packet_header& h) {
 }
 
 decoded_header decode_header(std::span<const std::uint8_t, 4> bytes) noexcept {
-  std::uint32_t bits = header_bits(bytes);
-  const std::uint8_t syndrome = header_ecc(bits) ^ static_cast<std::uint8_t>(bytes[3] & 0x3FU);
-  header_status status = header_status::ok;
-  if (syndrome != 0) {
-    status = header_status::corrupt;
-    if ((syndrome & (syndrome - 1)) == 0) {
-      status = header_status::corrected;  // a parity bit flipped: the data bits stand
-    } else {
-      for (std::size_t bit = 0; bit < ecc_columns.size(); ++bit) {
-        if (ecc_columns[bit] == syndrome) {
-          bits ^= 1U << bit;
-          status = header_status::corrected;
-          break;
-        }
-      }
-    }
-  }
+  const checked_header_bits checked = check_header_bits(header_bits(bytes), bytes[3]);
+  const std::uint32_t bits = checked.bits;
+  const header_status status = checked.status;
   decoded_header out;
   out.status = status;
   out.header.virtual_channel = static_cast<std::uint8_t>((bits >> 6) & 0x3U);

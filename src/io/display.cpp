@@ -300,6 +300,7 @@ void display_tx::initialize() {
   for (std::uint32_t v = 0; v <= full; ++v) lut[v] = gamma_encode(v, full, _gamma);
   _lut = device_buffer(lut.size());
   RESIDENT_CUDA_TRY(cudaMemcpy(_lut.data(), lut.data(), lut.size(), cudaMemcpyHostToDevice));
+  _blocks = detail::display_tx_blocks(_display->device_view());
 }
 
 void display_tx::compute(CaptureContext& ctx) {
@@ -310,7 +311,7 @@ void display_tx::compute(CaptureContext& ctx) {
   detail::launch_display_tx(_display->device_view(), ctx.device_memory<const void>("rgb"), _rgba16,
                             _lut.data_as<std::uint8_t>(),
                             ctx.device_memory<const frame_integrity>("integrity"), ctx.loop(),
-                            ctx.stream());
+                            _blocks, ctx.stream());
 }
 
 }  // namespace resident::io

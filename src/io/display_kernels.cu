@@ -374,9 +374,7 @@ void launch_display_engine(const display_view& view, const display_config& c,
   RESIDENT_CUDA_CHECK_LAUNCH("display_engine_kernel");
 }
 
-void launch_display_tx(const display_view& view, const void* rgb, bool rgba16,
-                       const std::uint8_t* lut, const frame_integrity* integrity, loop_state* loop,
-                       cudaStream_t s) {
+unsigned display_tx_blocks(const display_view& view) {
   const std::size_t units = (std::size_t{view.width} * view.height + 3) / 4;
   // A few blocks per SM, each looping over its share: every block is resident at once (the
   // first block's buffer choice is waited on by the others), and fewer blocks mean fewer
@@ -385,9 +383,14 @@ void launch_display_tx(const display_view& view, const void* rgb, bool rgba16,
   int sms = 0;
   RESIDENT_CUDA_TRY(cudaGetDevice(&device));
   RESIDENT_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-  const auto blocks = static_cast<unsigned>(
+  return static_cast<unsigned>(
       std::clamp<std::size_t>((units + egress_threads - 1) / egress_threads, 1,
                               std::size_t(std::max(sms, 1)) * egress_blocks_per_sm));
+}
+
+void launch_display_tx(const display_view& view, const void* rgb, bool rgba16,
+                       const std::uint8_t* lut, const frame_integrity* integrity, loop_state* loop,
+                       unsigned blocks, cudaStream_t s) {
   if (rgba16) {
     display_tx_kernel<true><<<blocks, egress_threads, 0, s>>>(view, rgb, lut, integrity, loop);
     RESIDENT_CUDA_CHECK_LAUNCH("display_tx_kernel<rgba16>");

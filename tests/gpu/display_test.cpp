@@ -60,7 +60,8 @@ class egress_driver {
                                       _stream.get()));
     io::detail::launch_display_tx(
         _display.device_view(), _rgb.data(), false, _lut.data_as<std::uint8_t>(),
-        _integrity.data_as<io::frame_integrity>(), _loop.data_as<loop_state>(), _stream.get());
+        _integrity.data_as<io::frame_integrity>(), _loop.data_as<loop_state>(),
+        io::detail::display_tx_blocks(_display.device_view()), _stream.get());
     ASSERT_TRUE(_stream.synchronize_for(1s)) << "the egress kernel did not finish";
   }
   /// The commit stamp the egress left in the stand-in loop state.

@@ -40,18 +40,8 @@ const char* name_of(bayer_order o) {
 using lab::port_binding;
 using standalone = lab::one_operator_app;
 
-template <class T>
-device_buffer upload(const std::vector<T>& v) {
-  device_buffer b(std::max<std::size_t>(v.size() * sizeof(T), 1));
-  RESIDENT_CUDA_TRY(cudaMemcpy(b.data(), v.data(), v.size() * sizeof(T), cudaMemcpyHostToDevice));
-  return b;
-}
-template <class T>
-std::vector<T> download(const device_buffer& b, std::size_t n) {
-  std::vector<T> v(n);
-  RESIDENT_CUDA_TRY(cudaMemcpy(v.data(), b.data(), n * sizeof(T), cudaMemcpyDeviceToHost));
-  return v;
-}
+using lab::download;
+using lab::upload;
 
 /// Runs the application once on a fresh stream (direct submission) and waits for it.
 void run_once(Application& app) {

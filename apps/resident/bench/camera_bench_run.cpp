@@ -149,17 +149,7 @@ void run_loops(const camera_bench_settings& s, camera_runner& runner,
     if (cases.empty()) continue;
     std::unique_ptr<measure::contention_generator> hogs;
     if (level == "stress") {
-      if (hog_cpus.empty()) {
-        throw std::invalid_argument(
-            "--contention stress: no cores left for the hogs after pinning the sensor and loop "
-            "threads");
-      }
-      measure::contention_options options;
-      options.cpus = hog_cpus;
-      options.use_stress_ng = s.stress_ng;
-      hogs = std::make_unique<measure::contention_generator>(options);
-      hogs->start();
-      std::this_thread::sleep_for(200ms);  // the hogs reach steady state
+      hogs = measure::start_stress(hog_cpus, s.stress_ng, "the sensor and loop threads");
       log << "camera: contention " << hogs->description() << "\n";
     }
     for (const auto& c : cases) {

@@ -78,19 +78,8 @@ class operator_runner {
   std::size_t _index{0};
 };
 
-template <class T>
-device_buffer upload(std::span<const T> v) {
-  device_buffer b(std::max<std::size_t>(v.size_bytes(), 1));
-  RESIDENT_CUDA_TRY(cudaMemcpy(b.data(), v.data(), v.size_bytes(), cudaMemcpyHostToDevice));
-  return b;
-}
-
-template <class T>
-std::vector<T> download(const device_buffer& b, std::size_t n) {
-  std::vector<T> v(n);
-  RESIDENT_CUDA_TRY(cudaMemcpy(v.data(), b.data(), n * sizeof(T), cudaMemcpyDeviceToHost));
-  return v;
-}
+using lab::download;
+using lab::upload;
 
 std::int64_t whole(std::uint32_t v) { return static_cast<std::int64_t>(v); }
 

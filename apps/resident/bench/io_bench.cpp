@@ -419,17 +419,8 @@ measure::receipt run_io_bench(const io_settings& s, std::ostream& log) {
       std::unique_ptr<measure::contention_generator> hogs;
       nlohmann::json contention_detail = {{"kind", "none"}};
       if (level == "stress") {
-        measure::contention_options options;
-        options.cpus = measure::remaining_cpus(used);
-        options.use_stress_ng = s.stress_ng;
-        if (options.cpus.empty()) {
-          throw std::invalid_argument(
-              "--contention stress: no cores left for the hogs after "
-              "pinning sensor, actuator and loop threads");
-        }
-        hogs = std::make_unique<measure::contention_generator>(options);
-        hogs->start();
-        std::this_thread::sleep_for(200ms);  // let the hogs reach steady state
+        hogs = measure::start_stress(measure::remaining_cpus(used), s.stress_ng,
+                                     "sensor, actuator and loop threads");
       }
       for (const auto& mode_name : s.modes) {
         const execution_mode mode = parse_execution_mode(mode_name);

@@ -129,17 +129,9 @@ struct loops_run {
       }
     }
     if (contention != "stress") return;
-    if (hog_cpus.empty()) {
-      throw std::invalid_argument("--contention stress: " + std::to_string(count) + " " +
-                                  std::string(to_string(mode)) +
-                                  " loop threads leave no core for the hogs");
-    }
-    measure::contention_options o;
-    o.cpus = hog_cpus;
-    o.use_stress_ng = s.stress_ng;
-    hogs = std::make_unique<measure::contention_generator>(o);
-    hogs->start();
-    std::this_thread::sleep_for(200ms);
+    hogs = measure::start_stress(
+        hog_cpus, s.stress_ng,
+        std::to_string(count) + " " + std::string(to_string(mode)) + " loop threads");
   }
 
   run_options loop_options(int i) {

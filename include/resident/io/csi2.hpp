@@ -67,16 +67,23 @@ inline constexpr std::array<std::uint8_t, 24> ecc_columns{
     0x07, 0x0B, 0x0D, 0x0E, 0x13, 0x15, 0x16, 0x19, 0x1A, 0x1C, 0x23, 0x25,
     0x26, 0x29, 0x2A, 0x2C, 0x31, 0x32, 0x34, 0x38, 0x1F, 0x2F, 0x37, 0x3B};
 
-/// The ECC byte of a packet header's first three bytes (bits 0..23, byte 0 in bits 0..7).
-/// Usable in device code too (--expt-relaxed-constexpr): it reads its own copy of the columns,
-/// never the host's `ecc_columns`, which a kernel cannot reach.
-[[nodiscard]] constexpr std::uint8_t header_ecc(std::uint32_t header24) noexcept {
+namespace detail {
+/// Column `bit` of `ecc_columns`, from a copy of its own: constexpr functions that device code
+/// calls (--expt-relaxed-constexpr) cannot reach the host's `ecc_columns`.
+[[nodiscard]] constexpr std::uint8_t ecc_column(int bit) noexcept {
   constexpr std::uint8_t columns[24] = {0x07, 0x0B, 0x0D, 0x0E, 0x13, 0x15, 0x16, 0x19,
                                         0x1A, 0x1C, 0x23, 0x25, 0x26, 0x29, 0x2A, 0x2C,
                                         0x31, 0x32, 0x34, 0x38, 0x1F, 0x2F, 0x37, 0x3B};
+  return columns[bit];
+}
+}  // namespace detail
+
+/// The ECC byte of a packet header's first three bytes (bits 0..23, byte 0 in bits 0..7).
+/// Usable in device code too.
+[[nodiscard]] constexpr std::uint8_t header_ecc(std::uint32_t header24) noexcept {
   std::uint8_t ecc = 0;
   for (int bit = 0; bit < 24; ++bit) {
-    if ((header24 >> bit) & 1U) ecc ^= columns[bit];
+    if ((header24 >> bit) & 1U) ecc = static_cast<std::uint8_t>(ecc ^ detail::ecc_column(bit));
   }
   return ecc;
 }
@@ -117,6 +124,25 @@ struct decoded_header {
 };
 /// Checks a received header against its ECC and corrects a single flipped bit.
 [[nodiscard]] decoded_header decode_header(std::span<const std::uint8_t, 4> bytes) noexcept;
+
+/// decode_header's check on the raw bits, usable in device code too: a header's 24 bits and
+/// its ECC byte (low 6 bits used) -> the bits with a single flipped bit corrected, and the
+/// verdict.
+struct checked_header_bits {
+  std::uint32_t bits{0};
+  header_status status{header_status::ok};
+};
+[[nodiscard]] constexpr checked_header_bits check_header_bits(std::uint32_t bits,
+                                                              std::uint8_t ecc) noexcept {
+  const auto syndrome = static_cast<std::uint8_t>(header_ecc(bits) ^ (ecc & 0x3FU));
+  if (syndrome == 0) return {bits, header_status::ok};
+  // A syndrome of one set bit is a flipped parity bit: the data bits stand.
+  if ((syndrome & (syndrome - 1)) == 0) return {bits, header_status::corrected};
+  for (int bit = 0; bit < 24; ++bit) {
+    if (detail::ecc_column(bit) == syndrome) return {bits ^ (1U << bit), header_status::corrected};
+  }
+  return {bits, header_status::corrupt};
+}
 
 /// Payload bytes of one line of `width` pixels. Throws std::invalid_argument when `width` is
 /// not a whole number of packing groups (RAW10: 4 pixels, RAW12: 2) or is zero.

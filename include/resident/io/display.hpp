@@ -229,16 +229,20 @@ class display_tx final : public Operator {
   std::shared_ptr<display> _display;
   double _gamma{2.2};
   bool _rgba16{true};
-  device_buffer _lut;  // 65536 or 256 entries: linear value -> encoded byte
+  device_buffer _lut;   // 65536 or 256 entries: linear value -> encoded byte
+  unsigned _blocks{1};  // the egress kernel's grid, sized once (display_tx_blocks)
 };
 
 namespace detail {
 void launch_display_engine(const display_view& view, const display_config& c,
                            display_host_words* host, void* scanout_ring, void* photodiode_ring,
                            cudaStream_t s);
+/// The egress kernel's grid for `view` on the current device: a few blocks per SM, each looping
+/// over its share, so every block is resident at once. Queries the device: call it once.
+[[nodiscard]] unsigned display_tx_blocks(const display_view& view);
 void launch_display_tx(const display_view& view, const void* rgb, bool rgba16,
                        const std::uint8_t* lut, const frame_integrity* integrity, loop_state* loop,
-                       cudaStream_t s);
+                       unsigned blocks, cudaStream_t s);
 }  // namespace detail
 
 }  // namespace resident::io

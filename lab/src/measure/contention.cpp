@@ -500,4 +500,19 @@ nlohmann::json contention_generator::to_json() const {
           {"notes", notes()}};
 }
 
+std::unique_ptr<contention_generator> start_stress(std::vector<int> cpus, bool use_stress_ng,
+                                                   const std::string& pinned) {
+  if (cpus.empty()) {
+    throw std::invalid_argument("--contention stress: no cores left for the hogs after pinning " +
+                                pinned);
+  }
+  contention_options options;
+  options.cpus = std::move(cpus);
+  options.use_stress_ng = use_stress_ng;
+  auto hogs = std::make_unique<contention_generator>(options);
+  hogs->start();
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));  // the hogs reach steady state
+  return hogs;
+}
+
 }  // namespace resident::measure

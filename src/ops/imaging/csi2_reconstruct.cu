@@ -29,7 +29,7 @@ struct crc_table {
 constexpr crc_table make_crc_table() {
   crc_table t{};
   for (unsigned i = 0; i < 256; ++i) {
-    t.entry[i] = math::crc16_byte(0, static_cast<std::uint8_t>(i));
+    t.entry[i] = math::crc16_update(0, static_cast<std::uint8_t>(i));
   }
   return t;
 }

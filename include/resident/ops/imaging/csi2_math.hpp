@@ -16,6 +16,7 @@
 
 #include <cstdint>
 
+#include "resident/io/csi2.hpp"
 #include "resident/io/frame.hpp"  // RESIDENT_HD
 
 namespace resident::ops::imaging::csi2_math {
@@ -56,31 +57,13 @@ RESIDENT_HD constexpr std::uint16_t crc16_combine(std::uint16_t crc_a, std::uint
   return static_cast<std::uint16_t>(crc16_shift(crc_a, bytes_b) ^ crc_b);
 }
 
-/// One byte into the register (the same step as io::csi2::crc16_update).
-RESIDENT_HD constexpr std::uint16_t crc16_byte(std::uint16_t crc, std::uint8_t byte) noexcept {
-  crc = static_cast<std::uint16_t>(crc ^ byte);
-  for (int i = 0; i < 8; ++i) {
-    crc = (crc & 1U) != 0U ? static_cast<std::uint16_t>((crc >> 1) ^ crc16_polynomial)
-                           : static_cast<std::uint16_t>(crc >> 1);
-  }
-  return crc;
-}
+using ::resident::io::csi2::crc16_update;  // one step of the footer CRC, from a given register
 
 // ---- packet header ------------------------------------------------------------------------
 
-/// The ECC byte of a header's 24 bits (CSI-2's parity columns; see io::csi2::ecc_columns).
-RESIDENT_HD constexpr std::uint8_t header_ecc(std::uint32_t bits24) noexcept {
-  constexpr std::uint8_t columns[24] = {0x07, 0x0B, 0x0D, 0x0E, 0x13, 0x15, 0x16, 0x19,
-                                        0x1A, 0x1C, 0x23, 0x25, 0x26, 0x29, 0x2A, 0x2C,
-                                        0x31, 0x32, 0x34, 0x38, 0x1F, 0x2F, 0x37, 0x3B};
-  std::uint8_t ecc = 0;
-  for (int bit = 0; bit < 24; ++bit) {
-    if (((bits24 >> bit) & 1U) != 0U) ecc = static_cast<std::uint8_t>(ecc ^ columns[bit]);
-  }
-  return ecc;
-}
+using ::resident::io::csi2::header_ecc;
 
-enum class header_check : std::uint8_t { ok = 0, corrected = 1, corrupt = 2 };
+using header_check = io::csi2::header_status;  // ok, corrected, corrupt
 
 struct header_fields {
   std::uint8_t data_type{0};  // the DI byte's low 6 bits (the virtual channel is not checked)
@@ -92,27 +75,10 @@ struct header_fields {
 /// io::csi2::decode_header does.
 RESIDENT_HD constexpr header_fields decode_header(std::uint8_t b0, std::uint8_t b1, std::uint8_t b2,
                                                   std::uint8_t b3) noexcept {
-  constexpr std::uint8_t columns[24] = {0x07, 0x0B, 0x0D, 0x0E, 0x13, 0x15, 0x16, 0x19,
-                                        0x1A, 0x1C, 0x23, 0x25, 0x26, 0x29, 0x2A, 0x2C,
-                                        0x31, 0x32, 0x34, 0x38, 0x1F, 0x2F, 0x37, 0x3B};
-  std::uint32_t bits = std::uint32_t{b0} | std::uint32_t{b1} << 8 | std::uint32_t{b2} << 16;
-  const auto syndrome = static_cast<std::uint8_t>(header_ecc(bits) ^ (b3 & 0x3FU));
-  header_check check = header_check::ok;
-  if (syndrome != 0) {
-    check = header_check::corrupt;
-    if ((syndrome & (syndrome - 1)) == 0) {
-      check = header_check::corrected;  // a parity bit flipped: the data bits stand
-    } else {
-      for (int bit = 0; bit < 24; ++bit) {
-        if (columns[bit] == syndrome) {
-          bits ^= 1U << bit;
-          check = header_check::corrected;
-          break;
-        }
-      }
-    }
-  }
-  return {static_cast<std::uint8_t>(bits & 0x3FU), static_cast<std::uint16_t>(bits >> 8), check};
+  const io::csi2::checked_header_bits c = io::csi2::check_header_bits(
+      std::uint32_t{b0} | std::uint32_t{b1} << 8 | std::uint32_t{b2} << 16, b3);
+  return {static_cast<std::uint8_t>(c.bits & 0x3FU), static_cast<std::uint16_t>(c.bits >> 8),
+          c.status};
 }
 
 // ---- RAW unpacking --------------------------------------------------------------------------

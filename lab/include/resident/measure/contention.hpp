@@ -133,4 +133,11 @@ class contention_generator {
   pid_t _child{-1};                   // stress-ng, also its process group
 };
 
+/// The benchmarks' stress level: hogs on `cpus` (those the measuring threads leave free),
+/// started and given 200 ms to reach a steady state. Throws std::invalid_argument naming
+/// `pinned` ("the sensor and loop threads", ...) when no core is left for them.
+[[nodiscard]] std::unique_ptr<contention_generator> start_stress(std::vector<int> cpus,
+                                                                 bool use_stress_ng,
+                                                                 const std::string& pinned);
+
 }  // namespace resident::measure
