@@ -57,3 +57,14 @@ def test_merge_keeps_every_part_and_the_latest_run_of_each_configuration():
         merge([{"benchmark": "camera", "results": []}])
     with pytest.raises(ValueError, match="no receipts"):
         merge([])
+
+
+def test_a_part_cut_short_merges_and_is_named_in_the_parts():
+    cut = {"benchmark": "inference", "git_commit": "a", "command": "x", "started_at": "1",
+           "partial": True, "results": [run("vgg16", "none", "while", 2.0, 1.0, 1.0)]}
+    rest = {"benchmark": "inference", "git_commit": "a", "command": "y", "started_at": "2",
+            "results": [run("vgg16", "none", "host-graph", 2.0, 1.0, 1.0)]}
+    m = merge([cut, rest])
+    assert "partial" not in m
+    assert [p["partial"] for p in m["parts"]] == [True, False]
+    assert sorted(r["mode"] for r in m["results"]) == ["host-graph", "while"]

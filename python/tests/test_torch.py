@@ -108,3 +108,13 @@ def test_bad_arguments_are_refused():
         Bad(torch.zeros(IN, device="cuda"), warmup=0).plan()
     with pytest.raises(ValueError, match="names for 1 tensors"):
         Bad(torch.zeros(IN, device="cuda"), input_names=("a", "b")).plan()
+
+
+def test_torch_imports_after_resident_in_a_fresh_process():
+    # The module once exported the static C++ runtime's symbols; loaded first, it made PyTorch's
+    # import abort in free(). A fresh interpreter, since this one has both loaded already.
+    import subprocess
+    import sys
+    r = subprocess.run([sys.executable, "-c", "import resident; import torch; print('ok')"],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0 and r.stdout.strip() == "ok", r.stderr[-2000:]

@@ -24,7 +24,7 @@ import subprocess
 import sys
 import threading
 import time
-from typing import Any, Sequence
+from typing import Any, Iterator, Sequence
 
 import torch
 
@@ -327,6 +327,37 @@ def write(receipt: dict[str, Any], args: argparse.Namespace) -> str:
     return page
 
 
+def measure_model(name: str, module: Classify, reference: list[int], rate: float, contention: str,
+                  args: argparse.Namespace, cpus: dict[str, int],
+                  free: list[int]) -> Iterator[dict[str, Any]]:
+    """Every mode of one model at one contention level, each result as soon as it is measured."""
+    seconds = (args.iterations + args.warmup) / rate * len(args.modes) + 60
+    hogs = Hogs(free, seconds) if contention == "stress" else None
+    try:
+        for mode in args.modes:
+            if mode == "torch-peer":
+                r = measure_torch_peer(module, reference, rate, args, cpus)
+            else:
+                r = measure(module, reference, mode, rate, args, cpus)
+            r.update(contention=contention)
+            s = r["latency_us"]
+            print(f"inference: {name} / {contention} / {mode}: n {s['n']}, mean "
+                  f"{s['mean']:.1f} us, sd {s['sd']:.1f}, p99.9 {s['p99_9']:.1f}, J "
+                  f"{s['jitter']:.1f}, wrong top-1 {r['wrong_top1']}, missing "
+                  f"{r['missing_outputs']}", flush=True)
+            yield r
+    finally:
+        if hogs is not None:
+            hogs.stop()
+
+
+def save_partial(header: dict[str, Any], results: list[dict[str, Any]],
+                 args: argparse.Namespace) -> None:
+    os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
+    with open(args.json, "w") as f:
+        json.dump(dict(header, partial=True, results=results), f, indent=1)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     if args.merge:
@@ -344,34 +375,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     torch.backends.cudnn.allow_tf32 = False
     cpus, free = pick_cpus()
     images = load_images(args.photos)
-    results = []
+    results: list[dict[str, Any]] = []
     started = datetime.datetime.now(datetime.timezone.utc).isoformat()
-    for name in args.models:
-        module = Classify(make_model(name), images)
-        reference, eager_p50 = eager_reference(module)
-        replay = replay_p50(module)
-        rate = min(args.rate, 0.5e6 / replay)
-        for contention in args.contention:
-            seconds = (args.iterations + args.warmup) / rate * len(args.modes) + 60
-            hogs = Hogs(free, seconds) if contention == "stress" else None
-            try:
-                for mode in args.modes:
-                    if mode == "torch-peer":
-                        r = measure_torch_peer(module, reference, rate, args, cpus)
-                    else:
-                        r = measure(module, reference, mode, rate, args, cpus)
-                    r.update(model=name, contention=contention, eager_p50_us=eager_p50,
-                             torch_replay_p50_us=replay)
-                    s = r["latency_us"]
-                    print(f"inference: {name} / {contention} / {mode}: n {s['n']}, mean "
-                          f"{s['mean']:.1f} us, sd {s['sd']:.1f}, p99.9 {s['p99_9']:.1f}, J "
-                          f"{s['jitter']:.1f}, wrong top-1 {r['wrong_top1']}, missing "
-                          f"{r['missing_outputs']}", flush=True)
-                    results.append(r)
-            finally:
-                if hogs is not None:
-                    hogs.stop()
-    receipt = {
+    header = {
         "benchmark": "inference",
         "command": "python -m resident.bench.inference " + " ".join(sys.argv[1:] if argv is None
                                                                      else argv),
@@ -382,9 +388,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         "settings": {"iterations": args.iterations, "warmup": args.warmup, "images": IMAGES,
                      "tf32": False, "policy": "every"},
         "started_at": started,
-        "results": results,
-        "targets": judge(results),
     }
+    for name in args.models:
+        module = Classify(make_model(name), images)
+        reference, eager_p50 = eager_reference(module)
+        replay = replay_p50(module)
+        rate = min(args.rate, 0.5e6 / replay)
+        for contention in args.contention:
+            for r in measure_model(name, module, reference, rate, contention, args, cpus, free):
+                r.update(model=name, eager_p50_us=eager_p50, torch_replay_p50_us=replay)
+                results.append(r)
+                # After every configuration: a run cut short (a time limit) keeps what it
+                # measured, marked partial, and --merge can complete it with the rest.
+                save_partial(header, results, args)
+    receipt = dict(header, results=results, targets=judge(results))
     page = write(receipt, args)
     bad = sum(r["wrong_top1"] + r["missing_outputs"] for r in results)
     print(f"inference: receipt {args.json}, report {page}; {bad} wrong or missing outputs")

@@ -81,12 +81,14 @@ def merge(receipts: list[dict[str, Any]]) -> dict[str, Any]:
         if r.get("benchmark") != "inference":
             raise ValueError(f"merge: not an inference receipt: {r.get('benchmark')!r}")
     merged = dict(receipts[0])
+    merged.pop("partial", None)  # a part cut short still holds complete runs
     runs: dict[tuple[str, str, str], dict[str, Any]] = {}
     for r in receipts:
         for run in r["results"]:
             runs[(run["model"], run["contention"], run["mode"])] = run
     merged["results"] = list(runs.values())
     merged["parts"] = [{"git_commit": r.get("git_commit"), "command": r.get("command"),
-                        "started_at": r.get("started_at")} for r in receipts]
+                        "started_at": r.get("started_at"),
+                        "partial": bool(r.get("partial"))} for r in receipts]
     merged["targets"] = judge(merged["results"])
     return merged
