@@ -124,6 +124,38 @@ TEST(bench_io, quick_run_covers_every_configuration_with_checked_outputs) {
   }
 }
 
+TEST(bench_io, peers_run_in_the_same_process_and_every_mode_gets_its_ratio) {
+  RESIDENT_REQUIRE_GPU();
+  if (measure::allowed_cpus().size() < 4) GTEST_SKIP() << "bench io needs 4 cores";
+  bench::io_settings settings;
+  settings.make_quick();
+  settings.samples = 300;
+  settings.warmup = 50;
+  settings.modes = {"while", "tail", "host-graph"};
+  settings.contention = {"none"};
+  settings.peers = {"while", "tail", "host-graph", "persistent"};
+  std::ostringstream log;
+  const measure::receipt receipt = bench::run_io_bench(settings, log);
+  std::map<std::string, int> peers_seen;
+  for (const auto& r : receipt.results) {
+    SCOPED_TRACE(r.dump(1).substr(0, 400));
+    EXPECT_EQ(r["wrong_outputs"].get<int>(), 0);
+    EXPECT_EQ(r["processed"].get<std::uint64_t>() + r["dropped"].get<std::uint64_t>(),
+              r["released"].get<std::uint64_t>());
+    if (r.value("peer", false)) {
+      ++peers_seen[r["workload"].get<std::string>()];
+      EXPECT_FALSE(r.contains("vs_peer"));
+      continue;
+    }
+    ASSERT_TRUE(r.contains("vs_peer")) << "every mode here has a peer of its name";
+    EXPECT_EQ(r["vs_peer"]["peer"], "peer-" + r["mode"].get<std::string>());
+    EXPECT_GT(r["vs_peer"]["mean_us"].get<double>(), 0.0);
+  }
+  // Four peers for the empty workload; no persistent one for matmul6 (cuBLAS in a kernel).
+  EXPECT_EQ(peers_seen["empty"], 4);
+  EXPECT_EQ(peers_seen["matmul6"], 3);
+}
+
 TEST(bench_overhead, quick_run_reports_every_fixed_cost) {
   RESIDENT_REQUIRE_GPU();
   bench::overhead_settings settings;

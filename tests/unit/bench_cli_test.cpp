@@ -95,6 +95,17 @@ TEST(cli_flags, bench_io_and_loops_refuse_negative_and_zero_counts) {
   }
 }
 
+TEST(cli_flags, bench_io_peers_flag_runs_all_four_peers) {
+  CLI::App root;
+  bench_io_command_settings io;
+  add_bench_io_options(root, io);
+  EXPECT_EQ(parse_error(root, "io --peers --contention none"), "");
+  EXPECT_EQ(io.resolve().peers,
+            (std::vector<std::string>{"while", "tail", "host-graph", "persistent"}));
+  bench_io_command_settings without;
+  EXPECT_TRUE(without.resolve().peers.empty());
+}
+
 TEST(cli_bench_reef, help_shows_a_dozen_options_and_every_knob_is_in_the_config) {
   CLI::App root;
   bench_reef_command_settings reef;

@@ -72,6 +72,38 @@ TEST(io_settings, empty_lists_and_bad_counts_are_refused) {
   EXPECT_THAT(error_of(s), HasSubstr("--warmup"));
 }
 
+TEST(io_settings, unknown_peer_lists_the_peers) {
+  io_settings s;
+  s.peers = {"while", "warp"};
+  EXPECT_THAT(error_of(s), HasSubstr("unknown peer 'warp'; peers: while, tail, host-graph, "
+                                     "persistent"));
+}
+
+nlohmann::json io_row(const std::string& mode, const std::string& workload, double mean,
+                      double jitter) {
+  return {{"mode", mode},       {"workload", workload}, {"contention", "none"},
+          {"mean_us", mean},    {"p99_us", mean * 2},   {"p999_us", mean * 3},
+          {"jitter_us", jitter}};
+}
+
+TEST(io_peers, each_mode_is_divided_by_its_own_peer_in_the_same_configuration) {
+  nlohmann::json results = nlohmann::json::array();
+  results.push_back(io_row("while", "empty", 12.0, 8.0));
+  results.push_back(io_row("while", "matmul6", 100.0, 8.0));
+  results.push_back(io_row("eager", "empty", 30.0, 8.0));  // no eager peer: no ratio
+  results.push_back(io_row("peer-while", "empty", 10.0, 4.0));
+  results.back()["peer"] = true;
+  add_peer_ratios(results);
+  ASSERT_TRUE(results[0].contains("vs_peer"));
+  EXPECT_EQ(results[0]["vs_peer"]["peer"], "peer-while");
+  EXPECT_DOUBLE_EQ(results[0]["vs_peer"]["mean_us"].get<double>(), 1.2);
+  EXPECT_DOUBLE_EQ(results[0]["vs_peer"]["p999_us"].get<double>(), 1.2);
+  EXPECT_DOUBLE_EQ(results[0]["vs_peer"]["jitter_us"].get<double>(), 2.0);
+  EXPECT_FALSE(results[1].contains("vs_peer")) << "no matmul6 peer ran";
+  EXPECT_FALSE(results[2].contains("vs_peer"));
+  EXPECT_FALSE(results[3].contains("vs_peer")) << "a peer is not compared with itself";
+}
+
 TEST(overhead_settings, refuses_too_few_iterations) {
   overhead_settings s;
   EXPECT_NO_THROW(s.validate());

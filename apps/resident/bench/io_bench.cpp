@@ -19,6 +19,7 @@
 
 #include "bench/common.hpp"
 #include "bench/workloads.hpp"
+#include "peers/peers.hpp"
 #include "resident/measure/contention.hpp"
 #include "resident/measure/host_noise.hpp"
 #include "resident/measure/threads.hpp"
@@ -53,6 +54,7 @@ void io_settings::validate() const {
   if (samples <= 0) throw std::invalid_argument("--samples must be positive");
   if (warmup < 0) throw std::invalid_argument("--warmup must be >= 0");
   if (disturbance_ns <= 0) throw std::invalid_argument("--disturbance-ns must be positive");
+  for (const auto& p : peers) (void)peers::parse_peer(p);
   if (observers < 1 || observers > 4) {
     throw std::invalid_argument("--observers must be in 1..4, got " + std::to_string(observers));
   }
@@ -81,11 +83,12 @@ struct io_observer {
 /// One configuration's run, step by step: the loop, the observers and the sensor, what they saw.
 struct io_run {
   io_run(const io_settings& settings, const std::map<std::string, int>& roles, io_app& a,
-         execution_mode m)
+         execution_mode m, std::optional<peers::peer_kind> peer_of = {})
       : s(settings),
         cpus(roles),
         app(a),
         mode(m),
+        peer_kind(peer_of),
         total(static_cast<std::size_t>(settings.warmup + settings.samples)),
         samples(total),
         period(static_cast<std::int64_t>(1e9 / settings.rate_hz)) {}
@@ -94,11 +97,13 @@ struct io_run {
   const std::map<std::string, int>& cpus;
   io_app& app;
   execution_mode mode;
+  std::optional<peers::peer_kind> peer_kind;  // set: a hand-written peer runs instead of `mode`
   std::size_t total;
   sample_log samples;
   std::int64_t period;
   measure::thread_grant loop_grant;
   std::unique_ptr<run_handle> handle;
+  std::unique_ptr<peers::peer_loop> peer;
   std::uint64_t base{0};
   std::atomic<bool> stop{false};
   measure::thread_grant sensor_grant;
@@ -118,7 +123,38 @@ struct io_run {
   nlohmann::json core_times = nlohmann::json::object();
   tear_down_report report;
 
+  /// The mode's name, or the peer's ("peer-while", ...).
+  [[nodiscard]] std::string label() const {
+    return peer_kind ? "peer-" + std::string(peers::to_string(*peer_kind))
+                     : std::string(to_string(mode));
+  }
+  /// Whether a host thread drives the loop (its core's interrupts and times are reported).
+  [[nodiscard]] bool has_loop_thread() const {
+    return peer_kind ? *peer_kind == peers::peer_kind::host_graph : !is_resident(mode);
+  }
+  [[nodiscard]] const std::vector<telemetry_entry>& telemetry() const {
+    static const std::vector<telemetry_entry> none;
+    return handle ? handle->telemetry() : none;
+  }
+
+  void start_peer() {
+    peers::peer_config c;
+    c.kind = *peer_kind;
+    c.body = app.workload() == "empty" ? peers::peer_body::empty : peers::peer_body::matmul6;
+    c.poll_ns = s.poll_ns;
+    c.on_loop_thread_start = [this] {
+      loop_grant = measure::configure_current_thread(cpus.at("loop"), s.realtime);
+    };
+    peer = std::make_unique<peers::peer_loop>(app.mailbox(), std::move(c));
+    base = app.mailbox().published();
+    peer->start();
+  }
+
   void start_loop() {
+    if (peer_kind) {
+      start_peer();
+      return;
+    }
     run_options options;
     options.policy = sample_policy::skip_duplicate;
     options.idle_sleep_ns = s.sleep_ns;
@@ -205,7 +241,14 @@ struct io_run {
     for (auto& ob : observers) actuators.emplace_back([this, o = ob.get()] { observe(*o); });
     std::thread sensor([this] { release(); });
     sensor.join();
-    wait_for_sample(*handle, base + total, 2'000'000'000);
+    if (peer) {
+      const std::int64_t deadline = now_ns() + 2'000'000'000;
+      while (peer->last_seq() < base + total && now_ns() < deadline) {
+        std::this_thread::sleep_for(50us);
+      }
+    } else {
+      wait_for_sample(*handle, base + total, 2'000'000'000);
+    }
     std::this_thread::sleep_for(2ms);  // the final output reaches the actuator
     stop = true;
     for (auto& a : actuators) a.join();
@@ -237,14 +280,25 @@ struct io_run {
     wall_ns = now_ns() - wall0;
     const long ticks = sysconf(_SC_CLK_TCK);
     for (const auto& [role, cpu] : cpus) {
-      if (role == "loop" && is_resident(mode)) continue;  // no loop thread: nothing ran there
+      if (role == "loop" && !has_loop_thread()) continue;  // nothing of the loop ran there
       interrupts[role] = measure::interrupt_delta(irq0[role], measure::read_interrupts(cpu));
       core_times[role] =
           measure::cpu_time_delta_ms(times0[role], measure::read_cpu_times(cpu), ticks);
     }
-    report = handle->tear_down();
+    if (peer) {
+      report.stopped = peer->stop(2000ms);
+      report.counters.start_seq = base;
+      report.counters.last_seq = peer->last_seq();
+      report.counters.processed = peer->processed();
+      // Skip-duplicate: every sample between the start and the last one taken was processed or
+      // passed over for a newer one.
+      report.counters.dropped = report.counters.last_seq - base - report.counters.processed;
+      if (!report.stopped) report.error = label() + " did not stop within 2 s";
+    } else {
+      report = handle->tear_down();
+    }
     if (!report.stopped || !report.error.empty()) {
-      throw std::runtime_error(std::string(to_string(mode)) + " loop: " + report.error);
+      throw std::runtime_error(label() + " loop: " + report.error);
     }
   }
 };
@@ -287,7 +341,7 @@ nlohmann::json io_result(const io_run& run, const std::string& contention,
   std::vector<double> latencies;
   latencies.reserve(static_cast<std::size_t>(s.samples));
   const std::vector<device_stamps> stamps =
-      stamps_by_sample(run.handle->telemetry(), run.base, run.total);
+      stamps_by_sample(run.telemetry(), run.base, run.total);
   sample_accounting accounting(s.disturbance_ns);
   std::int64_t unobserved = 0;
   std::int64_t wrong = 0;
@@ -303,16 +357,16 @@ nlohmann::json io_result(const io_run& run, const std::string& contention,
     accounting.add(0, run.samples, stamps, i, us);
     wrong += run.samples.wrong[i];
     if (csv != nullptr) {
-      csv->row({std::string(to_string(run.mode)), run.app.workload(), contention,
+      csv->row({run.label(), run.app.workload(), contention,
                 std::to_string(run.base + i), std::to_string(us)});
     }
   }
   if (latencies.empty()) {
-    throw std::runtime_error(std::string(to_string(run.mode)) + ": the actuator saw no output");
+    throw std::runtime_error(run.label() + ": the actuator saw no output");
   }
   const tear_down_report& report = run.report;
   nlohmann::json result = measure::latency_result(
-      to_string(run.mode), run.app.workload(), contention, measure::summarize(latencies),
+      run.label(), run.app.workload(), contention, measure::summarize(latencies),
       report.counters.processed, report.counters.dropped, report.counters.repeated);
   const double wall = static_cast<double>(run.wall_ns) * 1e-9;
   result["released"] = run.total;
@@ -327,11 +381,11 @@ nlohmann::json io_result(const io_run& run, const std::string& contention,
   accounting.write_undisturbed(result);
   result["measurement"] = io_measurement(run, accounting);
   result["breakdown"] =
-      telemetry_breakdown(run.handle->telemetry(), run.base + s.warmup + 1, run.base + run.total);
-  result["telemetry_lost"] = run.handle->telemetry_lost();
+      telemetry_breakdown(run.telemetry(), run.base + s.warmup + 1, run.base + run.total);
+  result["telemetry_lost"] = run.handle ? run.handle->telemetry_lost() : 0;
   nlohmann::json threads = {{"sensor", measure::to_json(run.sensor_grant)}};
   for (const auto& ob : run.observers) threads["actuators"].push_back(measure::to_json(ob->grant));
-  if (!is_resident(run.mode)) threads["loop"] = measure::to_json(run.loop_grant);
+  if (run.has_loop_thread()) threads["loop"] = measure::to_json(run.loop_grant);
   result["threads"] = threads;
   return result;
 }
@@ -342,8 +396,8 @@ class io_runner {
       : _s(s), _cpus(std::move(cpus)), _log(log) {}
 
   nlohmann::json run(io_app& app, execution_mode mode, const std::string& contention,
-                     measure::csv_writer* csv) {
-    io_run run(_s, _cpus, app, mode);
+                     measure::csv_writer* csv, std::optional<peers::peer_kind> peer = {}) {
+    io_run run(_s, _cpus, app, mode, peer);
     run.start_loop();
     run.prepare_observers();
     run.measure_samples();
@@ -399,6 +453,7 @@ measure::receipt run_io_bench(const io_settings& s, std::ostream& log) {
                       {"realtime_requested", s.realtime},
                       {"cpus", cpus},
                       {"observers", s.observers},
+                      {"peers", s.peers},
                       {"latency",
                        "actuator CLOCK_MONOTONIC at the first sight of the output (the earliest "
                        "of the observers') minus "
@@ -431,29 +486,62 @@ measure::receipt run_io_bench(const io_settings& s, std::ostream& log) {
             << " us\n";
         receipt.results.push_back(std::move(result));
       }
+      for (const auto& peer_name : s.peers) {
+        const peers::peer_kind kind = peers::parse_peer(peer_name);
+        if (kind == peers::peer_kind::persistent && workload != "empty") continue;
+        log << "io: " << workload << " / " << level << " / peer-" << peer_name << " ..."
+            << std::flush;
+        nlohmann::json result = runner.run(app, execution_mode::eager, level, csv.get(), kind);
+        result["peer"] = true;
+        if (hogs) result["contention_detail"] = hogs->to_json();
+        log << " p50 " << fixed(result["p50_us"]) << " us, max " << fixed(result["max_us"])
+            << " us\n";
+        receipt.results.push_back(std::move(result));
+      }
       if (hogs) hogs->stop();
     }
   }
+  add_peer_ratios(receipt.results);
   const smi_reading after = read_nvidia_smi();
   if (after.sm_clock_mhz > 0) receipt.device.sm_clock_mhz_seen.push_back(after.sm_clock_mhz);
   return receipt;
 }
 
+void add_peer_ratios(nlohmann::json& results) {
+  for (auto& r : results) {
+    if (r.value("peer", false)) continue;
+    const std::string peer_mode = "peer-" + r["mode"].get<std::string>();
+    for (const auto& p : results) {
+      if (p["mode"] != peer_mode || p["workload"] != r["workload"] ||
+          p["contention"] != r["contention"]) {
+        continue;
+      }
+      nlohmann::json ratio = {{"peer", peer_mode}};
+      for (const char* key : {"mean_us", "p99_us", "p999_us", "jitter_us"}) {
+        const double peer_value = p[key].get<double>();
+        ratio[key] = peer_value > 0 ? r[key].get<double>() / peer_value : 0.0;
+      }
+      r["vs_peer"] = ratio;
+    }
+  }
+}
+
 std::string io_table(const measure::receipt& receipt) {
   std::ostringstream os;
-  os << std::left << std::setw(11) << "mode" << std::setw(9) << "workload" << std::setw(8)
+  os << std::left << std::setw(17) << "mode" << std::setw(9) << "workload" << std::setw(8)
      << "contend" << std::right << std::setw(8) << "n" << std::setw(9) << "mean" << std::setw(9)
      << "p50" << std::setw(9) << "p99" << std::setw(9) << "p99.9" << std::setw(9) << "max"
      << std::setw(9) << "jitter" << std::setw(8) << "dropped" << std::setw(7) << "wrong"
-     << "   (us)\n";
+     << std::setw(11) << "mean/peer" << "   (us)\n";
   for (const auto& r : receipt.results) {
-    os << std::left << std::setw(11) << r["mode"].get<std::string>() << std::setw(9)
+    os << std::left << std::setw(17) << r["mode"].get<std::string>() << std::setw(9)
        << r["workload"].get<std::string>() << std::setw(8) << r["contention"].get<std::string>()
        << std::right << std::setw(8) << r["n"].get<std::int64_t>() << std::setw(9)
        << fixed(r["mean_us"]) << std::setw(9) << fixed(r["p50_us"]) << std::setw(9)
        << fixed(r["p99_us"]) << std::setw(9) << fixed(r["p999_us"]) << std::setw(9)
        << fixed(r["max_us"]) << std::setw(9) << fixed(r["jitter_us"]) << std::setw(8)
        << r["dropped"].get<std::int64_t>() << std::setw(7) << r["wrong_outputs"].get<std::int64_t>()
+       << std::setw(11) << (r.contains("vs_peer") ? fixed(r["vs_peer"]["mean_us"], 2) : "-")
        << "\n";
   }
   return os.str();

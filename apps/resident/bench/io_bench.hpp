@@ -15,6 +15,10 @@ struct io_settings {
   std::vector<std::string> modes{"while", "tail", "host-graph", "eager"};
   std::vector<std::string> workloads{"empty", "matmul6"};
   std::vector<std::string> contention{"none", "stress"};
+  /// Hand-written peers (bench/peers) run after the modes of each workload and contention level;
+  /// each mode with a peer of its name gets `vs_peer` ratios (resident / peer). The persistent
+  /// peer runs the empty workload only.
+  std::vector<std::string> peers;
   std::int64_t samples{20000};        // measured per configuration
   std::int64_t warmup{1000};          // released and processed first, not measured
   double rate_hz{1000.0};             // sensor release rate
@@ -41,6 +45,10 @@ struct io_settings {
 
 /// Runs every configuration and returns the receipt; prints progress to `log`.
 [[nodiscard]] measure::receipt run_io_bench(const io_settings& settings, std::ostream& log);
+
+/// Adds to each resident result of `results` whose peer (same workload, contention and mode
+/// name) is there `vs_peer`: resident / peer for mean, p99, p99.9 and jitter.
+void add_peer_ratios(nlohmann::json& results);
 
 /// The human table printed last (one row per result).
 [[nodiscard]] std::string io_table(const measure::receipt& receipt);

@@ -11,16 +11,6 @@ namespace resident::bench {
 
 namespace {
 
-constexpr std::uint64_t input_seed = 2026;
-
-std::vector<float> matmul_input(std::int64_t n) {
-  std::mt19937_64 rng(input_seed);
-  std::uniform_real_distribution<float> dist(-1.0F, 1.0F);
-  std::vector<float> a(static_cast<std::size_t>(n * n));
-  for (auto& x : a) x = dist(rng);
-  return a;
-}
-
 /// A source whose output holds a fixed matrix, uploaded once in initialize().
 class constant_matrix final : public Operator {
  public:
@@ -69,7 +59,17 @@ __global__ void stamp_body_kernel(loop_state* loop) {
   device::stamp(loop, stage::body_start);
 }
 
+constexpr std::uint64_t input_seed = 2026;
+
 }  // namespace
+
+std::vector<float> matmul_input(std::int64_t n) {
+  std::mt19937_64 rng(input_seed);
+  std::uniform_real_distribution<float> dist(-1.0F, 1.0F);
+  std::vector<float> a(static_cast<std::size_t>(n * n));
+  for (auto& x : a) x = dist(rng);
+  return a;
+}
 
 std::vector<double> chained_row0(const std::vector<float>& in,
                                  const std::vector<std::vector<float>>& weights, std::size_t n) {

@@ -66,6 +66,9 @@ class overhead_app final : public Application {
   void compose() override;
 };
 
+/// The fixed n x n input of the matmul workloads (row-major, uniform in [-1, 1), fixed seed).
+[[nodiscard]] std::vector<float> matmul_input(std::int64_t n);
+
 /// Row 0 of in x W1 x ... x Wk in fp64 (what matmul6's probe reports, first two values).
 [[nodiscard]] std::vector<double> chained_row0(const std::vector<float>& in,
                                                const std::vector<std::vector<float>>& weights,

@@ -45,6 +45,9 @@ CLI::App* add_bench_io_options(CLI::App& bench, bench_io_command_settings& s) {
       ->check(whole_in(1, 4))
       ->capture_default_str();
   app->add_flag("--no-fifo", s.no_fifo, "do not ask for SCHED_FIFO");
+  app->add_flag("--peers", s.peers,
+                "also run the hand-written peers (bench/peers: while, tail, host-graph, "
+                "persistent) in the same process and report resident / peer");
   app->add_flag("--stress-ng", io.stress_ng, "use stress-ng for the stress level");
   app->add_flag("--quick", s.quick, "every configuration in about 20 s");
   app->add_option("--json", s.json, "write the JSON receipt here");
@@ -65,6 +68,7 @@ bench::io_settings bench_io_command_settings::resolve() const {
   out.workloads = split_list(workloads);
   out.contention = split_list(contention);
   out.realtime = !no_fifo;
+  if (peers) out.peers = {"while", "tail", "host-graph", "persistent"};
   out.validate();
   return out;
 }
