@@ -3,6 +3,7 @@
 // controller -> IF[DAG -> end marker]); only who releases the iteration differs.
 
 #include "exec/capture.hpp"
+#include "exec/fusion.hpp"
 #include "exec/loop_executor.hpp"
 #include "exec/loop_kernels.hpp"
 #include "exec/modes.hpp"
@@ -37,13 +38,23 @@ class host_graph_executor final : public host_driven_executor {
     const auto handler =
         capture_operators(_graph.get(), {}, plan().handler_order, res().handler_stream.get(),
                           loop(), "host-graph", graph_kind::host_launched);
-    const auto ctrl = capture_kernel(_graph.get(), handler.frontier, res().loop_stream.get(),
-                                     launch_controller, loop());
+    // Fused where the handler and egress can carry the loop steps (see while_executor.cpp).
+    const bool fuse_controller =
+        options().fuse && handler_carries_controller(plan().handler_order, handler);
+    res().config.fuse_controller = fuse_controller ? 1U : 0U;
+    const auto ctrl = fuse_controller ? handler.frontier
+                                      : capture_kernel(_graph.get(), handler.frontier,
+                                                       res().loop_stream.get(), launch_controller,
+                                                       loop());
     cudaGraph_t body = add_conditional(_graph.get(), ctrl, if_handle, cudaGraphCondTypeIf,
                                        options().partition.get());
     const auto dag = capture_operators(body, {}, plan().body_order, streams(), res().dag_streams(),
                                        loop(), "host-graph", graph_kind::conditional_body);
-    (void)capture_end_marker(body, dag, res().loop_stream.get(), launch_end_marker, loop());
+    if (options().fuse && egress_carries_end_marker(plan().body_order, dag)) {
+      res().config.fuse_end_marker = 1U;
+    } else {
+      (void)capture_end_marker(body, dag, res().loop_stream.get(), launch_end_marker, loop());
+    }
     // The DAG sits in an IF body, whose node types are restricted like a WHILE body's.
     require_node_types(body, dag.owners, "host-graph", "the IF body (operator DAG)",
                        conditional_body_rules());

@@ -3,8 +3,9 @@
 // kernels. `Tail` selects the tail-mode mechanism (device graph launches). It is a template
 // parameter on purpose: a kernel that so much as references the device-side cudaGraphLaunch
 // can no longer be launched from the host (cudaErrorNotSupported) nor run in a host-launched
-// graph, so only the tail-mode kernels may contain it. For the same reason a handler cannot run
-// these steps itself. Include only from .cu files.
+// graph, so only kernels captured into tail mode's device-launched graphs may contain it. A
+// handler or egress kernel that carries a step (fused iteration, src/exec/fusion.hpp) is
+// therefore instantiated twice and launched per capture target. Include only from .cu files.
 
 #include "resident/app/loop_device.cuh"
 

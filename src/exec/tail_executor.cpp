@@ -3,6 +3,9 @@
 //   M: handler operators -> tail_dispatcher_kernel   (release: launch W; idle: δ, launch M)
 //   W: operator DAG -> tail_end_marker_kernel        (commit, launch M)
 //
+// Fused (run_options::fuse, src/exec/fusion.hpp): M is the handler kernel alone when it carries
+// the dispatcher step, and W ends with the egress kernel when it carries the end marker's.
+//
 // The host launches M once. A device-launchable graph holds only kernel, memcpy, memset and
 // child-graph nodes, so the captured work is checked before instantiation and an operator
 // that needs anything else is refused by name.
@@ -10,6 +13,7 @@
 #include <filesystem>
 
 #include "exec/capture.hpp"
+#include "exec/fusion.hpp"
 #include "exec/loop_executor.hpp"
 #include "exec/loop_kernels.hpp"
 #include "exec/modes.hpp"
@@ -44,8 +48,12 @@ class tail_executor final : public resident_executor {
       const auto handler =
           capture_operators(_main.get(), {}, plan().handler_order, res().handler_stream.get(),
                             loop(), "tail", graph_kind::device_launched);
-      (void)capture_kernel(_main.get(), handler.frontier, res().loop_stream.get(),
-                           launch_tail_dispatcher, loop());
+      if (options.fuse && handler_carries_controller(plan().handler_order, handler)) {
+        res().config.fuse_controller = 1U;
+      } else {
+        (void)capture_kernel(_main.get(), handler.frontier, res().loop_stream.get(),
+                             launch_tail_dispatcher, loop());
+      }
       require_node_types(_main.get(), handler.owners, "tail", "graph M (data-ready handler)",
                          device_launch_rules());
     });
@@ -53,8 +61,12 @@ class tail_executor final : public resident_executor {
       const auto dag =
           capture_operators(_work.get(), {}, plan().body_order, streams(), res().dag_streams(),
                             loop(), "tail", graph_kind::device_launched);
-      (void)capture_end_marker(_work.get(), dag, res().loop_stream.get(), launch_tail_end_marker,
-                               loop());
+      if (options.fuse && egress_carries_end_marker(plan().body_order, dag)) {
+        res().config.fuse_end_marker = 1U;
+      } else {
+        (void)capture_end_marker(_work.get(), dag, res().loop_stream.get(),
+                                 launch_tail_end_marker, loop());
+      }
       require_node_types(_work.get(), dag.owners, "tail", "graph W (operator DAG)",
                          device_launch_rules());
     });

@@ -5,8 +5,13 @@
 //            controller_kernel          (tear-down, sample policy, sets both predicates, δ sleep)
 //            IF(if_handle) { operator DAG (run_options::capture); end_marker_kernel }
 //          }
+//
+// Fused (run_options::fuse, src/exec/fusion.hpp): a handler kernel that carries the controller
+// step replaces controller_kernel, an egress kernel that carries the end marker's replaces
+// end_marker_kernel: WHILE { handler; IF { DAG } }.
 
 #include "exec/capture.hpp"
+#include "exec/fusion.hpp"
 #include "exec/loop_executor.hpp"
 #include "exec/loop_kernels.hpp"
 #include "exec/modes.hpp"
@@ -55,13 +60,22 @@ class while_executor final : public resident_executor {
     const auto handler =
         capture_operators(body, {}, plan().handler_order, res().handler_stream.get(), loop(),
                           "while", graph_kind::conditional_body);
-    const auto ctrl =
-        capture_kernel(body, handler.frontier, res().loop_stream.get(), launch_controller, loop());
+    const bool fuse_controller =
+        options().fuse && handler_carries_controller(plan().handler_order, handler);
+    res().config.fuse_controller = fuse_controller ? 1U : 0U;
+    const auto ctrl = fuse_controller ? handler.frontier
+                                      : capture_kernel(body, handler.frontier,
+                                                       res().loop_stream.get(), launch_controller,
+                                                       loop());
     cudaGraph_t dag_body = add_conditional(body, ctrl, if_handle, cudaGraphCondTypeIf, part);
     const auto dag =
         capture_operators(dag_body, {}, plan().body_order, streams(), res().dag_streams(), loop(),
                           "while", graph_kind::conditional_body);
-    (void)capture_end_marker(dag_body, dag, res().loop_stream.get(), launch_end_marker, loop());
+    if (options().fuse && egress_carries_end_marker(plan().body_order, dag)) {
+      res().config.fuse_end_marker = 1U;
+    } else {
+      (void)capture_end_marker(dag_body, dag, res().loop_stream.get(), launch_end_marker, loop());
+    }
     require_node_types(body, handler.owners, "while", "the WHILE body (data-ready handler)",
                        conditional_body_rules());
     require_node_types(dag_body, dag.owners, "while", "the IF body (operator DAG)",

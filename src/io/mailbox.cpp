@@ -181,7 +181,8 @@ void mailbox_rx::setup(OperatorSpec& spec) {
 
 void mailbox_rx::compute(CaptureContext& ctx) {
   detail::launch_mailbox_rx(_mailbox->device_view(), ctx.loop(),
-                            ctx.device_memory<std::byte>("sample"), ctx.stream());
+                            ctx.device_memory<std::byte>("sample"), ctx.stream(),
+                            ctx.capturing() && ctx.capture_target() == graph_kind::device_launched);
 }
 
 void mailbox_tx::setup(OperatorSpec& spec) {
@@ -196,7 +197,8 @@ void mailbox_tx::compute(CaptureContext& ctx) {
                             "needs an execution mode with a loop; direct submission has none");
   }
   detail::launch_mailbox_tx(_mailbox->device_view(), ctx.loop(),
-                            ctx.device_memory<const std::byte>("in"), ctx.stream());
+                            ctx.device_memory<const std::byte>("in"), ctx.stream(),
+                            ctx.capturing() && ctx.capture_target() == graph_kind::device_launched);
 }
 
 }  // namespace resident::io

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 
+#include "exec/loop_control.cuh"
 #include "resident/app/loop_device.cuh"
 #include "resident/cuda/error.hpp"
 #include "resident/io/mailbox.hpp"
@@ -80,9 +81,7 @@ __device__ void block_copy(std::byte* dst, const std::byte* src, std::size_t byt
   }
 }
 
-__global__ void __launch_bounds__(max_threads)
-    mailbox_rx_kernel(mailbox_view mb, loop_state* loop, std::byte* sample) {
-  device::let_next_kernel_start();
+__device__ void mailbox_rx_pass(const mailbox_view& mb, loop_state* loop, std::byte* sample) {
   __shared__ std::uint64_t chosen;
   __shared__ bool consistent;
   const std::uint64_t last = loop->last;
@@ -160,9 +159,7 @@ __global__ void __launch_bounds__(max_threads)
   }
 }
 
-__global__ void __launch_bounds__(max_threads)
-    mailbox_tx_kernel(mailbox_view mb, loop_state* loop, const std::byte* in) {
-  device::let_next_kernel_start();
+__device__ void mailbox_tx_commit(const mailbox_view& mb, loop_state* loop, const std::byte* in) {
   const std::uint64_t seq = device::current_sample(loop);
   // The commit number versions the output: unique per commit (device memory, this kernel is its
   // only writer), so a reader cannot mistake a repeat of the same sample, written over the
@@ -188,17 +185,48 @@ __global__ void __launch_bounds__(max_threads)
   }
 }
 
+// Fused iteration (run_options::fuse): the executor sets fuse_controller when this kernel is the
+// whole handler, and fuse_end_marker when the tx kernel is the DAG's only sink; thread 0 then runs
+// the framework step here instead of in a kernel of its own. `Tail`: the instantiation for
+// device-launched graphs, whose steps tail-launch the next graph (see loop_control.cuh for why a
+// kernel that does so must never be launched from the host).
+template <bool Tail>
+__global__ void __launch_bounds__(max_threads)
+    mailbox_rx_kernel(mailbox_view mb, loop_state* loop, std::byte* sample) {
+  device::let_next_kernel_start();
+  mailbox_rx_pass(mb, loop, sample);
+  if (threadIdx.x == 0 && loop->fuse_controller != 0U) device::controller_step<Tail>(loop);
+}
+
+template <bool Tail>
+__global__ void __launch_bounds__(max_threads)
+    mailbox_tx_kernel(mailbox_view mb, loop_state* loop, const std::byte* in) {
+  device::let_next_kernel_start();
+  mailbox_tx_commit(mb, loop, in);
+  if (threadIdx.x == 0 && loop->fuse_end_marker != 0U) device::end_marker_step<Tail>(loop);
+}
+
 }  // namespace
 
 void launch_mailbox_rx(const mailbox_view& mb, loop_state* loop, std::byte* sample,
-                       cudaStream_t s) {
-  mailbox_rx_kernel<<<1, threads_for(mb.input_bytes), 0, s>>>(mb, loop, sample);
+                       cudaStream_t s, bool device_launched) {
+  const unsigned threads = threads_for(mb.input_bytes);
+  if (device_launched) {
+    mailbox_rx_kernel<true><<<1, threads, 0, s>>>(mb, loop, sample);
+  } else {
+    mailbox_rx_kernel<false><<<1, threads, 0, s>>>(mb, loop, sample);
+  }
   RESIDENT_CUDA_CHECK_LAUNCH("mailbox_rx_kernel");
 }
 
 void launch_mailbox_tx(const mailbox_view& mb, loop_state* loop, const std::byte* in,
-                       cudaStream_t s) {
-  mailbox_tx_kernel<<<1, threads_for(mb.output_bytes), 0, s>>>(mb, loop, in);
+                       cudaStream_t s, bool device_launched) {
+  const unsigned threads = threads_for(mb.output_bytes);
+  if (device_launched) {
+    mailbox_tx_kernel<true><<<1, threads, 0, s>>>(mb, loop, in);
+  } else {
+    mailbox_tx_kernel<false><<<1, threads, 0, s>>>(mb, loop, in);
+  }
   RESIDENT_CUDA_CHECK_LAUNCH("mailbox_tx_kernel");
 }
 

@@ -13,6 +13,7 @@ namespace resident::testing {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 // rx -> tx with one extra body operator of type Extra.
 template <class Extra>
@@ -133,25 +134,48 @@ TEST(capture, invalidated_without_an_exception_names_the_operator) {
   }
 }
 
+std::string read_text(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
 TEST(dot, graph_modes_write_the_built_graph) {
   RESIDENT_REQUIRE_GPU();
   lab_app app(128);
   const auto dir = std::filesystem::temp_directory_path();
   for (const auto mode :
        {execution_mode::host_graph, execution_mode::while_loop, execution_mode::tail}) {
-    SCOPED_TRACE(std::string(to_string(mode)));
-    run_options options;
-    options.dot_path = (dir / ("resident_" + std::string(to_string(mode)) + ".dot")).string();
-    auto run = run_async(app, mode, options);
-    EXPECT_TRUE(run->tear_down().stopped);
-    std::ifstream in(options.dot_path);
-    std::stringstream text;
-    text << in.rdbuf();
-    EXPECT_THAT(text.str(), HasSubstr("digraph"));
-    EXPECT_THAT(text.str(), HasSubstr(mode == execution_mode::tail ? "tail_dispatcher_kernel"
-                                                                   : "controller_kernel"));
-    EXPECT_THAT(text.str(), HasSubstr("mailbox_rx_kernel"));
-    EXPECT_THAT(text.str(), HasSubstr("topological order on one stream"));
+    for (const bool fuse : {false, true}) {
+      SCOPED_TRACE(std::string(to_string(mode)) + (fuse ? " fused" : " not fused"));
+      run_options options;
+      options.fuse = fuse;
+      options.dot_path = (dir / ("resident_" + std::string(to_string(mode)) + ".dot")).string();
+      auto run = run_async(app, mode, options);
+      EXPECT_TRUE(run->tear_down().stopped);
+      const std::string text = read_text(options.dot_path);
+      EXPECT_THAT(text, HasSubstr("digraph"));
+      EXPECT_THAT(text, HasSubstr("mailbox_rx_kernel"));
+      EXPECT_THAT(text, HasSubstr("topological order on one stream"));
+      // Fused, the mailbox's handler kernel carries the controller step and its egress the end
+      // marker's: neither framework kernel is in the graph.
+      const std::string controller =
+          mode == execution_mode::tail ? "tail_dispatcher_kernel" : "controller_kernel";
+      const std::string end_marker =
+          mode == execution_mode::tail ? "tail_end_marker_kernel" : "end_marker_kernel";
+      const std::string work =
+          mode == execution_mode::tail
+              ? read_text((dir / "resident_tail.work.dot").string())
+              : text;
+      if (fuse) {
+        EXPECT_THAT(text, Not(HasSubstr(controller)));
+        EXPECT_THAT(work, Not(HasSubstr(end_marker)));
+      } else {
+        EXPECT_THAT(text, HasSubstr(controller));
+        EXPECT_THAT(work, HasSubstr(end_marker));
+      }
+    }
   }
   EXPECT_TRUE(std::filesystem::exists(dir / "resident_tail.work.dot"));
 }

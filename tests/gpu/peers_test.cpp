@@ -55,7 +55,7 @@ TEST_P(peer_kinds, run_the_matmul6_body_against_the_fp64_reference) {
     const bench::io_app app("matmul6");
     EXPECT_THAT(
         [&] {
-          peers::peer_loop p(app.mailbox(), {GetParam(), peers::peer_body::matmul6});
+          peers::peer_loop p(app.mailbox(), {GetParam(), peers::peer_body::matmul6, 1000000, {}});
         },
         ThrowsMessage<std::invalid_argument>(
             ::testing::HasSubstr("cuBLAS cannot run inside a kernel")));

@@ -44,6 +44,7 @@ std::vector<float> sample_for(std::uint64_t seq) {
 struct sampling_case {
   execution_mode mode;
   sample_policy policy;
+  bool fuse{true};  // run_options::fuse: the same semantics with separate framework kernels
 };
 
 class over_rate : public ::testing::TestWithParam<sampling_case> {};
@@ -53,14 +54,16 @@ std::vector<sampling_case> all_cases() {
   for (const auto mode : all_execution_modes) {
     for (const auto policy : {sample_policy::skip_duplicate, sample_policy::every}) {
       cases.push_back({mode, policy});
+      if (mode != execution_mode::eager) cases.push_back({mode, policy, false});
     }
   }
   return cases;
 }
 
 INSTANTIATE_TEST_SUITE_P(all, over_rate, ::testing::ValuesIn(all_cases()), [](const auto& info) {
-  std::string name =
-      std::string(to_string(info.param.mode)) + "_" + std::string(to_string(info.param.policy));
+  std::string name = std::string(to_string(info.param.mode)) + "_" +
+                     std::string(to_string(info.param.policy)) +
+                     (info.param.fuse ? "" : "_separate_kernels");
   std::replace(name.begin(), name.end(), '-', '_');
   return name;
 });
@@ -70,6 +73,7 @@ TEST_P(over_rate, counters_account_for_every_sample_and_outputs_are_consistent) 
   slow_app app(50'000);
   run_options options;
   options.policy = GetParam().policy;
+  options.fuse = GetParam().fuse;
   auto run = run_async(app, GetParam().mode, options);
 
   // The actuator checks every output it sees: the payload must belong to the sample it names,

@@ -101,11 +101,14 @@ void staged_costs(execution_mode mode, const overhead_settings& s, measure::rece
       << (iteration.empty() ? 0.0 : measure::summarize(iteration).mean) << " us\n";
 }
 
-// Idle iterations: nothing ever arrives, δ = 0, no in-kernel polling.
-void idle_iteration(execution_mode mode, const overhead_settings& s, measure::receipt& receipt,
-                    std::ostream& log) {
+// Idle iterations: nothing ever arrives, δ = 0, no in-kernel polling. `fuse`: the mailbox's
+// handler kernel carries the controller step (run_options::fuse), or a controller kernel runs.
+void idle_iteration(execution_mode mode, bool fuse, const overhead_settings& s,
+                    measure::receipt& receipt, std::ostream& log) {
   io_app app("empty");
-  auto handle = run_async(app, mode);
+  run_options options;
+  options.fuse = fuse;
+  auto handle = run_async(app, mode, options);
   const std::uint64_t before = handle->counters().iterations;
   const std::int64_t t0 = now_ns();
   std::this_thread::sleep_for(std::chrono::duration<double>(s.idle_seconds));
@@ -117,7 +120,7 @@ void idle_iteration(execution_mode mode, const overhead_settings& s, measure::re
   }
   const double host_us = static_cast<double>(t1 - t0) / 1e3 / static_cast<double>(after - before);
   nlohmann::json j = {
-      {"name", "idle_iteration"},
+      {"name", fuse ? "idle_iteration" : "idle_iteration_separate_controller"},
       {"mode", std::string(to_string(mode))},
       {"method",
        "device: (last - first controller pass %globaltimer) / (passes - 1); host: wall time over "
@@ -126,8 +129,8 @@ void idle_iteration(execution_mode mode, const overhead_settings& s, measure::re
       {"mean_us", report.mean_iteration_ns / 1e3},
       {"host_mean_us", host_us}};
   receipt.results.push_back(j);
-  log << "overhead: idle " << to_string(mode) << " iteration " << report.mean_iteration_ns / 1e3
-      << " us\n";
+  log << "overhead: idle " << to_string(mode) << (fuse ? "" : " (separate controller)")
+      << " iteration " << report.mean_iteration_ns / 1e3 << " us\n";
 }
 
 void host_costs(const overhead_settings& s, measure::receipt& receipt, std::ostream& log) {
@@ -184,8 +187,10 @@ measure::receipt run_overhead_bench(const overhead_settings& s, std::ostream& lo
        {execution_mode::while_loop, execution_mode::tail, execution_mode::host_graph}) {
     staged_costs(mode, s, receipt, log);
   }
-  idle_iteration(execution_mode::while_loop, s, receipt, log);
-  idle_iteration(execution_mode::tail, s, receipt, log);
+  for (const bool fuse : {true, false}) {
+    idle_iteration(execution_mode::while_loop, fuse, s, receipt, log);
+    idle_iteration(execution_mode::tail, fuse, s, receipt, log);
+  }
   const smi_reading after = read_nvidia_smi();
   if (after.sm_clock_mhz > 0) receipt.device.sm_clock_mhz_seen.push_back(after.sm_clock_mhz);
   return receipt;

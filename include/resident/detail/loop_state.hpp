@@ -55,6 +55,8 @@ struct loop_state {
   std::uint32_t has_while;      // `while_handle` is valid (WHILE mode)
   std::uint32_t has_if;         // `if_handle` is valid (WHILE and host-graph modes)
   std::uint32_t record_sms;     // the loop's own kernels note their SM in sm_seen
+  std::uint32_t fuse_controller;  // the handler's kernel runs the controller step at its end
+  std::uint32_t fuse_end_marker;  // the egress kernel runs the end-marker step at its end
   std::uint64_t idle_sleep_ns;  // controller sleep when nothing was released (0 spins)
   std::uint64_t poll_ns;        // how long a handler may poll inside its kernel
   loop_control* control;        // device pointer of the host-mapped control block

@@ -64,6 +64,12 @@ struct run_options {
   /// still waits for the slowest branch). Every mode honours it; eager launches the branches on
   /// real streams joined by events. The data-ready handler is captured as a chain either way.
   capture_order capture{capture_order::chain};
+  /// Fused iteration (graph modes): a data-ready handler that is one framework kernel (the
+  /// mailbox's) runs the controller step at its end, and an egress that is the DAG's only sink
+  /// (the mailbox's) runs the end marker's, so an iteration has two kernels fewer. Counters,
+  /// policies, tear-down and stall detection are the same either way; false keeps the separate
+  /// controller and end-marker kernels everywhere (for comparison).
+  bool fuse{true};
 
   /// Throws std::invalid_argument for inconsistent values (e.g. a stall timeout shorter than δ).
   void validate() const;

@@ -142,9 +142,12 @@ class mailbox_tx final : public Operator {
 };
 
 namespace detail {
-void launch_mailbox_rx(const mailbox_view& mb, loop_state* loop, std::byte* sample, cudaStream_t s);
+/// `device_launched`: the kernel lands in a device-launched graph (tail mode), so the loop step
+/// it may carry (loop_state::fuse_controller, fuse_end_marker) is the tail-launching one.
+void launch_mailbox_rx(const mailbox_view& mb, loop_state* loop, std::byte* sample, cudaStream_t s,
+                       bool device_launched);
 void launch_mailbox_tx(const mailbox_view& mb, loop_state* loop, const std::byte* in,
-                       cudaStream_t s);
+                       cudaStream_t s, bool device_launched);
 }  // namespace detail
 
 }  // namespace resident::io
