@@ -22,6 +22,8 @@ std::string_view to_string(execution_mode m) noexcept {
       return "while";
     case execution_mode::tail:
       return "tail";
+    case execution_mode::persistent:
+      return "persistent";
   }
   return "unknown";
 }
@@ -30,8 +32,9 @@ execution_mode parse_execution_mode(std::string_view name) {
   for (const auto m : all_execution_modes) {
     if (to_string(m) == name) return m;
   }
+  if (name == to_string(execution_mode::persistent)) return execution_mode::persistent;
   throw std::invalid_argument("unknown execution mode '" + std::string(name) +
-                              "'; modes: eager, host-graph, while, tail");
+                              "'; modes: eager, host-graph, while, tail, persistent");
 }
 
 std::string_view to_string(sample_policy p) noexcept {
@@ -135,6 +138,8 @@ std::unique_ptr<Executor> make_executor(Application& app, execution_mode mode,
       return detail::make_while_executor(app, options);
     case execution_mode::tail:
       return detail::make_tail_executor(app, options);
+    case execution_mode::persistent:
+      return detail::make_persistent_executor(app, options);
   }
   throw std::invalid_argument("make_executor: unknown execution mode");
 }

@@ -25,11 +25,13 @@ __device__ inline std::uint32_t tear_down_word(const loop_state* s) {
 }
 
 __device__ inline void stop_loop(loop_state* s) {
+  s->stop_requested = 1U;
   if (s->has_while != 0U) cudaGraphSetConditional(s->while_handle, 0U);
   store_release_system(s->control->stopped, 1U);
 }
 
 __device__ inline void fail(loop_state* s, cudaError_t error) {
+  s->stop_requested = 1U;
   store_relaxed_system(s->control->device_error, static_cast<std::int32_t>(error));
   store_release_system(s->control->stopped, 1U);
 }

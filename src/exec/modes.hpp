@@ -11,5 +11,6 @@ std::unique_ptr<Executor> make_eager_executor(Application& app, const run_option
 std::unique_ptr<Executor> make_host_graph_executor(Application& app, const run_options& options);
 std::unique_ptr<Executor> make_while_executor(Application& app, const run_options& options);
 std::unique_ptr<Executor> make_tail_executor(Application& app, const run_options& options);
+std::unique_ptr<Executor> make_persistent_executor(Application& app, const run_options& options);
 
 }  // namespace resident::detail

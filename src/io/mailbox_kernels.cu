@@ -7,6 +7,7 @@
 #include <algorithm>
 
 #include "exec/loop_control.cuh"
+#include "io/mailbox_forms.cuh"
 #include "resident/app/loop_device.cuh"
 #include "resident/cuda/error.hpp"
 #include "resident/io/mailbox.hpp"
@@ -16,173 +17,12 @@ namespace resident::io::detail {
 namespace {
 
 constexpr int max_threads = 1024;
-constexpr std::size_t header_bytes = 64;
-
 // Enough threads for one 16-byte word each, up to a full block: reads of host-mapped memory
 // are PCIe round trips, so the copy's speed is the number of reads in flight.
 unsigned threads_for(std::size_t bytes) {
   const std::size_t words = (bytes + 15) / 16;
   const std::size_t warps = (words + 31) / 32;
   return static_cast<unsigned>(std::clamp<std::size_t>(warps * 32, 32, max_threads));
-}
-
-using resident::device::load_acquire_system;
-using resident::device::store_relaxed_system;
-using resident::device::store_release_system;
-
-__device__ const std::uint64_t& slot_seq(const mailbox_view& mb, std::uint64_t seq) {
-  return *reinterpret_cast<const std::uint64_t*>(mb.slots + (seq % mb.depth) * mb.slot_stride);
-}
-
-// Which sample the policy asks for, given the newest published one (0: none to take).
-__device__ std::uint64_t select_sample(std::uint64_t head, std::uint64_t last, bool have_processed,
-                                       sample_policy policy, std::size_t depth) {
-  if (head == 0) return 0;
-  switch (policy) {
-    case sample_policy::every: {
-      if (head <= last) return 0;
-      const std::uint64_t oldest_held = head >= depth ? head - depth + 1 : 1;
-      return last + 1 > oldest_held ? last + 1 : oldest_held;
-    }
-    case sample_policy::newest:
-      // head == last: re-publish it and the controller counts a repeat; but before the loop
-      // processed anything, `last` is only its start point and there is nothing to repeat.
-      return head > last || have_processed ? head : 0;
-    case sample_policy::skip_duplicate:
-    default:
-      return head > last ? head : 0;
-  }
-}
-
-// Block-wide copy between device and host-mapped memory. Host-mapped reads use ld.global.cv
-// (fetched again every time, never a stale cached line) and writes st.global.wt; 16-byte words
-// when both ends allow it, then the byte tail.
-template <bool FromHost>
-__device__ void block_copy(std::byte* dst, const std::byte* src, std::size_t bytes) {
-  std::size_t done = 0;
-  if (((reinterpret_cast<std::uintptr_t>(dst) | reinterpret_cast<std::uintptr_t>(src)) & 15) == 0) {
-    const std::size_t words = bytes / 16;
-    for (std::size_t i = threadIdx.x; i < words; i += blockDim.x) {
-      if constexpr (FromHost) {
-        reinterpret_cast<ulonglong2*>(dst)[i] =
-            __ldcv(reinterpret_cast<const ulonglong2*>(src) + i);
-      } else {
-        __stwt(reinterpret_cast<ulonglong2*>(dst) + i, reinterpret_cast<const ulonglong2*>(src)[i]);
-      }
-    }
-    done = words * 16;
-  }
-  for (std::size_t i = done + threadIdx.x; i < bytes; i += blockDim.x) {
-    if constexpr (FromHost) {
-      dst[i] = static_cast<std::byte>(reinterpret_cast<const volatile unsigned char*>(src)[i]);
-    } else {
-      reinterpret_cast<volatile unsigned char*>(dst)[i] = static_cast<unsigned char>(src[i]);
-    }
-  }
-}
-
-__device__ void mailbox_rx_pass(const mailbox_view& mb, loop_state* loop, std::byte* sample) {
-  __shared__ std::uint64_t chosen;
-  __shared__ bool consistent;
-  const std::uint64_t last = loop->last;
-  const bool have_processed = loop->processed > 0;
-  const sample_policy policy = loop->policy;
-  const std::uint64_t poll_ns = loop->poll_ns;
-  const std::uint64_t start = threadIdx.x == 0 ? device::globaltimer_ns() : 0;
-  if (threadIdx.x == 0) {
-    loop->stamp_ns[static_cast<std::size_t>(stage::handler_start)] = start;
-    device::note_sm(loop);
-  }
-  // Thread 0's clock right after its latest poll that found nothing: the read that then found
-  // the sample was issued after it, so detect - empty_at bounds that one read. A long last read
-  // is a slow trip to host memory; a short one after many empty polls, a write that reached
-  // the GPU late.
-  std::uint64_t empty_at = 0;
-  const bool anticipating = loop->preempt.anticipates();
-  for (;;) {
-    if (threadIdx.x == 0) {
-      std::uint64_t pick = 0;
-      for (;;) {
-        // Acquire pairs with the sensor's release of `head`: slot `pick` was complete then. Only
-        // an overwrite during the copy can spoil it, which the stamp check after the copy sees.
-        pick = select_sample(load_acquire_system(*mb.head), last, have_processed, policy, mb.depth);
-        if (pick != 0) break;
-        empty_at = device::globaltimer_ns();  // after the branch on the load: the load is done
-        if (anticipating) device::anticipate_preempt(loop, empty_at);
-        if (empty_at - start >= poll_ns) {
-          pick = 0;  // nothing to take within the polling budget: the iteration idles
-          break;
-        }
-      }
-      chosen = pick;
-    }
-    __syncthreads();
-    const std::uint64_t pick = chosen;
-    if (threadIdx.x == 0 && pick != 0) {
-      device::stamp(loop, stage::detect);
-      loop->stamp_ns[static_cast<std::size_t>(stage::last_empty_poll)] = empty_at;
-      // A new sample: real-time work is coming, best-effort blocks should leave now (before
-      // the copy, so the drain overlaps it), unless the hook asks for after the copy. With a
-      // lead the word may be up already, raised for this sample before it came.
-      if (pick != last) {
-        if (loop->preempt.after_input == 0U) device::raise_preempt(loop);
-        if (anticipating) {
-          device::note_sample_due(loop, loop->stamp_ns[static_cast<std::size_t>(stage::detect)]);
-        }
-      }
-    }
-    if (pick == 0 || pick == last) {
-      // No copy for a repeat: the "sample" port still holds the last sample's payload.
-      if (threadIdx.x == 0) {
-        device::publish(loop, pick);
-        device::stamp(loop, stage::handler_end);
-      }
-      return;
-    }
-    block_copy<true>(sample, mb.slots + (pick % mb.depth) * mb.slot_stride + header_bytes,
-                     mb.input_bytes);
-    // Sequence lock, reader side: every copying thread orders its own payload loads before the
-    // second stamp read (its fence), and the barrier orders all of them before thread 0's read.
-    cuda::atomic_thread_fence(cuda::memory_order_acquire, cuda::thread_scope_system);
-    __syncthreads();
-    if (threadIdx.x == 0) {
-      consistent = load_acquire_system(slot_seq(mb, pick)) == pick;
-      if (consistent) {
-        if (loop->preempt.after_input != 0U) device::raise_preempt(loop);  // else at detect
-        device::publish(loop, pick);
-        device::stamp(loop, stage::handler_end);
-      }
-    }
-    __syncthreads();
-    if (consistent) return;
-    // The sensor lapped the ring and rewrote this slot while we copied it: choose again.
-  }
-}
-
-__device__ void mailbox_tx_commit(const mailbox_view& mb, loop_state* loop, const std::byte* in) {
-  const std::uint64_t seq = device::current_sample(loop);
-  // The commit number versions the output: unique per commit (device memory, this kernel is its
-  // only writer), so a reader cannot mistake a repeat of the same sample, written over the
-  // payload while it copied it, for the output it started reading.
-  std::uint64_t commit = 0;  // thread 0's
-  if (threadIdx.x == 0) {
-    commit = *mb.commits + 1;
-    *mb.commits = commit;
-    store_relaxed_system(*mb.out_begin, commit);
-    __threadfence_system();  // the begin stamp lands before any payload word
-  }
-  if (mb.output_bytes > 0) {
-    __syncthreads();
-    block_copy<false>(mb.out_payload, in, mb.output_bytes);
-    __syncthreads();
-  }
-  if (threadIdx.x == 0) {
-    store_relaxed_system(*mb.out_seq, seq);
-    __threadfence_system();
-    // Release: an actuator that acquires `out_end` sees the whole payload and its sample.
-    store_release_system(*mb.out_end, commit);
-    device::stamp(loop, stage::commit);
-  }
 }
 
 // Fused iteration (run_options::fuse): the executor sets fuse_controller when this kernel is the

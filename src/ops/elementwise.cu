@@ -1,6 +1,7 @@
 #include <string>
 
 #include "ops/launch.cuh"
+#include "ops/vector_forms.cuh"
 #include "resident/app/error.hpp"
 #include "resident/cuda/error.hpp"
 #include "resident/ops/vector_ops.hpp"
@@ -16,31 +17,24 @@ int blocks_for(std::int64_t n) {
   return static_cast<int>(b < 65535 ? b : 65535);  // grid-stride loops cover the rest
 }
 
+__device__ std::int64_t first_thread() { return blockIdx.x * std::int64_t{blockDim.x} + threadIdx.x; }
+__device__ std::int64_t all_threads() { return std::int64_t{gridDim.x} * blockDim.x; }
+
 __global__ void affine_kernel(const float* __restrict__ in, float* __restrict__ out, std::int64_t n,
                               float scale, float offset) {
   detail::begin_dependent_kernel();
-  for (std::int64_t i = blockIdx.x * std::int64_t{blockDim.x} + threadIdx.x; i < n;
-       i += std::int64_t{gridDim.x} * blockDim.x) {
-    out[i] = fmaf(scale, in[i], offset);
-  }
+  detail::affine_range(in, out, n, scale, offset, first_thread(), all_threads());
 }
 
 __global__ void square_kernel(const float* __restrict__ in, float* __restrict__ out,
                               std::int64_t n) {
   detail::begin_dependent_kernel();
-  for (std::int64_t i = blockIdx.x * std::int64_t{blockDim.x} + threadIdx.x; i < n;
-       i += std::int64_t{gridDim.x} * blockDim.x) {
-    const float x = in[i];
-    out[i] = x * x;
-  }
+  detail::square_range(in, out, n, first_thread(), all_threads());
 }
 
 __global__ void copy_kernel(const float* __restrict__ in, float* __restrict__ out, std::int64_t n) {
   detail::begin_dependent_kernel();
-  for (std::int64_t i = blockIdx.x * std::int64_t{blockDim.x} + threadIdx.x; i < n;
-       i += std::int64_t{gridDim.x} * blockDim.x) {
-    out[i] = in[i];
-  }
+  detail::copy_range(in, out, n, first_thread(), all_threads());
 }
 
 std::int64_t elements_param(OperatorSpec& spec) {

@@ -4,6 +4,7 @@
 #include <cub/block/block_reduce.cuh>
 
 #include "ops/launch.cuh"
+#include "ops/vector_forms.cuh"
 #include "resident/cuda/error.hpp"
 #include "resident/ops/vector_ops.hpp"
 
@@ -11,17 +12,10 @@ namespace resident::ops::detail {
 
 namespace {
 
-constexpr int reduce_threads = 512;
-
 __global__ void __launch_bounds__(reduce_threads)
     sum_reduce_kernel(const float* __restrict__ in, float* __restrict__ out, std::int64_t n) {
   begin_dependent_kernel();
-  using block_reduce = cub::BlockReduce<double, reduce_threads>;
-  __shared__ typename block_reduce::TempStorage temp;
-  double partial = 0.0;
-  for (std::int64_t i = threadIdx.x; i < n; i += reduce_threads) partial += in[i];
-  const double total = block_reduce(temp).Sum(partial);
-  if (threadIdx.x == 0) out[0] = static_cast<float>(total);
+  sum_reduce_block(in, out, n);
 }
 
 // Same order of accumulation as sum_reduce_kernel over the first `*valid` values, so a masked

@@ -131,7 +131,7 @@ TEST(bench_io, peers_run_in_the_same_process_and_every_mode_gets_its_ratio) {
   settings.make_quick();
   settings.samples = 300;
   settings.warmup = 50;
-  settings.modes = {"while", "tail", "host-graph"};
+  settings.modes = {"while", "tail", "host-graph", "persistent"};
   settings.contention = {"none"};
   settings.peers = {"while", "tail", "host-graph", "persistent"};
   std::ostringstream log;
@@ -151,9 +151,11 @@ TEST(bench_io, peers_run_in_the_same_process_and_every_mode_gets_its_ratio) {
     EXPECT_EQ(r["vs_peer"]["peer"], "peer-" + r["mode"].get<std::string>());
     EXPECT_GT(r["vs_peer"]["mean_us"].get<double>(), 0.0);
   }
-  // Four peers for the empty workload; no persistent one for matmul6 (cuBLAS in a kernel).
+  // Four peers for the empty workload; no persistent one for matmul6 (cuBLAS in a kernel), nor
+  // a persistent mode run: 4 + 4 results for empty, 3 + 3 for matmul6.
   EXPECT_EQ(peers_seen["empty"], 4);
   EXPECT_EQ(peers_seen["matmul6"], 3);
+  EXPECT_EQ(receipt.results.size(), 14U);
 }
 
 TEST(bench_overhead, quick_run_reports_every_fixed_cost) {

@@ -118,7 +118,8 @@ TEST(execution_mode, every_mode_round_trips_through_its_name) {
 
 TEST(execution_mode, unknown_name_lists_the_modes) {
   EXPECT_EQ(error_of<std::invalid_argument>([] { (void)parse_execution_mode("host_graph"); }),
-            "unknown execution mode 'host_graph'; modes: eager, host-graph, while, tail");
+            "unknown execution mode 'host_graph'; modes: eager, host-graph, while, tail, "
+            "persistent");
 }
 
 TEST(execution_mode, names_are_case_sensitive) {

@@ -479,6 +479,12 @@ measure::receipt run_io_bench(const io_settings& s, std::ostream& log) {
       }
       for (const auto& mode_name : s.modes) {
         const execution_mode mode = parse_execution_mode(mode_name);
+        if (mode == execution_mode::persistent && workload != "empty") {
+          // matmul6's cuBLAS products have no device form (a kernel cannot call cuBLAS).
+          log << "io: " << workload << " / " << level << " / persistent: skipped (no device "
+              << "form for cuBLAS)\n";
+          continue;
+        }
         log << "io: " << workload << " / " << level << " / " << mode_name << " ..." << std::flush;
         nlohmann::json result = runner.run(app, mode, level, csv.get());
         if (hogs) result["contention_detail"] = hogs->to_json();

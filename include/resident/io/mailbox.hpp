@@ -124,6 +124,7 @@ class mailbox_rx final : public Operator {
   explicit mailbox_rx(std::shared_ptr<mailbox> mb) : _mailbox(std::move(mb)) {}
   void setup(OperatorSpec& spec) override;
   void compute(CaptureContext& ctx) override;
+  [[nodiscard]] const mailbox& box() const noexcept { return *_mailbox; }
 
  private:
   std::shared_ptr<mailbox> _mailbox;
@@ -136,6 +137,7 @@ class mailbox_tx final : public Operator {
   explicit mailbox_tx(std::shared_ptr<mailbox> mb) : _mailbox(std::move(mb)) {}
   void setup(OperatorSpec& spec) override;
   void compute(CaptureContext& ctx) override;
+  [[nodiscard]] const mailbox& box() const noexcept { return *_mailbox; }
 
  private:
   std::shared_ptr<mailbox> _mailbox;

@@ -17,6 +17,8 @@ class copy final : public Operator {
  public:
   void setup(OperatorSpec& spec) override;
   void compute(CaptureContext& ctx) override;
+  /// Values per sample (after setup()).
+  [[nodiscard]] std::int64_t elements() const noexcept { return _elements; }
 
  private:
   std::int64_t _elements{};
@@ -27,6 +29,8 @@ class affine final : public Operator {
  public:
   void setup(OperatorSpec& spec) override;
   void compute(CaptureContext& ctx) override;
+  /// Values per sample (after setup()).
+  [[nodiscard]] std::int64_t elements() const noexcept { return _elements; }
   /// The values setup() resolved (from code or configuration), for CPU references.
   [[nodiscard]] float scale() const noexcept { return _scale; }
   [[nodiscard]] float offset() const noexcept { return _offset; }
@@ -41,6 +45,8 @@ class square final : public Operator {
  public:
   void setup(OperatorSpec& spec) override;
   void compute(CaptureContext& ctx) override;
+  /// Values per sample (after setup()).
+  [[nodiscard]] std::int64_t elements() const noexcept { return _elements; }
 
  private:
   std::int64_t _elements{};
@@ -50,6 +56,8 @@ class sum_reduce final : public Operator {
  public:
   void setup(OperatorSpec& spec) override;
   void compute(CaptureContext& ctx) override;
+  /// Values per sample (after setup()).
+  [[nodiscard]] std::int64_t elements() const noexcept { return _elements; }
 
  private:
   std::int64_t _elements{};

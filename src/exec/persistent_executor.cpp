@@ -1,0 +1,160 @@
+// persistent mode: one kernel, launched once, loops for the run's lifetime (src/exec/persistent.hpp).
+//
+//   persistent_kernel (one block):  loop { handler forms; controller step;
+//                                          if released: DAG forms; end-marker step }
+//
+// Forward progress: the kernel is one block, refused unless one fits on an SM (occupancy API), so
+// it is resident from its launch; it waits only for the sensor's word (bounded by poll_ns per
+// pass) and for its own barriers, and leaves on tear-down within one iteration.
+
+#include <fstream>
+#include <typeinfo>
+
+#include "exec/loop_executor.hpp"
+#include "exec/modes.hpp"
+#include "exec/persistent.hpp"
+#include "resident/app/error.hpp"
+#include "resident/cuda/error.hpp"
+#include "resident/ops/vector_ops.hpp"
+
+namespace resident::detail {
+
+namespace {
+
+const void* port_memory(const Operator& op, const char* name) {
+  const port_spec* p = op.spec().find_port(name);
+  if (p == nullptr || p->bound == nullptr) {
+    throw composition_error("operator '" + op.name() + "': persistent mode found no memory for its "
+                            "port '" + name + "'");
+  }
+  return p->bound;
+}
+
+const char* form_name(device_form f) {
+  switch (f) {
+    case device_form::mailbox_rx:
+      return "mailbox_rx";
+    case device_form::mailbox_tx:
+      return "mailbox_tx";
+    case device_form::copy:
+      return "copy";
+    case device_form::affine:
+      return "affine";
+    case device_form::square:
+      return "square";
+    case device_form::sum_reduce:
+      return "sum_reduce";
+  }
+  return "?";
+}
+
+}  // namespace
+
+persistent_step device_form_of(const Operator& op) {
+  persistent_step s;
+  const auto ports = [&](const char* in, const char* out) {
+    s.in = in != nullptr ? port_memory(op, in) : nullptr;
+    s.out = out != nullptr ? const_cast<void*>(port_memory(op, out)) : nullptr;
+  };
+  if (const auto* rx = dynamic_cast<const io::mailbox_rx*>(&op)) {
+    s.form = device_form::mailbox_rx;
+    s.mailbox = rx->box().device_view();
+    ports(nullptr, "sample");
+  } else if (const auto* tx = dynamic_cast<const io::mailbox_tx*>(&op)) {
+    s.form = device_form::mailbox_tx;
+    s.mailbox = tx->box().device_view();
+    ports("in", nullptr);
+  } else if (const auto* c = dynamic_cast<const ops::copy*>(&op)) {
+    s.form = device_form::copy;
+    s.elements = c->elements();
+    ports("in", "out");
+  } else if (const auto* a = dynamic_cast<const ops::affine*>(&op)) {
+    s.form = device_form::affine;
+    s.elements = a->elements();
+    s.scale = a->scale();
+    s.offset = a->offset();
+    ports("in", "out");
+  } else if (const auto* q = dynamic_cast<const ops::square*>(&op)) {
+    s.form = device_form::square;
+    s.elements = q->elements();
+    ports("in", "out");
+  } else if (const auto* r = dynamic_cast<const ops::sum_reduce*>(&op)) {
+    s.form = device_form::sum_reduce;
+    s.elements = r->elements();
+    ports("in", "out");
+  } else {
+    throw composition_error(
+        "persistent mode: operator '" + op.name() +
+        "' has no device form (persistent mode runs operators as device functions inside one "
+        "kernel; device forms exist for io.mailbox_rx, io.mailbox_tx, ops.copy, ops.affine, "
+        "ops.square and ops.sum_reduce); run this application in while or tail mode");
+  }
+  return s;
+}
+
+namespace {
+
+class persistent_executor final : public resident_executor {
+ public:
+  persistent_executor(Application& app, const run_options& options)
+      : resident_executor(app, execution_mode::persistent, options) {
+    for (const Operator* op : plan().handler_order) _steps.push_back(device_form_of(*op));
+    for (const Operator* op : plan().body_order) _steps.push_back(device_form_of(*op));
+    if (persistent_blocks_per_sm() < 1) {
+      throw execution_error("persistent mode: its kernel (one block of " +
+                            std::to_string(persistent_threads) +
+                            " threads) does not fit on an SM of this device");
+    }
+    _device_steps = device_buffer(_steps.size() * sizeof(persistent_step));
+    RESIDENT_CUDA_TRY(cudaMemcpy(_device_steps.data(), _steps.data(), _device_steps.size(),
+                                 cudaMemcpyHostToDevice));
+  }
+
+  ~persistent_executor() override { stop_before_destruction(); }
+
+  void write_dot(const std::string& path) const override {
+    // No graph: the DOT shows the kernel's loop over the forms, in the order it runs them.
+    std::ofstream out(path);
+    if (!out) throw execution_error("write_dot: cannot open '" + path + "' for writing");
+    out << "// persistent mode: one kernel (one block of " << persistent_threads
+        << " threads) loops over these device forms\ndigraph persistent {\n";
+    const std::size_t handler = plan().handler_order.size();
+    for (std::size_t i = 0; i < _steps.size(); ++i) {
+      const Operator* op = i < handler ? plan().handler_order[i] : plan().body_order[i - handler];
+      out << "  s" << i << " [label=\"" << op->name() << " (" << form_name(_steps[i].form)
+          << ")\"];\n";
+      if (i == handler) out << "  ctrl -> s" << i << " [label=\"released\"];\n";
+    }
+    out << "  ctrl [label=\"controller step\" shape=box];\n  end [label=\"end-marker step\" "
+           "shape=box];\n";
+    if (handler > 0) out << "  s" << handler - 1 << " -> ctrl;\n";
+    for (std::size_t i = 0; i + 1 < _steps.size(); ++i) {
+      if (i + 1 != handler) out << "  s" << i << " -> s" << i + 1 << ";\n";
+    }
+    if (_steps.size() > handler) out << "  s" << _steps.size() - 1 << " -> end;\n";
+    out << "}\n";
+  }
+
+ protected:
+  void launch_graphs() override {
+    const int handler = static_cast<int>(plan().handler_order.size());
+    const int body = static_cast<int>(plan().body_order.size());
+    launch_persistent(loop(), _device_steps.data_as<persistent_step>(), handler, body,
+                      res().loop_stream.get());
+  }
+  void leak_graphs() noexcept override {
+    (void)new device_buffer(std::move(_device_steps));  // the kernel may still read it
+  }
+
+ private:
+  std::vector<persistent_step> _steps;
+  device_buffer _device_steps;
+};
+
+}  // namespace
+
+std::unique_ptr<Executor> make_persistent_executor(Application& app, const run_options& options) {
+  return std::make_unique<persistent_executor>(app, options);
+}
+
+}  // namespace resident::detail

@@ -1,0 +1,164 @@
+// persistent mode: one kernel launched once runs the operators' device forms. The lab pipeline
+// gives the graph modes' very bits; counters account for every sample under over-rate input;
+// tear-down, the heartbeat and the DOT dump work; an operator without a device form is refused
+// by name.
+
+#include <gmock/gmock.h>
+
+#include <atomic>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "gpu/support.hpp"
+
+namespace resident::testing {
+namespace {
+
+using ::testing::HasSubstr;
+
+constexpr std::int64_t elements = 1000;
+
+TEST(persistent_mode, lab_pipeline_gives_the_same_bits_as_while_mode) {
+  RESIDENT_REQUIRE_GPU();
+  lab_app app(elements);
+  std::vector<std::vector<float>> samples;
+  for (int i = 0; i < 16; ++i) samples.push_back(random_floats(elements));
+  std::map<execution_mode, std::vector<float>> results;
+  for (const execution_mode mode : {execution_mode::while_loop, execution_mode::persistent}) {
+    SCOPED_TRACE(std::string(to_string(mode)));
+    auto run = run_async(app, mode);
+    const auto outputs = drive_lockstep(*app.mailbox(), samples);
+    const tear_down_report report = run->tear_down();
+    ASSERT_TRUE(report.stopped) << report.error;
+    EXPECT_TRUE(report.error.empty()) << report.error;
+    ASSERT_EQ(outputs.size(), samples.size());
+    for (std::size_t i = 0; i < samples.size(); ++i) {
+      const double want = lab_reference(samples[i]);
+      EXPECT_LT(std::abs(as_float(outputs[i]) - want), 1e-5 * std::max(1.0, std::abs(want)));
+      results[mode].push_back(as_float(outputs[i]));
+    }
+    EXPECT_EQ(report.counters.processed, samples.size());
+    EXPECT_EQ(report.counters.dropped + report.counters.repeated, 0U);
+    EXPECT_GT(report.counters.iterations, samples.size()) << "idle passes between samples";
+  }
+  EXPECT_EQ(results[execution_mode::persistent], results[execution_mode::while_loop]);
+}
+
+class persistent_policy : public ::testing::TestWithParam<sample_policy> {};
+
+INSTANTIATE_TEST_SUITE_P(policies, persistent_policy,
+                         ::testing::Values(sample_policy::skip_duplicate, sample_policy::every),
+                         [](const auto& info) {
+                           std::string n(to_string(info.param));
+                           std::replace(n.begin(), n.end(), '-', '_');
+                           return n;
+                         });
+
+TEST_P(persistent_policy, counters_account_for_every_sample_released_faster_than_it_runs) {
+  RESIDENT_REQUIRE_GPU();
+  lab_app app(elements);
+  run_options options;
+  options.policy = GetParam();
+  auto run = run_async(app, execution_mode::persistent, options);
+  constexpr std::uint64_t total = 3000;
+  int bad_snapshots = 0;
+  for (std::uint64_t i = 1; i <= total; ++i) {
+    const auto s = std::vector<float>(elements, static_cast<float>(i % 7));
+    ASSERT_EQ(app.mailbox()->publish(as_bytes(s)), i);
+    const loop_counters c = run->counters();
+    if (c.processed + c.dropped != c.last_seq - c.start_seq) ++bad_snapshots;
+  }
+  const auto deadline = std::chrono::steady_clock::now() + 5s;
+  while (run->counters().last_seq != total && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(100us);
+  }
+  const tear_down_report report = run->tear_down();
+  ASSERT_TRUE(report.stopped) << report.error;
+  EXPECT_EQ(report.counters.last_seq, total);
+  EXPECT_EQ(report.counters.processed + report.counters.dropped, total);
+  EXPECT_GT(report.counters.processed, 0U);
+  EXPECT_EQ(report.counters.repeated, 0U);
+  EXPECT_EQ(bad_snapshots, 0);
+  // The last output is the last sample's: sum over elements of (2x+1)^2 for x = total % 7.
+  std::vector<std::byte> out(sizeof(float));
+  const io::output_stamp got = app.mailbox()->read_output(out);
+  EXPECT_EQ(got.seq, total);
+  const double x = static_cast<double>(total % 7);
+  EXPECT_NEAR(as_float(out), static_cast<double>(elements) * (2 * x + 1) * (2 * x + 1), 1e-2);
+}
+
+TEST(persistent_mode, idles_with_a_live_heartbeat_and_tears_down_within_a_pass) {
+  RESIDENT_REQUIRE_GPU();
+  lab_app app(elements);
+  run_options options;
+  options.poll_ns = 200'000;  // each pass polls the sensor word for up to 0.2 ms
+  auto run = run_async(app, execution_mode::persistent, options);
+  const std::uint64_t before = run->counters().iterations;
+  std::this_thread::sleep_for(50ms);
+  EXPECT_GT(run->counters().iterations, before) << "the controller step ran while idle";
+  EXPECT_FALSE(run->health().stalled);
+  const auto t0 = std::chrono::steady_clock::now();
+  const tear_down_report report = run->tear_down(2s);
+  EXPECT_TRUE(report.stopped) << report.error;
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 100ms) << "one pass is at most 0.2 ms";
+  // Nothing was left behind: the same mailbox serves a while loop next.
+  auto next = run_async(app, execution_mode::while_loop);
+  EXPECT_EQ(drive_lockstep(*app.mailbox(), {random_floats(elements)}).size(), 1U);
+  EXPECT_TRUE(next->tear_down().stopped);
+}
+
+TEST(persistent_mode, a_run_destroyed_without_tear_down_stops_its_kernel) {
+  RESIDENT_REQUIRE_GPU();
+  lab_app app(elements);
+  { auto run = run_async(app, execution_mode::persistent); }
+  auto again = run_async(app, execution_mode::persistent);
+  EXPECT_EQ(drive_lockstep(*app.mailbox(), {random_floats(elements)}).size(), 1U);
+  EXPECT_TRUE(again->tear_down().stopped);
+}
+
+// rx -> tx, and busy_wait (no device form) in the DAG beside them.
+class formless_app final : public Application {
+ public:
+  void compose() override {
+    auto rx = make_operator<io::mailbox_rx>("rx", _mailbox);
+    auto tx = make_operator<io::mailbox_tx>("tx", _mailbox);
+    make_operator<busy_wait>("slow", arg("ns", 1000));
+    register_data_ready_handler(_mailbox->make_handler(rx));
+    add_flow(rx, tx, {{"sample", "in"}});
+  }
+  std::shared_ptr<io::mailbox> _mailbox =
+      std::make_shared<io::mailbox>(io::mailbox::config{8, 8, 4});
+};
+
+TEST(persistent_mode, an_operator_without_a_device_form_is_refused_by_name) {
+  RESIDENT_REQUIRE_GPU();
+  formless_app app;
+  EXPECT_THAT([&] { (void)run_async(app, execution_mode::persistent); },
+              ::testing::ThrowsMessage<composition_error>(
+                  AllOf(HasSubstr("operator 'slow' has no device form"),
+                        HasSubstr("run this application in while or tail mode"))));
+  // The same application runs in while mode.
+  auto run = run_async(app, execution_mode::while_loop);
+  EXPECT_TRUE(run->tear_down().stopped);
+}
+
+TEST(persistent_mode, the_dot_dump_shows_the_forms_in_order) {
+  RESIDENT_REQUIRE_GPU();
+  lab_app app(elements);
+  run_options options;
+  options.dot_path = (std::filesystem::temp_directory_path() / "resident_persistent.dot").string();
+  auto run = run_async(app, execution_mode::persistent, options);
+  EXPECT_TRUE(run->tear_down().stopped);
+  std::ifstream in(options.dot_path);
+  std::stringstream text;
+  text << in.rdbuf();
+  for (const char* s : {"digraph persistent", "rx (mailbox_rx)", "affine (affine)",
+                        "sum (sum_reduce)", "tx (mailbox_tx)", "controller step"}) {
+    EXPECT_THAT(text.str(), HasSubstr(s));
+  }
+}
+
+}  // namespace
+}  // namespace resident::testing
