@@ -1,4 +1,5 @@
-// persistent mode: one kernel, launched once, loops for the run's lifetime (src/exec/persistent.hpp).
+// persistent mode: one kernel, launched once, loops for the run's lifetime
+// (src/exec/persistent.hpp).
 //
 //   persistent_kernel (one block):  loop { handler forms; controller step;
 //                                          if released: DAG forms; end-marker step }
@@ -24,8 +25,10 @@ namespace {
 const void* port_memory(const Operator& op, const char* name) {
   const port_spec* p = op.spec().find_port(name);
   if (p == nullptr || p->bound == nullptr) {
-    throw composition_error("operator '" + op.name() + "': persistent mode found no memory for its "
-                            "port '" + name + "'");
+    throw composition_error("operator '" + op.name() +
+                            "': persistent mode found no memory for its "
+                            "port '" +
+                            name + "'");
   }
   return p->bound;
 }

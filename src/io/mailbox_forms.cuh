@@ -23,8 +23,9 @@ __device__ inline const std::uint64_t& slot_seq(const mailbox_view& mb, std::uin
 }
 
 // Which sample the policy asks for, given the newest published one (0: none to take).
-__device__ inline std::uint64_t select_sample(std::uint64_t head, std::uint64_t last, bool have_processed,
-                                       sample_policy policy, std::size_t depth) {
+__device__ inline std::uint64_t select_sample(std::uint64_t head, std::uint64_t last,
+                                              bool have_processed, sample_policy policy,
+                                              std::size_t depth) {
   if (head == 0) return 0;
   switch (policy) {
     case sample_policy::every: {
@@ -69,7 +70,8 @@ __device__ inline void block_copy(std::byte* dst, const std::byte* src, std::siz
   }
 }
 
-__device__ inline void mailbox_rx_pass(const mailbox_view& mb, loop_state* loop, std::byte* sample) {
+__device__ inline void mailbox_rx_pass(const mailbox_view& mb, loop_state* loop,
+                                       std::byte* sample) {
   __shared__ std::uint64_t chosen;
   __shared__ bool consistent;
   const std::uint64_t last = loop->last;
@@ -147,7 +149,8 @@ __device__ inline void mailbox_rx_pass(const mailbox_view& mb, loop_state* loop,
   }
 }
 
-__device__ inline void mailbox_tx_commit(const mailbox_view& mb, loop_state* loop, const std::byte* in) {
+__device__ inline void mailbox_tx_commit(const mailbox_view& mb, loop_state* loop,
+                                         const std::byte* in) {
   const std::uint64_t seq = device::current_sample(loop);
   // The commit number versions the output: unique per commit (device memory, this kernel is its
   // only writer), so a reader cannot mistake a repeat of the same sample, written over the

@@ -348,7 +348,7 @@ TEST(bench_lab, quick_run_checks_every_mode_bucket_and_update_path) {
   RESIDENT_REQUIRE_GPU();
   bench::lab_settings settings;
   settings.make_quick();
-  settings.order = {"graph", "stream", "eager"};
+  settings.order = {"graph", "stream", "eager", "persistent"};
   settings.command = "resident bench lab --quick (gpu test)";
   std::ostringstream log;
   const measure::receipt receipt = bench::run_lab_bench(settings, log);
@@ -364,7 +364,7 @@ TEST(bench_lab, quick_run_checks_every_mode_bucket_and_update_path) {
     EXPECT_GT(r["end_to_end_us"].get<double>(), 0.0);
     EXPECT_EQ(r["host_submit_us_runs"].size(), static_cast<std::size_t>(settings.repeats));
   }
-  EXPECT_EQ(modes, (std::vector<std::string>{"graph", "stream", "eager"}));
+  EXPECT_EQ(modes, (std::vector<std::string>{"graph", "stream", "eager", "persistent"}));
   bool saw_refused = false;
   for (const auto& r : receipt.results) {
     if (r.value("kind", "") != "graph_updates") continue;
@@ -377,6 +377,25 @@ TEST(bench_lab, quick_run_checks_every_mode_bucket_and_update_path) {
   EXPECT_TRUE(saw_refused);
   EXPECT_NE(bench::lab_table(receipt).find("break-even resident graph vs eager"),
             std::string::npos);
+}
+
+TEST(bench_lab, persistent_workers_claim_complete_and_recycle_every_slot) {
+  RESIDENT_REQUIRE_GPU();
+  // Four workers and 300 items per repeat: far more than the 64-slot queue, so every slot is
+  // recycled several times while other workers still run theirs; every item's result checked
+  // through the preflight and the final sum, and the workers leave on their quit descriptors.
+  bench::lab_settings settings;
+  settings.make_quick();
+  settings.iterations = 300;
+  settings.persistent_workers = 4;
+  std::ostringstream log;
+  const nlohmann::json r = bench::run_lab_persistent(settings, 0, log);
+  SCOPED_TRACE(r.dump());
+  EXPECT_TRUE(r["preflight"]["zeros"]["ok"].get<bool>());
+  EXPECT_TRUE(r["preflight"]["ones"]["ok"].get<bool>());
+  EXPECT_LE(r["relative_error"].get<double>(), bench::lab_tolerance);
+  EXPECT_EQ(r["workers"].get<int>(), std::min(4, bench::lab_persistent_workers(4)));
+  EXPECT_GT(r["device_us"].get<double>(), 0.0);
 }
 #endif
 

@@ -27,7 +27,9 @@ TEST(lab_settings, defaults_match_the_lab) {
   EXPECT_EQ(s.warmup, 20);
   EXPECT_EQ(s.iterations, 1000);
   EXPECT_EQ(s.graph_edges, "programmatic");
-  EXPECT_EQ(s.modes_in_order(), (std::vector<std::string>{"eager", "stream", "graph"}));
+  EXPECT_EQ(s.modes_in_order(),
+            (std::vector<std::string>{"eager", "stream", "graph", "persistent"}));
+  EXPECT_EQ(s.persistent_workers, 1);
   s.make_quick();
   EXPECT_EQ(error_of(s), "");
 }
@@ -58,6 +60,8 @@ TEST(lab_settings, bad_flags_are_clear_errors) {
               }),
               HasSubstr("not in --order"));
   EXPECT_THAT(with([](lab_settings& s) { s.elements = 0; }), HasSubstr("--elements"));
+  EXPECT_THAT(with([](lab_settings& s) { s.persistent_workers = 0; }),
+              HasSubstr("--persistent-workers must be in 1..1024, got 0"));
   EXPECT_THAT(with([](lab_settings& s) { s.iterations = 0; }), HasSubstr("--iterations"));
   EXPECT_THAT(with([](lab_settings& s) { s.warmup = -1; }), HasSubstr("--warmup"));
   EXPECT_THAT(with([](lab_settings& s) { s.repeats = 0; }), HasSubstr("--repeats"));

@@ -21,7 +21,7 @@ using namespace lab_detail;
 
 namespace {
 
-const std::vector<std::string> lab_modes{"eager", "stream", "graph"};
+const std::vector<std::string> lab_modes{"eager", "stream", "graph", "persistent"};
 
 nlohmann::json null_if_nan(double v) {
   return std::isnan(v) ? nlohmann::json() : nlohmann::json(v);
@@ -41,13 +41,15 @@ void lab_settings::make_quick() {
 
 void lab_settings::validate() const {
   if (mode != "all" && std::find(lab_modes.begin(), lab_modes.end(), mode) == lab_modes.end()) {
-    throw std::invalid_argument("--mode must be eager, stream, graph or all, got '" + mode + "'");
+    throw std::invalid_argument("--mode must be eager, stream, graph, persistent or all, got '" +
+                                mode + "'");
   }
   if (order.empty()) throw std::invalid_argument("--order names no mode");
   std::set<std::string> seen;
   for (const auto& m : order) {
     if (std::find(lab_modes.begin(), lab_modes.end(), m) == lab_modes.end()) {
-      throw std::invalid_argument("--order: unknown mode '" + m + "' (eager, stream, graph)");
+      throw std::invalid_argument("--order: unknown mode '" + m +
+                                  "' (eager, stream, graph, persistent)");
     }
     if (!seen.insert(m).second) throw std::invalid_argument("--order names '" + m + "' twice");
   }
@@ -73,6 +75,10 @@ void lab_settings::validate() const {
   if (bucket_counts <= 0) throw std::invalid_argument("--bucket-counts must be positive");
   if (bucket_replays <= 0) throw std::invalid_argument("--bucket-replays must be positive");
   if (update_trials <= 0) throw std::invalid_argument("--update-trials must be positive");
+  if (persistent_workers < 1 || persistent_workers > 1024) {
+    throw std::invalid_argument("--persistent-workers must be in 1..1024, got " +
+                                std::to_string(persistent_workers));
+  }
 }
 
 std::vector<std::string> lab_settings::modes_in_order() const {

@@ -6,6 +6,8 @@
 //   eager   each operation on the legacy default stream (on purpose: the baseline most code has)
 //   stream  the same chain on an explicit non-blocking stream
 //   graph   the chain captured once into a CUDA graph, replayed on that stream
+//   persistent  worker blocks launched once claim work descriptors from a bounded host-mapped
+//               queue and run the chain as device functions (lab_persistent.cu)
 
 #include <cuda_runtime_api.h>
 
@@ -25,8 +27,9 @@ namespace resident::bench {
 inline constexpr double lab_tolerance = 1e-6;  // relative error allowed against FP64
 
 struct lab_settings {
-  std::string mode{"all"};  // eager, stream, graph or all
-  std::vector<std::string> order{"eager", "stream", "graph"};
+  std::string mode{"all"};  // eager, stream, graph, persistent or all
+  std::vector<std::string> order{"eager", "stream", "graph", "persistent"};
+  int persistent_workers{1};  // worker blocks of the persistent mode (clamped to what is resident)
   std::int64_t elements{4096};
   std::int64_t warmup{20};
   std::int64_t iterations{1000};
@@ -86,6 +89,11 @@ struct lab_buffers {
 /// One submission mode measured: the receipt's mode object (fields as torch_lab.py writes).
 [[nodiscard]] nlohmann::json run_lab_mode(const std::string& mode, const lab_settings& s,
                                           int order_index, std::ostream& log);
+/// The persistent mode measured (same fields; kernels_per_iteration 0, plus workers and the queue).
+[[nodiscard]] nlohmann::json run_lab_persistent(const lab_settings& s, int order_index,
+                                                std::ostream& log);
+/// `requested` worker blocks, clamped to 1 .. what the occupancy API says is resident.
+[[nodiscard]] int lab_persistent_workers(int requested);
 /// Bucketed graph pool: cost per bucket and correctness for every count.
 [[nodiscard]] nlohmann::json run_lab_buckets(const lab_settings& s, std::ostream& log);
 /// Graph updates: node-parameter, whole-graph, re-instantiation and refused-update paths.

@@ -235,6 +235,7 @@ struct lab_mode_run {
 
 nlohmann::json run_lab_mode(const std::string& mode, const lab_settings& s, int order_index,
                             std::ostream& log) {
+  if (mode == "persistent") return run_lab_persistent(s, order_index, log);
   lab_mode_run run(mode, s);
   nlohmann::json r = lab_mode_header(mode, s, order_index);
   if (mode == "graph") run.capture(r);

@@ -10,7 +10,12 @@ namespace {
 
 /// The pipeline's shape and how each mode runs it.
 void add_pipeline_options(CLI::App& app, bench::lab_settings& lab) {
-  app.add_option("--mode", lab.mode, "eager, stream, graph or all")->capture_default_str();
+  app.add_option("--mode", lab.mode, "eager, stream, graph, persistent or all")
+      ->capture_default_str();
+  app.add_option("--persistent-workers", lab.persistent_workers,
+                 "persistent mode: worker blocks claiming from the queue")
+      ->check(whole_in(1, 1024))
+      ->capture_default_str();
   app.add_option("--elements", lab.elements, "fp32 values")
       ->check(whole_in(1, std::int64_t{1} << 28))
       ->capture_default_str();
@@ -52,7 +57,7 @@ void add_pool_options(CLI::App& app, bench::lab_settings& lab) {
 
 CLI::App* add_bench_lab_options(CLI::App& bench, bench_lab_command_settings& s) {
   auto* app = bench.add_subcommand(
-      "lab", "the four-operation pipeline in eager, stream and graph submission modes");
+      "lab", "the four-operation pipeline in eager, stream, graph and persistent submission modes");
   add_pipeline_options(*app, s.lab);
   app->add_option("--order", s.order, "the order the modes run in")->capture_default_str();
   add_pool_options(*app, s.lab);

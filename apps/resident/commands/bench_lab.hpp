@@ -11,7 +11,7 @@ namespace resident::cli {
 
 struct bench_lab_command_settings {
   bench::lab_settings lab;
-  std::string order{"eager,stream,graph"};
+  std::string order{"eager,stream,graph,persistent"};
   bool quick{false};
   std::string json;
 
