@@ -54,14 +54,40 @@ __device__ inline void record_telemetry(loop_state* s) {
 /// One controller pass: applies the sample policy to what the handler published and releases
 /// the DAG (IF predicate, or tail launch of graph W) or idles (δ sleep; tail: relaunch M).
 /// Single thread.
+/// What a controller pass reads ahead: whether the pass before it idled and, if so, the tear-down
+/// word, read as early as the caller can (see controller_step).
+struct early_read {
+  bool expect_idle{false};
+  std::uint32_t tear_down{0};
+};
+
+/// Issues the early read for the coming controller pass. Only an idle pass acts on tear-down.
+/// After an idle pass another is likely, so the read is issued early and overlaps the work before
+/// the pass; after a releasing pass it is not: a pass that releases would wait for the read
+/// before it could finish, adding a PCIe round trip between sensor and actuator.
+__device__ inline early_read read_ahead(const loop_state* s) {
+  early_read r;
+  r.expect_idle = s->released == 0U;
+  if (r.expect_idle) r.tear_down = detail::tear_down_word(s);
+  return r;
+}
+
+/// The controller pass, after read_ahead() (a fused handler issues it at its kernel's start, so
+/// the round trip overlaps the handler's polling).
+template <bool Tail>
+__device__ inline void controller_decide(loop_state* s, early_read ahead);
+
 template <bool Tail>
 __device__ inline void controller_step(loop_state* s) {
-  // Only an idle pass acts on tear-down. After an idle pass, another is likely: issue the read
-  // now, so it overlaps the handler's end (this kernel may start early: see let_next_kernel_start).
-  // After a releasing pass, do not: a pass that releases would wait for the read before it
-  // could finish, adding a PCIe round trip between sensor and actuator.
-  const bool expect_idle = s->released == 0U;
-  const std::uint32_t early_tear_down = expect_idle ? detail::tear_down_word(s) : 0U;
+  // The controller kernel may start early (see let_next_kernel_start): the read overlaps the
+  // handler's end.
+  controller_decide<Tail>(s, read_ahead(s));
+}
+
+template <bool Tail>
+__device__ inline void controller_decide(loop_state* s, early_read ahead) {
+  const bool expect_idle = ahead.expect_idle;
+  const std::uint32_t early_tear_down = ahead.tear_down;
   wait_for_previous_kernels();
   const std::uint64_t now = globaltimer_ns();
   s->stamp_ns[static_cast<std::size_t>(stage::controller_start)] = now;

@@ -48,12 +48,15 @@ __global__ void __launch_bounds__(persistent_threads)
                       int body_steps) {
   __shared__ int next;
   for (;;) {
+    // The controller's early read of the tear-down word overlaps the handler's polling.
+    device::early_read ahead;
+    if (threadIdx.x == 0) ahead = device::read_ahead(loop);
     for (int i = 0; i < handler_steps; ++i) {
       run_form(steps[i], loop);
       __syncthreads();  // each form sees what the one before it wrote
     }
     if (threadIdx.x == 0) {
-      device::controller_step<false>(loop);
+      device::controller_decide<false>(loop, ahead);
       next = loop->stop_requested != 0U ? stop : (loop->released != 0U ? run_dag : idle);
     }
     __syncthreads();

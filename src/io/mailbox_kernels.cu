@@ -34,8 +34,13 @@ template <bool Tail>
 __global__ void __launch_bounds__(max_threads)
     mailbox_rx_kernel(mailbox_view mb, loop_state* loop, std::byte* sample) {
   device::let_next_kernel_start();
+  const bool fused = loop->fuse_controller != 0U;
+  // Fused: the controller's early read of the tear-down word goes out now, so its PCIe round
+  // trip overlaps the polling below instead of following it.
+  device::early_read ahead;
+  if (fused && threadIdx.x == 0) ahead = device::read_ahead(loop);
   mailbox_rx_pass(mb, loop, sample);
-  if (threadIdx.x == 0 && loop->fuse_controller != 0U) device::controller_step<Tail>(loop);
+  if (fused && threadIdx.x == 0) device::controller_decide<Tail>(loop, ahead);
 }
 
 template <bool Tail>
