@@ -52,6 +52,7 @@ struct drive_settings {
   double rate_hz{};
   int sensor_cpu{-1};
   int actuator_cpu{-1};
+  int observer_cpu{-1};  // a second actuator thread there (-1: none)
   std::size_t keep_bytes{};
   std::chrono::nanoseconds drain{};  // how long the actuator waits after the last publish
 };
@@ -79,9 +80,15 @@ void sensor(io::mailbox& mb, std::span<const std::byte> payloads, const drive_se
   done.store(true, std::memory_order_release);
 }
 
-void actuator(const io::mailbox& mb, const drive_settings& s, drive_result& r,
-              const std::atomic<bool>& sensor_done) {
-  pin_to(s.actuator_cpu, "actuator");
+/// One actuator thread's first sightings (seen_ns 0: not seen) and the outputs it saw.
+struct sightings {
+  std::vector<std::uint64_t> seen_ns;
+  std::vector<std::byte> outputs;
+};
+
+void actuator(const io::mailbox& mb, const drive_settings& s, int cpu, std::uint64_t first_seq,
+              sightings& r, const std::atomic<bool>& sensor_done) {
+  pin_to(cpu, "actuator");
   std::vector<std::byte> out(mb.settings().output_bytes);
   io::output_stamp after = mb.latest_output();
   std::uint64_t quiet_since = 0;
@@ -96,8 +103,8 @@ void actuator(const io::mailbox& mb, const drive_settings& s, drive_result& r,
     }
     quiet_since = 0;
     after = stamp;
-    if (stamp.seq < r.first_seq) continue;
-    const std::uint64_t i = stamp.seq - r.first_seq;
+    if (stamp.seq < first_seq) continue;
+    const std::uint64_t i = stamp.seq - first_seq;
     if (i >= s.samples || r.seen_ns[i] != 0) continue;
     r.seen_ns[i] = t;
     std::memcpy(r.outputs.data() + i * s.keep_bytes, out.data(), s.keep_bytes);
@@ -105,11 +112,63 @@ void actuator(const io::mailbox& mb, const drive_settings& s, drive_result& r,
   }
 }
 
+/// Each sample's earliest sighting among the actuator threads, with the output that one saw: a
+/// thread that loses its core for longer than a period then misses nothing the other saw.
+void merge(const std::vector<sightings>& all, const drive_settings& s, drive_result& r) {
+  for (std::size_t i = 0; i < s.samples; ++i) {
+    for (const sightings& a : all) {
+      const std::uint64_t t = a.seen_ns[i];
+      if (t == 0 || (r.seen_ns[i] != 0 && r.seen_ns[i] <= t)) continue;
+      r.seen_ns[i] = t;
+      std::memcpy(r.outputs.data() + i * s.keep_bytes, a.outputs.data() + i * s.keep_bytes,
+                  s.keep_bytes);
+    }
+  }
+}
+
+/// The sensor and the actuator threads, until the last output was seen or the drain passed.
+void run_threads(io::mailbox& mb, std::span<const std::byte> all, const drive_settings& s,
+                 drive_result& r) {
+  r.first_seq = mb.published() + 1;  // the sensor thread is the only publisher
+  std::atomic<bool> done{false};
+  const std::uint64_t start = now_ns() + 5'000'000;  // every thread settled and pinned
+  std::vector<int> cpus{s.actuator_cpu};
+  if (s.observer_cpu >= 0) cpus.push_back(s.observer_cpu);
+  std::vector<sightings> seen(cpus.size());
+  std::vector<std::exception_ptr> errors(cpus.size() + 1);
+  std::vector<std::thread> actuators;
+  for (std::size_t a = 0; a < cpus.size(); ++a) {
+    seen[a].seen_ns.assign(s.samples, 0);
+    seen[a].outputs.assign(s.samples * s.keep_bytes, std::byte{0});
+    actuators.emplace_back([&, a] {
+      try {
+        actuator(mb, s, cpus[a], r.first_seq, seen[a], done);
+      } catch (...) {
+        errors[a] = std::current_exception();
+      }
+    });
+  }
+  std::thread sen([&] {
+    try {
+      sensor(mb, all, s, start, r, done);
+    } catch (...) {
+      errors.back() = std::current_exception();
+      done.store(true);
+    }
+  });
+  sen.join();
+  for (auto& t : actuators) t.join();
+  for (const auto& e : errors) {
+    if (e) std::rethrow_exception(e);
+  }
+  merge(seen, s, r);
+}
+
 py::bytes as_bytes(const void* data, std::size_t n) { return {static_cast<const char*>(data), n}; }
 
 py::dict drive_mailbox(io::mailbox& mb, const py::buffer& payloads, std::size_t samples,
                        double rate_hz, int sensor_cpu, int actuator_cpu, std::size_t keep_bytes,
-                       double drain_s) {
+                       double drain_s, int observer_cpu) {
   const py::buffer_info info = payloads.request();
   const std::size_t in = mb.settings().input_bytes;
   const auto bytes = static_cast<std::size_t>(info.size * info.itemsize);
@@ -126,40 +185,17 @@ py::dict drive_mailbox(io::mailbox& mb, const py::buffer& payloads, std::size_t 
                           " exceeds the mailbox's " + std::to_string(mb.settings().output_bytes) +
                           "-byte outputs");
   }
-  drive_settings s{samples,    rate_hz,
-                   sensor_cpu, actuator_cpu,
-                   keep_bytes, std::chrono::nanoseconds(static_cast<std::int64_t>(drain_s * 1e9))};
+  drive_settings s{samples,      rate_hz,    sensor_cpu,
+                   actuator_cpu, observer_cpu, keep_bytes,
+                   std::chrono::nanoseconds(static_cast<std::int64_t>(drain_s * 1e9))};
   drive_result r;
   r.publish_ns.assign(samples, 0);
   r.seen_ns.assign(samples, 0);
   r.outputs.assign(samples * keep_bytes, std::byte{0});
   {
     py::gil_scoped_release release;
-    r.first_seq = mb.published() + 1;  // the sensor thread is the only publisher
-    std::atomic<bool> done{false};
-    std::exception_ptr sensor_error;
-    std::exception_ptr actuator_error;
-    const std::uint64_t start = now_ns() + 5'000'000;  // both threads settled and pinned
-    const std::span<const std::byte> all(static_cast<const std::byte*>(info.ptr), bytes);
-    std::thread act([&] {
-      try {
-        actuator(mb, s, r, done);
-      } catch (...) {
-        actuator_error = std::current_exception();
-      }
-    });
-    std::thread sen([&] {
-      try {
-        sensor(mb, all, s, start, r, done);
-      } catch (...) {
-        sensor_error = std::current_exception();
-        done.store(true);
-      }
-    });
-    sen.join();
-    act.join();
-    if (sensor_error) std::rethrow_exception(sensor_error);
-    if (actuator_error) std::rethrow_exception(actuator_error);
+    run_threads(mb, std::span<const std::byte>(static_cast<const std::byte*>(info.ptr), bytes), s,
+                r);
   }
   py::dict d;
   d["publish_ns"] = as_bytes(r.publish_ns.data(), samples * sizeof(std::uint64_t));
@@ -175,9 +211,11 @@ void bind_drive(py::module_& m) {
   m.def("_drive_mailbox", &drive_mailbox, py::arg("mailbox"), py::arg("payloads"),
         py::arg("samples"), py::arg("rate_hz"), py::arg("sensor_cpu") = -1,
         py::arg("actuator_cpu") = -1, py::arg("keep_bytes") = 0, py::arg("drain_s") = 0.5,
+        py::arg("observer_cpu") = -1,
         "Publishes `samples` payloads (cycling through `payloads`, a buffer of whole samples) "
         "at `rate_hz` from a pinned C++ sensor thread while a pinned C++ actuator thread "
-        "stamps the first sight of each sample's output (CLOCK_MONOTONIC ns). Returns "
+        "stamps the first sight of each sample's output (CLOCK_MONOTONIC ns); with observer_cpu "
+        "a second one polls too and the earlier sighting counts. Returns "
         "publish_ns and seen_ns (uint64 per sample, seen 0: never seen), outputs (keep_bytes "
         "per sample) and first_seq.");
 }

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "bindings.hpp"
+#include "resident/exec/run_options.hpp"
 #include "resident/io/mailbox.hpp"
 
 namespace py = pybind11;
@@ -103,14 +104,15 @@ void bind_stamp(py::module_& m) {
 }
 
 // A host loop in place of the GPU loop (a CPU-driven peer). Short calls: the GIL stays held.
-std::uint64_t read_input(const io::mailbox& mb, std::uint64_t after, const py::object& out) {
+std::uint64_t read_input(const io::mailbox& mb, std::uint64_t after, const py::object& out,
+                         const std::string& policy) {
   const contiguous_view view(out, true);
   if (view.bytes().size() != mb.settings().input_bytes) {
     throw py::value_error("Mailbox.read_input: out is " + std::to_string(view.bytes().size()) +
                           " bytes; the mailbox's samples are " +
                           std::to_string(mb.settings().input_bytes));
   }
-  return mb.read_input(after, view.bytes());
+  return mb.read_input(after, view.bytes(), resident::parse_sample_policy(policy));
 }
 
 void commit_output(io::mailbox& mb, std::uint64_t seq, const py::object& payload) {
@@ -142,8 +144,10 @@ void bind_mailbox(py::module_& m) {
            py::arg("timeout") = 1.0, py::arg("out") = py::none())
       .def("make_handler", &io::mailbox::make_handler, py::arg("rx"))
       .def("read_input", &read_input, py::arg("after"), py::arg("out"),
-           "A host loop's read: the newest sample newer than `after` into `out` (input_bytes); "
-           "its sequence number, 0 when there is none newer. Never while a loop runs.")
+           py::arg("policy") = "skip-duplicate",
+           "A host loop's read of the sample `policy` takes after `after` (\"every\": the next "
+           "one; otherwise the newest) into `out` (input_bytes); its sequence number, 0 when "
+           "there is none newer. Never while a loop runs.")
       .def("commit_output", &commit_output, py::arg("seq"), py::arg("payload"),
            "A host loop's commit of sample `seq`'s output, as the egress does on the device.")
       .def_property_readonly("input_bytes",

@@ -126,7 +126,8 @@ output_stamp mailbox::wait_output(const output_stamp& after, std::span<std::byte
   return read_output(out);
 }
 
-std::uint64_t mailbox::read_input(std::uint64_t after, std::span<std::byte> out) const {
+std::uint64_t mailbox::read_input(std::uint64_t after, std::span<std::byte> out,
+                                  sample_policy policy) const {
   if (out.size() != _config.input_bytes) {
     throw std::invalid_argument("mailbox::read_input: buffer is " + std::to_string(out.size()) +
                                 " bytes, the input is " + std::to_string(_config.input_bytes));
@@ -134,12 +135,17 @@ std::uint64_t mailbox::read_input(std::uint64_t after, std::span<std::byte> out)
   for (;;) {
     const std::uint64_t newest = host_load_acquire(*_head_host);
     if (newest <= after) return 0;
-    const std::byte* slot = _slots_host + (newest % _config.depth) * _view.slot_stride;
+    std::uint64_t pick = newest;
+    if (policy == sample_policy::every) {
+      const std::uint64_t oldest_held = newest >= _config.depth ? newest - _config.depth + 1 : 1;
+      pick = std::max(after + 1, oldest_held);
+    }
+    const std::byte* slot = _slots_host + (pick % _config.depth) * _view.slot_stride;
     const auto& slot_seq = *reinterpret_cast<const std::uint64_t*>(slot);
-    if (host_load_acquire(slot_seq) != newest) continue;  // being rewritten: a newer one comes
+    if (host_load_acquire(slot_seq) != pick) continue;  // being rewritten: choose again
     std::memcpy(out.data(), slot + line, out.size());
     std::atomic_thread_fence(std::memory_order_acquire);
-    if (host_load_acquire(slot_seq) == newest) return newest;
+    if (host_load_acquire(slot_seq) == pick) return pick;
   }
 }
 

@@ -53,6 +53,17 @@ TEST(mailbox, a_host_loop_reads_the_newest_input_and_commits_outputs_with_new_nu
   EXPECT_EQ(mb.read_input(0, in), 3U) << "the newest, not the oldest";
   EXPECT_EQ(in[0], std::byte{3});
   EXPECT_EQ(mb.read_input(3, in), 0U);
+  // `every` takes the next sample, and the oldest the ring holds once the sensor lapped it.
+  EXPECT_EQ(mb.read_input(1, in, sample_policy::every), 2U);
+  EXPECT_EQ(in[0], std::byte{2});
+  for (std::uint8_t k = 4; k <= 9; ++k) {
+    payload[0] = std::byte{k};
+    (void)mb.publish(payload);
+  }
+  EXPECT_EQ(mb.read_input(2, in, sample_policy::every), 6U) << "9 - depth 4 + 1";
+  EXPECT_EQ(in[0], std::byte{6});
+  EXPECT_EQ(mb.read_input(7, in, sample_policy::every), 8U);
+  EXPECT_EQ(mb.read_input(9, in, sample_policy::every), 0U);
 
   std::vector<std::byte> result(8, std::byte{0x5A});
   mb.commit_output_from_host(3, result);

@@ -85,10 +85,12 @@ class mailbox {
                            std::chrono::nanoseconds timeout) const;
 
   // ---- a host loop in place of the GPU loop (a CPU-driven peer; never while a loop runs) -----
-  /// The newest published sample if it is newer than `after`: copies its payload (input_bytes)
+  /// The sample `policy` takes after `after` (every: the next one, or the oldest the ring still
+  /// holds when the sensor lapped it; otherwise the newest): copies its payload (input_bytes)
   /// into `out` with the slot's sequence lock and returns its sequence number; 0 when there is
   /// none newer.
-  std::uint64_t read_input(std::uint64_t after, std::span<std::byte> out) const;
+  std::uint64_t read_input(std::uint64_t after, std::span<std::byte> out,
+                           sample_policy policy = sample_policy::skip_duplicate) const;
   /// Commits `payload` (output_bytes) as sample `seq`'s output from the host, with the same
   /// sequence lock and a new commit number, as mailbox_tx does on the device.
   void commit_output_from_host(std::uint64_t seq, std::span<const std::byte> payload);
