@@ -185,8 +185,12 @@ py::dict drive_mailbox(io::mailbox& mb, const py::buffer& payloads, std::size_t 
                           " exceeds the mailbox's " + std::to_string(mb.settings().output_bytes) +
                           "-byte outputs");
   }
-  drive_settings s{samples,      rate_hz,    sensor_cpu,
-                   actuator_cpu, observer_cpu, keep_bytes,
+  drive_settings s{samples,
+                   rate_hz,
+                   sensor_cpu,
+                   actuator_cpu,
+                   observer_cpu,
+                   keep_bytes,
                    std::chrono::nanoseconds(static_cast<std::int64_t>(drain_s * 1e9))};
   drive_result r;
   r.publish_ns.assign(samples, 0);

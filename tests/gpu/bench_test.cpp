@@ -173,8 +173,9 @@ TEST(bench_overhead, quick_run_reports_every_fixed_cost) {
   }
   for (const char* want :
        {"controller/while", "if_transition/while", "dispatcher/tail", "idle_iteration/while",
-        "idle_iteration/tail", "host_graph_launch/host-graph", "host_synchronize/host-graph",
-        "handler/while", "end_marker_and_loop_back/while"}) {
+        "idle_iteration/tail", "idle_iteration/persistent",
+        "idle_iteration_separate_controller/while", "host_graph_launch/host-graph",
+        "host_synchronize/host-graph", "handler/while", "end_marker_and_loop_back/while"}) {
     EXPECT_THAT(names, ::testing::Contains(std::string(want)));
   }
 }

@@ -191,6 +191,7 @@ measure::receipt run_overhead_bench(const overhead_settings& s, std::ostream& lo
     idle_iteration(execution_mode::while_loop, fuse, s, receipt, log);
     idle_iteration(execution_mode::tail, fuse, s, receipt, log);
   }
+  idle_iteration(execution_mode::persistent, true, s, receipt, log);  // one kernel, no graph
   const smi_reading after = read_nvidia_smi();
   if (after.sm_clock_mhz > 0) receipt.device.sm_clock_mhz_seen.push_back(after.sm_clock_mhz);
   return receipt;
