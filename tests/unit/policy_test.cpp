@@ -3,6 +3,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <chrono>
 #include <cstdint>
 #include <stdexcept>
@@ -108,12 +110,18 @@ TEST(execution_mode, names_are_stable) {
   EXPECT_EQ(to_string(execution_mode::host_graph), "host-graph");
   EXPECT_EQ(to_string(execution_mode::while_loop), "while");
   EXPECT_EQ(to_string(execution_mode::tail), "tail");
+  EXPECT_EQ(to_string(execution_mode::persistent), "persistent");
 }
 
 TEST(execution_mode, every_mode_round_trips_through_its_name) {
   for (const auto m : all_execution_modes) {
     EXPECT_EQ(parse_execution_mode(to_string(m)), m) << to_string(m);
   }
+  EXPECT_EQ(parse_execution_mode("persistent"), execution_mode::persistent);
+  // `all` (the modes every operator runs in) does not hold persistent, which needs device forms.
+  EXPECT_EQ(std::count(all_execution_modes.begin(), all_execution_modes.end(),
+                       execution_mode::persistent),
+            0);
 }
 
 TEST(execution_mode, unknown_name_lists_the_modes) {
@@ -127,8 +135,9 @@ TEST(execution_mode, names_are_case_sensitive) {
   EXPECT_THROW((void)parse_execution_mode(""), std::invalid_argument);
 }
 
-TEST(execution_mode, only_while_and_tail_are_resident) {
-  static_assert(is_resident(execution_mode::while_loop) && is_resident(execution_mode::tail));
+TEST(execution_mode, the_gpu_released_modes_are_resident) {
+  static_assert(is_resident(execution_mode::while_loop) && is_resident(execution_mode::tail) &&
+                is_resident(execution_mode::persistent));
   static_assert(!is_resident(execution_mode::eager) && !is_resident(execution_mode::host_graph));
   EXPECT_TRUE(is_resident(parse_execution_mode("tail")));
   EXPECT_FALSE(is_resident(parse_execution_mode("eager")));
