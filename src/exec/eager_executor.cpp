@@ -4,6 +4,7 @@
 // made at construction (an iteration allocates nothing).
 
 #include "exec/capture.hpp"
+#include "exec/fusion.hpp"
 #include "exec/loop_executor.hpp"
 #include "exec/loop_kernels.hpp"
 #include "exec/modes.hpp"
@@ -23,6 +24,13 @@ class eager_executor final : public host_driven_executor {
     // One event per operator another stream waits for, made in the loop's partition (if any),
     // the context its streams belong to.
     const partition::green_context::current_scope in_partition(options.partition.get());
+    // Fused iteration (run_options::fuse): the mailbox's kernels run the controller and
+    // end-marker steps, so an iteration launches two kernels fewer.
+    _fuse_controller = options.fuse && eager_handler_carries_controller(plan().handler_order);
+    _fuse_end_marker =
+        options.fuse && eager_egress_carries_end_marker(plan().body_order, streams());
+    res().config.fuse_controller = _fuse_controller ? 1U : 0U;
+    res().config.fuse_end_marker = _fuse_end_marker ? 1U : 0U;
     _branches->handles.assign(plan().body_order.size(), nullptr);
     for (std::size_t i = 0; i < streams().steps.size(); ++i) {
       if (!streams().steps[i].signals) continue;
@@ -49,11 +57,12 @@ class eager_executor final : public host_driven_executor {
     // Shared state only: the thread may outlive the executor (see host_driven_executor).
     return [res = shared_res(), released = _released, branches = _branches,
             handler_order = plan().handler_order, body_order = plan().body_order,
-            streams = streams(), dag_streams = shared_res()->dag_streams()] {
+            streams = streams(), dag_streams = shared_res()->dag_streams(),
+            fuse_controller = _fuse_controller, fuse_end_marker = _fuse_end_marker] {
       const cudaStream_t s = res->loop_stream.get();
       loop_state* loop = res->state();
       compute_eager(handler_order, s, loop);
-      launch_controller(loop, s);
+      if (!fuse_controller) launch_controller(loop, s);
       RESIDENT_CUDA_TRY(cudaMemcpyAsync(released->data(), &loop->released, sizeof(std::uint32_t),
                                         cudaMemcpyDeviceToHost, s));
       res->loop_stream.synchronize();
@@ -61,7 +70,7 @@ class eager_executor final : public host_driven_executor {
       // The synchronization above orders every branch stream after the controller, and the
       // previous iteration's branches joined stream 0 before its end marker.
       compute_eager(body_order, streams, dag_streams, branches->handles, loop);
-      launch_end_marker(loop, s);
+      if (!fuse_end_marker) launch_end_marker(loop, s);
       res->loop_stream.synchronize();
       return true;
     };
@@ -70,6 +79,8 @@ class eager_executor final : public host_driven_executor {
   // The controller's verdict, read back every iteration.
   std::shared_ptr<pinned_buffer> _released = std::make_shared<pinned_buffer>(sizeof(std::uint32_t));
   std::shared_ptr<branch_events> _branches = std::make_shared<branch_events>();
+  bool _fuse_controller{false};
+  bool _fuse_end_marker{false};
 };
 
 }  // namespace

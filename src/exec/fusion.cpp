@@ -33,6 +33,17 @@ bool handler_carries_controller(const std::vector<Operator*>& handler_order,
          is_single_kernel_frontier(op, handler);
 }
 
+bool eager_handler_carries_controller(const std::vector<Operator*>& handler_order) {
+  return handler_order.size() == 1 &&
+         dynamic_cast<const io::mailbox_rx*>(handler_order.front()) != nullptr;
+}
+
+bool eager_egress_carries_end_marker(const std::vector<Operator*>& body_order,
+                                     const stream_plan& plan) {
+  return !body_order.empty() && plan.streams == 1 && plan.join.empty() &&
+         dynamic_cast<const io::mailbox_tx*>(body_order.back()) != nullptr;
+}
+
 bool egress_carries_end_marker(const std::vector<Operator*>& body_order, const captured& dag) {
   if (body_order.empty()) return false;
   const Operator* op = body_order.back();

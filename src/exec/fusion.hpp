@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "exec/capture.hpp"
+#include "resident/app/stream_plan.hpp"
 
 namespace resident::detail {
 
@@ -20,5 +21,13 @@ namespace resident::detail {
 /// operator, which can carry it (so every other node of the DAG comes before it).
 [[nodiscard]] bool egress_carries_end_marker(const std::vector<Operator*>& body_order,
                                              const captured& dag);
+
+/// eager: the handler is the mailbox's one kernel, launched by its operator (no capture to
+/// inspect; the mailbox's compute() launches exactly one kernel).
+[[nodiscard]] bool eager_handler_carries_controller(const std::vector<Operator*>& handler_order);
+
+/// eager: the DAG runs as one chain on the loop stream and ends with the mailbox's egress.
+[[nodiscard]] bool eager_egress_carries_end_marker(const std::vector<Operator*>& body_order,
+                                                   const stream_plan& plan);
 
 }  // namespace resident::detail

@@ -52,8 +52,7 @@ TEST(execution_modes, fused_and_separate_framework_kernels_give_the_same_bits_an
   lab_app app(elements);
   std::vector<std::vector<float>> samples;
   for (int i = 0; i < 8; ++i) samples.push_back(random_floats(elements));
-  for (const execution_mode mode :
-       {execution_mode::host_graph, execution_mode::while_loop, execution_mode::tail}) {
+  for (const execution_mode mode : all_execution_modes) {
     std::map<bool, std::vector<float>> results;
     for (const bool fuse : {false, true}) {
       SCOPED_TRACE(std::string(to_string(mode)) + (fuse ? " fused" : " separate"));

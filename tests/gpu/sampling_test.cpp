@@ -54,7 +54,7 @@ std::vector<sampling_case> all_cases() {
   for (const auto mode : all_execution_modes) {
     for (const auto policy : {sample_policy::skip_duplicate, sample_policy::every}) {
       cases.push_back({mode, policy});
-      if (mode != execution_mode::eager) cases.push_back({mode, policy, false});
+      cases.push_back({mode, policy, false});
     }
   }
   return cases;
