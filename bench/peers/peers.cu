@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "bench/workloads.hpp"
+#include "exec/capture.hpp"  // detail::add_conditional: the CUDA calls that add a conditional node
 #include "peers.hpp"
 #include "resident/cuda/buffers.hpp"
 #include "resident/cuda/device.hpp"
@@ -289,18 +290,6 @@ cudaGraphNode_t add_kernel(cudaGraph_t g, const std::vector<cudaGraphNode_t>& de
   return node;
 }
 
-cudaGraph_t add_conditional(cudaGraph_t g, const std::vector<cudaGraphNode_t>& deps,
-                            cudaGraphConditionalHandle h, cudaGraphConditionalNodeType type) {
-  cudaGraphNodeParams p{};
-  p.type = cudaGraphNodeTypeConditional;
-  p.conditional.handle = h;
-  p.conditional.type = type;
-  p.conditional.size = 1;
-  cudaGraphNode_t node = nullptr;
-  RESIDENT_CUDA_TRY(cudaGraphAddNode(&node, g, deps.data(), nullptr, deps.size(), &p));
-  return p.conditional.phGraph_out[0];
-}
-
 /// The body (if any) as a child graph node of `g` after `deps`; returns what follows it.
 std::vector<cudaGraphNode_t> add_body(cudaGraph_t g, const std::vector<cudaGraphNode_t>& deps,
                                       matmul_body* body, cudaStream_t s) {
@@ -356,11 +345,12 @@ struct peer_loop::impl {
         RESIDENT_CUDA_TRY(cudaGraphConditionalHandleCreate(&state.while_h, root.get(), 1,
                                                            cudaGraphCondAssignDefault));
         cudaGraph_t loop_body =
-            add_conditional(root.get(), {}, state.while_h, cudaGraphCondTypeWhile);
+            detail::add_conditional(root.get(), {}, state.while_h, cudaGraphCondTypeWhile);
         RESIDENT_CUDA_TRY(cudaGraphConditionalHandleCreate(&state.if_h, loop_body, 0,
                                                            cudaGraphCondAssignDefault));
         const cudaGraphNode_t poll = add_kernel(loop_body, {}, while_poll_kernel, s);
-        cudaGraph_t work = add_conditional(loop_body, {poll}, state.if_h, cudaGraphCondTypeIf);
+        cudaGraph_t work =
+            detail::add_conditional(loop_body, {poll}, state.if_h, cudaGraphCondTypeIf);
         (void)add_kernel(work, add_body(work, {}, body.get(), stream.get()), commit_kernel, s);
         exec = std::make_unique<graph_exec>(root.get());
         break;
