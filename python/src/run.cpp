@@ -67,6 +67,7 @@ const std::map<std::string, option_setter>& option_setters() {
       {"record_sms", set_field(&run_options::record_sms)},
       {"stream_priority", set_field(&run_options::stream_priority)},
       {"fuse", set_field(&run_options::fuse)},
+      {"persistent_blocks", set_field(&run_options::persistent_blocks)},
       {"capture",
        [](run_options& o, const py::handle& v) {
          o.capture = parse_capture_order(v.cast<std::string>());

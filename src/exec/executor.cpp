@@ -60,6 +60,10 @@ sample_policy parse_sample_policy(std::string_view name) {
 
 void run_options::validate() const {
   using std::to_string;
+  if (persistent_blocks < 0) {
+    throw std::invalid_argument("run_options::persistent_blocks must be >= 0 (0: as many as fit), "
+                                "got " + to_string(persistent_blocks));
+  }
   if (policy != sample_policy::newest && policy != sample_policy::every &&
       policy != sample_policy::skip_duplicate) {
     throw std::invalid_argument("run_options: policy holds an unknown value " +

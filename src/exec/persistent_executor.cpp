@@ -1,12 +1,14 @@
 // persistent mode: one kernel, launched once, loops for the run's lifetime
 // (src/exec/persistent.hpp).
 //
-//   persistent_kernel (one block):  loop { handler forms; controller step;
-//                                          if released: DAG forms; end-marker step }
+//   persistent_kernel (one block, or a cooperative grid):
+//       loop { handler forms; controller step; if released: DAG forms; end-marker step }
 //
-// Forward progress: the kernel is one block, refused unless one fits on an SM (occupancy API), so
-// it is resident from its launch; it waits only for the sensor's word (bounded by poll_ns per
-// pass) and for its own barriers, and leaves on tear-down within one iteration.
+// Forward progress: the grid is sized from the occupancy API (refused when it does not fit at
+// once on the device or the run's partition), so every block is resident from its launch; a
+// grid of several blocks is a cooperative launch. The kernel waits only for the sensor's word
+// (bounded by poll_ns per pass) and for its own barriers, and leaves on tear-down within one
+// iteration.
 
 #include <fstream>
 #include <typeinfo>
@@ -15,8 +17,10 @@
 #include "exec/modes.hpp"
 #include "exec/persistent.hpp"
 #include "resident/app/error.hpp"
+#include "resident/cuda/device.hpp"
 #include "resident/cuda/error.hpp"
 #include "resident/ops/vector_ops.hpp"
+#include "resident/partition/green_context.hpp"
 
 namespace resident::detail {
 
@@ -103,11 +107,7 @@ class persistent_executor final : public resident_executor {
       : resident_executor(app, execution_mode::persistent, options) {
     for (const Operator* op : plan().handler_order) _steps.push_back(device_form_of(*op));
     for (const Operator* op : plan().body_order) _steps.push_back(device_form_of(*op));
-    if (persistent_blocks_per_sm() < 1) {
-      throw execution_error("persistent mode: its kernel (one block of " +
-                            std::to_string(persistent_threads) +
-                            " threads) does not fit on an SM of this device");
-    }
+    _blocks = grid_size(options);
     _device_steps = device_buffer(_steps.size() * sizeof(persistent_step));
     RESIDENT_CUDA_TRY(cudaMemcpy(_device_steps.data(), _steps.data(), _device_steps.size(),
                                  cudaMemcpyHostToDevice));
@@ -115,11 +115,44 @@ class persistent_executor final : public resident_executor {
 
   ~persistent_executor() override { stop_before_destruction(); }
 
+  /// run_options::persistent_blocks, checked against what fits at once: blocks per SM
+  /// (occupancy API) times the SMs of the run's partition, or of the device.
+  static int grid_size(const run_options& options) {
+    const int per_sm = persistent_blocks_per_sm();
+    const int sms =
+        options.partition ? options.partition->sm_count() : query_device(options.device).sm_count;
+    const int fit = per_sm * sms;
+    const std::string where = options.partition ? "its partition's " + std::to_string(sms) + " SMs"
+                                                : "the device's " + std::to_string(sms) + " SMs";
+    if (fit < 1) {
+      throw execution_error("persistent mode: one block of " + std::to_string(persistent_threads) +
+                            " threads of its kernel does not fit on an SM of this device");
+    }
+    const int blocks = options.persistent_blocks == 0 ? fit : options.persistent_blocks;
+    if (blocks > fit) {
+      throw execution_error("persistent mode: run_options::persistent_blocks is " +
+                            std::to_string(blocks) + ", but only " + std::to_string(fit) + " (" +
+                            std::to_string(per_sm) + " per SM on " + where +
+                            ") fit at once; every block must be resident");
+    }
+    if (blocks > 1) {
+      int cooperative = 0;
+      RESIDENT_CUDA_TRY(
+          cudaDeviceGetAttribute(&cooperative, cudaDevAttrCooperativeLaunch, options.device));
+      if (cooperative == 0) {
+        throw execution_error("persistent mode: " + std::to_string(blocks) +
+                              " blocks need a cooperative launch, which this device does not "
+                              "support; use persistent_blocks = 1");
+      }
+    }
+    return blocks;
+  }
+
   void write_dot(const std::string& path) const override {
     // No graph: the DOT shows the kernel's loop over the forms, in the order it runs them.
     std::ofstream out(path);
     if (!out) throw execution_error("write_dot: cannot open '" + path + "' for writing");
-    out << "// persistent mode: one kernel (one block of " << persistent_threads
+    out << "// persistent mode: one kernel (" << _blocks << " block(s) of " << persistent_threads
         << " threads) loops over these device forms\ndigraph persistent {\n";
     const std::size_t handler = plan().handler_order.size();
     for (std::size_t i = 0; i < _steps.size(); ++i) {
@@ -142,7 +175,7 @@ class persistent_executor final : public resident_executor {
   void launch_graphs() override {
     const int handler = static_cast<int>(plan().handler_order.size());
     const int body = static_cast<int>(plan().body_order.size());
-    launch_persistent(loop(), _device_steps.data_as<persistent_step>(), handler, body,
+    launch_persistent(loop(), _device_steps.data_as<persistent_step>(), handler, body, _blocks,
                       res().loop_stream.get());
   }
   void leak_graphs() noexcept override {
@@ -152,6 +185,7 @@ class persistent_executor final : public resident_executor {
  private:
   std::vector<persistent_step> _steps;
   device_buffer _device_steps;
+  int _blocks{1};
 };
 
 }  // namespace

@@ -1,7 +1,12 @@
-// The persistent mode's kernel: one block of persistent_threads threads that loops handler ->
-// controller step -> [DAG -> end-marker step] until tear-down, with block barriers between the
-// forms. Thread 0 runs the framework steps (the same device functions every mode runs), so the
-// counters, policies, tear-down and heartbeat are those of the graph modes.
+// The persistent mode's kernel: one block of persistent_threads threads (or a cooperative grid of
+// them) that loops handler -> controller step -> [DAG -> end-marker step] until tear-down, with
+// block (grid) barriers between the forms. Thread 0 runs the framework steps (the same device
+// functions every mode runs), so the counters, policies, tear-down and heartbeat are those of the
+// graph modes.
+
+#include <cooperative_groups.h>
+
+#include <algorithm>
 
 #include "exec/loop_control.cuh"
 #include "exec/persistent.hpp"
@@ -13,18 +18,24 @@ namespace resident::detail {
 
 namespace {
 
-// One form, block-wide: every thread calls it (the mailbox's and the sum's forms hold barriers).
+// Which threads run a form: the element-wise ones spread over every block of the grid; the
+// mailbox's and the sum's hold block barriers and run in block 0 alone.
 __device__ void run_form(const persistent_step& step, loop_state* loop) {
   const auto* in = static_cast<const float*>(step.in);
   auto* out = static_cast<float*>(step.out);
-  const std::int64_t first = threadIdx.x;
-  const std::int64_t stride = blockDim.x;
+  const std::int64_t first = blockIdx.x * std::int64_t{blockDim.x} + threadIdx.x;
+  const std::int64_t stride = std::int64_t{gridDim.x} * blockDim.x;
+  const bool leader_block = blockIdx.x == 0;
   switch (step.form) {
     case device_form::mailbox_rx:
-      io::detail::mailbox_rx_pass(step.mailbox, loop, static_cast<std::byte*>(step.out));
+      if (leader_block) {
+        io::detail::mailbox_rx_pass(step.mailbox, loop, static_cast<std::byte*>(step.out));
+      }
       break;
     case device_form::mailbox_tx:
-      io::detail::mailbox_tx_commit(step.mailbox, loop, static_cast<const std::byte*>(step.in));
+      if (leader_block) {
+        io::detail::mailbox_tx_commit(step.mailbox, loop, static_cast<const std::byte*>(step.in));
+      }
       break;
     case device_form::copy:
       ops::detail::copy_range(in, out, step.elements, first, stride);
@@ -36,61 +47,91 @@ __device__ void run_form(const persistent_step& step, loop_state* loop) {
       ops::detail::square_range(in, out, step.elements, first, stride);
       break;
     case device_form::sum_reduce:
-      ops::detail::sum_reduce_block(in, out, step.elements);
+      if (leader_block) ops::detail::sum_reduce_block(in, out, step.elements);
       break;
   }
 }
 
-enum verdict : int { idle = 0, run_dag = 1, stop = 2 };
+enum verdict : std::uint32_t { idle = 0, run_dag = 1, stop = 2 };
 
+/// Every thread of the launch waits here: a block barrier for one block, a grid barrier (with
+/// its memory ordering) for a cooperative grid.
+template <bool Grid>
+__device__ void barrier() {
+  if constexpr (Grid) {
+    cooperative_groups::this_grid().sync();
+  } else {
+    __syncthreads();
+  }
+}
+
+/// The leader's verdict, read by every thread after a barrier.
+__device__ std::uint32_t verdict_of(const loop_state* loop) {
+  return *static_cast<const volatile std::uint32_t*>(&loop->persistent_next);
+}
+
+template <bool Grid>
 __global__ void __launch_bounds__(persistent_threads)
     persistent_kernel(loop_state* loop, const persistent_step* steps, int handler_steps,
                       int body_steps) {
-  __shared__ int next;
+  const bool leader = blockIdx.x == 0 && threadIdx.x == 0;
   for (;;) {
     // The controller's early read of the tear-down word overlaps the handler's polling.
     device::early_read ahead;
-    if (threadIdx.x == 0) ahead = device::read_ahead(loop);
+    if (leader) ahead = device::read_ahead(loop);
     for (int i = 0; i < handler_steps; ++i) {
       run_form(steps[i], loop);
-      __syncthreads();  // each form sees what the one before it wrote
+      barrier<Grid>();  // each form sees what the one before it wrote
     }
-    if (threadIdx.x == 0) {
+    if (leader) {
       device::controller_decide<false>(loop, ahead);
-      next = loop->stop_requested != 0U ? stop : (loop->released != 0U ? run_dag : idle);
+      loop->persistent_next = loop->stop_requested != 0U ? stop
+                              : loop->released != 0U     ? run_dag
+                                                         : idle;
     }
-    __syncthreads();
-    const int v = next;
+    barrier<Grid>();
+    const std::uint32_t v = verdict_of(loop);
     if (v == stop) return;
     if (v == run_dag) {
       for (int i = 0; i < body_steps; ++i) {
         run_form(steps[handler_steps + i], loop);
-        __syncthreads();
+        barrier<Grid>();
       }
-      if (threadIdx.x == 0) {
+      if (leader) {
         device::end_marker_step<false>(loop);
-        next = loop->stop_requested != 0U ? stop : idle;
+        loop->persistent_next = loop->stop_requested != 0U ? stop : idle;
       }
-      __syncthreads();
-      if (next == stop) return;
+      barrier<Grid>();
+      if (verdict_of(loop) == stop) return;
     }
-    __syncthreads();  // `next` is written again only after every thread read it
+    barrier<Grid>();  // the verdict is written again only after every thread read it
   }
 }
 
 }  // namespace
 
 int persistent_blocks_per_sm() {
-  int blocks = 0;
-  RESIDENT_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, persistent_kernel,
+  int one = 0;
+  int grid = 0;
+  RESIDENT_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&one, persistent_kernel<false>,
                                                                   persistent_threads, 0));
-  return blocks;
+  RESIDENT_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&grid, persistent_kernel<true>,
+                                                                  persistent_threads, 0));
+  return std::min(one, grid);
 }
 
 void launch_persistent(loop_state* loop, const persistent_step* steps, int handler_steps,
-                       int body_steps, cudaStream_t s) {
-  persistent_kernel<<<1, persistent_threads, 0, s>>>(loop, steps, handler_steps, body_steps);
-  RESIDENT_CUDA_CHECK_LAUNCH("persistent_kernel");
+                       int body_steps, int blocks, cudaStream_t s) {
+  if (blocks <= 1) {
+    persistent_kernel<false>
+        <<<1, persistent_threads, 0, s>>>(loop, steps, handler_steps, body_steps);
+    RESIDENT_CUDA_CHECK_LAUNCH("persistent_kernel");
+    return;
+  }
+  void* args[] = {&loop, &steps, &handler_steps, &body_steps};
+  RESIDENT_CUDA_TRY(cudaLaunchCooperativeKernel(reinterpret_cast<void*>(persistent_kernel<true>),
+                                                dim3(static_cast<unsigned>(blocks)),
+                                                dim3(persistent_threads), args, 0, s));
 }
 
 }  // namespace resident::detail

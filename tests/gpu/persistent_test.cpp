@@ -46,6 +46,41 @@ TEST(persistent_mode, lab_pipeline_gives_the_same_bits_as_while_mode) {
   EXPECT_EQ(results[execution_mode::persistent], results[execution_mode::while_loop]);
 }
 
+TEST(persistent_mode, a_cooperative_grid_gives_the_same_bits_as_one_block) {
+  RESIDENT_REQUIRE_GPU();
+  // 2^16 elements: the element-wise forms spread over every block of the grid.
+  lab_app app(1 << 16);
+  std::vector<std::vector<float>> samples;
+  for (int i = 0; i < 8; ++i) samples.push_back(random_floats(1 << 16));
+  std::map<int, std::vector<float>> results;
+  for (const int blocks : {1, 8, 0}) {  // 0: as many as fit at once
+    SCOPED_TRACE("persistent_blocks " + std::to_string(blocks));
+    run_options options;
+    options.persistent_blocks = blocks;
+    auto run = run_async(app, execution_mode::persistent, options);
+    const auto outputs = drive_lockstep(*app.mailbox(), samples);
+    const tear_down_report report = run->tear_down();
+    ASSERT_TRUE(report.stopped) << report.error;
+    for (const auto& out : outputs) results[blocks].push_back(as_float(out));
+    EXPECT_EQ(report.counters.processed, samples.size());
+  }
+  EXPECT_EQ(results[8], results[1]);
+  EXPECT_EQ(results[0], results[1]);
+}
+
+TEST(persistent_mode, a_grid_larger_than_fits_at_once_is_refused_with_the_numbers) {
+  RESIDENT_REQUIRE_GPU();
+  lab_app app(elements);
+  run_options options;
+  options.persistent_blocks = 1'000'000;
+  EXPECT_THAT([&] { (void)run_async(app, execution_mode::persistent, options); },
+              ::testing::ThrowsMessage<execution_error>(
+                  AllOf(HasSubstr("persistent_blocks is 1000000, but only"),
+                        HasSubstr("fit at once; every block must be resident"))));
+  options.persistent_blocks = -1;
+  EXPECT_THROW((void)run_async(app, execution_mode::persistent, options), std::invalid_argument);
+}
+
 class persistent_policy : public ::testing::TestWithParam<sample_policy> {};
 
 INSTANTIATE_TEST_SUITE_P(policies, persistent_policy,

@@ -44,6 +44,7 @@ struct loop_state {
   std::uint32_t released;         // the DAG was released this iteration
   std::uint32_t repeat;           // the release re-processes `last`
   std::uint32_t stop_requested;   // the loop stopped (persistent: its kernel then returns)
+  std::uint32_t persistent_next;  // persistent: the leader's verdict for every block
   // --- counters (mirrored to loop_control by the controller and the end marker) -----------
   std::uint64_t iterations;
   std::uint64_t processed;

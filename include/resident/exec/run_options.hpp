@@ -70,6 +70,11 @@ struct run_options {
   /// policies, tear-down and stall detection are the same either way; false keeps the separate
   /// controller and end-marker kernels everywhere (for comparison).
   bool fuse{true};
+  /// persistent mode: thread blocks of its kernel. 1 (default): one block, block barriers
+  /// between forms. More: a cooperative launch, grid barriers between forms, the element-wise
+  /// forms spread over every block; refused when more than fit at once on the device (or the
+  /// partition). 0: as many as fit.
+  int persistent_blocks{1};
 
   /// Throws std::invalid_argument for inconsistent values (e.g. a stall timeout shorter than δ).
   void validate() const;
