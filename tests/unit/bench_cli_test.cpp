@@ -177,6 +177,21 @@ TEST(cli_run, the_configuration_is_checked_without_a_gpu) {
   EXPECT_THROW((void)check_run(s), std::invalid_argument);
 }
 
+TEST(cli_run, fuse_and_persistent_flags_reach_the_run_options) {
+  CLI::App root;
+  run_settings s;
+  add_run_options(root, s);
+  ASSERT_EQ(parse_error(root, "run --mode persistent --no-fuse --persistent-blocks 0"), "");
+  const checked_run c = check_run(s);
+  EXPECT_EQ(c.modes, std::vector<execution_mode>{execution_mode::persistent});
+  EXPECT_FALSE(c.options.fuse);
+  EXPECT_EQ(c.options.persistent_blocks, 0);
+  run_settings plain;
+  EXPECT_TRUE(check_run(plain).options.fuse);  // the default
+  EXPECT_EQ(check_run(plain).options.persistent_blocks, 1);
+  EXPECT_THAT(parse_error(root, "run --persistent-blocks -2"), HasSubstr("--persistent-blocks"));
+}
+
 TEST(cli_run, capture_flag_reaches_the_run_options_and_a_bad_order_is_named) {
   CLI::App root;
   run_settings s;

@@ -169,7 +169,10 @@ CLI::App* add_run_options(CLI::App& root, run_settings& s) {
   auto* app = root.add_subcommand(
       "run", "run the lab pipeline (affine, square, sum) between an emulated sensor and actuator");
   app->add_option("config", s.config, "YAML file of operator parameters")->check(CLI::ExistingFile);
-  app->add_option("--mode", s.mode, "eager, host-graph, while, tail or all")->capture_default_str();
+  app->add_option("--mode", s.mode,
+                  "eager, host-graph, while, tail, persistent or all (the four "
+                  "graph and host modes)")
+      ->capture_default_str();
   app->add_option("--policy", s.policy, "newest, every or skip-duplicate")->capture_default_str();
   app->add_option("--capture", s.capture,
                   "capture order of the operator DAG: chain (one stream) or forked (independent "
@@ -191,6 +194,12 @@ CLI::App* add_run_options(CLI::App& root, run_settings& s) {
       ->check(whole_in(0, 10'000'000'000))
       ->capture_default_str();
   app->add_option("--dot", s.dot, "write the built CUDA graph as Graphviz DOT");
+  app->add_flag("--no-fuse", s.no_fuse,
+                "keep the separate controller and end-marker kernels (no fused iteration)");
+  app->add_option("--persistent-blocks", s.persistent_blocks,
+                  "persistent mode: blocks of its kernel (0: as many as fit at once)")
+      ->check(whole_in(0, 1 << 20))
+      ->capture_default_str();
   app->add_option("--frames", s.frames, "camera configurations: frames to process per mode")
       ->check(whole_in(1, 100'000'000))
       ->capture_default_str();
@@ -220,6 +229,8 @@ checked_run check_run(const run_settings& s) {
   out.options.capture = parse_capture_order(s.capture);
   out.options.idle_sleep_ns = s.sleep_ns;
   out.options.poll_ns = s.poll_ns;
+  out.options.fuse = !s.no_fuse;
+  out.options.persistent_blocks = s.persistent_blocks;
   out.options.validate();
   if (!s.dot.empty()) out.options.dot_path = s.dot;
   lab_pipeline check(s.elements, false);

@@ -27,6 +27,8 @@ struct run_settings {
   std::uint64_t sleep_ns{0};
   std::uint64_t poll_ns{0};
   std::string dot;
+  bool no_fuse{false};       // run_options::fuse = false: separate controller and end marker
+  int persistent_blocks{1};  // run_options::persistent_blocks
   bool check{false};         // check the configuration and options, run nothing
   std::int64_t frames{600};  // camera: frames to process per mode
   std::string dump;          // camera: folder for the PNG dumps
