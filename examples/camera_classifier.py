@@ -107,7 +107,7 @@ class CameraClassifier(resident.Application):
                                     out_format="planar_f32")
         planar = torch.zeros(3, 224, 224, device="cuda")
         frame = torch.zeros(self.height, self.width, 4, dtype=torch.uint8, device="cuda")
-        self.net = make_torch_operator(self, "classify", ClassifyAndDraw(self.model),
+        self.net = make_torch_operator(self, "classify", ClassifyAndDraw(self.model).cuda(),
                                        (planar, frame), input_names=("planar", "frame"),
                                        output_names=("overlaid",))
         tx = self.make_operator("io.display_tx", "display", display=self.display, input="rgba8")
