@@ -19,6 +19,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <ostream>
 #include <thread>
 
@@ -125,7 +126,14 @@ class work_queue {
     RESIDENT_CUDA_TRY(cudaMemset(_busy.data(), 0, _busy.size()));
   }
   ~work_queue() {
-    if (_running) (void)stop(std::chrono::milliseconds(2000));
+    if (!_running) return;
+    try {
+      (void)stop(std::chrono::milliseconds(2000));
+    } catch (const std::exception& e) {
+      // A full queue whose items never complete: the workers are stuck. Say so; the process's
+      // exit ends them.
+      std::fprintf(stderr, "bench lab persistent: the workers did not stop: %s\n", e.what());
+    }
   }
   work_queue(const work_queue&) = delete;
   work_queue& operator=(const work_queue&) = delete;
