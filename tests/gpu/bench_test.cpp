@@ -156,6 +156,12 @@ TEST(bench_io, peers_run_in_the_same_process_and_every_mode_gets_its_ratio) {
   EXPECT_EQ(peers_seen["empty"], 4);
   EXPECT_EQ(peers_seen["matmul6"], 3);
   EXPECT_EQ(receipt.results.size(), 14U);
+  // The fast-path targets, judged from these runs (quiet only here: the stress J is not judged).
+  ASSERT_EQ(receipt.settings["targets"].size(), 11U);
+  for (const auto& t : receipt.settings["targets"]) {
+    const bool stress = t["name"].get<std::string>().find("stress") != std::string::npos;
+    EXPECT_EQ(t["met"].is_null(), stress) << t.dump();
+  }
 }
 
 TEST(bench_overhead, quick_run_reports_every_fixed_cost) {

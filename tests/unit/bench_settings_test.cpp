@@ -3,6 +3,9 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <map>
+#include <string>
+
 #include "bench/io_bench.hpp"
 #include "bench/overhead_bench.hpp"
 
@@ -81,9 +84,8 @@ TEST(io_settings, unknown_peer_lists_the_peers) {
 
 nlohmann::json io_row(const std::string& mode, const std::string& workload, double mean,
                       double jitter) {
-  return {{"mode", mode},       {"workload", workload}, {"contention", "none"},
-          {"mean_us", mean},    {"p99_us", mean * 2},   {"p999_us", mean * 3},
-          {"jitter_us", jitter}};
+  return {{"mode", mode},       {"workload", workload}, {"contention", "none"}, {"mean_us", mean},
+          {"p99_us", mean * 2}, {"p999_us", mean * 3},  {"jitter_us", jitter}};
 }
 
 TEST(io_peers, each_mode_is_divided_by_its_own_peer_in_the_same_configuration) {
@@ -102,6 +104,41 @@ TEST(io_peers, each_mode_is_divided_by_its_own_peer_in_the_same_configuration) {
   EXPECT_FALSE(results[1].contains("vs_peer")) << "no matmul6 peer ran";
   EXPECT_FALSE(results[2].contains("vs_peer"));
   EXPECT_FALSE(results[3].contains("vs_peer")) << "a peer is not compared with itself";
+}
+
+TEST(io_peers, targets_are_judged_from_the_ratios_and_not_judged_without_runs) {
+  nlohmann::json results = nlohmann::json::array();
+  auto add = [&](const std::string& mode, const std::string& workload,
+                 const std::string& contention, double mean, double jitter) {
+    nlohmann::json r = io_row(mode, workload, mean, jitter);
+    r["contention"] = contention;
+    if (mode.rfind("peer-", 0) == 0) r["peer"] = true;
+    results.push_back(r);
+  };
+  add("while", "empty", "none", 10.5, 4.0);  // 1.05x its peer: met
+  add("peer-while", "empty", "none", 10.0, 3.0);
+  add("tail", "empty", "none", 12.0, 4.0);  // 1.2x: missed
+  add("peer-tail", "empty", "none", 10.0, 3.0);
+  add("persistent", "empty", "none", 6.0, 2.0);  // below 7 us, 1.2x its peer: both met
+  add("peer-persistent", "empty", "none", 5.0, 2.0);
+  add("while", "matmul6", "none", 103.5, 5.0);  // 3.5% off its peer: missed
+  add("peer-while", "matmul6", "none", 100.0, 5.0);
+  add("while", "empty", "stress", 11.0, 7.0);  // J 7 / 4 = 1.75x quiet: missed
+  add_peer_ratios(results);
+  std::map<std::string, nlohmann::json> by_name;
+  for (const auto& t : io_targets(results)) by_name[t["name"].get<std::string>()] = t;
+  EXPECT_EQ(by_name.at("while empty: mean / peer")["met"], true);
+  EXPECT_EQ(by_name.at("tail empty: mean / peer")["met"], false);
+  EXPECT_EQ(by_name.at("persistent empty: mean / peer")["met"], true);
+  EXPECT_EQ(by_name.at("persistent empty: mean (us)")["met"], true);
+  EXPECT_EQ(by_name.at("while matmul6: |mean / peer - 1|")["met"], false);
+  EXPECT_NEAR(by_name.at("while matmul6: |mean / peer - 1|")["value"].get<double>(), 0.035, 1e-12);
+  EXPECT_EQ(by_name.at("while empty: J under stress / quiet J")["met"], false);
+  EXPECT_DOUBLE_EQ(by_name.at("while empty: J under stress / quiet J")["value"].get<double>(),
+                   1.75);
+  // No host-graph runs: not judged, never "met".
+  EXPECT_TRUE(by_name.at("host-graph empty: mean / peer")["met"].is_null());
+  EXPECT_TRUE(by_name.at("tail matmul6: |mean / peer - 1|")["met"].is_null());
 }
 
 TEST(overhead_settings, refuses_too_few_iterations) {

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <cstring>
 #include <functional>
 #include <iomanip>
@@ -340,8 +341,7 @@ nlohmann::json io_result(const io_run& run, const std::string& contention,
   const io_settings& s = run.s;
   std::vector<double> latencies;
   latencies.reserve(static_cast<std::size_t>(s.samples));
-  const std::vector<device_stamps> stamps =
-      stamps_by_sample(run.telemetry(), run.base, run.total);
+  const std::vector<device_stamps> stamps = stamps_by_sample(run.telemetry(), run.base, run.total);
   sample_accounting accounting(s.disturbance_ns);
   std::int64_t unobserved = 0;
   std::int64_t wrong = 0;
@@ -357,8 +357,8 @@ nlohmann::json io_result(const io_run& run, const std::string& contention,
     accounting.add(0, run.samples, stamps, i, us);
     wrong += run.samples.wrong[i];
     if (csv != nullptr) {
-      csv->row({run.label(), run.app.workload(), contention,
-                std::to_string(run.base + i), std::to_string(us)});
+      csv->row({run.label(), run.app.workload(), contention, std::to_string(run.base + i),
+                std::to_string(us)});
     }
   }
   if (latencies.empty()) {
@@ -508,6 +508,7 @@ measure::receipt run_io_bench(const io_settings& s, std::ostream& log) {
     }
   }
   add_peer_ratios(receipt.results);
+  receipt.settings["targets"] = io_targets(receipt.results);
   const smi_reading after = read_nvidia_smi();
   if (after.sm_clock_mhz > 0) receipt.device.sm_clock_mhz_seen.push_back(after.sm_clock_mhz);
   return receipt;
@@ -532,13 +533,85 @@ void add_peer_ratios(nlohmann::json& results) {
   }
 }
 
+namespace {
+
+const nlohmann::json* find_io_result(const nlohmann::json& results, const std::string& mode,
+                                     const std::string& workload, const std::string& contention) {
+  for (const auto& r : results) {
+    if (r.value("mode", "") == mode && r.value("workload", "") == workload &&
+        r.value("contention", "") == contention) {
+      return &r;
+    }
+  }
+  return nullptr;
+}
+
+nlohmann::json judged(const std::string& name, std::optional<double> value, double limit,
+                      bool at_most) {
+  nlohmann::json t = {{"name", name}, {"limit", limit}};
+  if (!value) {
+    t["value"] = nullptr;
+    t["met"] = nullptr;
+    return t;
+  }
+  t["value"] = *value;
+  t["met"] = at_most ? *value <= limit : *value < limit;
+  return t;
+}
+
+/// resident / peer for `key` in one configuration, when both ran.
+std::optional<double> peer_ratio(const nlohmann::json& results, const std::string& mode,
+                                 const std::string& workload, const char* key) {
+  const nlohmann::json* r = find_io_result(results, mode, workload, "none");
+  if (r == nullptr || !r->contains("vs_peer")) return std::nullopt;
+  return (*r)["vs_peer"][key].get<double>();
+}
+
+}  // namespace
+
+nlohmann::json io_targets(const nlohmann::json& results) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const char* mode : {"while", "tail"}) {
+    const std::string m(mode);
+    out.push_back(
+        judged(m + " empty: mean / peer", peer_ratio(results, m, "empty", "mean_us"), 1.10, true));
+    out.push_back(
+        judged(m + " empty: p99.9 / peer", peer_ratio(results, m, "empty", "p999_us"), 1.25, true));
+  }
+  out.push_back(judged("host-graph empty: mean / peer",
+                       peer_ratio(results, "host-graph", "empty", "mean_us"), 1.15, true));
+  out.push_back(judged("persistent empty: mean / peer",
+                       peer_ratio(results, "persistent", "empty", "mean_us"), 1.25, true));
+  const nlohmann::json* p = find_io_result(results, "persistent", "empty", "none");
+  out.push_back(
+      judged("persistent empty: mean (us)",
+             p != nullptr ? std::optional<double>((*p)["mean_us"].get<double>()) : std::nullopt,
+             7.0, false));
+  for (const char* mode : {"while", "tail", "host-graph"}) {
+    const std::string m(mode);
+    const auto ratio = peer_ratio(results, m, "matmul6", "mean_us");
+    out.push_back(judged(m + " matmul6: |mean / peer - 1|",
+                         ratio ? std::optional<double>(std::abs(*ratio - 1.0)) : std::nullopt, 0.03,
+                         true));
+  }
+  const nlohmann::json* quiet = find_io_result(results, "while", "empty", "none");
+  const nlohmann::json* stress = find_io_result(results, "while", "empty", "stress");
+  std::optional<double> j_ratio;
+  if (quiet != nullptr && stress != nullptr && (*quiet)["jitter_us"].get<double>() > 0) {
+    j_ratio = (*stress)["jitter_us"].get<double>() / (*quiet)["jitter_us"].get<double>();
+  }
+  out.push_back(judged("while empty: J under stress / quiet J", j_ratio, 1.5, true));
+  return out;
+}
+
 std::string io_table(const measure::receipt& receipt) {
   std::ostringstream os;
   os << std::left << std::setw(17) << "mode" << std::setw(9) << "workload" << std::setw(8)
      << "contend" << std::right << std::setw(8) << "n" << std::setw(9) << "mean" << std::setw(9)
      << "p50" << std::setw(9) << "p99" << std::setw(9) << "p99.9" << std::setw(9) << "max"
      << std::setw(9) << "jitter" << std::setw(8) << "dropped" << std::setw(7) << "wrong"
-     << std::setw(11) << "mean/peer" << "   (us)\n";
+     << std::setw(11) << "mean/peer"
+     << "   (us)\n";
   for (const auto& r : receipt.results) {
     os << std::left << std::setw(17) << r["mode"].get<std::string>() << std::setw(9)
        << r["workload"].get<std::string>() << std::setw(8) << r["contention"].get<std::string>()
@@ -549,6 +622,15 @@ std::string io_table(const measure::receipt& receipt) {
        << r["dropped"].get<std::int64_t>() << std::setw(7) << r["wrong_outputs"].get<std::int64_t>()
        << std::setw(11) << (r.contains("vs_peer") ? fixed(r["vs_peer"]["mean_us"], 2) : "-")
        << "\n";
+  }
+  if (receipt.settings.contains("targets")) {
+    os << "targets:\n";
+    for (const auto& t : receipt.settings["targets"]) {
+      const char* mark = t["met"].is_null() ? "-     " : t["met"].get<bool>() ? "MET   " : "MISSED";
+      os << "  " << mark << " " << t["name"].get<std::string>() << ": "
+         << (t["value"].is_null() ? std::string("not run") : fixed(t["value"], 3)) << " (limit "
+         << fixed(t["limit"], 2) << ")\n";
+    }
   }
   return os.str();
 }

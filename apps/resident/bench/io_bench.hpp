@@ -50,6 +50,13 @@ struct io_settings {
 /// name) is there `vs_peer`: resident / peer for mean, p99, p99.9 and jitter.
 void add_peer_ratios(nlohmann::json& results);
 
+/// The fast-path targets judged from the results (quiet unless named): `while` and `tail` on
+/// `empty` within 1.10x their peer's mean and 1.25x its p99.9, `host-graph` within 1.15x,
+/// `persistent` within 1.25x and below 7 us, the `matmul6` means within 3% of their peers', and
+/// `while`'s J under stress at most 1.5x its quiet J. Each {name, value, limit, met}; `met` is
+/// null (not judged) when a run it needs is missing.
+[[nodiscard]] nlohmann::json io_targets(const nlohmann::json& results);
+
 /// The human table printed last (one row per result).
 [[nodiscard]] std::string io_table(const measure::receipt& receipt);
 
