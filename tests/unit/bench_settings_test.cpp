@@ -75,17 +75,47 @@ TEST(io_settings, empty_lists_and_bad_counts_are_refused) {
   EXPECT_THAT(error_of(s), HasSubstr("--warmup"));
 }
 
+nlohmann::json io_row(const std::string& mode, const std::string& workload, double mean,
+                      double jitter) {
+  return {{"mode", mode},       {"workload", workload}, {"contention", "none"}, {"mean_us", mean},
+          {"p99_us", mean * 2}, {"p999_us", mean * 3},  {"jitter_us", jitter}};
+}
+
+TEST(io_settings, repeats_are_bounded) {
+  io_settings s;
+  EXPECT_EQ(s.repeats, 1);
+  s.repeats = 0;
+  EXPECT_THAT(error_of(s), HasSubstr("--repeats must be in 1..10, got 0"));
+  s.repeats = 3;
+  EXPECT_EQ(error_of(s), "");
+}
+
+TEST(io_peers, repeats_pair_with_their_own_peer_run_and_targets_take_the_median) {
+  nlohmann::json results = nlohmann::json::array();
+  const double means[] = {10.5, 13.0, 10.8};  // against peers of 10: 1.05, 1.30, 1.08
+  for (int rep = 0; rep < 3; ++rep) {
+    nlohmann::json r = io_row("while", "empty", means[rep], 4.0);
+    r["repeat"] = rep;
+    nlohmann::json p = io_row("peer-while", "empty", 10.0, 3.0);
+    p["repeat"] = rep;
+    p["peer"] = true;
+    results.push_back(r);
+    results.push_back(p);
+  }
+  add_peer_ratios(results);
+  EXPECT_DOUBLE_EQ(results[2]["vs_peer"]["mean_us"].get<double>(), 1.3);
+  for (const auto& t : io_targets(results)) {
+    if (t["name"] != "while empty: mean / peer") continue;
+    EXPECT_DOUBLE_EQ(t["value"].get<double>(), 1.08);  // the median of 1.05, 1.30, 1.08
+    EXPECT_EQ(t["met"], true);
+  }
+}
+
 TEST(io_settings, unknown_peer_lists_the_peers) {
   io_settings s;
   s.peers = {"while", "warp"};
   EXPECT_THAT(error_of(s), HasSubstr("unknown peer 'warp'; peers: while, tail, host-graph, "
                                      "persistent"));
-}
-
-nlohmann::json io_row(const std::string& mode, const std::string& workload, double mean,
-                      double jitter) {
-  return {{"mode", mode},       {"workload", workload}, {"contention", "none"}, {"mean_us", mean},
-          {"p99_us", mean * 2}, {"p999_us", mean * 3},  {"jitter_us", jitter}};
 }
 
 TEST(io_peers, each_mode_is_divided_by_its_own_peer_in_the_same_configuration) {

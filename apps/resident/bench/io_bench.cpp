@@ -56,6 +56,9 @@ void io_settings::validate() const {
   if (warmup < 0) throw std::invalid_argument("--warmup must be >= 0");
   if (disturbance_ns <= 0) throw std::invalid_argument("--disturbance-ns must be positive");
   for (const auto& p : peers) (void)peers::parse_peer(p);
+  if (repeats < 1 || repeats > 10) {
+    throw std::invalid_argument("--repeats must be in 1..10, got " + std::to_string(repeats));
+  }
   if (observers < 1 || observers > 4) {
     throw std::invalid_argument("--observers must be in 1..4, got " + std::to_string(observers));
   }
@@ -418,6 +421,39 @@ std::string fixed(double v, int digits = 1) {
   return os.str();
 }
 
+/// One workload at one contention level, once: every mode, then every peer, each result tagged
+/// with `repeat`.
+void run_level(const io_settings& s, io_runner& runner, io_app& app, const std::string& level,
+               int repeat, const measure::contention_generator* hogs, measure::csv_writer* csv,
+               measure::receipt& receipt, std::ostream& log) {
+  const std::string& workload = app.workload();
+  const auto finish = [&](nlohmann::json result) {
+    result["repeat"] = repeat;
+    if (hogs != nullptr) result["contention_detail"] = hogs->to_json();
+    log << " p50 " << fixed(result["p50_us"]) << " us, max " << fixed(result["max_us"]) << " us\n";
+    receipt.results.push_back(std::move(result));
+  };
+  for (const auto& mode_name : s.modes) {
+    const execution_mode mode = parse_execution_mode(mode_name);
+    if (mode == execution_mode::persistent && workload != "empty") {
+      // matmul6's cuBLAS products have no device form (a kernel cannot call cuBLAS).
+      log << "io: " << workload << " / " << level << " / persistent: skipped (no device "
+          << "form for cuBLAS)\n";
+      continue;
+    }
+    log << "io: " << workload << " / " << level << " / " << mode_name << " ..." << std::flush;
+    finish(runner.run(app, mode, level, csv));
+  }
+  for (const auto& peer_name : s.peers) {
+    const peers::peer_kind kind = peers::parse_peer(peer_name);
+    if (kind == peers::peer_kind::persistent && workload != "empty") continue;
+    log << "io: " << workload << " / " << level << " / peer-" << peer_name << " ..." << std::flush;
+    nlohmann::json result = runner.run(app, execution_mode::eager, level, csv, kind);
+    result["peer"] = true;
+    finish(std::move(result));
+  }
+}
+
 }  // namespace
 
 measure::receipt run_io_bench(const io_settings& s, std::ostream& log) {
@@ -454,6 +490,7 @@ measure::receipt run_io_bench(const io_settings& s, std::ostream& log) {
                       {"cpus", cpus},
                       {"observers", s.observers},
                       {"peers", s.peers},
+                      {"repeats", s.repeats},
                       {"latency",
                        "actuator CLOCK_MONOTONIC at the first sight of the output (the earliest "
                        "of the observers') minus "
@@ -477,32 +514,8 @@ measure::receipt run_io_bench(const io_settings& s, std::ostream& log) {
         hogs = measure::start_stress(measure::remaining_cpus(used), s.stress_ng,
                                      "sensor, actuator and loop threads");
       }
-      for (const auto& mode_name : s.modes) {
-        const execution_mode mode = parse_execution_mode(mode_name);
-        if (mode == execution_mode::persistent && workload != "empty") {
-          // matmul6's cuBLAS products have no device form (a kernel cannot call cuBLAS).
-          log << "io: " << workload << " / " << level << " / persistent: skipped (no device "
-              << "form for cuBLAS)\n";
-          continue;
-        }
-        log << "io: " << workload << " / " << level << " / " << mode_name << " ..." << std::flush;
-        nlohmann::json result = runner.run(app, mode, level, csv.get());
-        if (hogs) result["contention_detail"] = hogs->to_json();
-        log << " p50 " << fixed(result["p50_us"]) << " us, max " << fixed(result["max_us"])
-            << " us\n";
-        receipt.results.push_back(std::move(result));
-      }
-      for (const auto& peer_name : s.peers) {
-        const peers::peer_kind kind = peers::parse_peer(peer_name);
-        if (kind == peers::peer_kind::persistent && workload != "empty") continue;
-        log << "io: " << workload << " / " << level << " / peer-" << peer_name << " ..."
-            << std::flush;
-        nlohmann::json result = runner.run(app, execution_mode::eager, level, csv.get(), kind);
-        result["peer"] = true;
-        if (hogs) result["contention_detail"] = hogs->to_json();
-        log << " p50 " << fixed(result["p50_us"]) << " us, max " << fixed(result["max_us"])
-            << " us\n";
-        receipt.results.push_back(std::move(result));
+      for (int rep = 0; rep < s.repeats; ++rep) {
+        run_level(s, runner, app, level, rep, hogs.get(), csv.get(), receipt, log);
       }
       if (hogs) hogs->stop();
     }
@@ -520,7 +533,7 @@ void add_peer_ratios(nlohmann::json& results) {
     const std::string peer_mode = "peer-" + r["mode"].get<std::string>();
     for (const auto& p : results) {
       if (p["mode"] != peer_mode || p["workload"] != r["workload"] ||
-          p["contention"] != r["contention"]) {
+          p["contention"] != r["contention"] || p.value("repeat", 0) != r.value("repeat", 0)) {
         continue;
       }
       nlohmann::json ratio = {{"peer", peer_mode}};
@@ -535,15 +548,36 @@ void add_peer_ratios(nlohmann::json& results) {
 
 namespace {
 
-const nlohmann::json* find_io_result(const nlohmann::json& results, const std::string& mode,
-                                     const std::string& workload, const std::string& contention) {
+/// Every repeat of one configuration.
+std::vector<const nlohmann::json*> find_io_results(const nlohmann::json& results,
+                                                   const std::string& mode,
+                                                   const std::string& workload,
+                                                   const std::string& contention) {
+  std::vector<const nlohmann::json*> out;
   for (const auto& r : results) {
     if (r.value("mode", "") == mode && r.value("workload", "") == workload &&
         r.value("contention", "") == contention) {
-      return &r;
+      out.push_back(&r);
     }
   }
-  return nullptr;
+  return out;
+}
+
+/// The median over the repeats of `value(result)`, for the results that have it.
+template <class Value>
+std::optional<double> median_over(const std::vector<const nlohmann::json*>& runs, Value value) {
+  std::vector<double> v;
+  for (const nlohmann::json* r : runs) {
+    if (const std::optional<double> x = value(*r)) v.push_back(*x);
+  }
+  if (v.empty()) return std::nullopt;
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+std::optional<double> field_of(const nlohmann::json& r, const char* key) {
+  return r.contains(key) ? std::optional<double>(r[key].get<double>()) : std::nullopt;
 }
 
 nlohmann::json judged(const std::string& name, std::optional<double> value, double limit,
@@ -559,12 +593,14 @@ nlohmann::json judged(const std::string& name, std::optional<double> value, doub
   return t;
 }
 
-/// resident / peer for `key` in one configuration, when both ran.
+/// resident / peer for `key` in one quiet configuration, the median over its repeats.
 std::optional<double> peer_ratio(const nlohmann::json& results, const std::string& mode,
                                  const std::string& workload, const char* key) {
-  const nlohmann::json* r = find_io_result(results, mode, workload, "none");
-  if (r == nullptr || !r->contains("vs_peer")) return std::nullopt;
-  return (*r)["vs_peer"][key].get<double>();
+  return median_over(find_io_results(results, mode, workload, "none"),
+                     [&](const nlohmann::json& r) -> std::optional<double> {
+                       if (!r.contains("vs_peer")) return std::nullopt;
+                       return r["vs_peer"][key].get<double>();
+                     });
 }
 
 }  // namespace
@@ -582,11 +618,10 @@ nlohmann::json io_targets(const nlohmann::json& results) {
                        peer_ratio(results, "host-graph", "empty", "mean_us"), 1.15, true));
   out.push_back(judged("persistent empty: mean / peer",
                        peer_ratio(results, "persistent", "empty", "mean_us"), 1.25, true));
-  const nlohmann::json* p = find_io_result(results, "persistent", "empty", "none");
-  out.push_back(
-      judged("persistent empty: mean (us)",
-             p != nullptr ? std::optional<double>((*p)["mean_us"].get<double>()) : std::nullopt,
-             7.0, false));
+  out.push_back(judged("persistent empty: mean (us)",
+                       median_over(find_io_results(results, "persistent", "empty", "none"),
+                                   [](const nlohmann::json& r) { return field_of(r, "mean_us"); }),
+                       7.0, false));
   for (const char* mode : {"while", "tail", "host-graph"}) {
     const std::string m(mode);
     const auto ratio = peer_ratio(results, m, "matmul6", "mean_us");
@@ -594,12 +629,11 @@ nlohmann::json io_targets(const nlohmann::json& results) {
                          ratio ? std::optional<double>(std::abs(*ratio - 1.0)) : std::nullopt, 0.03,
                          true));
   }
-  const nlohmann::json* quiet = find_io_result(results, "while", "empty", "none");
-  const nlohmann::json* stress = find_io_result(results, "while", "empty", "stress");
+  const auto jitter = [](const nlohmann::json& r) { return field_of(r, "jitter_us"); };
+  const auto quiet = median_over(find_io_results(results, "while", "empty", "none"), jitter);
+  const auto stress = median_over(find_io_results(results, "while", "empty", "stress"), jitter);
   std::optional<double> j_ratio;
-  if (quiet != nullptr && stress != nullptr && (*quiet)["jitter_us"].get<double>() > 0) {
-    j_ratio = (*stress)["jitter_us"].get<double>() / (*quiet)["jitter_us"].get<double>();
-  }
+  if (quiet && stress && *quiet > 0) j_ratio = *stress / *quiet;
   out.push_back(judged("while empty: J under stress / quiet J", j_ratio, 1.5, true));
   return out;
 }

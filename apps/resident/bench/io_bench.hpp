@@ -19,6 +19,9 @@ struct io_settings {
   /// each mode with a peer of its name gets `vs_peer` ratios (resident / peer). The persistent
   /// peer runs the empty workload only.
   std::vector<std::string> peers;
+  /// Runs of every configuration, one after another in the same process (1..10); each target is
+  /// judged on the median over them.
+  int repeats{1};
   std::int64_t samples{20000};        // measured per configuration
   std::int64_t warmup{1000};          // released and processed first, not measured
   double rate_hz{1000.0};             // sensor release rate
@@ -53,8 +56,8 @@ void add_peer_ratios(nlohmann::json& results);
 /// The fast-path targets judged from the results (quiet unless named): `while` and `tail` on
 /// `empty` within 1.10x their peer's mean and 1.25x its p99.9, `host-graph` within 1.15x,
 /// `persistent` within 1.25x and below 7 us, the `matmul6` means within 3% of their peers', and
-/// `while`'s J under stress at most 1.5x its quiet J. Each {name, value, limit, met}; `met` is
-/// null (not judged) when a run it needs is missing.
+/// `while`'s J under stress at most 1.5x its quiet J; each on the median over the repeats. Each
+/// {name, value, limit, met}; `met` is null (not judged) when a run it needs is missing.
 [[nodiscard]] nlohmann::json io_targets(const nlohmann::json& results);
 
 /// The human table printed last (one row per result).

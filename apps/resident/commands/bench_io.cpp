@@ -45,6 +45,10 @@ CLI::App* add_bench_io_options(CLI::App& bench, bench_io_command_settings& s) {
       ->check(whole_in(1, 4))
       ->capture_default_str();
   app->add_flag("--no-fifo", s.no_fifo, "do not ask for SCHED_FIFO");
+  app->add_option("--repeats", io.repeats,
+                  "runs of every configuration in this process; targets use their median")
+      ->check(whole_in(1, 10))
+      ->capture_default_str();
   app->add_flag("--peers", s.peers,
                 "also run the hand-written peers (bench/peers: while, tail, host-graph, "
                 "persistent) in the same process and report resident / peer");
