@@ -14,6 +14,7 @@
 #include "bench/workloads.hpp"
 #include "exec/capture.hpp"  // detail::add_conditional: the CUDA calls that add a conditional node
 #include "peers.hpp"
+#include "resident/app/loop_device.cuh"
 #include "resident/cuda/buffers.hpp"
 #include "resident/cuda/device.hpp"
 #include "resident/cuda/error.hpp"
@@ -55,25 +56,11 @@ struct peer_state {
   peer_words* words;          // device address of the host-mapped words
 };
 
-template <class T>
-__device__ T load_acquire_system(const T& w) {
-  return cuda::atomic_ref<T, cuda::thread_scope_system>(const_cast<T&>(w))
-      .load(cuda::memory_order_acquire);
-}
-template <class T>
-__device__ void store_relaxed_system(T& w, T v) {
-  cuda::atomic_ref<T, cuda::thread_scope_system>(w).store(v, cuda::memory_order_relaxed);
-}
-template <class T>
-__device__ void store_release_system(T& w, T v) {
-  cuda::atomic_ref<T, cuda::thread_scope_system>(w).store(v, cuda::memory_order_release);
-}
-
-__device__ std::uint64_t now_ns() {
-  std::uint64_t t;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-  return t;
-}
+// The runtime's system-scope accessors and clock (plain inline wrappers, no loop machinery).
+using device::load_acquire_system;
+using device::store_relaxed_system;
+using device::store_release_system;
+inline __device__ std::uint64_t now_ns() { return device::globaltimer_ns(); }
 
 /// Block-wide: the newest sample after `last`, polled for up to `budget_ns`, its payload copied
 /// into `dst` under the slot's sequence lock (retaken when the sensor overwrote it meanwhile).

@@ -25,12 +25,13 @@ class eager_executor final : public host_driven_executor {
     // the context its streams belong to.
     const partition::green_context::current_scope in_partition(options.partition.get());
     // Fused iteration (run_options::fuse): the mailbox's kernels run the controller and
-    // end-marker steps, so an iteration launches two kernels fewer.
-    _fuse_controller = options.fuse && eager_handler_carries_controller(plan().handler_order);
-    _fuse_end_marker =
-        options.fuse && eager_egress_carries_end_marker(plan().body_order, streams());
-    res().config.fuse_controller = _fuse_controller ? 1U : 0U;
-    res().config.fuse_end_marker = _fuse_end_marker ? 1U : 0U;
+    // end-marker steps, so an iteration launches two kernels fewer. The egress carries the end
+    // marker only when the DAG is one chain on the loop stream (it then runs last).
+    const bool chain = streams().streams == 1 && streams().join.empty();
+    res().config.fuse_controller =
+        options.fuse && handler_can_carry_controller(plan().handler_order) ? 1U : 0U;
+    res().config.fuse_end_marker =
+        options.fuse && chain && egress_can_carry_end_marker(plan().body_order) ? 1U : 0U;
     _branches->handles.assign(plan().body_order.size(), nullptr);
     for (std::size_t i = 0; i < streams().steps.size(); ++i) {
       if (!streams().steps[i].signals) continue;
@@ -58,7 +59,8 @@ class eager_executor final : public host_driven_executor {
     return [res = shared_res(), released = _released, branches = _branches,
             handler_order = plan().handler_order, body_order = plan().body_order,
             streams = streams(), dag_streams = shared_res()->dag_streams(),
-            fuse_controller = _fuse_controller, fuse_end_marker = _fuse_end_marker] {
+            fuse_controller = shared_res()->config.fuse_controller != 0U,
+            fuse_end_marker = shared_res()->config.fuse_end_marker != 0U] {
       const cudaStream_t s = res->loop_stream.get();
       loop_state* loop = res->state();
       compute_eager(handler_order, s, loop);
@@ -79,8 +81,6 @@ class eager_executor final : public host_driven_executor {
   // The controller's verdict, read back every iteration.
   std::shared_ptr<pinned_buffer> _released = std::make_shared<pinned_buffer>(sizeof(std::uint32_t));
   std::shared_ptr<branch_events> _branches = std::make_shared<branch_events>();
-  bool _fuse_controller{false};
-  bool _fuse_end_marker{false};
 };
 
 }  // namespace

@@ -25,29 +25,32 @@ bool is_single_kernel_frontier(const Operator* op, const captured& c) {
 
 }  // namespace
 
-bool handler_carries_controller(const std::vector<Operator*>& handler_order,
-                                const captured& handler) {
-  if (handler_order.size() != 1) return false;
-  const Operator* op = handler_order.front();
-  return dynamic_cast<const io::mailbox_rx*>(op) != nullptr &&
-         is_single_kernel_frontier(op, handler);
-}
-
-bool eager_handler_carries_controller(const std::vector<Operator*>& handler_order) {
+bool handler_can_carry_controller(const std::vector<Operator*>& handler_order) {
   return handler_order.size() == 1 &&
          dynamic_cast<const io::mailbox_rx*>(handler_order.front()) != nullptr;
 }
 
-bool eager_egress_carries_end_marker(const std::vector<Operator*>& body_order,
-                                     const stream_plan& plan) {
-  return !body_order.empty() && plan.streams == 1 && plan.join.empty() &&
-         dynamic_cast<const io::mailbox_tx*>(body_order.back()) != nullptr;
+bool egress_can_carry_end_marker(const std::vector<Operator*>& body_order) {
+  return !body_order.empty() && dynamic_cast<const io::mailbox_tx*>(body_order.back()) != nullptr;
 }
 
-bool egress_carries_end_marker(const std::vector<Operator*>& body_order, const captured& dag) {
-  if (body_order.empty()) return false;
-  const Operator* op = body_order.back();
-  return dynamic_cast<const io::mailbox_tx*>(op) != nullptr && is_single_kernel_frontier(op, dag);
+std::vector<cudaGraphNode_t> controller_after(cudaGraph_t g, const captured& handler,
+                                              const std::vector<Operator*>& handler_order,
+                                              bool fuse, loop_resources& res,
+                                              kernel_launcher launch) {
+  const bool fused = fuse && handler_can_carry_controller(handler_order) &&
+                     is_single_kernel_frontier(handler_order.front(), handler);
+  res.config.fuse_controller = fused ? 1U : 0U;
+  if (fused) return handler.frontier;
+  return capture_kernel(g, handler.frontier, res.loop_stream.get(), launch, res.state());
+}
+
+void end_marker_after(cudaGraph_t g, const captured& dag, const std::vector<Operator*>& body_order,
+                      bool fuse, loop_resources& res, kernel_launcher launch) {
+  const bool fused = fuse && egress_can_carry_end_marker(body_order) &&
+                     is_single_kernel_frontier(body_order.back(), dag);
+  res.config.fuse_end_marker = fused ? 1U : 0U;
+  if (!fused) (void)capture_end_marker(g, dag, res.loop_stream.get(), launch, res.state());
 }
 
 }  // namespace resident::detail

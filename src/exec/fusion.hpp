@@ -1,33 +1,36 @@
 #pragma once
-// Fused iteration (run_options::fuse): whether the data-ready handler's kernel can carry the
-// controller step and the egress kernel the end marker's, so that a graph-mode iteration needs
-// no controller or end-marker kernel of its own. Only the runtime's own kernels carry a step
-// (they read loop_state::fuse_controller / fuse_end_marker and run it at their end); any other
-// handler or egress keeps the separate kernels.
+// Fused iteration (run_options::fuse): the data-ready handler's kernel may carry the controller
+// step and the egress kernel the end marker's, so that an iteration needs no controller or
+// end-marker kernel of its own. Only the runtime's own kernels carry a step (the mailbox's: they
+// read loop_state::fuse_controller / fuse_end_marker and run it at their end); any other handler
+// or egress keeps the separate kernels.
 
 #include <vector>
 
 #include "exec/capture.hpp"
+#include "exec/loop_executor.hpp"
 #include "resident/app/stream_plan.hpp"
 
 namespace resident::detail {
 
-/// The handler carries the controller: it is one operator that can, captured as one kernel
-/// node which is the handler's whole frontier.
-[[nodiscard]] bool handler_carries_controller(const std::vector<Operator*>& handler_order,
-                                              const captured& handler);
+/// The handler is the mailbox's one operator, whose kernel can carry the controller step.
+[[nodiscard]] bool handler_can_carry_controller(const std::vector<Operator*>& handler_order);
 
-/// The egress carries the end marker: the DAG's only sink is the one kernel node of its last
-/// operator, which can carry it (so every other node of the DAG comes before it).
-[[nodiscard]] bool egress_carries_end_marker(const std::vector<Operator*>& body_order,
-                                             const captured& dag);
+/// The DAG ends with the mailbox's egress, whose kernel can carry the end-marker step.
+[[nodiscard]] bool egress_can_carry_end_marker(const std::vector<Operator*>& body_order);
 
-/// eager: the handler is the mailbox's one kernel, launched by its operator (no capture to
-/// inspect; the mailbox's compute() launches exactly one kernel).
-[[nodiscard]] bool eager_handler_carries_controller(const std::vector<Operator*>& handler_order);
+/// Graph modes: the controller step after the captured handler. When `fuse` and the handler is
+/// the mailbox's single kernel node (its whole frontier), that kernel runs it: nothing is
+/// captured and res.config.fuse_controller is set. Otherwise `launch` (the mode's controller
+/// kernel) is captured after the handler. Returns what the next node must depend on.
+[[nodiscard]] std::vector<cudaGraphNode_t> controller_after(
+    cudaGraph_t g, const captured& handler, const std::vector<Operator*>& handler_order, bool fuse,
+    loop_resources& res, kernel_launcher launch);
 
-/// eager: the DAG runs as one chain on the loop stream and ends with the mailbox's egress.
-[[nodiscard]] bool eager_egress_carries_end_marker(const std::vector<Operator*>& body_order,
-                                                   const stream_plan& plan);
+/// Graph modes: the end-marker step after the captured DAG, the same way: carried by the
+/// mailbox's egress kernel when it is the DAG's only sink (res.config.fuse_end_marker), else
+/// `launch` captured after the DAG.
+void end_marker_after(cudaGraph_t g, const captured& dag, const std::vector<Operator*>& body_order,
+                      bool fuse, loop_resources& res, kernel_launcher launch);
 
 }  // namespace resident::detail

@@ -38,23 +38,14 @@ class host_graph_executor final : public host_driven_executor {
     const auto handler =
         capture_operators(_graph.get(), {}, plan().handler_order, res().handler_stream.get(),
                           loop(), "host-graph", graph_kind::host_launched);
-    // Fused where the handler and egress can carry the loop steps (see while_executor.cpp).
-    const bool fuse_controller =
-        options().fuse && handler_carries_controller(plan().handler_order, handler);
-    res().config.fuse_controller = fuse_controller ? 1U : 0U;
-    const auto ctrl = fuse_controller ? handler.frontier
-                                      : capture_kernel(_graph.get(), handler.frontier,
-                                                       res().loop_stream.get(), launch_controller,
-                                                       loop());
+    // Fused where the handler and egress can carry the loop steps (src/exec/fusion.hpp).
+    const auto ctrl = controller_after(_graph.get(), handler, plan().handler_order, options().fuse,
+                                       res(), launch_controller);
     cudaGraph_t body = add_conditional(_graph.get(), ctrl, if_handle, cudaGraphCondTypeIf,
                                        options().partition.get());
     const auto dag = capture_operators(body, {}, plan().body_order, streams(), res().dag_streams(),
                                        loop(), "host-graph", graph_kind::conditional_body);
-    if (options().fuse && egress_carries_end_marker(plan().body_order, dag)) {
-      res().config.fuse_end_marker = 1U;
-    } else {
-      (void)capture_end_marker(body, dag, res().loop_stream.get(), launch_end_marker, loop());
-    }
+    end_marker_after(body, dag, plan().body_order, options().fuse, res(), launch_end_marker);
     // The DAG sits in an IF body, whose node types are restricted like a WHILE body's.
     require_node_types(body, dag.owners, "host-graph", "the IF body (operator DAG)",
                        conditional_body_rules());

@@ -1,8 +1,9 @@
 #pragma once
 // persistent mode: one block (or a cooperative grid), launched once, runs the handler's and the
-// DAG's operators as device functions (their "device forms") in a loop, with the controller and end-marker steps between
-// them (docs/design.md, "persistent"). The forms are the runtime's own: the mailbox's handler and
-// egress, and the lab vector operators. A DAG holding any other operator is refused by name.
+// DAG's operators as device functions (their "device forms") in a loop, with the controller and
+// end-marker steps between them (docs/design.md, "persistent mode"). The forms are the runtime's
+// own: the mailbox's handler and egress, and the lab vector operators. A DAG holding any other
+// operator is refused by name.
 
 #include <cuda_runtime_api.h>
 
@@ -37,7 +38,8 @@ inline constexpr int persistent_threads = 512;
 /// `op`'s device form; throws composition_error naming the operator when it has none.
 [[nodiscard]] persistent_step device_form_of(const Operator& op);
 
-/// How many persistent blocks fit on one SM at once (cudaOccupancyMaxActiveBlocksPerMultiprocessor).
+/// How many persistent blocks fit on one SM at once
+/// (cudaOccupancyMaxActiveBlocksPerMultiprocessor).
 [[nodiscard]] int persistent_blocks_per_sm();
 
 /// Launches the persistent kernel on `s`: `steps` (device memory) holds the handler's

@@ -11,7 +11,6 @@
 // iteration.
 
 #include <fstream>
-#include <typeinfo>
 
 #include "exec/loop_executor.hpp"
 #include "exec/modes.hpp"
@@ -30,9 +29,7 @@ const void* port_memory(const Operator& op, const char* name) {
   const port_spec* p = op.spec().find_port(name);
   if (p == nullptr || p->bound == nullptr) {
     throw composition_error("operator '" + op.name() +
-                            "': persistent mode found no memory for its "
-                            "port '" +
-                            name + "'");
+                            "': persistent mode found no memory for its port '" + name + "'");
   }
   return p->bound;
 }

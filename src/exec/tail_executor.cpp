@@ -48,12 +48,8 @@ class tail_executor final : public resident_executor {
       const auto handler =
           capture_operators(_main.get(), {}, plan().handler_order, res().handler_stream.get(),
                             loop(), "tail", graph_kind::device_launched);
-      if (options.fuse && handler_carries_controller(plan().handler_order, handler)) {
-        res().config.fuse_controller = 1U;
-      } else {
-        (void)capture_kernel(_main.get(), handler.frontier, res().loop_stream.get(),
-                             launch_tail_dispatcher, loop());
-      }
+      (void)controller_after(_main.get(), handler, plan().handler_order, options.fuse, res(),
+                             launch_tail_dispatcher);
       require_node_types(_main.get(), handler.owners, "tail", "graph M (data-ready handler)",
                          device_launch_rules());
     });
@@ -61,12 +57,8 @@ class tail_executor final : public resident_executor {
       const auto dag =
           capture_operators(_work.get(), {}, plan().body_order, streams(), res().dag_streams(),
                             loop(), "tail", graph_kind::device_launched);
-      if (options.fuse && egress_carries_end_marker(plan().body_order, dag)) {
-        res().config.fuse_end_marker = 1U;
-      } else {
-        (void)capture_end_marker(_work.get(), dag, res().loop_stream.get(),
-                                 launch_tail_end_marker, loop());
-      }
+      end_marker_after(_work.get(), dag, plan().body_order, options.fuse, res(),
+                       launch_tail_end_marker);
       require_node_types(_work.get(), dag.owners, "tail", "graph W (operator DAG)",
                          device_launch_rules());
     });

@@ -60,22 +60,13 @@ class while_executor final : public resident_executor {
     const auto handler =
         capture_operators(body, {}, plan().handler_order, res().handler_stream.get(), loop(),
                           "while", graph_kind::conditional_body);
-    const bool fuse_controller =
-        options().fuse && handler_carries_controller(plan().handler_order, handler);
-    res().config.fuse_controller = fuse_controller ? 1U : 0U;
-    const auto ctrl = fuse_controller ? handler.frontier
-                                      : capture_kernel(body, handler.frontier,
-                                                       res().loop_stream.get(), launch_controller,
-                                                       loop());
+    const auto ctrl = controller_after(body, handler, plan().handler_order, options().fuse, res(),
+                                       launch_controller);
     cudaGraph_t dag_body = add_conditional(body, ctrl, if_handle, cudaGraphCondTypeIf, part);
     const auto dag =
         capture_operators(dag_body, {}, plan().body_order, streams(), res().dag_streams(), loop(),
                           "while", graph_kind::conditional_body);
-    if (options().fuse && egress_carries_end_marker(plan().body_order, dag)) {
-      res().config.fuse_end_marker = 1U;
-    } else {
-      (void)capture_end_marker(dag_body, dag, res().loop_stream.get(), launch_end_marker, loop());
-    }
+    end_marker_after(dag_body, dag, plan().body_order, options().fuse, res(), launch_end_marker);
     require_node_types(body, handler.owners, "while", "the WHILE body (data-ready handler)",
                        conditional_body_rules());
     require_node_types(dag_body, dag.owners, "while", "the IF body (operator DAG)",

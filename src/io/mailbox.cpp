@@ -135,11 +135,8 @@ std::uint64_t mailbox::read_input(std::uint64_t after, std::span<std::byte> out,
   for (;;) {
     const std::uint64_t newest = host_load_acquire(*_head_host);
     if (newest <= after) return 0;
-    std::uint64_t pick = newest;
-    if (policy == sample_policy::every) {
-      const std::uint64_t oldest_held = newest >= _config.depth ? newest - _config.depth + 1 : 1;
-      pick = std::max(after + 1, oldest_held);
-    }
+    // A host loop has no repeats to make: `newest` takes the newest, like skip-duplicate.
+    const std::uint64_t pick = detail::select_sample(newest, after, false, policy, _config.depth);
     const std::byte* slot = _slots_host + (pick % _config.depth) * _view.slot_stride;
     const auto& slot_seq = *reinterpret_cast<const std::uint64_t*>(slot);
     if (host_load_acquire(slot_seq) != pick) continue;  // being rewritten: choose again

@@ -22,27 +22,6 @@ __device__ inline const std::uint64_t& slot_seq(const mailbox_view& mb, std::uin
   return *reinterpret_cast<const std::uint64_t*>(mb.slots + (seq % mb.depth) * mb.slot_stride);
 }
 
-// Which sample the policy asks for, given the newest published one (0: none to take).
-__device__ inline std::uint64_t select_sample(std::uint64_t head, std::uint64_t last,
-                                              bool have_processed, sample_policy policy,
-                                              std::size_t depth) {
-  if (head == 0) return 0;
-  switch (policy) {
-    case sample_policy::every: {
-      if (head <= last) return 0;
-      const std::uint64_t oldest_held = head >= depth ? head - depth + 1 : 1;
-      return last + 1 > oldest_held ? last + 1 : oldest_held;
-    }
-    case sample_policy::newest:
-      // head == last: re-publish it and the controller counts a repeat; but before the loop
-      // processed anything, `last` is only its start point and there is nothing to repeat.
-      return head > last || have_processed ? head : 0;
-    case sample_policy::skip_duplicate:
-    default:
-      return head > last ? head : 0;
-  }
-}
-
 // Block-wide copy between device and host-mapped memory. Host-mapped reads use ld.global.cv
 // (fetched again every time, never a stale cached line) and writes st.global.wt; 16-byte words
 // when both ends allow it, then the byte tail.

@@ -14,6 +14,7 @@
 #include "resident/app/loop.hpp"
 #include "resident/exec/mode.hpp"
 #include "resident/exec/run_options.hpp"
+#include "resident/io/mailbox.hpp"
 #include "test_operators.hpp"
 
 namespace resident::test {
@@ -104,6 +105,24 @@ TEST(decide_release, counts_drops_up_to_the_largest_sequence_numbers) {
 }
 
 // ---- execution modes --------------------------------------------------------------------------
+
+// The mailbox's choice of sample, shared by its handler kernel and its host-loop read.
+TEST(mailbox_select_sample, each_policy_takes_its_sample_from_the_ring) {
+  using io::detail::select_sample;
+  constexpr std::size_t depth = 4;
+  EXPECT_EQ(select_sample(0, 0, false, sample_policy::every, depth), 0U) << "nothing published";
+  // every: the next one, or the oldest the ring still holds once lapped.
+  EXPECT_EQ(select_sample(3, 1, true, sample_policy::every, depth), 2U);
+  EXPECT_EQ(select_sample(9, 2, true, sample_policy::every, depth), 6U);
+  EXPECT_EQ(select_sample(9, 9, true, sample_policy::every, depth), 0U);
+  // newest: the head, again when nothing new came (a repeat), but not before any processing.
+  EXPECT_EQ(select_sample(9, 2, true, sample_policy::newest, depth), 9U);
+  EXPECT_EQ(select_sample(9, 9, true, sample_policy::newest, depth), 9U);
+  EXPECT_EQ(select_sample(9, 9, false, sample_policy::newest, depth), 0U);
+  // skip-duplicate: the head only when it is new.
+  EXPECT_EQ(select_sample(9, 2, true, sample_policy::skip_duplicate, depth), 9U);
+  EXPECT_EQ(select_sample(9, 9, true, sample_policy::skip_duplicate, depth), 0U);
+}
 
 TEST(execution_mode, names_are_stable) {
   EXPECT_EQ(to_string(execution_mode::eager), "eager");

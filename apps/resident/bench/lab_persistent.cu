@@ -27,6 +27,7 @@
 #include "bench/lab_bench.hpp"
 #include "bench/lab_common.hpp"
 #include "ops/vector_forms.cuh"
+#include "resident/app/loop_device.cuh"
 #include "resident/cuda/error.hpp"
 
 namespace resident::bench {
@@ -49,17 +50,8 @@ struct work_slot {
   std::uint32_t pad;
 };
 
-template <class T>
-__device__ T load_acquire_system(const T& w) {
-  return cuda::atomic_ref<T, cuda::thread_scope_system>(const_cast<T&>(w))
-      .load(cuda::memory_order_acquire);
-}
-
-__device__ std::uint64_t device_now_ns() {
-  std::uint64_t t;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-  return t;
-}
+using device::globaltimer_ns;
+using device::load_acquire_system;
 
 __global__ void __launch_bounds__(worker_threads)
     lab_workers(work_slot* slots, unsigned long long* claim, float* scratch,
@@ -79,7 +71,7 @@ __global__ void __launch_bounds__(worker_threads)
       const work_slot& s = slots[ticket % queue_capacity];
       while (load_acquire_system(s.published) != ticket + 1) {
       }
-      started = device_now_ns();
+      started = globaltimer_ns();
       in = s.in;
       out = s.out;
       n = s.elements;
@@ -101,7 +93,7 @@ __global__ void __launch_bounds__(worker_threads)
       // in the sum's form).
       cuda::atomic_ref<std::uint64_t, cuda::thread_scope_system>(s.done).store(
           ticket + 1, cuda::memory_order_release);
-      if (!quit) busy_ns[blockIdx.x] += device_now_ns() - started;
+      if (!quit) busy_ns[blockIdx.x] += globaltimer_ns() - started;
     }
     const bool leave = quit;
     __syncthreads();  // the shared descriptor is rewritten only after every thread read it

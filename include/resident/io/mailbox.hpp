@@ -146,6 +146,29 @@ class mailbox_tx final : public Operator {
 };
 
 namespace detail {
+/// Which sample `policy` takes from a ring of `depth` slots whose newest is `head`, after the
+/// loop's `last` (0: none to take). `have_processed`: the loop processed a sample already (before
+/// that, `last` is only its start point and `newest` has nothing to repeat). The mailbox's
+/// handler kernel and its host-loop read (mailbox::read_input) both choose with it.
+__host__ __device__ constexpr std::uint64_t select_sample(std::uint64_t head, std::uint64_t last,
+                                                          bool have_processed, sample_policy policy,
+                                                          std::size_t depth) {
+  if (head == 0) return 0;
+  switch (policy) {
+    case sample_policy::every: {
+      if (head <= last) return 0;
+      const std::uint64_t oldest_held = head >= depth ? head - depth + 1 : 1;
+      return last + 1 > oldest_held ? last + 1 : oldest_held;
+    }
+    case sample_policy::newest:
+      // head == last: re-publish it and the controller counts a repeat.
+      return head > last || have_processed ? head : 0;
+    case sample_policy::skip_duplicate:
+    default:
+      return head > last ? head : 0;
+  }
+}
+
 /// `device_launched`: the kernel lands in a device-launched graph (tail mode), so the loop step
 /// it may carry (loop_state::fuse_controller, fuse_end_marker) is the tail-launching one.
 void launch_mailbox_rx(const mailbox_view& mb, loop_state* loop, std::byte* sample, cudaStream_t s,
