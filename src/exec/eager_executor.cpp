@@ -29,9 +29,13 @@ class eager_executor final : public host_driven_executor {
     // marker only when the DAG is one chain on the loop stream (it then runs last).
     const bool chain = streams().streams == 1 && streams().join.empty();
     res().config.fuse_controller =
-        options.fuse && handler_can_carry_controller(plan().handler_order) ? 1U : 0U;
+        options.fuse && handler_can_carry_controller(plan().handler_order, plan().body_order) ? 1U
+                                                                                              : 0U;
     res().config.fuse_end_marker =
-        options.fuse && chain && egress_can_carry_end_marker(plan().body_order) ? 1U : 0U;
+        options.fuse && chain &&
+                egress_can_carry_end_marker(plan().handler_order, plan().body_order)
+            ? 1U
+            : 0U;
     _branches->handles.assign(plan().body_order.size(), nullptr);
     for (std::size_t i = 0; i < streams().steps.size(); ++i) {
       if (!streams().steps[i].signals) continue;

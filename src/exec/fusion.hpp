@@ -13,24 +13,31 @@
 
 namespace resident::detail {
 
-/// The handler is the mailbox's one operator, whose kernel can carry the controller step.
-[[nodiscard]] bool handler_can_carry_controller(const std::vector<Operator*>& handler_order);
+/// The handler is the mailbox's one operator, whose kernel can carry the controller step, and
+/// no other mailbox_rx is in the loop (every mailbox_rx kernel reads the one flag, so a second
+/// would run the step twice).
+[[nodiscard]] bool handler_can_carry_controller(const std::vector<Operator*>& handler_order,
+                                                const std::vector<Operator*>& body_order);
 
-/// The DAG ends with the mailbox's egress, whose kernel can carry the end-marker step.
-[[nodiscard]] bool egress_can_carry_end_marker(const std::vector<Operator*>& body_order);
+/// The DAG ends with the mailbox's egress, whose kernel can carry the end-marker step, and it is
+/// the loop's only mailbox_tx (a DAG with two egresses keeps the separate end marker: both would
+/// read the one flag and count the iteration twice).
+[[nodiscard]] bool egress_can_carry_end_marker(const std::vector<Operator*>& handler_order,
+                                               const std::vector<Operator*>& body_order);
 
 /// Graph modes: the controller step after the captured handler. When `fuse` and the handler is
 /// the mailbox's single kernel node (its whole frontier), that kernel runs it: nothing is
 /// captured and res.config.fuse_controller is set. Otherwise `launch` (the mode's controller
 /// kernel) is captured after the handler. Returns what the next node must depend on.
-[[nodiscard]] std::vector<cudaGraphNode_t> controller_after(
-    cudaGraph_t g, const captured& handler, const std::vector<Operator*>& handler_order, bool fuse,
-    loop_resources& res, kernel_launcher launch);
+[[nodiscard]] std::vector<cudaGraphNode_t> controller_after(cudaGraph_t g, const captured& handler,
+                                                            const dag_plan& plan, bool fuse,
+                                                            loop_resources& res,
+                                                            kernel_launcher launch);
 
 /// Graph modes: the end-marker step after the captured DAG, the same way: carried by the
 /// mailbox's egress kernel when it is the DAG's only sink (res.config.fuse_end_marker), else
 /// `launch` captured after the DAG.
-void end_marker_after(cudaGraph_t g, const captured& dag, const std::vector<Operator*>& body_order,
-                      bool fuse, loop_resources& res, kernel_launcher launch);
+void end_marker_after(cudaGraph_t g, const captured& dag, const dag_plan& plan, bool fuse,
+                      loop_resources& res, kernel_launcher launch);
 
 }  // namespace resident::detail

@@ -39,13 +39,13 @@ class host_graph_executor final : public host_driven_executor {
         capture_operators(_graph.get(), {}, plan().handler_order, res().handler_stream.get(),
                           loop(), "host-graph", graph_kind::host_launched);
     // Fused where the handler and egress can carry the loop steps (src/exec/fusion.hpp).
-    const auto ctrl = controller_after(_graph.get(), handler, plan().handler_order, options().fuse,
-                                       res(), launch_controller);
+    const auto ctrl =
+        controller_after(_graph.get(), handler, plan(), options().fuse, res(), launch_controller);
     cudaGraph_t body = add_conditional(_graph.get(), ctrl, if_handle, cudaGraphCondTypeIf,
                                        options().partition.get());
     const auto dag = capture_operators(body, {}, plan().body_order, streams(), res().dag_streams(),
                                        loop(), "host-graph", graph_kind::conditional_body);
-    end_marker_after(body, dag, plan().body_order, options().fuse, res(), launch_end_marker);
+    end_marker_after(body, dag, plan(), options().fuse, res(), launch_end_marker);
     // The DAG sits in an IF body, whose node types are restricted like a WHILE body's.
     require_node_types(body, dag.owners, "host-graph", "the IF body (operator DAG)",
                        conditional_body_rules());

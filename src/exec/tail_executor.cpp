@@ -48,7 +48,7 @@ class tail_executor final : public resident_executor {
       const auto handler =
           capture_operators(_main.get(), {}, plan().handler_order, res().handler_stream.get(),
                             loop(), "tail", graph_kind::device_launched);
-      (void)controller_after(_main.get(), handler, plan().handler_order, options.fuse, res(),
+      (void)controller_after(_main.get(), handler, plan(), options.fuse, res(),
                              launch_tail_dispatcher);
       require_node_types(_main.get(), handler.owners, "tail", "graph M (data-ready handler)",
                          device_launch_rules());
@@ -57,8 +57,7 @@ class tail_executor final : public resident_executor {
       const auto dag =
           capture_operators(_work.get(), {}, plan().body_order, streams(), res().dag_streams(),
                             loop(), "tail", graph_kind::device_launched);
-      end_marker_after(_work.get(), dag, plan().body_order, options.fuse, res(),
-                       launch_tail_end_marker);
+      end_marker_after(_work.get(), dag, plan(), options.fuse, res(), launch_tail_end_marker);
       require_node_types(_work.get(), dag.owners, "tail", "graph W (operator DAG)",
                          device_launch_rules());
     });

@@ -60,13 +60,13 @@ class while_executor final : public resident_executor {
     const auto handler =
         capture_operators(body, {}, plan().handler_order, res().handler_stream.get(), loop(),
                           "while", graph_kind::conditional_body);
-    const auto ctrl = controller_after(body, handler, plan().handler_order, options().fuse, res(),
-                                       launch_controller);
+    const auto ctrl =
+        controller_after(body, handler, plan(), options().fuse, res(), launch_controller);
     cudaGraph_t dag_body = add_conditional(body, ctrl, if_handle, cudaGraphCondTypeIf, part);
     const auto dag =
         capture_operators(dag_body, {}, plan().body_order, streams(), res().dag_streams(), loop(),
                           "while", graph_kind::conditional_body);
-    end_marker_after(dag_body, dag, plan().body_order, options().fuse, res(), launch_end_marker);
+    end_marker_after(dag_body, dag, plan(), options().fuse, res(), launch_end_marker);
     require_node_types(body, handler.owners, "while", "the WHILE body (data-ready handler)",
                        conditional_body_rules());
     require_node_types(dag_body, dag.owners, "while", "the IF body (operator DAG)",

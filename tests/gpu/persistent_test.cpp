@@ -138,6 +138,7 @@ TEST(persistent_mode, idles_with_a_live_heartbeat_and_tears_down_within_a_pass) 
   const tear_down_report report = run->tear_down(2s);
   EXPECT_TRUE(report.stopped) << report.error;
   EXPECT_LT(std::chrono::steady_clock::now() - t0, 100ms) << "one pass is at most 0.2 ms";
+  run.reset();  // the handle holds the application until it is destroyed
   // Nothing was left behind: the same mailbox serves a while loop next.
   auto next = run_async(app, execution_mode::while_loop);
   EXPECT_EQ(drive_lockstep(*app.mailbox(), {random_floats(elements)}).size(), 1U);
