@@ -155,6 +155,9 @@ def main(argv: list[str] | None = None) -> int:
                                    rate_hz=a.rate)
     display = resident.Display(width=a.width, height=a.height)
     app = CameraClassifier(bridge, display, a.width, a.height, model)
+    # Compose (and so capture the model) before the display's engine kernel starts: PyTorch
+    # loads its kernels lazily, and a load waits while a kernel that never ends occupies the GPU.
+    app.plan()
     display.start()
     bridge.start()
     try:

@@ -75,7 +75,9 @@ def make_torch_operator(app: Application, name: str, module: Any, example_inputs
                         warmup: int = 3) -> TorchOperator:
     """Captures `module(*inputs)` (inputs: static copies of `example_inputs`) as a CUDA graph
     and adds it to `app` as operator `name`. Ports: "input" and "output" for one tensor each,
-    else "input0", "input1", ... and "output0", ... (or the names given). Call it in compose()."""
+    else "input0", "input1", ... and "output0", ... (or the names given). Call it in compose(),
+    and compose (app.plan()) before any kernel that never ends runs on the GPU (a display
+    engine, another resident loop): PyTorch loads kernels lazily, and a load waits for them."""
     if warmup < 1:
         raise ValueError("make_torch_operator: warmup must be at least 1 (lazy initialization "
                          "and cuBLAS/cuDNN handles must happen before the capture)")

@@ -54,6 +54,7 @@ def test_each_frame_carries_its_own_class(mode):
                                    rate_hz=200.0)
     display = resident.Display(width=width, height=height)
     app = ex.CameraClassifier(bridge, display, width, height, model)
+    app.plan()  # the capture before the display's engine kernel runs (see the example)
     display.start()
     bridge.start()
     try:
