@@ -3,11 +3,14 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <map>
 #include <string>
 
 #include "bench/io_bench.hpp"
 #include "bench/overhead_bench.hpp"
+#include "commands/report.hpp"
+#include "resident/measure/receipt.hpp"
 
 namespace resident::bench {
 namespace {
@@ -109,6 +112,39 @@ TEST(io_peers, repeats_pair_with_their_own_peer_run_and_targets_take_the_median)
     EXPECT_DOUBLE_EQ(t["value"].get<double>(), 1.08);  // the median of 1.05, 1.30, 1.08
     EXPECT_EQ(t["met"], true);
   }
+}
+
+// bench io split across runs (empty in one, matmul6 in another): `resident report --merge`
+// judges the targets again over the merged results, so each part's target is judged.
+TEST(io_peers, a_merged_receipt_judges_the_targets_of_every_part) {
+  const auto part = [](const char* workload, double mean, double peer_mean) {
+    nlohmann::json results = nlohmann::json::array();
+    results.push_back(io_row("while", workload, mean, 4.0));
+    results.push_back(io_row("peer-while", workload, peer_mean, 4.0));
+    results.back()["peer"] = true;
+    add_peer_ratios(results);
+    measure::receipt r("io", std::string("resident bench io --workloads ") + workload);
+    r.results = results;
+    r.settings["targets"] = io_targets(results);
+    return r;
+  };
+  const auto dir = std::filesystem::temp_directory_path() / "resident-io-merge-test";
+  std::filesystem::create_directories(dir);
+  part("empty", 12.0, 10.0).write((dir / "a.json").string());
+  part("matmul6", 101.0, 100.0).write((dir / "b.json").string());
+  cli::report_settings s;
+  s.receipts = {(dir / "a.json").string(), (dir / "b.json").string()};
+  s.merged = (dir / "merged.json").string();
+  testing::internal::CaptureStdout();
+  EXPECT_EQ(cli::run_report(s), 0);
+  (void)testing::internal::GetCapturedStdout();
+  const measure::receipt merged = measure::receipt::read(s.merged);
+  std::map<std::string, nlohmann::json> by_name;
+  for (const auto& t : merged.settings["targets"]) by_name[t["name"].get<std::string>()] = t;
+  EXPECT_EQ(by_name["while empty: mean / peer"]["met"], false);         // 1.2 against 1.10
+  EXPECT_EQ(by_name["while matmul6: |mean / peer - 1|"]["met"], true);  // 0.01 against 0.03
+  EXPECT_TRUE(by_name["tail empty: mean / peer"]["met"].is_null());     // no tail anywhere
+  std::filesystem::remove_all(dir);
 }
 
 TEST(io_settings, unknown_peer_lists_the_peers) {

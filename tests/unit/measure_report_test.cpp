@@ -279,6 +279,21 @@ TEST(report, text_tables_co_scheduling_policies_and_their_targets) {
   EXPECT_THAT(render_text({overhead_receipt()}), Not(HasSubstr("co-scheduling")));
 }
 
+// A target a configuration was missing for has met = null and value = null: shown as not judged
+// (bench io writes those, with "limit" for its bound), never as missed and never a crash.
+TEST(report, a_target_not_judged_is_shown_as_such) {
+  receipt r = overhead_receipt();
+  r.settings["targets"] = json::array(
+      {{{"name", "host-graph matmul6: |mean / peer - 1|"},
+        {"limit", 0.03},
+        {"met", nullptr},
+        {"value", nullptr}},
+       {{"name", "while empty: mean / peer"}, {"limit", 1.1}, {"met", true}, {"value", 0.98}}});
+  const std::string text = render_text({r});
+  EXPECT_THAT(text, HasSubstr("-       host-graph matmul6: |mean / peer - 1|: not run (target "));
+  EXPECT_THAT(text, HasSubstr("met     while empty: mean / peer: 0.98 (target 1.10"));
+}
+
 TEST(report, html_tables_co_scheduling_policies_and_their_targets) {
   const std::string html = render_html({reef_receipt()});
   EXPECT_THAT(html, HasSubstr("<h3>co-scheduling</h3>"));

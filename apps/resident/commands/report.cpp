@@ -6,6 +6,7 @@
 #include <fstream>
 #include <stdexcept>
 
+#include "bench/io_bench.hpp"
 #include "resident/measure/receipt.hpp"
 #include "resident/measure/report.hpp"
 
@@ -29,7 +30,12 @@ int run_report(const report_settings& s) {
   std::vector<measure::receipt> parts;
   for (const auto& path : s.receipts) parts.push_back(measure::receipt::read(path));
   if (!s.merged.empty()) {
-    measure::merge(parts).write(s.merged);
+    measure::receipt merged = measure::merge(parts);
+    // The io targets judge ratios across configurations that may come from different parts:
+    // judged again over the merged results (the other benchmarks keep their parts' verdicts or,
+    // like bench camera --from, judge a merged receipt themselves).
+    if (merged.benchmark == "io") merged.settings["targets"] = bench::io_targets(merged.results);
+    merged.write(s.merged);
     std::printf("merged %zu receipts into %s\n", parts.size(), s.merged.c_str());
     parts = {measure::receipt::read(s.merged)};
   }

@@ -470,12 +470,17 @@ std::vector<std::string> target_lines(const receipt& rc) {
   };
   for (const auto& x : *t) {
     if (!x.is_object()) continue;
-    std::string line = x.value("met", false) ? "met     " : "missed  ";
+    // met: true, false, or null (not judged: a configuration it needs did not run).
+    const auto met = x.find("met");
+    const bool judged = met != x.end() && met->is_boolean();
+    std::string line = !judged ? "-       " : met->get<bool>() ? "met     " : "missed  ";
     line += x.value("name", std::string("?"));
     line += ": ";
-    line += x.contains("value") ? number(x["value"]) : "-";
+    line += x.contains("value") && !x["value"].is_null() ? number(x["value"]) : "not run";
     line += " (target ";
-    line += x.contains("target") ? value_text(x["target"]) : "-";
+    line += x.contains("target")  ? value_text(x["target"])
+            : x.contains("limit") ? value_text(x["limit"])
+                                  : "-";
     line += ")";
     // Context beside a ratio target: the same ratio without the host's share (bench reef).
     if (x.contains("undisturbed")) line += "; undisturbed " + number(x["undisturbed"]);
