@@ -3,6 +3,7 @@
 #include <chrono>
 #include <iomanip>
 #include <ostream>
+#include <span>
 #include <sstream>
 #include <stdexcept>
 #include <thread>
@@ -101,6 +102,70 @@ void staged_costs(execution_mode mode, const overhead_settings& s, measure::rece
       << (iteration.empty() ? 0.0 : measure::summarize(iteration).mean) << " us\n";
 }
 
+// Where a busy iteration of the mailbox loop goes, in the mode as it runs by default (fused
+// where it fuses): rx -> tx with the `empty` workload, one sample re-run every iteration (policy
+// newest: a sample already processed is processed again and counted as a repeat), so the
+// iterations follow each other with no sensor wait. The stamps are the mailbox's and the loop
+// steps' own, the same device functions in every mode, so persistent mode is measured too.
+void mailbox_stages(execution_mode mode, const overhead_settings& s, measure::receipt& receipt,
+                    std::ostream& log) {
+  io_app app("empty");
+  run_options options;
+  options.policy = sample_policy::newest;
+  options.telemetry_samples = static_cast<std::size_t>(s.iterations) + 16;
+  const std::uint64_t token = io_app::token(1);
+  (void)app.mailbox().publish(std::as_bytes(std::span(&token, 1)));
+  auto handle = run_async(app, mode, options);
+  const auto deadline = std::chrono::steady_clock::now() + 20s;
+  while (handle->counters().iterations < static_cast<std::uint64_t>(s.iterations) + 16 &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(1ms);
+  }
+  const tear_down_report report = handle->tear_down();
+  const std::string m(to_string(mode));
+  if (!report.stopped || !report.error.empty()) {
+    throw std::runtime_error("overhead mailbox stages (" + m + "): " + report.error);
+  }
+  if (handle->telemetry_lost() != 0) {
+    throw std::runtime_error("overhead mailbox stages (" + m +
+                             "): " + std::to_string(handle->telemetry_lost()) +
+                             " telemetry entries lost; the stages need consecutive iterations");
+  }
+  const auto& entries = handle->telemetry();
+  std::vector<double> handler, decide, release_to_commit, commit_to_end, loop_back, iteration;
+  const auto us = [](std::uint64_t a, std::uint64_t b) { return static_cast<double>(b - a) / 1e3; };
+  for (std::size_t k = 8; k + 1 < entries.size(); ++k) {
+    const auto& e = entries[k];
+    const auto& next = entries[k + 1];
+    if (e.repeat == 0 || next.repeat == 0) continue;  // only back-to-back re-runs
+    handler.push_back(us(at(e, stage::handler_start), at(e, stage::handler_end)));
+    decide.push_back(us(at(e, stage::handler_end), at(e, stage::controller_end)));
+    release_to_commit.push_back(us(at(e, stage::controller_end), at(e, stage::commit)));
+    commit_to_end.push_back(us(at(e, stage::commit), at(e, stage::end_marker)));
+    loop_back.push_back(us(at(e, stage::end_marker), at(next, stage::handler_start)));
+    iteration.push_back(us(at(e, stage::handler_start), at(next, stage::handler_start)));
+  }
+  const std::string dev = "device %globaltimer stamps, mailbox rx -> tx re-running one sample: ";
+  receipt.results.push_back(
+      cost("mailbox_handler", m, dev + "handler start -> sample copied in", handler));
+  receipt.results.push_back(
+      cost("mailbox_decide", m, dev + "sample copied in -> controller released the DAG", decide));
+  receipt.results.push_back(cost("mailbox_release_to_commit", m,
+                                 dev + "DAG released -> output committed (the IF transition, "
+                                       "tail launch or barrier, and the egress)",
+                                 release_to_commit));
+  receipt.results.push_back(cost("mailbox_commit_to_end_marker", m,
+                                 dev + "output committed -> end marker", commit_to_end));
+  receipt.results.push_back(cost("mailbox_loop_back", m,
+                                 dev + "end marker -> next handler start (host-graph: the host's "
+                                       "synchronize and next launch)",
+                                 loop_back));
+  receipt.results.push_back(
+      cost("mailbox_iteration", m, dev + "handler start -> next handler start", iteration));
+  log << "overhead: " << m << " mailbox iteration mean "
+      << (iteration.empty() ? 0.0 : measure::summarize(iteration).mean) << " us\n";
+}
+
 // Idle iterations: nothing ever arrives, δ = 0, no in-kernel polling. `fuse`: the mailbox's
 // handler kernel carries the controller step (run_options::fuse), or a controller kernel runs.
 void idle_iteration(execution_mode mode, bool fuse, const overhead_settings& s,
@@ -186,6 +251,10 @@ measure::receipt run_overhead_bench(const overhead_settings& s, std::ostream& lo
   for (const auto mode :
        {execution_mode::while_loop, execution_mode::tail, execution_mode::host_graph}) {
     staged_costs(mode, s, receipt, log);
+  }
+  for (const auto mode : {execution_mode::while_loop, execution_mode::tail,
+                          execution_mode::host_graph, execution_mode::persistent}) {
+    mailbox_stages(mode, s, receipt, log);
   }
   for (const bool fuse : {true, false}) {
     idle_iteration(execution_mode::while_loop, fuse, s, receipt, log);
