@@ -44,22 +44,33 @@ std::uint64_t at(const telemetry_entry& e, stage s) {
   return e.stamp_ns[static_cast<std::size_t>(s)];
 }
 
-// Stage-by-stage costs of a free-running loop whose handler and body only stamp.
-void staged_costs(execution_mode mode, const overhead_settings& s, measure::receipt& receipt,
-                  std::ostream& log) {
-  overhead_app app;
-  run_options options;
-  options.telemetry_samples = static_cast<std::size_t>(s.iterations) + 16;
+// Runs `app` in `mode` for `iterations` loop iterations (20 s at most), tears it down and returns
+// the handle, whose telemetry stays readable. Room is kept for four times as many entries, so
+// the iterations run between reaching the count and stopping lose none: any loss is an error.
+std::unique_ptr<run_handle> run_stamped(Application& app, execution_mode mode, run_options options,
+                                        std::int64_t iterations, const std::string& what) {
+  options.telemetry_samples = static_cast<std::size_t>(iterations) * 4;
   auto handle = run_async(app, mode, options);
   const auto deadline = std::chrono::steady_clock::now() + 20s;
-  while (handle->counters().processed < static_cast<std::uint64_t>(s.iterations) + 16 &&
+  while (handle->counters().iterations < static_cast<std::uint64_t>(iterations) &&
          std::chrono::steady_clock::now() < deadline) {
     std::this_thread::sleep_for(1ms);
   }
   const tear_down_report report = handle->tear_down();
-  if (!report.stopped || !report.error.empty()) {
-    throw std::runtime_error("overhead (" + std::string(to_string(mode)) + "): " + report.error);
+  const std::string where = what + " (" + std::string(to_string(mode)) + "): ";
+  if (!report.stopped || !report.error.empty()) throw std::runtime_error(where + report.error);
+  if (handle->telemetry_lost() != 0) {
+    throw std::runtime_error(where + std::to_string(handle->telemetry_lost()) +
+                             " telemetry entries lost; the stages need consecutive iterations");
   }
+  return handle;
+}
+
+// Stage-by-stage costs of a free-running loop whose handler and body only stamp.
+void staged_costs(execution_mode mode, const overhead_settings& s, measure::receipt& receipt,
+                  std::ostream& log) {
+  overhead_app app;
+  const auto handle = run_stamped(app, mode, {}, s.iterations + 16, "overhead");
   const auto& entries = handle->telemetry();
   std::vector<double> handler, to_controller, controller, transition, body_to_end, loop_back,
       iteration;
@@ -112,25 +123,10 @@ void mailbox_stages(execution_mode mode, const overhead_settings& s, measure::re
   io_app app("empty");
   run_options options;
   options.policy = sample_policy::newest;
-  options.telemetry_samples = static_cast<std::size_t>(s.iterations) + 16;
   const std::uint64_t token = io_app::token(1);
   (void)app.mailbox().publish(std::as_bytes(std::span(&token, 1)));
-  auto handle = run_async(app, mode, options);
-  const auto deadline = std::chrono::steady_clock::now() + 20s;
-  while (handle->counters().iterations < static_cast<std::uint64_t>(s.iterations) + 16 &&
-         std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(1ms);
-  }
-  const tear_down_report report = handle->tear_down();
+  const auto handle = run_stamped(app, mode, options, s.iterations + 16, "overhead mailbox stages");
   const std::string m(to_string(mode));
-  if (!report.stopped || !report.error.empty()) {
-    throw std::runtime_error("overhead mailbox stages (" + m + "): " + report.error);
-  }
-  if (handle->telemetry_lost() != 0) {
-    throw std::runtime_error("overhead mailbox stages (" + m +
-                             "): " + std::to_string(handle->telemetry_lost()) +
-                             " telemetry entries lost; the stages need consecutive iterations");
-  }
   const auto& entries = handle->telemetry();
   std::vector<double> handler, decide, release_to_commit, commit_to_end, loop_back, iteration;
   const auto us = [](std::uint64_t a, std::uint64_t b) { return static_cast<double>(b - a) / 1e3; };
