@@ -1,5 +1,7 @@
 // eager mode: the host thread launches every operator's work itself, every iteration, and
-// decides on the host whether the DAG runs (reading the controller's verdict back). With
+// decides on the host whether the DAG runs (reading the controller's verdict back), or, where
+// the host's gate decides exactly (host_gate_decides), launches the whole iteration and waits
+// once. With
 // run_options::capture = forked the DAG's branches go on their own streams, joined by events
 // made at construction (an iteration allocates nothing).
 
@@ -64,21 +66,31 @@ class eager_executor final : public host_driven_executor {
             handler_order = plan().handler_order, body_order = plan().body_order,
             streams = streams(), dag_streams = shared_res()->dag_streams(),
             fuse_controller = shared_res()->config.fuse_controller != 0U,
-            fuse_end_marker = shared_res()->config.fuse_end_marker != 0U] {
+            fuse_end_marker = shared_res()->config.fuse_end_marker != 0U,
+            // One wait only where the DAG is one chain on the loop stream: forked branches are
+            // ordered after the handler by the read-back's synchronization.
+            gated = host_gate_decides(plan(), options().fuse) && streams().streams == 1 &&
+                    streams().join.empty()] {
       const cudaStream_t s = res->loop_stream.get();
       loop_state* loop = res->state();
+      const loop_control& c = *res->control();
+      const auto runs_before = host_load_acquire(c.processed) + host_load_acquire(c.repeated);
       compute_eager(handler_order, s, loop);
       if (!fuse_controller) launch_controller(loop, s);
-      RESIDENT_CUDA_TRY(cudaMemcpyAsync(released->data(), &loop->released, sizeof(std::uint32_t),
-                                        cudaMemcpyDeviceToHost, s));
-      res->loop_stream.synchronize();
-      if (*released->data_as<std::uint32_t>() == 0) return false;
+      if (!gated) {
+        // The controller's verdict, read back: the DAG is launched only for a released sample.
+        RESIDENT_CUDA_TRY(cudaMemcpyAsync(released->data(), &loop->released, sizeof(std::uint32_t),
+                                          cudaMemcpyDeviceToHost, s));
+        res->loop_stream.synchronize();
+        if (*released->data_as<std::uint32_t>() == 0) return false;
+      }
       // The synchronization above orders every branch stream after the controller, and the
       // previous iteration's branches joined stream 0 before its end marker.
       compute_eager(body_order, streams, dag_streams, branches->handles, loop);
       if (!fuse_end_marker) launch_end_marker(loop, s);
       res->loop_stream.synchronize();
-      return true;
+      if (!gated) return true;
+      return host_load_acquire(c.processed) + host_load_acquire(c.repeated) != runs_before;
     };
   }
 

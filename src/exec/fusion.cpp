@@ -45,6 +45,10 @@ bool egress_can_carry_end_marker(const std::vector<Operator*>& handler_order,
          count_of<io::mailbox_tx>(body_order) == 1 && count_of<io::mailbox_tx>(handler_order) == 0;
 }
 
+bool host_gate_decides(const dag_plan& plan, bool fuse) {
+  return fuse && handler_can_carry_controller(plan.handler_order, plan.body_order);
+}
+
 std::vector<cudaGraphNode_t> controller_after(cudaGraph_t g, const captured& handler,
                                               const dag_plan& plan, bool fuse, loop_resources& res,
                                               kernel_launcher launch) {

@@ -25,6 +25,17 @@ namespace resident::detail {
 [[nodiscard]] bool egress_can_carry_end_marker(const std::vector<Operator*>& handler_order,
                                                const std::vector<Operator*>& body_order);
 
+/// Host-driven modes (eager, host-graph): the host's gate decides exactly when the controller
+/// releases, so the DAG needs no device-side condition. True when `fuse` and the handler is the
+/// mailbox's (handler_can_carry_controller): its host gate and the device's sample choice are the
+/// one select_sample rule, and the host launches an iteration only after the one before it
+/// completed, so a gate that passed means a sample the controller releases. host-graph then
+/// captures handler -> DAG -> egress without the IF node (whose transition is most of what it
+/// costs over one launch, docs/findings.md), and eager launches the whole iteration before its
+/// one wait. The mailbox's egress and the end marker commit and count only a released iteration,
+/// so even a pass that released nothing would leave no output and no count.
+[[nodiscard]] bool host_gate_decides(const dag_plan& plan, bool fuse);
+
 /// Graph modes: the controller step after the captured handler. When `fuse` and the handler is
 /// the mailbox's single kernel node (its whole frontier), that kernel runs it: nothing is
 /// captured and res.config.fuse_controller is set. Otherwise `launch` (the mode's controller

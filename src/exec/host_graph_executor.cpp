@@ -1,6 +1,8 @@
 // host-graph mode (the paper's CPU-CG): the host thread launches one captured graph per
 // iteration and synchronizes. The graph is the same body a WHILE iteration runs (handler ->
-// controller -> IF[DAG -> end marker]); only who releases the iteration differs.
+// controller -> IF[DAG -> end marker]); only who releases the iteration differs. Where the host's
+// gate decides exactly (host_gate_decides: the mailbox's handler, fused), the graph is handler ->
+// DAG -> egress without the IF.
 
 #include "exec/capture.hpp"
 #include "exec/fusion.hpp"
@@ -30,17 +32,25 @@ class host_graph_executor final : public host_driven_executor {
 
  private:
   void build() {
-    const cudaGraphConditionalHandle if_handle = partition::make_conditional_handle(
-        _graph.get(), options().partition.get(), 0, cudaGraphCondAssignDefault);
-    res().config.has_if = 1;
-    res().config.if_handle = if_handle;
-
     const auto handler =
         capture_operators(_graph.get(), {}, plan().handler_order, res().handler_stream.get(),
                           loop(), "host-graph", graph_kind::host_launched);
     // Fused where the handler and egress can carry the loop steps (src/exec/fusion.hpp).
     const auto ctrl =
         controller_after(_graph.get(), handler, plan(), options().fuse, res(), launch_controller);
+    if (host_gate_decides(plan(), options().fuse)) {
+      // The host's gate decided already: the DAG follows the handler in the one graph.
+      res().config.has_if = 0;
+      const auto dag =
+          capture_operators(_graph.get(), ctrl, plan().body_order, streams(), res().dag_streams(),
+                            loop(), "host-graph", graph_kind::host_launched);
+      end_marker_after(_graph.get(), dag, plan(), options().fuse, res(), launch_end_marker);
+      return;
+    }
+    const cudaGraphConditionalHandle if_handle = partition::make_conditional_handle(
+        _graph.get(), options().partition.get(), 0, cudaGraphCondAssignDefault);
+    res().config.has_if = 1;
+    res().config.if_handle = if_handle;
     cudaGraph_t body = add_conditional(_graph.get(), ctrl, if_handle, cudaGraphCondTypeIf,
                                        options().partition.get());
     const auto dag = capture_operators(body, {}, plan().body_order, streams(), res().dag_streams(),

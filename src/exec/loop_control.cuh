@@ -139,6 +139,12 @@ __device__ inline void end_marker_step(loop_state* s) {
   // memory, and a PCIe read of ours in flight then was seen to slow the egress commit
   // (release -> commit +0.5 µs in bench io). After it, the read overlaps our own commit.
   wait_for_previous_kernels();
+  // Host-gated iterations (fusion.hpp) run the DAG without a device condition: one that
+  // released nothing is not counted (host-driven modes only; the others end the pass here only
+  // when released).
+  if constexpr (!Tail) {
+    if (s->released == 0U) return;
+  }
   const std::uint32_t tear_down = detail::tear_down_word(s);
   stamp(s, stage::end_marker);
   note_sm(s);

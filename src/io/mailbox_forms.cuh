@@ -130,6 +130,10 @@ __device__ inline void mailbox_rx_pass(const mailbox_view& mb, loop_state* loop,
 
 __device__ inline void mailbox_tx_commit(const mailbox_view& mb, loop_state* loop,
                                          const std::byte* in) {
+  // Only a released iteration commits. Every mode runs the egress only then, except the
+  // host-gated ones (fusion.hpp, host_gate_decides), where this keeps a pass that released
+  // nothing from publishing; every thread reads the same word, so all return together.
+  if (loop->released == 0U) return;
   const std::uint64_t seq = device::current_sample(loop);
   // The commit number versions the output: unique per commit (device memory, this kernel is its
   // only writer), so a reader cannot mistake a repeat of the same sample, written over the

@@ -204,9 +204,9 @@ class one_graph_app final : public Application {
   graph _graph = graph::adopt(nullptr);
 };
 
-std::string run_error(Application& app, execution_mode mode) {
+std::string run_error(Application& app, execution_mode mode, run_options options = {}) {
   try {
-    auto run = run_async(app, mode);
+    auto run = run_async(app, mode, std::move(options));
     (void)run->tear_down();
   } catch (const composition_error& e) {
     return e.what();
@@ -224,16 +224,27 @@ bool round_trip(io::mailbox& mb) {
   return mb.wait_output(before, out, 5s).seq == seq && out == sample;
 }
 
-TEST(captured_graph, host_node_is_refused_by_graph_modes_naming_operator_and_node_eager_runs_it) {
+TEST(captured_graph, host_node_is_refused_in_conditional_bodies_naming_operator_and_node) {
   RESIDENT_REQUIRE_GPU();
   one_graph_app app(
       [](cudaStream_t s) { RESIDENT_CUDA_TRY(cudaLaunchHostFunc(s, host_noop, nullptr)); });
+  // host-graph keeps its DAG in an IF body when not fused; fused, the mailbox's host gate
+  // decides and the DAG follows the handler in the launched graph itself (below).
+  run_options separate;
+  separate.fuse = false;
   for (const auto mode : {execution_mode::host_graph, execution_mode::while_loop}) {
     SCOPED_TRACE(std::string(to_string(mode)));
-    const std::string error = run_error(app, mode);
+    const std::string error = run_error(app, mode, separate);
     EXPECT_THAT(error, HasSubstr("operator 'user_graph' (captured_graph): its graph holds a host "
                                  "node, and a conditional node's body may hold only"));
     EXPECT_THAT(error, HasSubstr("eager mode"));
+  }
+  EXPECT_THAT(run_error(app, execution_mode::while_loop),
+              HasSubstr("a conditional node's body may hold only"));
+  {
+    auto gated = run_async(app, execution_mode::host_graph);
+    EXPECT_TRUE(round_trip(*app.mailbox)) << "host-graph, fused: no IF body, the host node runs";
+    EXPECT_TRUE(gated->tear_down().stopped);
   }
   const std::string tail = run_error(app, execution_mode::tail);
   EXPECT_THAT(tail,
