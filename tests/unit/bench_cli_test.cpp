@@ -95,6 +95,16 @@ TEST(cli_flags, bench_io_and_loops_refuse_negative_and_zero_counts) {
   }
 }
 
+TEST(cli_flags, bench_io_fuses_unless_told_not_to) {
+  CLI::App root;
+  bench_io_command_settings io;
+  add_bench_io_options(root, io);
+  EXPECT_EQ(parse_error(root, "io"), "");
+  EXPECT_TRUE(io.resolve().fuse);
+  EXPECT_EQ(parse_error(root, "io --no-fuse"), "");
+  EXPECT_FALSE(io.resolve().fuse);
+}
+
 TEST(cli_flags, bench_io_peers_flag_runs_all_four_peers) {
   CLI::App root;
   bench_io_command_settings io;

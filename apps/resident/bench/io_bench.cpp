@@ -163,6 +163,7 @@ struct io_run {
     options.policy = sample_policy::skip_duplicate;
     options.idle_sleep_ns = s.sleep_ns;
     options.poll_ns = s.poll_ns;
+    options.fuse = s.fuse;
     options.telemetry_samples = total + 64;
     options.stall_timeout = std::max<std::chrono::milliseconds>(
         2000ms, std::chrono::milliseconds(4 * (s.sleep_ns + s.poll_ns) / 1'000'000 + 1));
@@ -482,6 +483,7 @@ measure::receipt run_io_bench(const io_settings& s, std::ostream& log) {
                       {"rate_hz", s.rate_hz},
                       {"sleep_ns", s.sleep_ns},
                       {"poll_ns", s.poll_ns},
+                      {"fuse", s.fuse},
                       {"policy", "skip-duplicate"},
                       {"modes", s.modes},
                       {"workloads", s.workloads},

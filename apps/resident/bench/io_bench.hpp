@@ -35,6 +35,7 @@ struct io_settings {
   /// Actuator threads (the first on actuator_cpu, the rest on the highest free cores), each
   /// polling the output; a sample counts as seen at the earliest sighting. 1..4.
   int observers{2};
+  bool fuse{true};        // run_options::fuse (false: separate controller and end marker, IF kept)
   bool realtime{true};    // ask for SCHED_FIFO for the three pinned threads
   bool stress_ng{false};  // use stress-ng for "stress" instead of the built-in hogs
   std::string csv_path;   // raw samples, when set

@@ -45,6 +45,9 @@ CLI::App* add_bench_io_options(CLI::App& bench, bench_io_command_settings& s) {
       ->check(whole_in(1, 4))
       ->capture_default_str();
   app->add_flag("--no-fifo", s.no_fifo, "do not ask for SCHED_FIFO");
+  app->add_flag("--no-fuse", s.no_fuse,
+                "separate controller and end-marker kernels, and host-graph's IF kept (to compare "
+                "with the fused default)");
   app->add_option("--repeats", io.repeats,
                   "runs of every configuration in this process; targets use their median")
       ->check(whole_in(1, 10))
@@ -72,6 +75,7 @@ bench::io_settings bench_io_command_settings::resolve() const {
   out.workloads = split_list(workloads);
   out.contention = split_list(contention);
   out.realtime = !no_fifo;
+  out.fuse = !no_fuse;
   if (peers) out.peers = {"while", "tail", "host-graph", "persistent"};
   out.validate();
   return out;

@@ -15,6 +15,7 @@ struct bench_io_command_settings {
   std::string contention{"none,stress"};
   bool quick{false};
   bool no_fifo{false};
+  bool no_fuse{false};
   bool peers{false};
   std::string json;
 
