@@ -65,9 +65,21 @@ __device__ void barrier() {
   }
 }
 
-/// The leader's verdict, read by every thread after a barrier.
-__device__ std::uint32_t verdict_of(const loop_state* loop) {
-  return *static_cast<const volatile std::uint32_t*>(&loop->persistent_next);
+/// The leader's verdict, read by every thread after a barrier: from shared memory in one block
+/// (no trip to L2 on the way from the decision to the DAG), from the loop state across a grid.
+template <bool Grid>
+__device__ std::uint32_t verdict_of(const loop_state* loop, const volatile std::uint32_t& shared) {
+  if constexpr (Grid) {
+    return *static_cast<const volatile std::uint32_t*>(&loop->persistent_next);
+  } else {
+    return shared;
+  }
+}
+
+/// The leader publishes its verdict where verdict_of reads it.
+__device__ void set_verdict(loop_state* loop, volatile std::uint32_t& shared, std::uint32_t v) {
+  loop->persistent_next = v;
+  shared = v;
 }
 
 template <bool Grid>
@@ -75,6 +87,7 @@ __global__ void __launch_bounds__(persistent_threads)
     persistent_kernel(loop_state* loop, const persistent_step* steps, int handler_steps,
                       int body_steps) {
   const bool leader = blockIdx.x == 0 && threadIdx.x == 0;
+  __shared__ std::uint32_t shared_verdict;
   for (;;) {
     // The controller's early read of the tear-down word overlaps the handler's polling.
     device::early_read ahead;
@@ -85,12 +98,13 @@ __global__ void __launch_bounds__(persistent_threads)
     }
     if (leader) {
       device::controller_decide<false>(loop, ahead);
-      loop->persistent_next = loop->stop_requested != 0U ? stop
-                              : loop->released != 0U     ? run_dag
-                                                         : idle;
+      set_verdict(loop, shared_verdict,
+                  loop->stop_requested != 0U ? stop
+                  : loop->released != 0U     ? run_dag
+                                             : idle);
     }
     barrier<Grid>();
-    const std::uint32_t v = verdict_of(loop);
+    const std::uint32_t v = verdict_of<Grid>(loop, shared_verdict);
     if (v == stop) return;
     if (v == run_dag) {
       for (int i = 0; i < body_steps; ++i) {
@@ -99,10 +113,10 @@ __global__ void __launch_bounds__(persistent_threads)
       }
       if (leader) {
         device::end_marker_step<false>(loop);
-        loop->persistent_next = loop->stop_requested != 0U ? stop : idle;
+        set_verdict(loop, shared_verdict, loop->stop_requested != 0U ? stop : idle);
       }
       barrier<Grid>();
-      if (verdict_of(loop) == stop) return;
+      if (verdict_of<Grid>(loop, shared_verdict) == stop) return;
     }
     barrier<Grid>();  // the verdict is written again only after every thread read it
   }
