@@ -90,6 +90,8 @@ std::uint64_t mailbox::published() const noexcept { return host_load_acquire(*_h
 
 std::uint64_t mailbox::output_seq() const noexcept { return latest_output().seq; }
 
+std::uint64_t mailbox::output_commit() const noexcept { return host_load_acquire(*_out_end_host); }
+
 output_stamp mailbox::latest_output() const noexcept {
   for (;;) {
     const std::uint64_t end = host_load_acquire(*_out_end_host);

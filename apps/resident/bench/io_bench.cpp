@@ -191,7 +191,10 @@ struct io_run {
     io::mailbox& mb = app.mailbox();
     ob.grant = measure::configure_current_thread(ob.cpu, s.realtime);
     const measure::thread_sched sched0 = measure::read_thread_sched();
-    std::uint64_t last = mb.output_seq();
+    // The poll reads the one word the egress writes last (its commit number): it changes
+    // exactly when an output is whole, and a read of it never waits out a commit in progress,
+    // which a read of the whole stamp does (its retries would count as poll gap).
+    std::uint64_t last = mb.output_commit();
     std::array<std::byte, 8> out{};
     // Clock read just before the last read that found the output unchanged: an output seen
     // now landed after it, so `t - polled` bounds how late the sighting can be. (Taken
@@ -202,24 +205,28 @@ struct io_run {
       const std::int64_t before = now_ns();
       if (before - previous > s.disturbance_ns) ob.stalls.record(previous, before - previous);
       previous = before;
-      const std::uint64_t seq = mb.output_seq();
-      if (seq == last) {
+      const std::uint64_t commit = mb.output_commit();
+      if (commit == last) {
         polled = before;
         cpu_relax();
         continue;
       }
       const std::int64_t t = now_ns();  // first sight of this output
-      const std::uint64_t read = mb.read_output(out).seq;
+      const io::output_stamp got = mb.read_output(out);
+      // A newer commit overtook the one seen: the next poll sees that one (later, so its bound
+      // stays honest); the one overtaken was not identified, as if never seen.
+      if (got.commit != commit) continue;
+      const std::uint64_t seq = got.seq;
       const std::uint64_t i = seq - base;
       if (seq > base && i <= total && ob.seen_ns[i] < 0) {
         ob.seen_ns[i] = t;
         ob.poll_gap_ns[i] = t - polled;
-        if (read == seq && !app.output_matches(io_app::token(seq), out)) ob.wrong[i] = 1;
+        if (!app.output_matches(io_app::token(seq), out)) ob.wrong[i] = 1;
       } else {
         ++ob.stray;
       }
-      last = seq;
-      polled = now_ns();  // nothing newer than `seq` was checked for before this
+      last = commit;
+      polled = now_ns();  // nothing newer than this commit was checked for before this
     }
     ob.sched = measure::sched_delta(sched0, measure::read_thread_sched());
   }

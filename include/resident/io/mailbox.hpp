@@ -72,6 +72,11 @@ class mailbox {
   // ---- actuator side (one thread) ---------------------------------------------------------
   /// Sequence number of the latest committed output (0: none yet).
   [[nodiscard]] std::uint64_t output_seq() const noexcept;
+  /// Commit number of the latest complete output (0: none yet), in one read of the word the
+  /// egress writes last: it changes exactly when a new output is readable, and reading it never
+  /// waits for a commit in progress (latest_output() retries until the commit is whole). The
+  /// cheapest poll for "is there something new".
+  [[nodiscard]] std::uint64_t output_commit() const noexcept;
   /// Sample and commit number of the latest committed output (empty: none yet), without its
   /// payload: what to pass to wait_output() as `after`.
   [[nodiscard]] output_stamp latest_output() const noexcept;
