@@ -66,7 +66,9 @@ TEST(mailbox, a_host_loop_reads_the_newest_input_and_commits_outputs_with_new_nu
   EXPECT_EQ(mb.read_input(9, in, sample_policy::every), 0U);
 
   std::vector<std::byte> result(8, std::byte{0x5A});
+  EXPECT_EQ(mb.output_commit(), 0U) << "no output yet";
   mb.commit_output_from_host(3, result);
+  EXPECT_EQ(mb.output_commit(), 1U) << "the commit word moves with each whole output";
   std::vector<std::byte> seen(8);
   const io::output_stamp first = mb.wait_output({}, seen, std::chrono::milliseconds(100));
   EXPECT_EQ(first.seq, 3U);
@@ -76,6 +78,7 @@ TEST(mailbox, a_host_loop_reads_the_newest_input_and_commits_outputs_with_new_nu
   const io::output_stamp again = mb.wait_output(first, seen, std::chrono::milliseconds(100));
   EXPECT_EQ(again.seq, 3U);
   EXPECT_EQ(again.commit, 2U);
+  EXPECT_EQ(mb.output_commit(), again.commit);
 
   std::vector<std::byte> wrong(7);
   EXPECT_THROW((void)mb.read_input(0, wrong), std::invalid_argument);
