@@ -1,6 +1,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <string_view>
+#include <thread>
 
 #include "gpu/support.hpp"
 #include "resident/app/loop_device.cuh"
@@ -215,6 +216,16 @@ std::vector<std::vector<std::byte>> drive_lockstep(io::mailbox& mb,
     outputs.push_back(std::move(out));
   }
   return outputs;
+}
+
+bool wait_for_passes_beyond(const run_handle& run, std::uint64_t passes,
+                            std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (run.counters().iterations <= passes) {
+    if (std::chrono::steady_clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(1ms);
+  }
+  return true;
 }
 
 float as_float(const std::vector<std::byte>& bytes) {

@@ -148,4 +148,12 @@ std::vector<std::vector<std::byte>> drive_lockstep(io::mailbox& mb,
 
 float as_float(const std::vector<std::byte>& bytes);
 
+/// Waits until the loop has made more than `passes` controller passes (idle ones included): a
+/// resident loop with no input keeps passing, so this ends unless the loop stopped. How many
+/// idle passes fall between lockstep samples depends on timing (none under a slow tool such as
+/// compute-sanitizer), so tests that check idle passes are counted wait for one after the last
+/// sample. Returns false on timeout.
+[[nodiscard]] bool wait_for_passes_beyond(const run_handle& run, std::uint64_t passes,
+                                          std::chrono::milliseconds timeout = 5000ms);
+
 }  // namespace resident::testing

@@ -1,6 +1,7 @@
 #include "bench/overhead_bench.hpp"
 
 #include <chrono>
+#include <functional>
 #include <iomanip>
 #include <ostream>
 #include <span>
@@ -47,10 +48,14 @@ std::uint64_t at(const telemetry_entry& e, stage s) {
 // Runs `app` in `mode` for `iterations` loop iterations (20 s at most), tears it down and returns
 // the handle, whose telemetry stays readable. Room is kept for four times as many entries, so
 // the iterations run between reaching the count and stopping lose none: any loss is an error.
+// `started` runs once the loop is up (a sample published before it would be before the loop's
+// start point, which the loop never processes).
 std::unique_ptr<run_handle> run_stamped(Application& app, execution_mode mode, run_options options,
-                                        std::int64_t iterations, const std::string& what) {
+                                        std::int64_t iterations, const std::string& what,
+                                        const std::function<void()>& started = {}) {
   options.telemetry_samples = static_cast<std::size_t>(iterations) * 4;
   auto handle = run_async(app, mode, options);
+  if (started) started();
   const auto deadline = std::chrono::steady_clock::now() + 20s;
   while (handle->counters().iterations < static_cast<std::uint64_t>(iterations) &&
          std::chrono::steady_clock::now() < deadline) {
@@ -124,8 +129,9 @@ void mailbox_stages(execution_mode mode, const overhead_settings& s, measure::re
   run_options options;
   options.policy = sample_policy::newest;
   const std::uint64_t token = io_app::token(1);
-  (void)app.mailbox().publish(std::as_bytes(std::span(&token, 1)));
-  const auto handle = run_stamped(app, mode, options, s.iterations + 16, "overhead mailbox stages");
+  const auto handle =
+      run_stamped(app, mode, options, s.iterations + 16, "overhead mailbox stages",
+                  [&] { (void)app.mailbox().publish(std::as_bytes(std::span(&token, 1))); });
   const std::string m(to_string(mode));
   const auto& entries = handle->telemetry();
   std::vector<double> handler, decide, release_to_commit, commit_to_end, loop_back, iteration;
