@@ -26,13 +26,18 @@ import threading
 import time
 from typing import Any, Iterator, Sequence
 
-import torch
+try:
+    import torch
+except ImportError:  # --merge needs no PyTorch; a run says it is missing (main)
+    torch = None
 
 import resident
 from resident.bench.inference_targets import judge, merge
 from resident.bench.report import write_html
 from resident.bench.stats import summarize_run
-from resident.torch import make_torch_operator
+
+if torch is not None:
+    from resident.torch import make_torch_operator
 
 MODELS = ("shufflenet_v2_x0_5", "mobilenet_v2", "efficientnet_b0", "resnet50", "vgg16")
 MODES = ("host-graph", "while", "tail", "torch-peer")  # torch-peer: PyTorch alone
@@ -72,7 +77,7 @@ def load_images(folder: str, count: int = IMAGES) -> torch.Tensor:
     return ((batch - mean) / std).contiguous().cuda()
 
 
-class Classify(torch.nn.Module):
+class Classify(torch.nn.Module if torch is not None else object):
     """index (int32[1]) -> (top-1 class, its logit) as float32[2], the image gathered on the GPU."""
 
     def __init__(self, model: torch.nn.Module, images: torch.Tensor) -> None:
@@ -373,6 +378,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         page = write(merge(parts), args)
         print(f"inference: merged {len(parts)} receipts into {args.json}, report {page}")
         return 0
+    if torch is None:
+        print("inference: a run needs PyTorch and torchvision, which this Python lacks "
+              "(--merge works without them)", file=sys.stderr)
+        return 2
     if resident.device_count() == 0:
         print(f"inference: {resident.no_device_reason()}", file=sys.stderr)
         return 2

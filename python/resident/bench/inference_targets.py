@@ -56,8 +56,13 @@ def judge(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
         if quiet is None or stress is None or quiet["jitter"] <= 0:
             out.append(_verdict(target, None, 1.2, "while quiet or under stress not run"))
         else:
-            out.append(_verdict(target, stress["jitter"] / quiet["jitter"], 1.2,
-                                f"{stress['jitter']:.1f} / {quiet['jitter']:.1f} us"))
+            detail = f"{stress['jitter']:.1f} / {quiet['jitter']:.1f} us"
+            # Reported beside it, not targeted: host-graph under the same load (host noise).
+            hg = _find(results, m, "stress", "host-graph")
+            if hg is not None and stress["jitter"] > 0:
+                detail += (f"; host-graph J under stress {hg['jitter']:.1f} us, "
+                           f"{hg['jitter'] / stress['jitter']:.1f}x while's")
+            out.append(_verdict(target, stress["jitter"] / quiet["jitter"], 1.2, detail))
         peer = _find(results, m, "none", "torch-peer")
         for mode, limit, name in (("host-graph", 10.0, "host-graph mean - PyTorch peer mean"),
                                   ("while", 0.0, "while mean - PyTorch peer mean")):
