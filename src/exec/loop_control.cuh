@@ -74,8 +74,15 @@ __device__ inline early_read read_ahead(const loop_state* s) {
 
 /// The controller pass, after read_ahead() (a fused handler issues it at its kernel's start, so
 /// the round trip overlaps the handler's polling).
+/// What a pass decided, for a caller that acts on it (the persistent kernel): the DAG was
+/// released, or the loop stopped. Both are also in the loop state (released, stop_requested).
+struct pass_outcome {
+  bool released{false};
+  bool stopped{false};
+};
+
 template <bool Tail>
-__device__ inline void controller_decide(loop_state* s, early_read ahead);
+__device__ inline pass_outcome controller_decide(loop_state* s, early_read ahead);
 
 template <bool Tail>
 __device__ inline void controller_step(loop_state* s) {
@@ -85,22 +92,39 @@ __device__ inline void controller_step(loop_state* s) {
 }
 
 template <bool Tail>
-__device__ inline void controller_decide(loop_state* s, early_read ahead) {
-  const bool expect_idle = ahead.expect_idle;
-  const std::uint32_t early_tear_down = ahead.tear_down;
+__device__ inline pass_outcome controller_decide(loop_state* s, early_read ahead) {
+  // Every loop-state word the pass needs is loaded up front, together. Each load is an L2 round
+  // trip (a kernel starts with a cold L1), and a pass that branches on one word before loading
+  // the next pays them one after another: nine such round trips were most of the controller's
+  // 1.1 µs (bench overhead). The run's configuration can be read before the wait (the host
+  // wrote it before launch); the per-iteration words only after it.
+  const bool free_running = s->free_running != 0U;
+  const bool record_sms = s->record_sms != 0U;
+  const bool has_if = s->has_if != 0U;
+  const bool preempt_hooked = s->preempt.word != nullptr;
+  const sample_policy policy = s->policy;
+  const std::uint64_t idle_sleep = s->idle_sleep_ns;
+  loop_control* const control = s->control;
+  const cudaGraphConditionalHandle if_handle = s->if_handle;
   wait_for_previous_kernels();
+  const std::uint64_t handler_published = s->published;
+  const std::uint64_t last = s->last;
+  const std::uint64_t processed = s->processed;
+  const std::uint64_t iteration = s->iterations + 1;
+  const bool first_pass = iteration == 1;
+
   const std::uint64_t now = globaltimer_ns();
   s->stamp_ns[static_cast<std::size_t>(stage::controller_start)] = now;
-  note_sm(s);
-  if (s->iterations == 0) s->first_pass_ns = now;
+  if (record_sms) note_sm(s);
+  if (first_pass) s->first_pass_ns = now;
   s->last_pass_ns = now;
-  const std::uint64_t iteration = ++s->iterations;
+  s->iterations = iteration;
   // Relaxed: the heartbeat is a liveness signal; nothing is read through it.
-  store_relaxed_system(s->control->heartbeat, iteration);
+  store_relaxed_system(control->heartbeat, iteration);
 
-  const std::uint64_t published = s->free_running != 0U ? s->last + 1 : s->published;
+  const std::uint64_t published = free_running ? last + 1 : handler_published;
   s->published = 0;  // consumed: a handler publishes afresh every iteration
-  const release_decision d = decide_release(s->policy, published, s->last, s->processed > 0);
+  const release_decision d = decide_release(policy, published, last, processed > 0);
   s->released = d.run ? 1U : 0U;
   s->repeat = d.repeat ? 1U : 0U;
   s->current = d.seq;
@@ -108,33 +132,40 @@ __device__ inline void controller_decide(loop_state* s, early_read ahead) {
   // An idle pass acts on tear-down; a releasing pass leaves it to the end marker, so the DAG of
   // a released sample always runs. Either way: within one iteration.
   bool stop = false;
-  if (!d.run) stop = (expect_idle ? early_tear_down : detail::tear_down_word(s)) != 0U;
+  if (!d.run) stop = (ahead.expect_idle ? ahead.tear_down : detail::tear_down_word(s)) != 0U;
   // Raised for a repeat (newest policy) or by a handler that does not raise; cleared when a
   // handler raised for a sample it then could not deliver (the ring lapped it), so an idle
   // loop never holds best-effort work off.
-  if (d.run) {
-    raise_preempt(s);
-  } else {
-    clear_preempt(s);
+  if (preempt_hooked) {
+    if (d.run) {
+      raise_preempt(s);
+    } else {
+      clear_preempt(s);
+    }
   }
-  if (s->has_if != 0U) cudaGraphSetConditional(s->if_handle, d.run ? 1U : 0U);
+  if (has_if) cudaGraphSetConditional(if_handle, d.run ? 1U : 0U);
   stamp(s, stage::controller_end);
   if (stop) {
     detail::stop_loop(s);  // tail: no launch, the chain of graphs ends here
-    return;
+    return {false, true};
   }
-  if (!d.run && s->idle_sleep_ns > 0) sleep_ns(s->idle_sleep_ns);
+  if (!d.run && idle_sleep > 0) sleep_ns(idle_sleep);
   if constexpr (Tail) {
     const cudaError_t e =
         cudaGraphLaunch(d.run ? s->work_exec : s->main_exec, cudaStreamGraphTailLaunch);
-    if (e != cudaSuccess) detail::fail(s, e);
+    if (e != cudaSuccess) {
+      detail::fail(s, e);
+      return {d.run, true};
+    }
   }
+  return {d.run, false};
 }
 
 /// Commits the iteration (counters, last processed sample, host-visible mirror, telemetry),
 /// then ends the loop if tear-down was requested, or (tail) relaunches graph M. Single thread.
+/// Returns whether the loop stopped (tear-down, or a failed tail launch).
 template <bool Tail>
-__device__ inline void end_marker_step(loop_state* s) {
+__device__ inline bool end_marker_step(loop_state* s) {
   // Not before the wait: this kernel may start while the egress kernel still writes to host
   // memory, and a PCIe read of ours in flight then was seen to slow the egress commit
   // (release -> commit +0.5 µs in bench io). After it, the read overlaps our own commit.
@@ -143,7 +174,7 @@ __device__ inline void end_marker_step(loop_state* s) {
   // released nothing is not counted (host-driven modes only; the others end the pass here only
   // when released).
   if constexpr (!Tail) {
-    if (s->released == 0U) return;
+    if (s->released == 0U) return false;
   }
   const std::uint32_t tear_down = detail::tear_down_word(s);
   stamp(s, stage::end_marker);
@@ -165,12 +196,16 @@ __device__ inline void end_marker_step(loop_state* s) {
   clear_preempt(s);  // the iteration's real-time work is done: best-effort work may resume
   if (tear_down != 0U) {
     detail::stop_loop(s);
-    return;
+    return true;
   }
   if constexpr (Tail) {
     const cudaError_t e = cudaGraphLaunch(s->main_exec, cudaStreamGraphTailLaunch);
-    if (e != cudaSuccess) detail::fail(s, e);
+    if (e != cudaSuccess) {
+      detail::fail(s, e);
+      return true;
+    }
   }
+  return false;
 }
 
 }  // namespace resident::device

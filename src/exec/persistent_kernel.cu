@@ -97,11 +97,10 @@ __global__ void __launch_bounds__(persistent_threads)
       barrier<Grid>();  // each form sees what the one before it wrote
     }
     if (leader) {
-      device::controller_decide<false>(loop, ahead);
-      set_verdict(loop, shared_verdict,
-                  loop->stop_requested != 0U ? stop
-                  : loop->released != 0U     ? run_dag
-                                             : idle);
+      // The verdict from the pass's own outcome, not read back from the loop state (a load
+      // between the decision and the DAG).
+      const device::pass_outcome o = device::controller_decide<false>(loop, ahead);
+      set_verdict(loop, shared_verdict, o.stopped ? stop : o.released ? run_dag : idle);
     }
     barrier<Grid>();
     const std::uint32_t v = verdict_of<Grid>(loop, shared_verdict);
@@ -112,8 +111,8 @@ __global__ void __launch_bounds__(persistent_threads)
         barrier<Grid>();
       }
       if (leader) {
-        device::end_marker_step<false>(loop);
-        set_verdict(loop, shared_verdict, loop->stop_requested != 0U ? stop : idle);
+        const bool stopped = device::end_marker_step<false>(loop);
+        set_verdict(loop, shared_verdict, stopped ? stop : idle);
       }
       barrier<Grid>();
       if (verdict_of<Grid>(loop, shared_verdict) == stop) return;

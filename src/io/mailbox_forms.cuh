@@ -57,6 +57,10 @@ __device__ inline void mailbox_rx_pass(const mailbox_view& mb, loop_state* loop,
   const bool have_processed = loop->processed > 0;
   const sample_policy policy = loop->policy;
   const std::uint64_t poll_ns = loop->poll_ns;
+  // Loaded now, with the words above, not where they are used: after the sample is seen, every
+  // load that a branch waits on is an L2 round trip between sensor and actuator.
+  const bool preempt_hooked = loop->preempt.word != nullptr;
+  const bool raise_after_input = loop->preempt.after_input != 0U;
   const std::uint64_t start = threadIdx.x == 0 ? device::globaltimer_ns() : 0;
   if (threadIdx.x == 0) {
     loop->stamp_ns[static_cast<std::size_t>(stage::handler_start)] = start;
@@ -94,7 +98,7 @@ __device__ inline void mailbox_rx_pass(const mailbox_view& mb, loop_state* loop,
       // the copy, so the drain overlaps it), unless the hook asks for after the copy. With a
       // lead the word may be up already, raised for this sample before it came.
       if (pick != last) {
-        if (loop->preempt.after_input == 0U) device::raise_preempt(loop);
+        if (preempt_hooked && !raise_after_input) device::raise_preempt(loop);
         if (anticipating) {
           device::note_sample_due(loop, loop->stamp_ns[static_cast<std::size_t>(stage::detect)]);
         }
@@ -117,7 +121,7 @@ __device__ inline void mailbox_rx_pass(const mailbox_view& mb, loop_state* loop,
     if (threadIdx.x == 0) {
       consistent = load_acquire_system(slot_seq(mb, pick)) == pick;
       if (consistent) {
-        if (loop->preempt.after_input != 0U) device::raise_preempt(loop);  // else at detect
+        if (preempt_hooked && raise_after_input) device::raise_preempt(loop);  // else at detect
         device::publish(loop, pick);
         device::stamp(loop, stage::handler_end);
       }
@@ -133,14 +137,18 @@ __device__ inline void mailbox_tx_commit(const mailbox_view& mb, loop_state* loo
   // Only a released iteration commits. Every mode runs the egress only then, except the
   // host-gated ones (fusion.hpp, host_gate_decides), where this keeps a pass that released
   // nothing from publishing; every thread reads the same word, so all return together.
-  if (loop->released == 0U) return;
+  // The three words are loaded together, before the branch on the first: one L2 round trip
+  // on the path to the actuator instead of two.
+  const std::uint32_t released = loop->released;
   const std::uint64_t seq = device::current_sample(loop);
+  const std::uint64_t commits_before = threadIdx.x == 0 ? *mb.commits : 0;
+  if (released == 0U) return;
   // The commit number versions the output: unique per commit (device memory, this kernel is its
   // only writer), so a reader cannot mistake a repeat of the same sample, written over the
   // payload while it copied it, for the output it started reading.
   std::uint64_t commit = 0;  // thread 0's
   if (threadIdx.x == 0) {
-    commit = *mb.commits + 1;
+    commit = commits_before + 1;
     *mb.commits = commit;
     store_relaxed_system(*mb.out_begin, commit);
     __threadfence_system();  // the begin stamp lands before any payload word

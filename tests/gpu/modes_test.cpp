@@ -61,7 +61,9 @@ TEST(execution_modes, fused_and_separate_framework_kernels_give_the_same_bits_an
       auto run = run_async(app, mode, options);
       const auto outputs = drive_lockstep(*app.mailbox(), samples);
       // A resident loop passes idle after the last sample; the count must include those passes.
-      if (is_resident(mode)) EXPECT_TRUE(wait_for_passes_beyond(*run, samples.size()));
+      if (is_resident(mode)) {
+        EXPECT_TRUE(wait_for_passes_beyond(*run, samples.size()));
+      }
       const tear_down_report report = run->tear_down();
       ASSERT_TRUE(report.stopped) << report.error;
       ASSERT_EQ(outputs.size(), samples.size());

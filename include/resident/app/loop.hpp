@@ -39,10 +39,20 @@ __host__ __device__ constexpr release_decision decide_release(sample_policy poli
                                                               std::uint64_t published,
                                                               std::uint64_t last,
                                                               bool have_processed) noexcept {
-  if (published == 0) return {};
-  if (published > last) return {true, false, published, published - last - 1};
-  if (policy == sample_policy::newest && have_processed) return {true, true, last, 0};
-  return {};
+  // Field by field: returned as aggregates, the device code read its constants from global
+  // memory (one more round trip on the controller's path).
+  release_decision d;
+  if (published == 0) return d;
+  if (published > last) {
+    d.run = true;
+    d.seq = published;
+    d.dropped = published - last - 1;
+  } else if (policy == sample_policy::newest && have_processed) {
+    d.run = true;
+    d.repeat = true;
+    d.seq = last;
+  }
+  return d;
 }
 
 /// Per-iteration device timestamps (%globaltimer, ns), one slot per stage of an iteration.
