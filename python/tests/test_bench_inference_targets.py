@@ -97,9 +97,11 @@ def test_merge_from_the_command_line_needs_no_pytorch(tmp_path):
             "            raise ImportError('no torch here')\n"
             "sys.meta_path.insert(0, NoTorch())\n"
             "from resident.bench.inference import main\n"
-            f"sys.exit(main(['--merge', {str(part)!r}, '--json', {str(out)!r}]))\n")
+            f"sys.exit(main(['--merge', {str(part)!r}, '--json', {str(out)!r},"
+            f" '--note', 'short run']))\n")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     merged = json.loads(out.read_text())
     assert [r["model"] for r in merged["results"]] == ["resnet50"]
+    assert merged["note"] == "short run"
     assert (tmp_path / "inference-report.html").exists()

@@ -38,3 +38,20 @@ def test_the_page_shows_every_run_and_a_plot_per_model(tmp_path):
     assert "<svg" in page and page.count("<polyline") == 2
     assert "GPU &lt;x&gt;" in page  # escaped
     assert "a &lt; b" in page and "MISSED" in page
+
+
+def test_the_page_shows_a_note_and_the_parts_of_a_merged_receipt(tmp_path):
+    v = [900.0 + (i % 5) for i in range(50)]
+    receipt = {"benchmark": "inference", "device": "GPU", "git_commit": "abc",
+               "started_at": "now", "command": "part one",
+               "note": "9,000 iterations <device time>",
+               "parts": [{"git_commit": "abc", "command": "part one"},
+                         {"git_commit": "def", "command": "part two"}],
+               "results": [{"model": "vgg16", "contention": "none", "mode": "while",
+                            "latency_us": summarize(v), "histogram_us": histogram(v),
+                            "wrong_top1": 0, "missing_outputs": 0}]}
+    out = tmp_path / "page.html"
+    write_html(receipt, str(out))
+    page = out.read_text()
+    assert "9,000 iterations &lt;device time&gt;" in page
+    assert "commit def: <code>part two</code>" in page

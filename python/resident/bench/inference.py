@@ -300,6 +300,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--json", default="bench-out/inference.json")
     p.add_argument("--report", default="inference-report.html",
                    help="the HTML page (in --json's folder unless it names one)")
+    p.add_argument("--note", default=None,
+                   help="a sentence kept in the receipt and shown on its page (e.g. why it ran "
+                        "fewer iterations than the protocol asks)")
     p.add_argument("--merge", nargs="+", metavar="PART", default=None,
                    help="no run: merge these receipts (parts run in separate calls), judge the "
                         "targets and write --json and its page")
@@ -375,7 +378,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         for path in args.merge:
             with open(path) as f:
                 parts.append(json.load(f))
-        page = write(merge(parts), args)
+        merged = merge(parts)
+        if args.note:
+            merged["note"] = args.note
+        page = write(merged, args)
         print(f"inference: merged {len(parts)} receipts into {args.json}, report {page}")
         return 0
     if torch is None:
@@ -403,6 +409,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                      "tf32": False, "policy": "every"},
         "started_at": started,
     }
+    if args.note:
+        header["note"] = args.note
     for name in args.models:
         module = Classify(make_model(name), images)
         reference, eager_p50 = eager_reference(module)

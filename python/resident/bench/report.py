@@ -81,6 +81,12 @@ def write_html(receipt: dict[str, Any], path: str) -> None:
     head = "".join(f"<th>{c}</th>" for c in ("model", "contention", "mode", "n") + COLUMNS +
                    ("wrong top-1", "missing"))
     title = html.escape(f"resident bench {receipt['benchmark']}")
+    note = (f"<p><b>Note:</b> {html.escape(receipt['note'])}</p>" if receipt.get("note") else "")
+    # A merged receipt ran in parts: each part's commit and command.
+    parts = "".join(f"<li>commit {html.escape(str(p.get('git_commit', '')))}: <code>"
+                    f"{html.escape(str(p.get('command', '')))}</code></li>"
+                    for p in receipt.get("parts", []))
+    parts = f"<p>Run in parts:</p><ul>{parts}</ul>" if parts else ""
     page = (f"<!doctype html><html><head><meta charset='utf-8'><title>{title}</title>"
             "<style>body{font-family:sans-serif;margin:2em}td,th{padding:2px 8px;"
             "text-align:right}table{border-collapse:collapse}tr:nth-child(even){background:#eee}"
@@ -88,7 +94,7 @@ def write_html(receipt: dict[str, Any], path: str) -> None:
             f"<p>{html.escape(receipt.get('device', ''))}, commit "
             f"{html.escape(receipt.get('git_commit', ''))}, "
             f"{html.escape(receipt.get('started_at', ''))}"
-            f"<br><code>{html.escape(receipt.get('command', ''))}</code></p>"
+            f"<br><code>{html.escape(receipt.get('command', ''))}</code></p>{parts}{note}"
             f"<p>Latency in µs, publish → output seen by the actuator thread.</p>"
             f"<table><tr>{head}</tr>{''.join(rows)}</table>{targets}{plots}</body></html>")
     with open(path, "w", encoding="utf-8") as f:
