@@ -295,6 +295,42 @@ TEST(receipt, merge_of_one_is_that_receipt_with_its_run_recorded) {
   EXPECT_EQ(m.settings.at("merged_from").size(), 1U);
 }
 
+// A part re-run (bench camera's software part after a change) replaces the earlier part's runs
+// of the same configurations; the rest of the earlier part stays.
+TEST(receipt, keyed_merge_lets_a_later_part_replace_its_configurations) {
+  const auto run = [](const char* kind, const char* mode, double mean, const char* checked) {
+    return json{{"kind", kind}, {"mode", mode}, {"mean_us", mean}, {"checked", checked}};
+  };
+  receipt old_parts = sample_receipt();
+  old_parts.benchmark = "camera";
+  old_parts.results = json::array({run("software", "while", 84.4, "a"),
+                                   run("software", "tail", 83.7, "a"),
+                                   run("operator", "while", 19.4, "a")});
+  receipt rerun = old_parts;
+  rerun.results = json::array({run("software", "while", 69.8, "b"),
+                               run("software", "while", 69.4, "b")});  // two repeats
+  const result_key key = [](const json& r) { return string_fields_key(r, {"checked"}); };
+  const receipt m = merge({old_parts, rerun}, key);
+  ASSERT_EQ(m.results.size(), 4U);
+  EXPECT_EQ(m.results[0]["mode"], "tail");  // kept: not re-run
+  EXPECT_EQ(m.results[1]["kind"], "operator");
+  EXPECT_EQ(m.results[2]["mean_us"], 69.8);  // both of the later part's repeats
+  EXPECT_EQ(m.results[3]["mean_us"], 69.4);
+  EXPECT_EQ(m.settings.at("replaced_results"), 1);
+  // Without a key, nothing is replaced; an empty key never matches.
+  EXPECT_EQ(merge({old_parts, rerun}).results.size(), 5U);
+  EXPECT_FALSE(merge({old_parts, rerun}).settings.contains("replaced_results"));
+  const result_key none = [](const json&) { return std::string(); };
+  EXPECT_EQ(merge({old_parts, rerun}, none).results.size(), 5U);
+}
+
+TEST(receipt, string_fields_key_names_the_string_fields_in_order) {
+  const json r{{"mode", "while"}, {"format", "raw12"}, {"mean_us", 1.0}, {"checked", "x"}};
+  EXPECT_EQ(string_fields_key(r), "checked=x;format=raw12;mode=while;");
+  EXPECT_EQ(string_fields_key(r, {"checked"}), "format=raw12;mode=while;");
+  EXPECT_EQ(string_fields_key(json::array()), "");
+}
+
 TEST(receipt, merge_refuses_different_benchmarks_and_nothing) {
   receipt other = sample_receipt();
   other.benchmark = "lab";

@@ -30,13 +30,25 @@ int run_report(const report_settings& s) {
   std::vector<measure::receipt> parts;
   for (const auto& path : s.receipts) parts.push_back(measure::receipt::read(path));
   if (!s.merged.empty()) {
-    measure::receipt merged = measure::merge(parts);
+    // bench camera's parts name each configuration in string fields (kind, format, resolution,
+    // contention, mode, display, operator, photo): a re-run part replaces what it re-ran. The
+    // other benchmarks' parts concatenate (io's repeats, loops' loop counts are numbers).
+    measure::result_key key;
+    if (parts.front().benchmark == "camera") {
+      key = [](const nlohmann::json& r) { return measure::string_fields_key(r, {"checked"}); };
+    }
+    measure::receipt merged = measure::merge(parts, key);
     // The io targets judge ratios across configurations that may come from different parts:
     // judged again over the merged results (the other benchmarks keep their parts' verdicts or,
     // like bench camera --from, judge a merged receipt themselves).
     if (merged.benchmark == "io") merged.settings["targets"] = bench::io_targets(merged.results);
     merged.write(s.merged);
-    std::printf("merged %zu receipts into %s\n", parts.size(), s.merged.c_str());
+    std::printf("merged %zu receipts into %s", parts.size(), s.merged.c_str());
+    if (merged.settings.contains("replaced_results")) {
+      std::printf(" (%zu results replaced by a later part's runs of the same configuration)",
+                  merged.settings["replaced_results"].get<std::size_t>());
+    }
+    std::printf("\n");
     parts = {measure::receipt::read(s.merged)};
   }
   if (!s.html.empty()) {

@@ -11,6 +11,7 @@
 #include <cstring>
 #include <ctime>
 #include <limits>
+#include <set>
 #include <sstream>
 #include <stdexcept>
 #include <thread>
@@ -241,7 +242,51 @@ receipt receipt::read(const std::filesystem::path& path) {
   }
 }
 
-receipt merge(const std::vector<receipt>& parts) {
+std::string string_fields_key(const json& result, const std::vector<std::string>& ignored) {
+  std::string key;
+  if (!result.is_object()) return key;
+  for (auto it = result.begin(); it != result.end(); ++it) {  // nlohmann::json: names in order
+    if (!it->is_string()) continue;
+    if (std::find(ignored.begin(), ignored.end(), it.key()) != ignored.end()) continue;
+    key += it.key() + "=" + it->get<std::string>() + ";";
+  }
+  return key;
+}
+
+namespace {
+
+// Keeps part i's result unless a later part holds one of the same (non-empty) key.
+json merged_results(const std::vector<receipt>& parts, const result_key& key,
+                    std::size_t& replaced) {
+  json results = json::array();
+  std::vector<std::set<std::string>> keys(parts.size());
+  if (key) {
+    for (std::size_t i = 0; i < parts.size(); ++i) {
+      for (const auto& r : parts[i].results) keys[i].insert(key(r));
+    }
+  }
+  for (std::size_t i = 0; i < parts.size(); ++i) {
+    for (const auto& r : parts[i].results) {
+      bool later = false;
+      if (key) {
+        const std::string k = key(r);
+        for (std::size_t j = i + 1; !k.empty() && j < parts.size() && !later; ++j) {
+          later = keys[j].count(k) != 0;
+        }
+      }
+      if (later) {
+        ++replaced;
+      } else {
+        results.push_back(r);
+      }
+    }
+  }
+  return results;
+}
+
+}  // namespace
+
+receipt merge(const std::vector<receipt>& parts, const result_key& key) {
   if (parts.empty()) throw std::invalid_argument("merge: no receipts to merge");
   receipt merged = parts.front();
   if (!merged.settings.is_object()) {
@@ -249,7 +294,6 @@ receipt merge(const std::vector<receipt>& parts) {
   }
   json merged_from = json::array();
   std::string commands;
-  json results = json::array();
   for (std::size_t i = 0; i < parts.size(); ++i) {
     const receipt& part = parts[i];
     if (part.benchmark != merged.benchmark) {
@@ -258,7 +302,6 @@ receipt merge(const std::vector<receipt>& parts) {
                                   "'; only receipts of one benchmark merge");
     }
     commands += (i == 0 ? "" : " && ") + part.command;
-    for (const auto& r : part.results) results.push_back(r);
     // A part that is itself a merge already lists its original runs: keep the list flat.
     const auto earlier =
         part.settings.is_object() ? part.settings.find("merged_from") : part.settings.end();
@@ -270,9 +313,12 @@ receipt merge(const std::vector<receipt>& parts) {
                              {"git_commit", part.git_commit}});
     }
   }
+  std::size_t replaced = 0;
   merged.command = std::move(commands);
-  merged.results = std::move(results);
+  merged.results = merged_results(parts, key, replaced);
   merged.settings["merged_from"] = std::move(merged_from);
+  merged.settings.erase("replaced_results");
+  if (replaced > 0) merged.settings["replaced_results"] = replaced;
   return merged;
 }
 

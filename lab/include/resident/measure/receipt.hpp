@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <fstream>
 #include <string>
 #include <string_view>
@@ -65,12 +66,25 @@ class receipt {
   static receipt read(const std::filesystem::path& path);
 };
 
+/// A result's configuration, for merge(): results with the same non-empty key are runs of the
+/// same configuration. An empty key never matches.
+using result_key = std::function<std::string(const nlohmann::json& result)>;
+
 /// Merges receipts of one benchmark (e.g. a full run split across GPU calls): results
 /// concatenated in order, commands joined with " && ", device, host, git_commit, started_at and
 /// settings of the first, plus settings["merged_from"]: one {"command", "started_at",
 /// "git_commit"} per original run (a part that is itself a merge contributes its own list).
+/// With `key`, a part re-run replaces: a result is dropped when a later part holds a result of
+/// the same key (all of that part's runs of it stay, repeats included), and
+/// settings["replaced_results"] counts the dropped ones.
 /// Throws std::invalid_argument when `parts` is empty or the benchmarks differ.
-[[nodiscard]] receipt merge(const std::vector<receipt>& parts);
+[[nodiscard]] receipt merge(const std::vector<receipt>& parts, const result_key& key = {});
+
+/// A key of every string field of a result except `ignored` (descriptions that are not part of
+/// the configuration), as "name=value;" in name order; for benchmarks whose configurations
+/// differ in named fields only (bench camera).
+[[nodiscard]] std::string string_fields_key(const nlohmann::json& result,
+                                            const std::vector<std::string>& ignored = {});
 
 /// A summary's fields in µs, named as docs/benchmarks.md names them: n, mean_us, p50_us, p99_us,
 /// p999_us, max_us, min_us, stddev_us, jitter_us, plus p25_us, p75_us, whisker_low_us,
