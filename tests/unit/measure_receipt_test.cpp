@@ -1,5 +1,5 @@
-// Receipts: JSON field names and types of docs/benchmarks.md, round trips, errors that name the field,
-// merging, files; and the raw-sample CSV writer.
+// Receipts: JSON field names and types of docs/benchmarks.md, round trips, errors that name the
+// field, merging, files; and the raw-sample CSV writer.
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -303,12 +303,12 @@ TEST(receipt, keyed_merge_lets_a_later_part_replace_its_configurations) {
   };
   receipt old_parts = sample_receipt();
   old_parts.benchmark = "camera";
-  old_parts.results = json::array({run("software", "while", 84.4, "a"),
-                                   run("software", "tail", 83.7, "a"),
-                                   run("operator", "while", 19.4, "a")});
+  old_parts.results =
+      json::array({run("software", "while", 84.4, "a"), run("software", "tail", 83.7, "a"),
+                   run("operator", "while", 19.4, "a")});
   receipt rerun = old_parts;
-  rerun.results = json::array({run("software", "while", 69.8, "b"),
-                               run("software", "while", 69.4, "b")});  // two repeats
+  rerun.results = json::array(
+      {run("software", "while", 69.8, "b"), run("software", "while", 69.4, "b")});  // two repeats
   const result_key key = [](const json& r) { return string_fields_key(r, {"checked"}); };
   const receipt m = merge({old_parts, rerun}, key);
   ASSERT_EQ(m.results.size(), 4U);
