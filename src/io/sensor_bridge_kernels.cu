@@ -56,14 +56,10 @@ __global__ void frame_rx_kernel(frame_ring_view ring, loop_state* loop, frame_re
   const bool have_processed = loop->processed > 0;
   const sample_policy policy = loop->policy;
   const std::uint64_t poll_ns = loop->poll_ns;
-  // Loaded with the words above, not where they are used: after the frame is seen, each load a
-  // branch waits on is an L2 round trip on the path to the display (as in the mailbox's pass).
-  const bool preempt_hooked = loop->preempt.word != nullptr;
-  const bool raise_after_input = loop->preempt.after_input != 0U;
-  const bool anticipating = loop->preempt.anticipates();
   const std::uint64_t start = device::globaltimer_ns();
   loop->stamp_ns[static_cast<std::size_t>(stage::handler_start)] = start;
   device::note_sm(loop);
+  const bool anticipating = loop->preempt.anticipates();
   std::uint64_t empty_at = 0;
   for (;;) {
     const std::uint64_t pick =
@@ -88,7 +84,7 @@ __global__ void frame_rx_kernel(frame_ring_view ring, loop_state* loop, frame_re
     if (load_acquire_system(rec.frame) != pick) continue;
     device::stamp(loop, stage::detect);
     loop->stamp_ns[static_cast<std::size_t>(stage::last_empty_poll)] = empty_at;
-    if (preempt_hooked && !raise_after_input) device::raise_preempt(loop);
+    if (loop->preempt.after_input == 0U) device::raise_preempt(loop);
     if (anticipating) {
       device::note_sample_due(loop, loop->stamp_ns[static_cast<std::size_t>(stage::detect)]);
     }
@@ -103,7 +99,7 @@ __global__ void frame_rx_kernel(frame_ring_view ring, loop_state* loop, frame_re
     r.arrival_ns = rec.arrival_ns;
     *out = r;
     loop->stamp_ns[static_cast<std::size_t>(stage::arrival)] = r.arrival_ns;
-    if (preempt_hooked && raise_after_input) device::raise_preempt(loop);
+    if (loop->preempt.after_input != 0U) device::raise_preempt(loop);
     device::publish(loop, pick);
     device::stamp(loop, stage::handler_end);
     return;
