@@ -72,8 +72,6 @@ __device__ inline early_read read_ahead(const loop_state* s) {
   return r;
 }
 
-/// The controller pass, after read_ahead() (a fused handler issues it at its kernel's start, so
-/// the round trip overlaps the handler's polling).
 /// What a pass decided, for a caller that acts on it (the persistent kernel): the DAG was
 /// released, or the loop stopped. Both are also in the loop state (released, stop_requested).
 struct pass_outcome {
@@ -81,6 +79,8 @@ struct pass_outcome {
   bool stopped{false};
 };
 
+/// The controller pass, after read_ahead() (a fused handler issues it at its kernel's start, so
+/// the round trip overlaps the handler's polling).
 template <bool Tail>
 __device__ inline pass_outcome controller_decide(loop_state* s, early_read ahead);
 

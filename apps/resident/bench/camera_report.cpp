@@ -487,4 +487,8 @@ std::string render_camera_report(const measure::receipt& rc) {
   return html.str();
 }
 
+std::string camera_result_key(const nlohmann::json& result) {
+  return measure::string_fields_key(result, {"checked"});
+}
+
 }  // namespace resident::bench

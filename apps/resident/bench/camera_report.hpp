@@ -18,4 +18,9 @@ namespace resident::bench {
 /// One self-contained HTML page (inline CSS and SVG, no scripts).
 [[nodiscard]] std::string render_camera_report(const measure::receipt& receipt);
 
+/// A camera result's configuration for measure::merge: its string fields (kind, format,
+/// resolution, contention, mode, display, operator, photo) but the description `checked`, so
+/// a re-run part replaces the runs it repeats.
+[[nodiscard]] std::string camera_result_key(const nlohmann::json& result);
+
 }  // namespace resident::bench

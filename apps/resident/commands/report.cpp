@@ -6,6 +6,7 @@
 #include <fstream>
 #include <stdexcept>
 
+#include "bench/camera_report.hpp"
 #include "bench/io_bench.hpp"
 #include "resident/measure/receipt.hpp"
 #include "resident/measure/report.hpp"
@@ -30,13 +31,10 @@ int run_report(const report_settings& s) {
   std::vector<measure::receipt> parts;
   for (const auto& path : s.receipts) parts.push_back(measure::receipt::read(path));
   if (!s.merged.empty()) {
-    // bench camera's parts name each configuration in string fields (kind, format, resolution,
-    // contention, mode, display, operator, photo): a re-run part replaces what it re-ran. The
-    // other benchmarks' parts concatenate (io's repeats, loops' loop counts are numbers).
-    measure::result_key key;
-    if (parts.front().benchmark == "camera") {
-      key = [](const nlohmann::json& r) { return measure::string_fields_key(r, {"checked"}); };
-    }
+    // A re-run camera part replaces the runs it repeats; the other benchmarks' parts concatenate
+    // (io's repeats and loops' loop counts are not told apart by named fields).
+    const measure::result_key key =
+        parts.front().benchmark == "camera" ? bench::camera_result_key : measure::result_key{};
     measure::receipt merged = measure::merge(parts, key);
     // The io targets judge ratios across configurations that may come from different parts:
     // judged again over the merged results (the other benchmarks keep their parts' verdicts or,

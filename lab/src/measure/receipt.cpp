@@ -255,32 +255,27 @@ std::string string_fields_key(const json& result, const std::vector<std::string>
 
 namespace {
 
-// Keeps part i's result unless a later part holds one of the same (non-empty) key.
+// Keeps a part's result unless a later part holds one of the same (non-empty) key: the parts
+// are walked from the last, collecting the keys seen so far.
 json merged_results(const std::vector<receipt>& parts, const result_key& key,
                     std::size_t& replaced) {
-  json results = json::array();
-  std::vector<std::set<std::string>> keys(parts.size());
-  if (key) {
-    for (std::size_t i = 0; i < parts.size(); ++i) {
-      for (const auto& r : parts[i].results) keys[i].insert(key(r));
-    }
-  }
-  for (std::size_t i = 0; i < parts.size(); ++i) {
+  std::vector<json> kept(parts.size(), json::array());
+  std::set<std::string> later;
+  for (std::size_t i = parts.size(); i-- > 0;) {
+    std::set<std::string> mine;
     for (const auto& r : parts[i].results) {
-      bool later = false;
-      if (key) {
-        const std::string k = key(r);
-        for (std::size_t j = i + 1; !k.empty() && j < parts.size() && !later; ++j) {
-          later = keys[j].count(k) != 0;
-        }
-      }
-      if (later) {
+      const std::string k = key ? key(r) : std::string();
+      if (!k.empty() && later.count(k) != 0) {
         ++replaced;
-      } else {
-        results.push_back(r);
+        continue;
       }
+      kept[i].push_back(r);
+      if (!k.empty()) mine.insert(k);
     }
+    later.merge(mine);
   }
+  json results = json::array();
+  for (const auto& part : kept) results.insert(results.end(), part.begin(), part.end());
   return results;
 }
 
