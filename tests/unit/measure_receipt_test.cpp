@@ -355,6 +355,23 @@ TEST(receipt, write_then_read_through_a_file) {
   EXPECT_EQ(receipt::read(path).to_json(), r.to_json());
 }
 
+// Series and histograms: an array of scalars takes one line; nested structures stay indented.
+TEST(receipt, writes_arrays_of_scalars_on_one_line) {
+  const temp_dir dir;
+  const auto path = dir.path() / "series.json";
+  receipt r = sample_receipt();
+  r.results[0]["series"] = json::array({1.5, 2, 3});
+  r.results[0]["runs"] = json::array({json{{"n", 1}}, json::array({"a", true})});
+  r.results[0]["empty"] = json::array();
+  r.write(path);
+  const std::string text = slurp(path);
+  EXPECT_THAT(text, HasSubstr("\"series\": [1.5,2,3]"));
+  EXPECT_THAT(text, HasSubstr("\"runs\": [\n"));
+  EXPECT_THAT(text, HasSubstr("[\"a\",true]"));
+  EXPECT_THAT(text, HasSubstr("\"empty\": []"));
+  EXPECT_EQ(receipt::read(path).to_json(), r.to_json());
+}
+
 TEST(receipt, unwritable_path_error_names_the_path) {
   const temp_dir dir;
   const auto path = dir.path() / "no_such_directory" / "io.json";

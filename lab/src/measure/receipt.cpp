@@ -211,9 +211,41 @@ receipt receipt::from_json(const json& j) {
   return r;
 }
 
+namespace {
+
+// 2-space indented JSON, except that an array of numbers, strings or booleans stays on one line:
+// a receipt's series and histograms would otherwise take a line per value. Invalid UTF-8 (say,
+// from a CPU model string) is replaced rather than thrown mid-write.
+void write_pretty(std::string& out, const json& v, int depth) {
+  const auto compact = [](const json& x) {
+    return x.dump(-1, ' ', false, json::error_handler_t::replace);
+  };
+  const bool flat_array = v.is_array() && std::none_of(v.begin(), v.end(), [](const json& x) {
+                            return x.is_structured();
+                          });
+  if (!v.is_structured() || v.empty() || flat_array) {
+    out += compact(v);
+    return;
+  }
+  const std::string pad(2 * (depth + 1), ' ');
+  out += v.is_object() ? "{\n" : "[\n";
+  bool first = true;
+  for (auto it = v.begin(); it != v.end(); ++it) {
+    out += first ? "" : ",\n";
+    first = false;
+    out += pad;
+    if (v.is_object()) out += compact(json(it.key())) + ": ";
+    write_pretty(out, *it, depth + 1);
+  }
+  out += "\n" + std::string(2 * depth, ' ') + (v.is_object() ? "}" : "]");
+}
+
+}  // namespace
+
 void receipt::write(const std::filesystem::path& path) const {
-  // Replace invalid UTF-8 (say, from a CPU model string) rather than throw mid-write.
-  const std::string text = to_json().dump(2, ' ', false, json::error_handler_t::replace) + "\n";
+  std::string text;
+  write_pretty(text, to_json(), 0);
+  text += "\n";
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   if (!out) {
     throw std::runtime_error("receipt: cannot open " + path.string() +

@@ -58,7 +58,7 @@ class receipt {
   /// settings. Unknown fields are ignored.
   static receipt from_json(const nlohmann::json& j);
 
-  /// Pretty JSON (2-space indent) and a trailing newline. Throws std::runtime_error naming the
+  /// Pretty JSON (2-space indent; an array of scalars on one line) and a trailing newline. Throws std::runtime_error naming the
   /// path when the file cannot be written. Does not create missing directories.
   void write(const std::filesystem::path& path) const;
   /// Throws std::runtime_error naming the path when the file cannot be read or is not JSON, and
