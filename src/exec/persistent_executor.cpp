@@ -10,6 +10,7 @@
 // (bounded by poll_ns per pass) and for its own barriers, and leaves on tear-down within one
 // iteration.
 
+#include <algorithm>
 #include <fstream>
 
 #include "exec/loop_executor.hpp"
@@ -18,6 +19,13 @@
 #include "resident/app/error.hpp"
 #include "resident/cuda/device.hpp"
 #include "resident/cuda/error.hpp"
+#include "resident/io/display.hpp"
+#include "resident/io/sensor_bridge.hpp"
+#include "resident/ops/imaging/common.hpp"
+#include "resident/ops/imaging/convert_resize.hpp"
+#include "resident/ops/imaging/csi2_reconstruct.hpp"
+#include "resident/ops/imaging/demosaic.hpp"
+#include "resident/ops/imaging/raw_isp.hpp"
 #include "resident/ops/vector_ops.hpp"
 #include "resident/partition/green_context.hpp"
 
@@ -48,8 +56,100 @@ const char* form_name(device_form f) {
       return "square";
     case device_form::sum_reduce:
       return "sum_reduce";
+    case device_form::frame_rx:
+      return "frame_rx";
+    case device_form::csi2_reconstruct:
+      return "csi2_reconstruct";
+    case device_form::raw_isp:
+      return "raw_isp";
+    case device_form::demosaic:
+      return "demosaic";
+    case device_form::convert_resize:
+      return "convert_resize";
+    case device_form::display_tx:
+      return "display_tx";
   }
   return "?";
+}
+
+template <class T>
+T* port_as(const Operator& op, const char* name) {
+  return static_cast<T*>(const_cast<void*>(port_memory(op, name)));
+}
+
+template <class W>
+const W& initialized(const Operator& op, const W* workspace) {
+  if (workspace == nullptr) {
+    throw composition_error("operator '" + op.name() +
+                            "': persistent mode found it not initialized (no workspace)");
+  }
+  return *workspace;
+}
+
+/// The camera operators' forms; false when `op` is none of them.
+bool camera_form_of(const Operator& op, persistent_step& s) {
+  namespace im = ops::imaging;
+  if (const auto* rx = dynamic_cast<const io::frame_rx*>(&op)) {
+    s.form = device_form::frame_rx;
+    s.frame_rx.ring = rx->bridge().device_view();
+    if (s.frame_rx.ring.host_delivery != 0U) {
+      throw composition_error("operator '" + op.name() +
+                              "' (frame_rx): host delivery runs in eager mode only; persistent "
+                              "mode needs device delivery");
+    }
+    s.frame_rx.out = port_as<io::frame_ref>(op, "frame");
+  } else if (const auto* c = dynamic_cast<const im::csi2_reconstruct*>(&op)) {
+    const im::csi2_workspace& ws = initialized(op, c->workspace());
+    s.form = device_form::csi2_reconstruct;
+    s.phases = 2;
+    s.csi2 = im::detail::make_reconstruct_args(
+        port_as<const io::frame_ref>(op, "frame"), port_as<std::uint16_t>(op, "bayer"),
+        im::bayer_image(c->width(), c->height(), c->order()).pitch(),
+        port_as<io::frame_integrity>(op, "integrity"), ws);
+    s.shared_bytes = im::detail::csi2_form_shared_bytes(ws.line_bytes());
+  } else if (const auto* isp = dynamic_cast<const im::raw_isp*>(&op)) {
+    const im::raw_isp_config& k = isp->config();
+    s.form = device_form::raw_isp;
+    s.isp = im::detail::make_isp_args(
+        port_as<const std::uint16_t>(op, "in"), port_as<std::uint16_t>(op, "out"),
+        im::bayer_image(k.width, k.height, k.order).pitch(), initialized(op, isp->workspace()));
+    s.phases = k.grey_world ? 3 : 1;
+    s.shared_bytes = im::detail::isp_form_shared_bytes();
+  } else if (const auto* d = dynamic_cast<const im::demosaic*>(&op)) {
+    const im::demosaic_config& k = d->config();
+    s.form = device_form::demosaic;
+    s.demosaic = im::detail::make_demosaic_args(
+        port_as<const std::uint16_t>(op, "bayer"),
+        im::bayer_image(k.width, k.height, k.order).pitch(), port_as<void>(op, "rgb"),
+        image_desc{k.width, k.height, im::pixel_format_of(k.output), 0}.pitch(), k);
+    s.shared_bytes = im::detail::demosaic_form_shared_bytes();
+  } else if (const auto* r = dynamic_cast<const im::convert_resize*>(&op)) {
+    const im::convert_resize_config& k = r->config();
+    const image_desc in{k.in_width, k.in_height,
+                        k.in_rgba16 ? pixel_format::rgba16 : pixel_format::rgba8, 0};
+    const image_desc out{k.out_width, k.out_height,
+                         k.output == im::resize_output::planar_f32 ? pixel_format::rgb_planar_f32
+                                                                   : pixel_format::rgba8,
+                         0};
+    s.form = device_form::convert_resize;
+    s.resize = im::detail::make_resize_args(port_as<const void>(op, "in"), in.pitch(),
+                                            port_as<void>(op, "out"), out.pitch(), k);
+  } else if (const auto* tx = dynamic_cast<const io::display_tx*>(&op)) {
+    if (tx->lut() == nullptr) {
+      throw composition_error("operator '" + op.name() +
+                              "': persistent mode found it not initialized (no encoding table)");
+    }
+    s.form = device_form::display_tx;
+    s.phases = 3;
+    s.display.view = tx->target().device_view();
+    s.display.rgb = port_memory(op, "rgb");
+    s.display.lut = tx->lut();
+    s.display.integrity = port_as<const io::frame_integrity>(op, "integrity");
+    s.display.rgba16 = tx->rgba16_input();
+  } else {
+    return false;
+  }
+  return true;
 }
 
 }  // namespace
@@ -86,12 +186,14 @@ persistent_step device_form_of(const Operator& op) {
     s.form = device_form::sum_reduce;
     s.elements = r->elements();
     ports("in", "out");
-  } else {
+  } else if (!camera_form_of(op, s)) {
     throw composition_error(
         "persistent mode: operator '" + op.name() +
         "' has no device form (persistent mode runs operators as device functions inside one "
         "kernel; device forms exist for io.mailbox_rx, io.mailbox_tx, ops.copy, ops.affine, "
-        "ops.square and ops.sum_reduce); run this application in while or tail mode");
+        "ops.square, ops.sum_reduce and the camera operators io.frame_rx, "
+        "ops.csi2_reconstruct, ops.raw_isp, ops.demosaic, ops.convert_resize and "
+        "io.display_tx); run this application in while or tail mode");
   }
   return s;
 }
@@ -104,7 +206,11 @@ class persistent_executor final : public resident_executor {
       : resident_executor(app, execution_mode::persistent, options) {
     for (const Operator* op : plan().handler_order) _steps.push_back(device_form_of(*op));
     for (const Operator* op : plan().body_order) _steps.push_back(device_form_of(*op));
-    _blocks = grid_size(options);
+    for (const persistent_step& s : _steps) {
+      _kernel.camera = _kernel.camera || is_camera_form(s.form);
+      _kernel.shared_bytes = std::max(_kernel.shared_bytes, s.shared_bytes);
+    }
+    _blocks = grid_size(options, _kernel);
     _device_steps = device_buffer(_steps.size() * sizeof(persistent_step));
     RESIDENT_CUDA_TRY(cudaMemcpy(_device_steps.data(), _steps.data(), _device_steps.size(),
                                  cudaMemcpyHostToDevice));
@@ -114,8 +220,8 @@ class persistent_executor final : public resident_executor {
 
   /// run_options::persistent_blocks, checked against what fits at once: blocks per SM
   /// (occupancy API) times the SMs of the run's partition, or of the device.
-  static int grid_size(const run_options& options) {
-    const int per_sm = persistent_blocks_per_sm();
+  static int grid_size(const run_options& options, const persistent_kernel_choice& kernel) {
+    const int per_sm = persistent_blocks_per_sm(kernel);
     const int sms =
         options.partition ? options.partition->sm_count() : query_device(options.device).sm_count;
     const int fit = per_sm * sms;
@@ -173,7 +279,7 @@ class persistent_executor final : public resident_executor {
     const int handler = static_cast<int>(plan().handler_order.size());
     const int body = static_cast<int>(plan().body_order.size());
     launch_persistent(loop(), _device_steps.data_as<persistent_step>(), handler, body, _blocks,
-                      res().loop_stream.get());
+                      _kernel, res().loop_stream.get());
   }
   void leak_graphs() noexcept override {
     (void)new device_buffer(std::move(_device_steps));  // the kernel may still read it
@@ -181,6 +287,7 @@ class persistent_executor final : public resident_executor {
 
  private:
   std::vector<persistent_step> _steps;
+  persistent_kernel_choice _kernel;
   device_buffer _device_steps;
   int _blocks{1};
 };

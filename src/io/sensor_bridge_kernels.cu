@@ -8,6 +8,7 @@
 #include "resident/cuda/error.hpp"
 #include "resident/io/csi2.hpp"
 #include "resident/io/sensor_bridge.hpp"
+#include "sensor_bridge_forms.cuh"
 
 namespace resident::io::detail {
 
@@ -47,63 +48,10 @@ __global__ void bridge_commit_kernel(commit_args a) {
   if (a.mirror != nullptr) store_release_system(*a.mirror, a.frame);
 }
 
-// One warp; thread 0 polls. The handler only points the DAG at the slot (zero copy): the frame
-// stays where the bridge wrote it, and reconstruction checks afterwards that it was not rewritten.
+// One warp; thread 0 polls (sensor_bridge_forms.cuh).
 __global__ void frame_rx_kernel(frame_ring_view ring, loop_state* loop, frame_ref* out) {
   device::let_next_kernel_start();
-  if (threadIdx.x != 0) return;
-  const std::uint64_t last = loop->last;
-  const bool have_processed = loop->processed > 0;
-  const sample_policy policy = loop->policy;
-  const std::uint64_t poll_ns = loop->poll_ns;
-  const std::uint64_t start = device::globaltimer_ns();
-  loop->stamp_ns[static_cast<std::size_t>(stage::handler_start)] = start;
-  device::note_sm(loop);
-  const bool anticipating = loop->preempt.anticipates();
-  std::uint64_t empty_at = 0;
-  for (;;) {
-    const std::uint64_t pick =
-        select_frame(load_acquire_system(*ring.newest), last, have_processed, policy, ring.depth);
-    if (pick == 0) {
-      empty_at = device::globaltimer_ns();
-      if (anticipating) device::anticipate_preempt(loop, empty_at);
-      if (empty_at - start < poll_ns) continue;
-      device::publish(loop, 0);  // nothing within the polling budget: the iteration idles
-      device::stamp(loop, stage::handler_end);
-      return;
-    }
-    if (pick == last) {  // a repeat: "frame" still holds the last frame's reference
-      device::publish(loop, pick);
-      device::stamp(loop, stage::handler_end);
-      return;
-    }
-    const std::uint32_t slot = static_cast<std::uint32_t>(pick % ring.depth);
-    const frame_record& rec = ring.records[slot];
-    // Acquire pairs with the commit's release of the record's frame: the rest of the record and
-    // the payload are that frame's. A different number: the bridge lapped the ring; choose again.
-    if (load_acquire_system(rec.frame) != pick) continue;
-    device::stamp(loop, stage::detect);
-    loop->stamp_ns[static_cast<std::size_t>(stage::last_empty_poll)] = empty_at;
-    if (loop->preempt.after_input == 0U) device::raise_preempt(loop);
-    if (anticipating) {
-      device::note_sample_due(loop, loop->stamp_ns[static_cast<std::size_t>(stage::detect)]);
-    }
-    frame_ref r;
-    r.packets = ring.slots + slot * ring.slot_stride;
-    r.bytes = rec.bytes;
-    r.frame = pick;
-    r.status = rec.status;
-    r.slot = slot;
-    r.slot_frame = &rec.frame;
-    r.frame_start_ns = rec.frame_start_ns;
-    r.arrival_ns = rec.arrival_ns;
-    *out = r;
-    loop->stamp_ns[static_cast<std::size_t>(stage::arrival)] = r.arrival_ns;
-    if (loop->preempt.after_input != 0U) device::raise_preempt(loop);
-    device::publish(loop, pick);
-    device::stamp(loop, stage::handler_end);
-    return;
-  }
+  if (threadIdx.x == 0) frame_rx_pass(ring, loop, out);
 }
 
 // Host delivery: the host chose the frame and copied it in; this only hands it to the DAG.

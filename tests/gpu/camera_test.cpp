@@ -65,8 +65,8 @@ void expect_exact_accounting(const camera_result& r) {
   }
 }
 
-const std::vector<std::string_view> all_camera_modes{"cpu-hostmem", "eager", "host-graph", "while",
-                                                     "tail"};
+const std::vector<std::string_view> all_camera_modes{"cpu-hostmem", "eager", "host-graph",
+                                                     "while",       "tail",  "persistent"};
 
 // The CPU pipeline on the frame's pixels: ISP, Malvar demosaic, RGBA16, gamma.
 std::vector<std::uint8_t> cpu_screen(const camera_settings& s, const io::sensor_bridge& b) {
@@ -118,7 +118,7 @@ TEST(camera, counts_corrupt_frames_and_never_shows_them) {
   RESIDENT_REQUIRE_GPU();
   const camera_settings s = small_camera(200.0);
   const std::size_t line = io::csi2::line_bytes(s.sensor.format, s.sensor.width);
-  for (const auto mode : {"while", "host-graph", "cpu-hostmem"}) {
+  for (const auto mode : {"while", "host-graph", "cpu-hostmem", "persistent"}) {
     camera_run_options o;
     o.frames = 40;
     int step = 0;

@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "resident/app/error.hpp"
+#include "resident/cuda/device.hpp"
 #include "resident/exec/run_handle.hpp"
 #include "resident/imaging/png.hpp"
 #include "resident/measure/statistics.hpp"
@@ -240,6 +241,11 @@ camera_result run_camera(const camera_settings& s, const camera_mode& m,
   opts.policy = o.policy;
   opts.capture = o.capture;
   opts.poll_ns = is_resident(m.mode) ? o.poll_ns : 0;
+  if (m.mode == execution_mode::persistent) {
+    opts.persistent_blocks = o.persistent_blocks > 0
+                                 ? o.persistent_blocks
+                                 : std::max(1, query_device(opts.device).sm_count - reserved_sms);
+  }
   opts.on_loop_thread_start = o.on_loop_thread_start;
   opts.telemetry_samples = std::bit_ceil(std::max<std::uint64_t>(o.frames + 64, 1024));
   const auto timeout = o.timeout.count() > 0

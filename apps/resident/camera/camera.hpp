@@ -48,7 +48,7 @@ struct camera_settings {
 [[nodiscard]] bool is_camera_config(const std::filesystem::path& file);
 
 struct camera_mode {
-  std::string name;  // cpu-hostmem, eager, host-graph, while, tail
+  std::string name;  // cpu-hostmem, eager, host-graph, while, tail, persistent
   execution_mode mode{execution_mode::while_loop};
   io::frame_delivery delivery{io::frame_delivery::device};
 };
@@ -68,13 +68,20 @@ class camera_app final : public Application {
   std::shared_ptr<io::display> _display;
 };
 
+/// SMs a persistent camera loop leaves free by default (camera_run_options::persistent_blocks).
+inline constexpr int reserved_sms = 4;
+
 struct camera_run_options {
   std::uint64_t frames{600};   // frames to process after the start
   std::filesystem::path dump;  // write first/last frames and a contact sheet here
   sample_policy policy{sample_policy::skip_duplicate};
   capture_order capture{capture_order::chain};  // run_options::capture
   std::uint64_t poll_ns{2'000'000};  // the handler's in-kernel polling budget (resident modes)
-  int sensor_cpu{-1};                // pin the sensor thread here
+  /// persistent mode: the kernel's blocks. 0: one per SM but reserved_sms, which stay free for
+  /// the bridge's commit kernel and the display engine (they must run beside the resident
+  /// kernel: a grid holding every SM would starve the frames it waits for).
+  int persistent_blocks{0};
+  int sensor_cpu{-1};  // pin the sensor thread here
   /// Ask for SCHED_FIFO for the sensor thread (it inherits the policy of the thread that starts
   /// it); camera_result::sensor_grant says what the OS granted
   bool sensor_realtime{false};

@@ -224,6 +224,11 @@ class display_tx final : public Operator {
   void initialize() override;
   void compute(CaptureContext& ctx) override;
   [[nodiscard]] double gamma() const noexcept { return _gamma; }
+  [[nodiscard]] const display& target() const noexcept { return *_display; }
+  /// The encoding table in device memory (after initialize(); null before).
+  [[nodiscard]] const std::uint8_t* lut() const noexcept { return _lut.data_as<std::uint8_t>(); }
+  /// Whether its input is RGBA16 (else RGBA8).
+  [[nodiscard]] bool rgba16_input() const noexcept { return _rgba16; }
 
  private:
   std::shared_ptr<display> _display;

@@ -193,6 +193,7 @@ class frame_rx final : public Operator {
   explicit frame_rx(std::shared_ptr<sensor_bridge> bridge) : _bridge(std::move(bridge)) {}
   void setup(OperatorSpec& spec) override;
   void compute(CaptureContext& ctx) override;
+  [[nodiscard]] const sensor_bridge& bridge() const noexcept { return *_bridge; }
 
  private:
   std::shared_ptr<sensor_bridge> _bridge;

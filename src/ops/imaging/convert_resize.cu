@@ -4,38 +4,17 @@
 
 #include "launch.cuh"
 #include "params.hpp"
+#include "resize_forms.cuh"
 
 namespace resident::ops::imaging {
 
 namespace {
 
+using namespace detail::resize_form;  // NOLINT: the device code (resize_forms.cuh)
+using detail::resize_args;
+
 constexpr int block_x = 32;
 constexpr int block_y = 8;
-
-struct resize_args {
-  const std::uint8_t* in;
-  std::size_t in_pitch;
-  std::uint8_t* out;
-  std::size_t out_pitch;
-  std::uint32_t in_width;
-  std::uint32_t in_height;
-  std::uint32_t out_width;
-  std::uint32_t out_height;
-  float scale[3];   // planar: 1 / (full * std_c); rgba8: 255 / full
-  float offset[3];  // planar: -mean_c / std_c; rgba8: 0
-};
-
-template <bool In16>
-__device__ float4 texel(const resize_args& a, std::uint32_t x, std::uint32_t y) {
-  const std::uint8_t* row = a.in + std::size_t{y} * a.in_pitch;
-  if constexpr (In16) {
-    const ushort4 p = reinterpret_cast<const ushort4*>(row)[x];
-    return make_float4(p.x, p.y, p.z, p.w);
-  } else {
-    const uchar4 p = reinterpret_cast<const uchar4*>(row)[x];
-    return make_float4(p.x, p.y, p.z, p.w);
-  }
-}
 
 template <bool In16, resize_output Out>
 __global__ void __launch_bounds__(block_x* block_y) resize_kernel(resize_args a) {
@@ -43,42 +22,15 @@ __global__ void __launch_bounds__(block_x* block_y) resize_kernel(resize_args a)
   const std::uint32_t x = blockIdx.x * block_x + threadIdx.x;
   const std::uint32_t y = blockIdx.y * block_y + threadIdx.y;
   if (x >= a.out_width || y >= a.out_height) return;
-  // Source positions in double: a float coordinate of a 4K row carries ~2e-4 of a pixel error.
-  const detail::resize_tap tx = detail::resize_source(x, a.in_width, a.out_width);
-  const detail::resize_tap ty = detail::resize_source(y, a.in_height, a.out_height);
-  const auto fx = static_cast<float>(tx.weight);
-  const auto fy = static_cast<float>(ty.weight);
-  const float4 p00 = texel<In16>(a, tx.i0, ty.i0);
-  const float4 p10 = texel<In16>(a, tx.i1, ty.i0);
-  const float4 p01 = texel<In16>(a, tx.i0, ty.i1);
-  const float4 p11 = texel<In16>(a, tx.i1, ty.i1);
-  const auto lerp2 = [&](float v00, float v10, float v01, float v11) {
-    return (1.0F - fy) * ((1.0F - fx) * v00 + fx * v10) + fy * ((1.0F - fx) * v01 + fx * v11);
-  };
-  const float rgb[3] = {lerp2(p00.x, p10.x, p01.x, p11.x), lerp2(p00.y, p10.y, p01.y, p11.y),
-                        lerp2(p00.z, p10.z, p01.z, p11.z)};
-  if constexpr (Out == resize_output::planar_f32) {
-    const std::size_t plane = a.out_pitch * a.out_height;
-    for (int c = 0; c < 3; ++c) {
-      reinterpret_cast<float*>(a.out + c * plane + std::size_t{y} * a.out_pitch)[x] =
-          rgb[c] * a.scale[c] + a.offset[c];
-    }
-  } else {
-    unsigned packed = 0xFF000000U;
-    for (int c = 0; c < 3; ++c) {
-      const unsigned v = __float2uint_rn(rgb[c] * a.scale[c]);
-      packed |= (v > 255U ? 255U : v) << (8 * c);
-    }
-    reinterpret_cast<unsigned*>(a.out + std::size_t{y} * a.out_pitch)[x] = packed;
-  }
+  resize_pixel<In16, Out>(a, x, y);
 }
 
 }  // namespace
 
 namespace detail {
 
-void launch_convert_resize(const void* in, std::size_t in_pitch, void* out, std::size_t out_pitch,
-                           const convert_resize_config& config, cudaStream_t s, bool programmatic) {
+resize_args make_resize_args(const void* in, std::size_t in_pitch, void* out, std::size_t out_pitch,
+                             const convert_resize_config& config) {
   resize_args a{};
   a.in = static_cast<const std::uint8_t*>(in);
   a.in_pitch = in_pitch;
@@ -98,6 +50,14 @@ void launch_convert_resize(const void* in, std::size_t in_pitch, void* out, std:
       a.offset[c] = 0.0F;
     }
   }
+  a.in_rgba16 = config.in_rgba16;
+  a.output = config.output;
+  return a;
+}
+
+void launch_convert_resize(const void* in, std::size_t in_pitch, void* out, std::size_t out_pitch,
+                           const convert_resize_config& config, cudaStream_t s, bool programmatic) {
+  const resize_args a = make_resize_args(in, in_pitch, out, out_pitch, config);
   const dim3 grid((config.out_width + block_x - 1) / block_x,
                   (config.out_height + block_y - 1) / block_y);
   const dim3 block(block_x, block_y);

@@ -79,6 +79,8 @@ class csi2_reconstruct final : public Operator {
   [[nodiscard]] std::uint32_t height() const noexcept { return _height; }
   [[nodiscard]] io::csi2::raw_format format() const noexcept { return _format; }
   [[nodiscard]] io::bayer_order order() const noexcept { return _order; }
+  /// Its device tables (after initialize(); null before).
+  [[nodiscard]] const csi2_workspace* workspace() const noexcept { return _workspace.get(); }
 
  private:
   std::uint32_t _width{};

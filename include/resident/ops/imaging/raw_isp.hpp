@@ -67,6 +67,8 @@ class raw_isp final : public Operator {
   void initialize() override;
   void compute(CaptureContext& ctx) override;
   [[nodiscard]] const raw_isp_config& config() const noexcept { return _config; }
+  /// Its device buffers (after initialize(); null before).
+  [[nodiscard]] const raw_isp_workspace* workspace() const noexcept { return _workspace.get(); }
 
  private:
   raw_isp_config _config;
