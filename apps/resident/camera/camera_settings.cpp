@@ -186,7 +186,7 @@ camera_mode parse_camera_mode(std::string_view name) {
     return {std::string(to_string(m)), m, io::frame_delivery::device};
   } catch (const std::exception&) {
     throw config_error("camera mode '" + std::string(name) +
-                       "' is not one of cpu-hostmem, eager, host-graph, while, tail");
+                       "' is not one of cpu-hostmem, eager, host-graph, while, tail, persistent");
   }
 }
 
