@@ -62,6 +62,24 @@ def test_merge_keeps_every_part_and_the_latest_run_of_each_configuration():
         merge([])
 
 
+def test_parts_of_different_iteration_counts_say_so_in_the_settings():
+    old = {"benchmark": "inference", "git_commit": "a", "command": "x", "started_at": "1",
+           "settings": {"iterations": 9000, "warmup": 1000},
+           "results": [run("vgg16", "none", "while", 2.0, 1.0, 1.0),
+                       run("resnet50", "none", "while", 2.0, 1.0, 1.0)]}
+    new = {"benchmark": "inference", "git_commit": "b", "command": "y", "started_at": "2",
+           "settings": {"iterations": 20000, "warmup": 1000},
+           "results": [run("resnet50", "none", "while", 3.0, 1.0, 1.0)]}
+    m = merge([old, new])
+    assert m["settings"]["iterations"] == [9000, 20000]
+    assert m["settings"]["warmup"] == 1000
+    assert [p["iterations"] for p in m["parts"]] == [9000, 20000]
+    # Every run of the old part replaced: the new part's count.
+    assert merge([old, dict(new, results=[run("vgg16", "none", "while", 3.0, 1.0, 1.0),
+                                          run("resnet50", "none", "while", 3.0, 1.0, 1.0)])]
+                 )["settings"]["iterations"] == 20000
+
+
 def test_a_part_cut_short_merges_and_is_named_in_the_parts():
     cut = {"benchmark": "inference", "git_commit": "a", "command": "x", "started_at": "1",
            "partial": True, "results": [run("vgg16", "none", "while", 2.0, 1.0, 1.0)]}

@@ -87,13 +87,22 @@ def merge(receipts: list[dict[str, Any]]) -> dict[str, Any]:
             raise ValueError(f"merge: not an inference receipt: {r.get('benchmark')!r}")
     merged = dict(receipts[0])
     merged.pop("partial", None)  # a part cut short still holds complete runs
-    runs: dict[tuple[str, str, str], dict[str, Any]] = {}
-    for r in receipts:
+    runs: dict[tuple[str, str, str], tuple[dict[str, Any], int]] = {}
+    for i, r in enumerate(receipts):
         for run in r["results"]:
-            runs[(run["model"], run["contention"], run["mode"])] = run
-    merged["results"] = list(runs.values())
+            runs[(run["model"], run["contention"], run["mode"])] = (run, i)
+    merged["results"] = [run for run, _ in runs.values()]
+    # The iteration count of the runs kept; parts measured with different counts are listed
+    # (each result's latency_us.n is its own), rather than the first part's count standing for
+    # all.
+    kept = sorted({i for _, i in runs.values()})
+    counts = sorted({receipts[i].get("settings", {}).get("iterations") for i in kept} - {None})
+    if counts:
+        merged["settings"] = dict(merged.get("settings", {}),
+                                  iterations=counts if len(counts) > 1 else counts[0])
     merged["parts"] = [{"git_commit": r.get("git_commit"), "command": r.get("command"),
                         "started_at": r.get("started_at"),
+                        "iterations": r.get("settings", {}).get("iterations"),
                         "partial": bool(r.get("partial"))} for r in receipts]
     merged["targets"] = judge(merged["results"])
     return merged
