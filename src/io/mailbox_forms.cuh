@@ -53,14 +53,8 @@ __device__ inline void mailbox_rx_pass(const mailbox_view& mb, loop_state* loop,
                                        std::byte* sample) {
   __shared__ std::uint64_t chosen;
   __shared__ bool consistent;
-  const std::uint64_t last = loop->last;
-  const bool have_processed = loop->processed > 0;
-  const sample_policy policy = loop->policy;
-  const std::uint64_t poll_ns = loop->poll_ns;
-  // Loaded now, with the words above, not where they are used: after the sample is seen, every
-  // load that a branch waits on is an L2 round trip between sensor and actuator.
-  const bool preempt_hooked = loop->preempt.word != nullptr;
-  const bool raise_after_input = loop->preempt.after_input != 0U;
+  const auto [last, have_processed, policy, poll_ns, preempt_hooked, raise_after_input] =
+      device::load_handler_words(loop);
   const std::uint64_t start = threadIdx.x == 0 ? device::globaltimer_ns() : 0;
   if (threadIdx.x == 0) {
     loop->stamp_ns[static_cast<std::size_t>(stage::handler_start)] = start;

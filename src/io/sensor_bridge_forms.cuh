@@ -15,14 +15,8 @@ namespace resident::io::detail {
 __device__ inline void frame_rx_pass(const frame_ring_view& ring, loop_state* loop,
                                      frame_ref* out) {
   using resident::device::load_acquire_system;
-  const std::uint64_t last = loop->last;
-  const bool have_processed = loop->processed > 0;
-  const sample_policy policy = loop->policy;
-  const std::uint64_t poll_ns = loop->poll_ns;
-  // Loaded now, with the words above, not where they are used: after the frame is seen, every
-  // load that a branch waits on is an L2 round trip between sensor and display.
-  const bool preempt_hooked = loop->preempt.word != nullptr;
-  const bool raise_after_input = loop->preempt.after_input != 0U;
+  const auto [last, have_processed, policy, poll_ns, preempt_hooked, raise_after_input] =
+      device::load_handler_words(loop);
   const std::uint64_t start = device::globaltimer_ns();
   loop->stamp_ns[static_cast<std::size_t>(stage::handler_start)] = start;
   device::note_sm(loop);

@@ -75,6 +75,23 @@ __device__ inline void wait_for_previous_kernels() {
 #endif
 }
 
+/// What a data-ready handler's pass reads from the loop state, loaded together at its start:
+/// after the sample is seen, every load that a branch waits on is an L2 round trip between
+/// sensor and actuator.
+struct handler_words {
+  std::uint64_t last;      // the last sample processed
+  bool have_processed;     // any sample processed yet
+  sample_policy policy;    // which sample to take
+  std::uint64_t poll_ns;   // the pass's polling budget
+  bool preempt_hooked;     // a preemption word to raise for best-effort work
+  bool raise_after_input;  // raise it after the input is in (else at detection)
+};
+
+__device__ inline handler_words load_handler_words(const loop_state* loop) {
+  return {loop->last,    loop->processed > 0,           loop->policy,
+          loop->poll_ns, loop->preempt.word != nullptr, loop->preempt.after_input != 0U};
+}
+
 /// Handler: report which sample is ready this iteration (0: none). Plain store: the controller
 /// kernel runs after the handler's last node, and the kernel boundary orders the two.
 __device__ inline void publish(loop_state* loop, std::uint64_t seq) { loop->published = seq; }
