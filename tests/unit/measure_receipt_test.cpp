@@ -324,6 +324,21 @@ TEST(receipt, keyed_merge_lets_a_later_part_replace_its_configurations) {
   EXPECT_EQ(merge({old_parts, rerun}, none).results.size(), 5U);
 }
 
+TEST(receipt, merge_lists_every_parts_modes_once_in_order_of_appearance) {
+  receipt a = sample_receipt();
+  receipt b = sample_receipt();
+  a.settings["modes"] = json::array({"while", "tail"});
+  a.settings["rate_hz"] = 1000;
+  b.settings["modes"] = json::array({"persistent", "while"});
+  b.settings["rate_hz"] = 2000;
+  b.settings["formats"] = json::array({"raw10"});  // absent from the first: not added
+  const receipt m = merge({a, b});
+  EXPECT_EQ(m.settings["modes"], json::array({"while", "tail", "persistent"}));
+  EXPECT_EQ(m.settings["rate_hz"], 1000);  // scalars stay the first part's
+  EXPECT_FALSE(m.settings.contains("formats"));
+  EXPECT_EQ(m.settings["merged_from"].size(), 2U);  // a list of objects, not of names
+}
+
 TEST(receipt, string_fields_key_names_the_string_fields_in_order) {
   const json r{{"mode", "while"}, {"format", "raw12"}, {"mean_us", 1.0}, {"checked", "x"}};
   EXPECT_EQ(string_fields_key(r), "checked=x;format=raw12;mode=while;");

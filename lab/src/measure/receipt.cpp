@@ -311,6 +311,27 @@ json merged_results(const std::vector<receipt>& parts, const result_key& key,
   return results;
 }
 
+bool is_string_list(const json& v) {
+  return v.is_array() &&
+         std::all_of(v.begin(), v.end(), [](const json& e) { return e.is_string(); });
+}
+
+/// A setting that lists names (modes, formats, parts) becomes the union over the parts, in order
+/// of first appearance: a part run with a mode the first lacked must not drop that mode from
+/// the merged receipt's description of what ran.
+void merge_name_lists(json& settings, const std::vector<receipt>& parts) {
+  for (std::size_t i = 1; i < parts.size(); ++i) {
+    if (!parts[i].settings.is_object()) continue;
+    for (const auto& [name, list] : parts[i].settings.items()) {
+      const auto mine = settings.find(name);
+      if (mine == settings.end() || !is_string_list(*mine) || !is_string_list(list)) continue;
+      for (const auto& e : list) {
+        if (std::find(mine->begin(), mine->end(), e) == mine->end()) mine->push_back(e);
+      }
+    }
+  }
+}
+
 }  // namespace
 
 receipt merge(const std::vector<receipt>& parts, const result_key& key) {
@@ -343,6 +364,7 @@ receipt merge(const std::vector<receipt>& parts, const result_key& key) {
   std::size_t replaced = 0;
   merged.command = std::move(commands);
   merged.results = merged_results(parts, key, replaced);
+  merge_name_lists(merged.settings, parts);
   merged.settings["merged_from"] = std::move(merged_from);
   merged.settings.erase("replaced_results");
   if (replaced > 0) merged.settings["replaced_results"] = replaced;
