@@ -79,7 +79,7 @@ struct camera_run_options {
   std::uint64_t poll_ns{2'000'000};  // the handler's in-kernel polling budget (resident modes)
   /// persistent mode: the kernel's blocks. 0: one per SM but reserved_sms, which stay free for
   /// the bridge's commit kernel and the display engine (they must run beside the resident
-  /// kernel: a grid holding every SM would starve the frames it waits for).
+  /// kernel: a grid that fills every SM may leave them no room).
   int persistent_blocks{0};
   int sensor_cpu{-1};  // pin the sensor thread here
   /// Ask for SCHED_FIFO for the sensor thread (it inherits the policy of the thread that starts
