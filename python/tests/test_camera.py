@@ -55,7 +55,7 @@ def card(width, height):
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("mode", ["eager", "host-graph", "while", "tail"])
+@pytest.mark.parametrize("mode", ["eager", "host-graph", "while", "tail", "persistent"])
 def test_frames_reach_the_display_in_every_mode(mode):
     width, height = 256, 128
     photo = memoryview(card(64, 48)).cast("B", (48, 64, 3))
@@ -65,7 +65,12 @@ def test_frames_reach_the_display_in_every_mode(mode):
     display.start()
     bridge.start()
     try:
-        with app.run(mode, poll_ns=2_000_000 if mode in ("while", "tail") else 0) as run:
+        options = dict(poll_ns=2_000_000 if mode in ("while", "tail", "persistent") else 0)
+        if mode == "persistent":
+            # A grid of 8 blocks: the device forms spread over it, and SMs stay free for the
+            # bridge's commit kernel (docs/design.md, "persistent mode").
+            options["persistent_blocks"] = 8
+        with app.run(mode, **options) as run:
             deadline = time.monotonic() + 10
             while run.counters().processed < 30 and time.monotonic() < deadline:
                 time.sleep(0.005)
