@@ -71,8 +71,12 @@ inline constexpr int persistent_threads = 512;
 /// Which kernel runs the forms and with how much dynamic shared memory.
 struct persistent_kernel_choice {
   bool camera{false};          // any camera form among the steps
+  bool sensor_bridge{false};   // a frame_rx form: the bridge's commit kernel runs beside it
   std::size_t shared_bytes{};  // the largest form's
 };
+
+/// SMs' worth of blocks that "as many as fit" leaves free when a sensor bridge feeds the loop.
+inline constexpr int bridge_reserved_sms = 4;
 
 /// How many persistent blocks of that kernel fit on one SM at once
 /// (cudaOccupancyMaxActiveBlocksPerMultiprocessor).

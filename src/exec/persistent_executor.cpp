@@ -208,6 +208,7 @@ class persistent_executor final : public resident_executor {
     for (const Operator* op : plan().body_order) _steps.push_back(device_form_of(*op));
     for (const persistent_step& s : _steps) {
       _kernel.camera = _kernel.camera || is_camera_form(s.form);
+      _kernel.sensor_bridge = _kernel.sensor_bridge || s.form == device_form::frame_rx;
       _kernel.shared_bytes = std::max(_kernel.shared_bytes, s.shared_bytes);
     }
     _blocks = grid_size(options, _kernel);
@@ -231,7 +232,9 @@ class persistent_executor final : public resident_executor {
       throw execution_error("persistent mode: one block of " + std::to_string(persistent_threads) +
                             " threads of its kernel does not fit on an SM of this device");
     }
-    const int blocks = options.persistent_blocks == 0 ? fit : options.persistent_blocks;
+    // "As many as fit" leaves room for the bridge's commit kernel, which the loop waits for.
+    const int room = kernel.sensor_bridge ? per_sm * std::min(bridge_reserved_sms, sms - 1) : 0;
+    const int blocks = options.persistent_blocks == 0 ? fit - room : options.persistent_blocks;
     if (blocks > fit) {
       throw execution_error("persistent mode: run_options::persistent_blocks is " +
                             std::to_string(blocks) + ", but only " + std::to_string(fit) + " (" +

@@ -73,7 +73,8 @@ struct run_options {
   /// persistent mode: thread blocks of its kernel. 1 (default): one block, block barriers
   /// between forms. More: a cooperative launch, grid barriers between forms, the element-wise
   /// forms spread over every block; refused when more than fit at once on the device (or the
-  /// partition). 0: as many as fit.
+  /// partition). 0: as many as fit, less 4 SMs' worth when the DAG holds io.frame_rx (the
+  /// sensor bridge's commit kernel must find room beside the loop for frames to arrive).
   int persistent_blocks{1};
 
   /// Throws std::invalid_argument for inconsistent values (e.g. a stall timeout shorter than δ).
