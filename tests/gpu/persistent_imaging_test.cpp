@@ -85,13 +85,19 @@ class imaging_chain_app final : public Application {
   std::shared_ptr<io::mailbox> _mailbox;
 };
 
-/// Random 12-bit Bayer frames, carried as the floats drive_lockstep takes (bit copies).
+/// Random 12-bit Bayer frames, carried as the floats drive_lockstep takes (bit copies). Each
+/// frame gives the four cell positions its own range, so every frame has other grey-world
+/// gains: a form reading the last frame's multipliers (or frame) would not match while mode.
 std::vector<std::vector<float>> bayer_frames(int n) {
   std::mt19937 rng(7);
   std::vector<std::vector<float>> frames;
   for (int i = 0; i < n; ++i) {
     std::vector<std::uint16_t> px(std::size_t{width} * height);
-    for (auto& p : px) p = static_cast<std::uint16_t>(rng() & 0xFFFU);
+    for (std::size_t k = 0; k < px.size(); ++k) {
+      const auto position = static_cast<unsigned>((k / width % 2) * 2 + k % 2);
+      const unsigned range = 0x400U + 0x300U * ((position + static_cast<unsigned>(i)) % 4);
+      px[k] = static_cast<std::uint16_t>(rng() % range);
+    }
     std::vector<float> carried(px.size() / 2);
     std::memcpy(carried.data(), px.data(), px.size() * 2);
     frames.push_back(std::move(carried));
