@@ -187,8 +187,9 @@ static_assert(csi2_form_shared_bytes(0) ==
               "forms.hpp's size of the form's shared memory is its layout's");
 
 /// The persistent mode's form (csi2_form_shared_bytes of scratch). Phase 0: the grid's blocks take
-/// lines in turn (every block the same number of turns: its barriers are the block's). Phase 1,
-/// block 0 after the grid barrier: the frame's ends, the slot re-read and the integrity record.
+/// lines in turn (a block's barriers are its own, so blocks may take different numbers of lines).
+/// Phase 1, block 0 after the grid barrier: the frame's ends, the slot re-read and the integrity
+/// record.
 __device__ inline void run(const reconstruct_args& a, unsigned phase, std::byte* scratch) {
   const bool stream_ok = a.frame->bytes == a.stream_bytes;
   if (phase == 1) {
