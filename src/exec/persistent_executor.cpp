@@ -21,7 +21,6 @@
 #include "resident/cuda/error.hpp"
 #include "resident/io/display.hpp"
 #include "resident/io/sensor_bridge.hpp"
-#include "resident/ops/imaging/common.hpp"
 #include "resident/ops/imaging/convert_resize.hpp"
 #include "resident/ops/imaging/csi2_reconstruct.hpp"
 #include "resident/ops/imaging/demosaic.hpp"
@@ -77,6 +76,16 @@ T* port_as(const Operator& op, const char* name) {
   return static_cast<T*>(const_cast<void*>(port_memory(op, name)));
 }
 
+/// The row pitch of an image port, as the operator declared it in setup().
+std::size_t image_pitch(const Operator& op, const char* name) {
+  const port_spec* p = op.spec().find_port(name);
+  if (p == nullptr || !p->image) {
+    throw composition_error("operator '" + op.name() + "': persistent mode found no image port '" +
+                            name + "'");
+  }
+  return p->image->pitch();
+}
+
 template <class W>
 const W& initialized(const Operator& op, const W* workspace) {
   if (workspace == nullptr) {
@@ -101,46 +110,36 @@ bool camera_form_of(const Operator& op, persistent_step& s) {
   } else if (const auto* c = dynamic_cast<const im::csi2_reconstruct*>(&op)) {
     const im::csi2_workspace& ws = initialized(op, c->workspace());
     s.form = device_form::csi2_reconstruct;
-    s.phases = 2;
+    s.phases = im::detail::csi2_form_phases;
     s.csi2 = im::detail::make_reconstruct_args(
         port_as<const io::frame_ref>(op, "frame"), port_as<std::uint16_t>(op, "bayer"),
-        im::bayer_image(c->width(), c->height(), c->order()).pitch(),
-        port_as<io::frame_integrity>(op, "integrity"), ws);
+        image_pitch(op, "bayer"), port_as<io::frame_integrity>(op, "integrity"), ws);
     s.shared_bytes = im::detail::csi2_form_shared_bytes(ws.line_bytes());
   } else if (const auto* isp = dynamic_cast<const im::raw_isp*>(&op)) {
-    const im::raw_isp_config& k = isp->config();
     s.form = device_form::raw_isp;
-    s.isp = im::detail::make_isp_args(
-        port_as<const std::uint16_t>(op, "in"), port_as<std::uint16_t>(op, "out"),
-        im::bayer_image(k.width, k.height, k.order).pitch(), initialized(op, isp->workspace()));
-    s.phases = k.grey_world ? 3 : 1;
+    s.isp = im::detail::make_isp_args(port_as<const std::uint16_t>(op, "in"),
+                                      port_as<std::uint16_t>(op, "out"), image_pitch(op, "in"),
+                                      initialized(op, isp->workspace()));
+    s.phases = im::detail::isp_form_phases(s.isp);
     s.shared_bytes = im::detail::isp_form_shared_bytes();
   } else if (const auto* d = dynamic_cast<const im::demosaic*>(&op)) {
-    const im::demosaic_config& k = d->config();
     s.form = device_form::demosaic;
-    s.demosaic = im::detail::make_demosaic_args(
-        port_as<const std::uint16_t>(op, "bayer"),
-        im::bayer_image(k.width, k.height, k.order).pitch(), port_as<void>(op, "rgb"),
-        image_desc{k.width, k.height, im::pixel_format_of(k.output), 0}.pitch(), k);
+    s.demosaic = im::detail::make_demosaic_args(port_as<const std::uint16_t>(op, "bayer"),
+                                                image_pitch(op, "bayer"), port_as<void>(op, "rgb"),
+                                                image_pitch(op, "rgb"), d->config());
     s.shared_bytes = im::detail::demosaic_form_shared_bytes();
   } else if (const auto* r = dynamic_cast<const im::convert_resize*>(&op)) {
-    const im::convert_resize_config& k = r->config();
-    const image_desc in{k.in_width, k.in_height,
-                        k.in_rgba16 ? pixel_format::rgba16 : pixel_format::rgba8, 0};
-    const image_desc out{k.out_width, k.out_height,
-                         k.output == im::resize_output::planar_f32 ? pixel_format::rgb_planar_f32
-                                                                   : pixel_format::rgba8,
-                         0};
     s.form = device_form::convert_resize;
-    s.resize = im::detail::make_resize_args(port_as<const void>(op, "in"), in.pitch(),
-                                            port_as<void>(op, "out"), out.pitch(), k);
+    s.resize =
+        im::detail::make_resize_args(port_as<const void>(op, "in"), image_pitch(op, "in"),
+                                     port_as<void>(op, "out"), image_pitch(op, "out"), r->config());
   } else if (const auto* tx = dynamic_cast<const io::display_tx*>(&op)) {
     if (tx->lut() == nullptr) {
       throw composition_error("operator '" + op.name() +
                               "': persistent mode found it not initialized (no encoding table)");
     }
     s.form = device_form::display_tx;
-    s.phases = 3;
+    s.phases = io::detail::display_form_phases;
     s.display.view = tx->target().device_view();
     s.display.rgb = port_memory(op, "rgb");
     s.display.lut = tx->lut();

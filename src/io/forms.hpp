@@ -16,6 +16,9 @@ struct frame_rx_args {
   frame_ref* out;
 };
 
+/// display_tx's device form: block 0 chooses the buffer, every block encodes, block 0 commits.
+inline constexpr unsigned display_form_phases = 3;
+
 struct display_tx_args {
   display_view view;
   const void* rgb;

@@ -45,6 +45,9 @@ struct reconstruct_args {
   return (line_bytes + packet_overhead + 32 + 15) / 16 * 16;
 }
 
+/// csi2_reconstruct's device form: the lines, then block 0's integrity record.
+inline constexpr unsigned csi2_form_phases = 2;
+
 /// Dynamic shared memory of csi2_reconstruct's device form (512-thread blocks): the CRC table,
 /// a word per warp, the verdict, the staged line.
 [[nodiscard]] constexpr std::size_t csi2_form_shared_bytes(std::uint32_t line_bytes) noexcept {
@@ -88,6 +91,12 @@ struct isp_args {
 /// for the lanes past the end) and CUB's temporary storage (isp_forms.cuh checks it fits).
 [[nodiscard]] constexpr std::size_t isp_form_shared_bytes() noexcept {
   return (4 * 256 + 1) * 4 + 16 + 64;
+}
+
+/// raw_isp's device form: statistics, gains, correction; without white balance the correction
+/// alone (isp_forms.cuh's run() numbers them so).
+[[nodiscard]] constexpr unsigned isp_form_phases(const isp_args& a) noexcept {
+  return a.grey_world ? 3 : 1;
 }
 
 [[nodiscard]] isp_args make_isp_args(const std::uint16_t* in, std::uint16_t* out, std::size_t pitch,
