@@ -123,3 +123,34 @@ def test_merge_from_the_command_line_needs_no_pytorch(tmp_path):
     assert [r["model"] for r in merged["results"]] == ["resnet50"]
     assert merged["note"] == "short run"
     assert (tmp_path / "inference-report.html").exists()
+
+
+def test_a_merged_receipt_merges_again_with_its_parts_and_per_run_counts():
+    def timed(model, count):
+        r = run(model, "none", "while", 2.0, 1.0, 1.0)
+        r["latency_us"] = dict(r.get("latency_us", {}), n=count)
+        return r
+    old = {"benchmark": "inference", "git_commit": "a", "command": "x", "started_at": "1",
+           "settings": {"iterations": 9000}, "results": [timed("vgg16", 9000)]}
+    new = {"benchmark": "inference", "git_commit": "b", "command": "y", "started_at": "2",
+           "settings": {"iterations": 20000}, "results": [timed("resnet50", 20000)]}
+    first = merge([old, new])
+    assert first["settings"]["iterations"] == [9000, 20000]
+    last = {"benchmark": "inference", "git_commit": "c", "command": "z", "started_at": "3",
+            "settings": {"iterations": 20000}, "results": [timed("vgg16", 20000)]}
+    again = merge([first, last])
+    # VGG-16's 9,000-sample run was replaced: every kept run has 20,000.
+    assert again["settings"]["iterations"] == 20000
+    assert [p["git_commit"] for p in again["parts"]] == ["a", "b", "c"]
+    assert merge([first])["settings"]["iterations"] == [9000, 20000]
+
+
+
+def test_runs_of_a_merged_receipt_without_their_count_take_n_and_missing_outputs():
+    r = run("vgg16", "stress", "host-graph", 2.0, 1.0, 1.0)
+    r["latency_us"]["n"] = 19998
+    r["missing_outputs"] = 2
+    merged = {"benchmark": "inference", "settings": {"iterations": [9000, 20000]}, "results": [r]}
+    again = merge([merged])
+    assert again["settings"]["iterations"] == 20000
+    assert again["results"][0]["iterations"] == 20000

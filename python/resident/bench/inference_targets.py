@@ -91,18 +91,27 @@ def merge(receipts: list[dict[str, Any]]) -> dict[str, Any]:
     for i, r in enumerate(receipts):
         for run in r["results"]:
             runs[(run["model"], run["contention"], run["mode"])] = (run, i)
-    merged["results"] = [run for run, _ in runs.values()]
-    # The iteration count of the runs kept; parts measured with different counts are listed
-    # (each result's latency_us.n is its own), rather than the first part's count standing for
-    # all.
-    kept = sorted({i for _, i in runs.values()})
-    counts = sorted({receipts[i].get("settings", {}).get("iterations") for i in kept} - {None})
+    # Each kept run records the iteration count it was measured with, so that a merge of merged
+    # receipts still knows it; a merged part's runs without one measured n latencies and lost
+    # missing_outputs samples. Parts measured with different counts are listed in the settings
+    # rather than the first part's count standing for all.
+    merged["results"] = []
+    counts: set[int] = set()
+    for run, i in runs.values():
+        count = run.get("iterations", receipts[i].get("settings", {}).get("iterations"))
+        if isinstance(count, list):
+            count = run.get("latency_us", {}).get("n", 0) + run.get("missing_outputs", 0)
+        merged["results"].append(run if count is None else dict(run, iterations=count))
+        if count is not None:
+            counts.add(count)
     if counts:
+        ordered = sorted(counts)
         merged["settings"] = dict(merged.get("settings", {}),
-                                  iterations=counts if len(counts) > 1 else counts[0])
-    merged["parts"] = [{"git_commit": r.get("git_commit"), "command": r.get("command"),
-                        "started_at": r.get("started_at"),
-                        "iterations": r.get("settings", {}).get("iterations"),
-                        "partial": bool(r.get("partial"))} for r in receipts]
+                                  iterations=ordered if len(ordered) > 1 else ordered[0])
+    # A part that is itself a merge brings its own parts.
+    merged["parts"] = [part for r in receipts for part in (r.get("parts") or [
+        {"git_commit": r.get("git_commit"), "command": r.get("command"),
+         "started_at": r.get("started_at"), "iterations": r.get("settings", {}).get("iterations"),
+         "partial": bool(r.get("partial"))}])]
     merged["targets"] = judge(merged["results"])
     return merged
