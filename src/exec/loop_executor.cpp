@@ -11,6 +11,7 @@
 #include "exec/capture.hpp"
 #include "exec/loop_executor.hpp"
 #include "resident/cuda/error.hpp"
+#include "resident/detail/counter_snapshot.hpp"
 #include "resident/partition/green_context.hpp"
 
 namespace resident::detail {
@@ -207,29 +208,35 @@ double loop_executor::mean_iteration_ns() {
          static_cast<double>(now.iterations - 1);
 }
 
-loop_counters loop_executor::counters() const noexcept {
-  // The end marker writes processed, dropped and repeated, then releases last_seq, once per
-  // commit; a running loop may commit again while they are read. A snapshot is taken again
-  // until last_seq read before and after agree and the three satisfy the invariant: then they
-  // are one commit's values (a mix of two commits satisfies it only when the later one dropped
-  // nothing, and then they are the later commit's). `repeated` may be one commit newer. The
-  // loop commits at most once per DAG run, so the first or second attempt almost always holds;
-  // the bound keeps this noexcept call from spinning against a pathological writer.
-  const loop_control& c = *_res->control();
+loop_counters snapshot_counters(const loop_control& control, std::uint64_t start_seq,
+                                std::chrono::nanoseconds bound) noexcept {
   loop_counters out;
-  out.start_seq = _res->start_seq;
-  for (int attempt = 0; attempt < 1000; ++attempt) {
-    out.last_seq = host_load_acquire(c.last_seq);  // pairs with the end marker's release
-    out.processed = host_load_acquire(c.processed);
-    out.dropped = host_load_acquire(c.dropped);
-    out.repeated = host_load_acquire(c.repeated);
-    if (host_load_acquire(c.last_seq) == out.last_seq &&
-        out.processed + out.dropped == out.last_seq - out.start_seq) {
+  out.start_seq = start_seq;
+  const auto deadline = std::chrono::steady_clock::now() + bound;
+  for (std::uint32_t attempt = 1;; ++attempt) {
+    out.last_seq = host_load_acquire(control.last_seq);  // pairs with the end marker's release
+    out.processed = host_load_acquire(control.processed);
+    out.dropped = host_load_acquire(control.dropped);
+    out.repeated = host_load_acquire(control.repeated);
+    if (host_load_acquire(control.last_seq) == out.last_seq &&
+        out.processed + out.dropped == out.last_seq - start_seq) {
       break;
     }
+    // The clock is read every 64 attempts only: a torn read lasts until the release arrives.
+    if (attempt % 64 == 0 && std::chrono::steady_clock::now() >= deadline) break;
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
   }
-  out.iterations = host_load_acquire(c.heartbeat);
+  out.iterations = host_load_acquire(control.heartbeat);
   return out;
+}
+
+loop_counters loop_executor::counters() const noexcept {
+  // A loop commits at most once per DAG run, so a torn read ends when that commit's release
+  // reaches the host (microseconds); 10 ms only bounds this noexcept call against a
+  // pathological writer.
+  return snapshot_counters(*_res->control(), _res->start_seq, std::chrono::milliseconds(10));
 }
 
 std::uint64_t loop_executor::heartbeat() const noexcept {
