@@ -74,6 +74,10 @@ void run_options::validate() const {
                                 to_string(static_cast<unsigned>(capture)));
   }
   if (device < 0) throw std::invalid_argument("run_options: device must be >= 0");
+  if (phase_times && (phase_rows < 2 || phase_rows > (1U << 20))) {
+    throw std::invalid_argument("run_options: phase_rows must be 2 to 1048576, got " +
+                                to_string(phase_rows));
+  }
   if (partition && partition->device() != device) {
     throw std::invalid_argument("run_options: the partition belongs to device " +
                                 to_string(partition->device()) + ", the run is on device " +
@@ -129,6 +133,12 @@ std::unique_ptr<Executor> make_executor(Application& app, execution_mode mode,
         app.name() +
         "' registers none (call register_data_ready_handler() in compose()); without one the "
         "GPU loop would have nothing to wait for");
+  }
+  if (options.phase_times && mode != execution_mode::persistent) {
+    throw std::invalid_argument(std::string("run_options::phase_times: the ") +
+                                std::string(to_string(mode)) +
+                                " mode has no phases to time; it times persistent mode's device "
+                                "forms (other modes: telemetry_samples)");
   }
   // The loop's memory, streams and graphs belong to the run's device; the caller's current
   // device is left as it was.

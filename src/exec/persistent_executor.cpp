@@ -153,6 +153,34 @@ bool camera_form_of(const Operator& op, persistent_step& s) {
 
 }  // namespace
 
+std::vector<phase_time> summarize_phases(const std::vector<std::uint64_t>& table,
+                                         const std::vector<phase_time>& names, std::uint32_t stride,
+                                         std::uint32_t rows) {
+  const std::uint64_t passes = table.empty() ? 0 : table[0];
+  // The pass that stopped the loop wrote a row it did not count, over the oldest one.
+  const std::uint64_t kept = std::min<std::uint64_t>(passes, rows - 1);
+  std::vector<phase_time> out = names;
+  std::vector<double> d(kept);
+  for (std::size_t k = 0; k < names.size(); ++k) {
+    for (std::uint64_t i = 0; i < kept; ++i) {
+      const std::uint64_t* row = table.data() + 1 + ((passes - kept + i) % rows) * stride;
+      d[i] = static_cast<double>(row[k + 1] - row[k]);
+    }
+    phase_time& t = out[k];
+    t.passes = kept;
+    if (kept == 0) continue;
+    double sum = 0;
+    for (const double x : d) sum += x;
+    t.mean_ns = sum / static_cast<double>(kept);
+    std::sort(d.begin(), d.end());
+    const auto at = [&](double q) { return d[static_cast<std::size_t>(q * (kept - 1) + 0.5)]; };
+    t.p50_ns = at(0.5);
+    t.p99_ns = at(0.99);
+    t.max_ns = d.back();
+  }
+  return out;
+}
+
 persistent_step device_form_of(const Operator& op) {
   persistent_step s;
   const auto ports = [&](const char* in, const char* out) {
@@ -210,7 +238,9 @@ class persistent_executor final : public resident_executor {
       _kernel.sensor_bridge = _kernel.sensor_bridge || s.form == device_form::frame_rx;
       _kernel.shared_bytes = std::max(_kernel.shared_bytes, s.shared_bytes);
     }
+    _kernel.timed = options.phase_times;
     _blocks = grid_size(options, _kernel);
+    if (options.phase_times) prepare_phase_table(options.phase_rows);
     _device_steps = device_buffer(_steps.size() * sizeof(persistent_step));
     RESIDENT_CUDA_TRY(cudaMemcpy(_device_steps.data(), _steps.data(), _device_steps.size(),
                                  cudaMemcpyHostToDevice));
@@ -253,6 +283,34 @@ class persistent_executor final : public resident_executor {
     return blocks;
   }
 
+  /// run_options::phase_times: one name per stamped interval of a DAG pass, and the table the
+  /// kernel's leader stamps (zeroed: a pass count of 0).
+  void prepare_phase_table(std::uint32_t rows) {
+    for (std::size_t i = 0; i < plan().body_order.size(); ++i) {
+      const persistent_step& s = _steps[plan().handler_order.size() + i];
+      for (unsigned p = 0; p < s.phases; ++p) {
+        _phase_names.push_back({plan().body_order[i]->name(), form_name(s.form), p});
+      }
+    }
+    _phase_names.push_back({"(end marker)", "", 0});
+    _phase_names.push_back({"(closing barrier)", "", 0});
+    _phase_stride = static_cast<std::uint32_t>(_phase_names.size() + 1);
+    _phase_rows = rows;
+    _phase_table = device_buffer((1 + std::size_t{rows} * _phase_stride) * sizeof(std::uint64_t));
+    RESIDENT_CUDA_TRY(cudaMemset(_phase_table.data(), 0, _phase_table.size()));
+    res().config.phase_stamps = _phase_table.data_as<std::uint64_t>();
+    res().config.phase_stride = _phase_stride;
+    res().config.phase_rows = rows;
+  }
+
+  std::vector<phase_time> phase_times() override {
+    if (_phase_names.empty()) return {};
+    std::vector<std::uint64_t> table(_phase_table.size() / sizeof(std::uint64_t));
+    RESIDENT_CUDA_TRY(
+        cudaMemcpy(table.data(), _phase_table.data(), _phase_table.size(), cudaMemcpyDeviceToHost));
+    return summarize_phases(table, _phase_names, _phase_stride, _phase_rows);
+  }
+
   void write_dot(const std::string& path) const override {
     // No graph: the DOT shows the kernel's loop over the forms, in the order it runs them.
     std::ofstream out(path);
@@ -285,6 +343,7 @@ class persistent_executor final : public resident_executor {
   }
   void leak_graphs() noexcept override {
     (void)new device_buffer(std::move(_device_steps));  // the kernel may still read it
+    (void)new device_buffer(std::move(_phase_table));   // and write this
   }
 
  private:
@@ -292,6 +351,10 @@ class persistent_executor final : public resident_executor {
   persistent_kernel_choice _kernel;
   device_buffer _device_steps;
   int _blocks{1};
+  std::vector<phase_time> _phase_names;  // op, form and phase of each interval; no times yet
+  std::uint32_t _phase_stride{0};
+  std::uint32_t _phase_rows{0};
+  device_buffer _phase_table;
 };
 
 }  // namespace

@@ -127,23 +127,57 @@ __device__ void set_verdict(loop_state* loop, volatile std::uint32_t& shared, st
   shared = v;
 }
 
+/// run_options::phase_times: the first thread's device-clock stamps of one DAG pass, one before
+/// the first phase and one after each barrier, into the pass's row of loop_state::phase_stamps.
+/// Untimed kernels hold an empty one, which compiles to nothing.
+template <bool Timed>
+struct phase_clock {
+  __device__ void start(const loop_state*, bool) {}
+  __device__ void lap() {}
+  __device__ void finish(loop_state*) {}
+};
+
+template <>
+struct phase_clock<true> {
+  std::uint64_t* row{nullptr};  // null in every thread but the leader
+  unsigned next{0};
+  std::uint64_t passes{0};
+  __device__ void start(const loop_state* loop, bool leader) {
+    if (!leader) return;
+    row = loop->phase_stamps + 1 + (passes % loop->phase_rows) * loop->phase_stride;
+    next = 0;
+    lap();
+  }
+  __device__ void lap() {
+    if (row != nullptr) row[next++] = device::globaltimer_ns();  // a store: nothing waits on it
+  }
+  __device__ void finish(loop_state* loop) {
+    if (row == nullptr) return;
+    loop->phase_stamps[0] = ++passes;
+    row = nullptr;
+  }
+};
+
 /// One form, its phases separated by barriers (each phase sees what the one before it wrote,
 /// and the next form sees the last).
-template <bool Grid, bool Camera>
-__device__ void run_step(const persistent_step& step, loop_state* loop, std::byte* scratch) {
+template <bool Grid, bool Camera, bool Timed>
+__device__ void run_step(const persistent_step& step, loop_state* loop, std::byte* scratch,
+                         phase_clock<Timed>& clock) {
   if constexpr (Camera) {
     const unsigned phases = step.phases;
     for (unsigned p = 0; p < phases; ++p) {
       run_camera_form(step, p, loop, scratch);
       barrier<Grid>();
+      clock.lap();
     }
   } else {
     run_lab_form(step, loop);
     barrier<Grid>();
+    clock.lap();
   }
 }
 
-template <bool Grid, bool Camera>
+template <bool Grid, bool Camera, bool Timed>
 __global__ void __launch_bounds__(persistent_threads)
     persistent_kernel(loop_state* loop, const persistent_step* steps, int handler_steps,
                       int body_steps) {
@@ -151,11 +185,15 @@ __global__ void __launch_bounds__(persistent_threads)
   auto* scratch = reinterpret_cast<std::byte*>(scratch_words);
   const bool leader = blockIdx.x == 0 && threadIdx.x == 0;
   __shared__ std::uint32_t shared_verdict;
+  phase_clock<Timed> clock;  // the DAG passes' stamps (the handler's are not timed)
+  phase_clock<false> handler_clock;
   for (;;) {
     // The controller's early read of the tear-down word overlaps the handler's polling.
     device::early_read ahead;
     if (leader) ahead = device::read_ahead(loop);
-    for (int i = 0; i < handler_steps; ++i) run_step<Grid, Camera>(steps[i], loop, scratch);
+    for (int i = 0; i < handler_steps; ++i) {
+      run_step<Grid, Camera>(steps[i], loop, scratch, handler_clock);
+    }
     if (leader) {
       // The verdict from the pass's own outcome, not read back from the loop state (a load
       // between the decision and the DAG).
@@ -166,25 +204,39 @@ __global__ void __launch_bounds__(persistent_threads)
     const std::uint32_t v = verdict_of<Grid>(loop, shared_verdict);
     if (v == stop) return;
     if (v == run_dag) {
+      clock.start(loop, leader);
       for (int i = 0; i < body_steps; ++i) {
-        run_step<Grid, Camera>(steps[handler_steps + i], loop, scratch);
+        run_step<Grid, Camera>(steps[handler_steps + i], loop, scratch, clock);
       }
       if (leader) {
         const bool stopped = device::end_marker_step<false>(loop);
         set_verdict(loop, shared_verdict, stopped ? stop : idle);
       }
       barrier<Grid>();
+      clock.lap();
+      // The pass that stops is not counted: its row lacks the closing barrier's stamp.
       if (verdict_of<Grid>(loop, shared_verdict) == stop) return;
     }
     barrier<Grid>();  // the verdict is written again only after every thread read it
+    if (v == run_dag) {
+      clock.lap();
+      clock.finish(loop);
+    }
   }
 }
 
 using kernel_fn = void (*)(loop_state*, const persistent_step*, int, int);
 
+template <bool Timed>
 kernel_fn kernel_of(bool grid, bool camera) {
-  if (camera) return grid ? persistent_kernel<true, true> : persistent_kernel<false, true>;
-  return grid ? persistent_kernel<true, false> : persistent_kernel<false, false>;
+  if (camera) {
+    return grid ? persistent_kernel<true, true, Timed> : persistent_kernel<false, true, Timed>;
+  }
+  return grid ? persistent_kernel<true, false, Timed> : persistent_kernel<false, false, Timed>;
+}
+
+kernel_fn kernel_of(const persistent_kernel_choice& k, bool grid) {
+  return k.timed ? kernel_of<true>(grid, k.camera) : kernel_of<false>(grid, k.camera);
 }
 
 /// Above the default 48 KiB a kernel must opt in to its dynamic shared memory.
@@ -201,7 +253,7 @@ void allow_shared(kernel_fn k, std::size_t bytes) {
 int persistent_blocks_per_sm(const persistent_kernel_choice& k) {
   int fit[2] = {0, 0};
   for (const bool grid : {false, true}) {
-    const kernel_fn f = kernel_of(grid, k.camera);
+    const kernel_fn f = kernel_of(k, grid);
     allow_shared(f, k.shared_bytes);
     RESIDENT_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
         &fit[grid ? 1 : 0], f, persistent_threads, k.shared_bytes));
@@ -212,7 +264,7 @@ int persistent_blocks_per_sm(const persistent_kernel_choice& k) {
 void launch_persistent(loop_state* loop, const persistent_step* steps, int handler_steps,
                        int body_steps, int blocks, const persistent_kernel_choice& k,
                        cudaStream_t s) {
-  const kernel_fn f = kernel_of(blocks > 1, k.camera);
+  const kernel_fn f = kernel_of(k, blocks > 1);
   allow_shared(f, k.shared_bytes);
   if (blocks <= 1) {
     f<<<1, persistent_threads, k.shared_bytes, s>>>(loop, steps, handler_steps, body_steps);

@@ -155,6 +155,7 @@ tear_down_report run_handle::tear_down(std::chrono::milliseconds timeout) {
     try {
       _executor->drain_telemetry(true);
       report.mean_iteration_ns = _executor->mean_iteration_ns();
+      report.phases = _executor->phase_times();
     } catch (const std::exception& e) {
       report.error = "the " + _name + " stopped, but reading its telemetry failed: " + e.what();
     }

@@ -114,6 +114,39 @@ TEST(camera, shows_the_same_screen_in_every_mode_equal_to_the_cpu_pipeline) {
   EXPECT_LE(worst, 1) << "the screen differs from the CPU pipeline by more than 1 LSB";
 }
 
+// persistent mode's phase times: one entry per phase of each camera form, in DAG order, and
+// the timed kernel shows the untimed one's screen.
+TEST(camera, persistent_phase_times_cover_every_form_and_change_no_pixel) {
+  RESIDENT_REQUIRE_GPU();
+  const camera_settings s = small_camera(500.0, 1);
+  camera_run_options o;
+  o.frames = 30;
+  o.keep_screen = true;
+  o.persistent_blocks = 8;
+  const camera_result plain = run(s, "persistent", o);
+  o.phase_times = true;
+  const camera_result timed = run(s, "persistent", o);
+  expect_exact_accounting(plain);
+  expect_exact_accounting(timed);
+  EXPECT_TRUE(plain.phases.empty());
+  ASSERT_FALSE(timed.screen.empty());
+  EXPECT_TRUE(timed.screen == plain.screen) << "timing changed the screen";
+  ASSERT_FALSE(timed.phases.empty());
+  std::vector<std::string> forms;
+  for (const phase_time& t : timed.phases) {
+    if (forms.empty() || forms.back() != t.form) forms.push_back(t.form);
+    // The run processes at least 30 frames and keeps up to 30 passes (phase_rows = frames + 1;
+    // a pass that tear-down ends is not counted).
+    EXPECT_GE(t.passes, 29U) << t.op << " phase " << t.phase;
+    EXPECT_LE(t.passes, 30U) << t.op << " phase " << t.phase;
+    EXPECT_GT(t.mean_ns, 0.0) << t.op << " phase " << t.phase;
+    EXPECT_LE(t.p50_ns, t.max_ns) << t.op << " phase " << t.phase;
+  }
+  const std::vector<std::string> want{"csi2_reconstruct", "raw_isp", "demosaic", "display_tx", ""};
+  EXPECT_EQ(forms, want);
+  EXPECT_EQ(timed.phases.back().op, "(closing barrier)");
+}
+
 TEST(camera, counts_corrupt_frames_and_never_shows_them) {
   RESIDENT_REQUIRE_GPU();
   const camera_settings s = small_camera(200.0);

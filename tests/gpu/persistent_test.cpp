@@ -69,6 +69,51 @@ TEST(persistent_mode, a_cooperative_grid_gives_the_same_bits_as_one_block) {
   EXPECT_EQ(results[0], results[1]);
 }
 
+// run_options::phase_times: the timed kernel gives the same bits, and one row of stamps per DAG
+// pass, named after the DAG's operators in order and the framework's two steps.
+TEST(persistent_mode, phase_times_name_every_phase_of_every_pass_and_change_no_result) {
+  RESIDENT_REQUIRE_GPU();
+  lab_app app(1 << 14);
+  std::vector<std::vector<float>> samples;
+  for (int i = 0; i < 12; ++i) samples.push_back(random_floats(1 << 14));
+  std::vector<std::string> want_names;
+  for (const Operator* op : app.plan().body_order) want_names.push_back(op->name());
+  want_names.insert(want_names.end(), {"(end marker)", "(closing barrier)"});
+  for (const int blocks : {1, 8}) {
+    SCOPED_TRACE("persistent_blocks " + std::to_string(blocks));
+    std::vector<std::vector<float>> results;
+    for (const bool timed : {false, true}) {
+      run_options options;
+      options.persistent_blocks = blocks;
+      options.phase_times = timed;
+      options.phase_rows = 8;  // fewer rows than passes: the latest 7 are kept
+      auto run = run_async(app, execution_mode::persistent, options);
+      const auto outputs = drive_lockstep(*app.mailbox(), samples);
+      EXPECT_TRUE(wait_for_passes_beyond(*run, samples.size()));
+      const tear_down_report report = run->tear_down();
+      ASSERT_TRUE(report.stopped) << report.error;
+      EXPECT_EQ(report.counters.processed, samples.size());
+      results.emplace_back();
+      for (const auto& out : outputs) results.back().push_back(as_float(out));
+      if (!timed) {
+        EXPECT_TRUE(report.phases.empty());
+        continue;
+      }
+      std::vector<std::string> names;
+      for (const phase_time& t : report.phases) {
+        names.push_back(t.op);
+        EXPECT_EQ(t.passes, 7U) << t.op;
+        EXPECT_GT(t.mean_ns, 0.0) << t.op;
+        EXPECT_LE(t.p50_ns, t.p99_ns) << t.op;
+        EXPECT_LE(t.p99_ns, t.max_ns) << t.op;
+        EXPECT_LT(t.max_ns, 1e9) << t.op << ": a stamp from another pass";
+      }
+      EXPECT_EQ(names, want_names);
+    }
+    EXPECT_EQ(results[1], results[0]) << "timing changed the outputs";
+  }
+}
+
 TEST(persistent_mode, a_grid_larger_than_fits_at_once_is_refused_with_the_numbers) {
   RESIDENT_REQUIRE_GPU();
   lab_app app(elements);

@@ -202,6 +202,25 @@ TEST(cli_run, fuse_and_persistent_flags_reach_the_run_options) {
   EXPECT_THAT(parse_error(root, "run --persistent-blocks -2"), HasSubstr("--persistent-blocks"));
 }
 
+TEST(cli_run, phase_times_reach_the_run_options_in_persistent_mode_only) {
+  CLI::App root;
+  run_settings s;
+  add_run_options(root, s);
+  ASSERT_EQ(parse_error(root, "run --mode persistent --phase-times"), "");
+  EXPECT_TRUE(check_run(s).options.phase_times);
+  EXPECT_FALSE(check_run(run_settings{}).options.phase_times);  // the default
+  for (const char* mode : {"while", "all"}) {
+    s.mode = mode;
+    try {
+      (void)check_run(s);
+      ADD_FAILURE() << "no error for --mode " << mode;
+    } catch (const std::invalid_argument& e) {
+      EXPECT_THAT(e.what(), HasSubstr("use it with --mode persistent (the mode is '" +
+                                      std::string(mode) + "')"));
+    }
+  }
+}
+
 TEST(cli_run, capture_flag_reaches_the_run_options_and_a_bad_order_is_named) {
   CLI::App root;
   run_settings s;

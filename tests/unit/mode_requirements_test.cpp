@@ -35,6 +35,26 @@ TEST(run_async, refuses_inconsistent_options_before_composing) {
   EXPECT_EQ(app.compose_calls, 0);
 }
 
+TEST(run_async, refuses_phase_times_outside_persistent_mode_and_a_bad_row_count) {
+  test_app app;
+  run_options options;
+  options.phase_times = true;
+  try {
+    (void)run_async(app, execution_mode::host_graph, options);
+    FAIL() << "expected std::invalid_argument";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_THAT(e.what(), HasSubstr("run_options::phase_times: the host-graph mode has no phases "
+                                    "to time"));
+  }
+  options.phase_rows = 1;
+  try {
+    (void)run_async(app, execution_mode::persistent, options);
+    FAIL() << "expected std::invalid_argument";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_THAT(e.what(), HasSubstr("phase_rows must be 2 to 1048576, got 1"));
+  }
+}
+
 TEST(run_async, reports_a_broken_dag_before_touching_the_gpu) {
   test_app app([](test_app& a) {
     auto x = a.make_operator<ports_op>("x", relay_ports(8));

@@ -246,6 +246,9 @@ camera_result run_camera(const camera_settings& s, const camera_mode& m,
                                  ? o.persistent_blocks
                                  : std::max(1, query_device(opts.device).sm_count - reserved_sms);
   }
+  opts.phase_times = o.phase_times;
+  opts.phase_rows =
+      static_cast<std::uint32_t>(std::clamp<std::uint64_t>(o.frames + 1, 2, 1U << 20));
   opts.on_loop_thread_start = o.on_loop_thread_start;
   opts.telemetry_samples = std::bit_ceil(std::max<std::uint64_t>(o.frames + 64, 1024));
   const auto timeout = o.timeout.count() > 0
@@ -295,6 +298,7 @@ camera_result run_camera(const camera_settings& s, const camera_mode& m,
     std::this_thread::sleep_for(20ms);  // the loop takes the frames already delivered
     const tear_down_report rep = run.tear_down();
     r.counters = rep.counters;
+    r.phases = rep.phases;
     r.error = rep.error;
     if (!rep.stopped && r.error.empty()) r.error = "the loop did not stop";
     software_latency(run.telemetry(), r);
@@ -318,6 +322,22 @@ camera_result run_camera(const camera_settings& s, const camera_mode& m,
   if (!bridge->failure().empty()) r.error += (r.error.empty() ? "" : "; ") + bridge->failure();
   if (!o.dump.empty()) write_dumps(o.dump, *display, dumps, r);
   return r;
+}
+
+void print_phase_times(const std::vector<phase_time>& phases) {
+  std::printf(
+      "  device time per phase of a DAG pass (%llu passes; first thread's clock, barrier "
+      "to barrier), us:\n",
+      static_cast<unsigned long long>(phases.front().passes));
+  std::printf("    %-26s %-18s %5s %8s %8s %8s %8s\n", "operator", "form", "phase", "mean", "p50",
+              "p99", "max");
+  double total = 0;
+  for (const phase_time& t : phases) {
+    std::printf("    %-26s %-18s %5u %8.2f %8.2f %8.2f %8.2f\n", t.op.c_str(), t.form.c_str(),
+                t.phase, t.mean_ns / 1e3, t.p50_ns / 1e3, t.p99_ns / 1e3, t.max_ns / 1e3);
+    total += t.mean_ns;
+  }
+  std::printf("    %-26s %-18s %5s %8.2f\n", "(sum of means)", "", "", total / 1e3);
 }
 
 void print_camera_result(const camera_result& r) {
@@ -346,6 +366,7 @@ void print_camera_result(const camera_result& r) {
     std::printf("  note: the sensor thread delivered %llu frames more than 100 us late\n",
                 static_cast<unsigned long long>(r.late_sensor_frames));
   }
+  if (!r.phases.empty()) print_phase_times(r.phases);
   for (const auto& p : r.written) std::printf("  wrote %s\n", p.string().c_str());
   if (!r.error.empty()) std::printf("  error: %s\n", r.error.c_str());
 }

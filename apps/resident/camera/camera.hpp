@@ -81,6 +81,9 @@ struct camera_run_options {
   /// the bridge's commit kernel and the display engine (they must run beside the resident
   /// kernel: a grid that fills every SM may leave them no room).
   int persistent_blocks{0};
+  /// persistent mode: time each phase of the device forms (run_options::phase_times);
+  /// camera_result::phases holds the summary.
+  bool phase_times{false};
   int sensor_cpu{-1};  // pin the sensor thread here
   /// Ask for SCHED_FIFO for the sensor thread (it inherits the policy of the thread that starts
   /// it); camera_result::sensor_grant says what the OS granted
@@ -115,6 +118,7 @@ struct camera_result {
   std::vector<std::uint64_t> shown_frames;      // frame numbers scanned out, each once, in order
   std::vector<std::uint64_t> faulty_frames;     // frames an injected fault hit (bridge log)
   std::vector<std::uint8_t> screen;             // keep_screen: the front buffer at the end
+  std::vector<phase_time> phases;               // phase_times: per phase of a DAG pass
 };
 
 /// Builds the bridge and display for `s`, runs the pipeline in `m` until `o.frames` frames were
@@ -130,5 +134,7 @@ struct camera_result {
 
 /// Prints the frame accounting and the latency summary of `r`.
 void print_camera_result(const camera_result& r);
+/// The table of run_options::phase_times' summary (stdout).
+void print_phase_times(const std::vector<phase_time>& phases);
 
 }  // namespace resident::camera

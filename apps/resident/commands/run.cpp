@@ -159,6 +159,7 @@ bool run_mode(const run_settings& s, lab_pipeline& app, execution_mode mode,
       static_cast<unsigned long long>(c.dropped), static_cast<unsigned long long>(c.repeated),
       static_cast<long long>(checked.load()), static_cast<long long>(wrong.load()),
       report.error.empty() ? "" : "  ", report.error.c_str());
+  if (!report.phases.empty()) camera::print_phase_times(report.phases);
   const bool accounted = c.processed + c.dropped == c.last_seq - c.start_seq;
   return report.stopped && wrong.load() == 0 && accounted && checked.load() != 0;
 }
@@ -208,6 +209,9 @@ CLI::App* add_run_options(CLI::App& root, run_settings& s) {
                   "(PNG) into this folder");
   app->add_option("--sensor-cpu", s.sensor_cpu, "camera configurations: pin the sensor thread")
       ->check(whole_in(-1, 4096));
+  app->add_flag("--phase-times", s.phase_times,
+                "persistent mode: print the device time of each phase of a DAG pass (per device "
+                "form and barrier)");
   app->add_flag("--check", s.check,
                 "check the configuration and options (no GPU needed), run nothing");
   return app;
@@ -218,7 +222,17 @@ command add_run_command(CLI::App& root) {
   return {add_run_options(root, *s), [s] { return run_run(*s); }};
 }
 
+void check_phase_times(const run_settings& s) {
+  if (s.phase_times && s.mode != "persistent") {
+    throw std::invalid_argument(
+        "--phase-times times the phases of persistent mode's kernel; use "
+        "it with --mode persistent (the mode is '" +
+        s.mode + "')");
+  }
+}
+
 checked_run check_run(const run_settings& s) {
+  check_phase_times(s);
   checked_run out;
   if (s.mode == "all") {
     out.modes.assign(all_execution_modes.begin(), all_execution_modes.end());
@@ -231,6 +245,7 @@ checked_run check_run(const run_settings& s) {
   out.options.poll_ns = s.poll_ns;
   out.options.fuse = !s.no_fuse;
   out.options.persistent_blocks = s.persistent_blocks;
+  out.options.phase_times = s.phase_times;
   out.options.validate();
   if (!s.dot.empty()) out.options.dot_path = s.dot;
   lab_pipeline check(s.elements, false);

@@ -33,7 +33,11 @@ struct run_settings {
   std::int64_t frames{600};  // camera: frames to process per mode
   std::string dump;          // camera: folder for the PNG dumps
   int sensor_cpu{-1};        // camera: core for the sensor thread
+  bool phase_times{false};   // persistent mode: print the device time of each phase
 };
+
+/// --phase-times without --mode persistent: an std::invalid_argument saying so.
+void check_phase_times(const run_settings& settings);
 
 /// The camera-to-display pipeline of a `camera` configuration (commands/run_camera.cpp).
 [[nodiscard]] int run_camera_command(const run_settings& settings);

@@ -9,6 +9,7 @@
 namespace resident::cli {
 
 int run_camera_command(const run_settings& s) {
+  check_phase_times(s);
   const camera::camera_settings settings = camera::load_camera_settings(s.config);
   std::vector<camera::camera_mode> modes;
   if (s.mode == "all") {
@@ -41,6 +42,7 @@ int run_camera_command(const run_settings& s) {
     o.policy = policy;
     o.capture = capture;
     o.sensor_cpu = s.sensor_cpu;
+    o.phase_times = s.phase_times;
     if (s.poll_ns > 0) o.poll_ns = s.poll_ns;
     const camera::camera_result r = camera::run_camera(settings, m, o, photo);
     camera::print_camera_result(r);

@@ -74,6 +74,10 @@ struct loop_state {
   std::uint64_t first_pass_ns;          // %globaltimer at the first and the latest controller
   std::uint64_t last_pass_ns;           // pass: (last - first) / (iterations - 1) is the mean
   std::uint32_t sm_seen[8];             // bit s: a loop kernel ran on SM s (record_sms only)
+  // --- persistent mode's phase times (run_options::phase_times), device memory --------------
+  std::uint64_t* phase_stamps;  // [0]: DAG passes stamped, then rows of phase_stride stamps
+  std::uint32_t phase_stride;   // stamps per pass: one before the first phase, one per barrier
+  std::uint32_t phase_rows;     // rows kept: pass p writes row p % phase_rows
   // --- preemption (real-time loops sharing the GPU with best-effort work) ------------------
   preempt_hook preempt;          // raised when a sample is ready, cleared after the end marker
   std::uint32_t preempt_raised;  // this iteration raised the word (the end marker clears it)

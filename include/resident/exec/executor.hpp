@@ -27,6 +27,20 @@ struct loop_counters {
   std::uint64_t start_seq{};  // the handler's start_after() at launch
 };
 
+/// Device time of one phase of a persistent DAG pass (run_options::phase_times): from the
+/// barrier that ended the phase before to the one that ended this one, as the kernel's first
+/// thread saw them, so a phase includes the wait for its slowest block and the barrier itself.
+struct phase_time {
+  std::string op;           // the operator, or "(end marker)" / "(closing barrier)"
+  std::string form;         // its device form ("demosaic", ...); empty for the framework's steps
+  unsigned phase{0};        // the form's phase
+  std::uint64_t passes{0};  // DAG passes summarized (the latest phase_rows)
+  double mean_ns{0};
+  double p50_ns{0};
+  double p99_ns{0};
+  double max_ns{0};
+};
+
 /// One loop of an Application in one mode. The executor takes what the loop touches from the
 /// Application when it is built (operators, port memory), so it never depends on the
 /// Application staying alive. Destroying an executor whose loop runs tears the loop down first
@@ -64,6 +78,8 @@ class Executor {
   [[nodiscard]] virtual double mean_iteration_ns() = 0;
   /// SM ids the loop's own kernels ran on (run_options::record_sms), read from the device.
   [[nodiscard]] virtual std::vector<int> sms_seen() = 0;
+  /// run_options::phase_times, once stopped (persistent mode; empty otherwise).
+  [[nodiscard]] virtual std::vector<phase_time> phase_times() { return {}; }
 };
 
 /// Builds the executor for `mode` (captures the application's graphs; does not launch).

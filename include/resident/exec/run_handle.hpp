@@ -19,6 +19,7 @@ struct tear_down_report {
   loop_counters counters;              // exact once stopped
   std::string error;                   // why the loop failed or did not stop; empty when fine
   double mean_iteration_ns{0};         // mean controller-pass period, device clock (0: unknown)
+  std::vector<phase_time> phases;      // run_options::phase_times (persistent mode), in order
 };
 
 struct loop_health {

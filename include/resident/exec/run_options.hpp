@@ -76,6 +76,13 @@ struct run_options {
   /// partition). 0: as many as fit, less 4 SMs' worth when the DAG holds io.frame_rx (the
   /// sensor bridge's commit kernel must find room beside the loop for frames to arrive).
   int persistent_blocks{1};
+  /// persistent mode: the kernel's first thread stamps the device clock after every barrier of
+  /// a DAG pass (each phase of each device form, the end-marker step, the closing barrier) into
+  /// a device table, and tear_down_report::phases summarizes them. A separate kernel
+  /// instantiation: off, the loop runs no timing code. Other modes refuse it.
+  bool phase_times{false};
+  /// Rows of that table (2 to 2^20): the summary covers the latest phase_rows - 1 DAG passes.
+  std::uint32_t phase_rows{1U << 16};
 
   /// Throws std::invalid_argument for inconsistent values (e.g. a stall timeout shorter than δ).
   void validate() const;
