@@ -37,7 +37,7 @@ for _error in (CompositionError, ConfigError, CudaError, ExecutionError):
 
 __all__ = [
     "Application", "Buffer", "CompositionError", "ConfigError", "Counters", "CudaError",
-    "DataReadyHandler", "Display", "ExecutionError", "GraphPort", "Health", "Mailbox", "Operator", "OutputStamp", "Plan",
+    "DataReadyHandler", "Display", "ExecutionError", "GraphPort", "Health", "Mailbox", "Operator", "OutputStamp", "PhaseTime", "Plan",
     "Run", "STAGES", "SensorBridge", "TearDownReport", "TelemetryEntry", "device_count", "modes", "no_device_reason", "operator_kinds",
     "policies", "run_options",
 ]
@@ -73,17 +73,36 @@ class Health:
 
 
 @dataclasses.dataclass(frozen=True)
+class PhaseTime:
+    """Device time of one phase of a persistent DAG pass (run option phase_times), in ns."""
+
+    op: str  # the operator, or "(end marker)" / "(closing barrier)"
+    form: str  # its device form; empty for the framework's steps
+    phase: int
+    passes: int  # DAG passes summarized
+    mean_ns: float
+    p50_ns: float
+    p99_ns: float
+    max_ns: float
+
+    @classmethod
+    def _from(cls, p: Any) -> "PhaseTime":
+        return cls(**{f.name: getattr(p, f.name) for f in dataclasses.fields(cls)})
+
+
+@dataclasses.dataclass(frozen=True)
 class TearDownReport:
     stopped: bool  # the loop exited within the timeout
     elapsed_ns: int
     counters: Counters  # exact once stopped
     error: str  # why the loop failed or did not stop; empty when fine
     mean_iteration_ns: float  # 0: unknown
+    phases: Tuple[PhaseTime, ...] = ()  # phase_times=True (persistent mode), in pass order
 
     @classmethod
     def _from(cls, r: Any) -> "TearDownReport":
         return cls(r.stopped, r.elapsed_ns, Counters._from(r.counters), r.error,
-                   r.mean_iteration_ns)
+                   r.mean_iteration_ns, tuple(PhaseTime._from(p) for p in r.phases))
 
 
 # The loop's stages in TelemetryEntry.stamps order (resident::stage in resident/app/loop.hpp).

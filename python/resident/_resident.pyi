@@ -161,12 +161,23 @@ class LoopHealth:
     stall_events: int
     message: str
 
+class PhaseTime:
+    op: str
+    form: str
+    phase: int
+    passes: int
+    mean_ns: float
+    p50_ns: float
+    p99_ns: float
+    max_ns: float
+
 class TearDownReport:
     stopped: bool
     elapsed_ns: int
     counters: LoopCounters
     error: str
     mean_iteration_ns: float
+    phases: list[PhaseTime]
 
 class RunHandle:
     @property

@@ -68,6 +68,8 @@ const std::map<std::string, option_setter>& option_setters() {
       {"stream_priority", set_field(&run_options::stream_priority)},
       {"fuse", set_field(&run_options::fuse)},
       {"persistent_blocks", set_field(&run_options::persistent_blocks)},
+      {"phase_times", set_field(&run_options::phase_times)},
+      {"phase_rows", set_field(&run_options::phase_rows)},
       {"capture",
        [](run_options& o, const py::handle& v) {
          o.capture = parse_capture_order(v.cast<std::string>());
@@ -150,13 +152,23 @@ void bind_reports(py::module_& m) {
       .def_readonly("stalled", &loop_health::stalled)
       .def_readonly("stall_events", &loop_health::stall_events)
       .def_readonly("message", &loop_health::message);
+  py::class_<phase_time>(m, "PhaseTime")
+      .def_readonly("op", &phase_time::op)
+      .def_readonly("form", &phase_time::form)
+      .def_readonly("phase", &phase_time::phase)
+      .def_readonly("passes", &phase_time::passes)
+      .def_readonly("mean_ns", &phase_time::mean_ns)
+      .def_readonly("p50_ns", &phase_time::p50_ns)
+      .def_readonly("p99_ns", &phase_time::p99_ns)
+      .def_readonly("max_ns", &phase_time::max_ns);
   py::class_<tear_down_report>(m, "TearDownReport")
       .def_readonly("stopped", &tear_down_report::stopped)
       .def_property_readonly("elapsed_ns",
                              [](const tear_down_report& r) { return r.elapsed.count(); })
       .def_readonly("counters", &tear_down_report::counters)
       .def_readonly("error", &tear_down_report::error)
-      .def_readonly("mean_iteration_ns", &tear_down_report::mean_iteration_ns);
+      .def_readonly("mean_iteration_ns", &tear_down_report::mean_iteration_ns)
+      .def_readonly("phases", &tear_down_report::phases);
 }
 
 }  // namespace

@@ -83,6 +83,27 @@ def test_every_sample_in_every_mode(mode):
     assert report.counters.last_seq - report.counters.start_seq == SAMPLES
 
 
+def test_persistent_phase_times_name_each_operator_of_the_pass():
+    app = MailboxApp()
+    mb = app.mailbox
+    stamp = resident.OutputStamp()
+    with app.run("persistent", policy="every", phase_times=True) as run:
+        for i in range(SAMPLES):
+            x = sample(i)
+            mb.publish(x)
+            stamp, payload = mb.wait_output(stamp, timeout=5.0)
+            check_output(payload, x)
+    report = run.report
+    assert report.stopped, report.error
+    names = [p.op for p in report.phases]
+    assert names[-2:] == ["(end marker)", "(closing barrier)"]
+    assert len(names) > 2
+    for p in report.phases:
+        # a pass that tear-down ends (its end marker sees the request) is not counted
+        assert SAMPLES - 1 <= p.passes <= SAMPLES, p
+        assert 0 < p.p50_ns <= p.max_ns, p
+
+
 def test_tear_down_on_exception_then_run_again():
     app = MailboxApp()
     with pytest.raises(RuntimeError, match="in the block"):

@@ -43,6 +43,10 @@ def test_unknown_mode_and_policy_are_value_errors():
         Handled().run("host-graph", loop_cpu=100000)
     with pytest.raises(ValueError, match="loop_cpu -1"):
         Handled().run("host-graph", loop_cpu=-1)
+    with pytest.raises(ValueError, match="phase_times: the host-graph mode has no phases"):
+        Handled().run("host-graph", phase_times=True)
+    with pytest.raises(ValueError, match="phase_rows must be 2 to 1048576, got 1"):
+        Handled().run("persistent", phase_times=True, phase_rows=1)
 
 
 def test_resident_mode_without_handler_is_a_composition_error():
@@ -81,6 +85,7 @@ class FakeReport:
     elapsed_ns = 5
     counters = resident._resident.LoopCounters()
     mean_iteration_ns = 0.0
+    phases = ()
 
     def __init__(self, error):
         self.error = error

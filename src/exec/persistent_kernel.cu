@@ -177,8 +177,12 @@ __device__ void run_step(const persistent_step& step, loop_state* loop, std::byt
   }
 }
 
+// The camera kernel asks for two blocks per SM (at most 64 registers, some spilled): its forms
+// are latency-bound (a line's serial CRC chain, a demosaic tile pair per block), and twice the
+// blocks in flight took a 1080p frame from 91.1 to 85.3 us and a 4K one from 240.3 to 207.2 us
+// on the H200, against one block per SM (116 registers). docs/findings.md, "Camera pipeline".
 template <bool Grid, bool Camera, bool Timed>
-__global__ void __launch_bounds__(persistent_threads)
+__global__ void __launch_bounds__(persistent_threads, Camera ? 2 : 1)
     persistent_kernel(loop_state* loop, const persistent_step* steps, int handler_steps,
                       int body_steps) {
   extern __shared__ uint4 scratch_words[];  // the camera forms' (dynamic: 0 without them)

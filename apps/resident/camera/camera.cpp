@@ -242,9 +242,7 @@ camera_result run_camera(const camera_settings& s, const camera_mode& m,
   opts.capture = o.capture;
   opts.poll_ns = is_resident(m.mode) ? o.poll_ns : 0;
   if (m.mode == execution_mode::persistent) {
-    opts.persistent_blocks = o.persistent_blocks > 0
-                                 ? o.persistent_blocks
-                                 : std::max(1, query_device(opts.device).sm_count - reserved_sms);
+    opts.persistent_blocks = std::max(o.persistent_blocks, 0);  // 0: the runtime's rule
   }
   opts.phase_times = o.phase_times;
   opts.phase_rows =

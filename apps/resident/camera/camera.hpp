@@ -68,18 +68,16 @@ class camera_app final : public Application {
   std::shared_ptr<io::display> _display;
 };
 
-/// SMs a persistent camera loop leaves free by default (camera_run_options::persistent_blocks).
-inline constexpr int reserved_sms = 4;
-
 struct camera_run_options {
   std::uint64_t frames{600};   // frames to process after the start
   std::filesystem::path dump;  // write first/last frames and a contact sheet here
   sample_policy policy{sample_policy::skip_duplicate};
   capture_order capture{capture_order::chain};  // run_options::capture
   std::uint64_t poll_ns{2'000'000};  // the handler's in-kernel polling budget (resident modes)
-  /// persistent mode: the kernel's blocks. 0: one per SM but reserved_sms, which stay free for
-  /// the bridge's commit kernel and the display engine (they must run beside the resident
-  /// kernel: a grid that fills every SM may leave them no room).
+  /// persistent mode: the kernel's blocks. 0: as many as fit at once but 4 SMs' worth
+  /// (run_options::persistent_blocks = 0 with io.frame_rx), which stay free for the bridge's
+  /// commit kernel and the display engine (they must run beside the resident kernel: a grid
+  /// that fills every SM may leave them no room). On the H200: 2 per SM, 256 blocks.
   int persistent_blocks{0};
   /// persistent mode: time each phase of the device forms (run_options::phase_times);
   /// camera_result::phases holds the summary.

@@ -198,9 +198,9 @@ CLI::App* add_run_options(CLI::App& root, run_settings& s) {
   app->add_flag("--no-fuse", s.no_fuse,
                 "keep the separate controller and end-marker kernels (no fused iteration)");
   app->add_option("--persistent-blocks", s.persistent_blocks,
-                  "persistent mode: blocks of its kernel (0: as many as fit at once)")
-      ->check(whole_in(0, 1 << 20))
-      ->capture_default_str();
+                  "persistent mode: blocks of its kernel (0: as many as fit at once; default 1 "
+                  "for the lab pipeline, as many as fit but 4 SMs' worth for a camera)")
+      ->check(whole_in(0, 1 << 20));
   app->add_option("--frames", s.frames, "camera configurations: frames to process per mode")
       ->check(whole_in(1, 100'000'000))
       ->capture_default_str();
@@ -244,7 +244,7 @@ checked_run check_run(const run_settings& s) {
   out.options.idle_sleep_ns = s.sleep_ns;
   out.options.poll_ns = s.poll_ns;
   out.options.fuse = !s.no_fuse;
-  out.options.persistent_blocks = s.persistent_blocks;
+  out.options.persistent_blocks = s.persistent_blocks < 0 ? 1 : s.persistent_blocks;
   out.options.phase_times = s.phase_times;
   out.options.validate();
   if (!s.dot.empty()) out.options.dot_path = s.dot;

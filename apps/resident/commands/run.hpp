@@ -28,7 +28,9 @@ struct run_settings {
   std::uint64_t poll_ns{0};
   std::string dot;
   bool no_fuse{false};       // run_options::fuse = false: separate controller and end marker
-  int persistent_blocks{1};  // run_options::persistent_blocks
+  /// run_options::persistent_blocks; -1: the configuration's default (the lab pipeline: 1; a
+  /// camera: as many as fit but 4 SMs' worth)
+  int persistent_blocks{-1};
   bool check{false};         // check the configuration and options, run nothing
   std::int64_t frames{600};  // camera: frames to process per mode
   std::string dump;          // camera: folder for the PNG dumps

@@ -43,6 +43,7 @@ int run_camera_command(const run_settings& s) {
     o.capture = capture;
     o.sensor_cpu = s.sensor_cpu;
     o.phase_times = s.phase_times;
+    if (s.persistent_blocks > 0) o.persistent_blocks = s.persistent_blocks;
     if (s.poll_ns > 0) o.poll_ns = s.poll_ns;
     const camera::camera_result r = camera::run_camera(settings, m, o, photo);
     camera::print_camera_result(r);
