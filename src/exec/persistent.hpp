@@ -14,7 +14,7 @@
 #include "io/forms.hpp"
 #include "ops/imaging/forms.hpp"
 #include "resident/detail/loop_state.hpp"
-#include "resident/exec/executor.hpp"
+#include "resident/detail/phase_table.hpp"
 #include "resident/io/mailbox.hpp"
 
 namespace resident {
@@ -65,13 +65,6 @@ struct persistent_step {
 
 /// The block size of the persistent kernel (the deterministic sum's form needs exactly it).
 inline constexpr int persistent_threads = 512;
-
-/// tear_down_report::phases from the kernel's stamp table (run_options::phase_times): [0] the
-/// passes stamped, then rows of `stride` stamps, pass p in row p % rows; `names` gives each
-/// interval's operator, form and phase. Summarizes the latest rows - 1 passes.
-[[nodiscard]] std::vector<phase_time> summarize_phases(const std::vector<std::uint64_t>& table,
-                                                       const std::vector<phase_time>& names,
-                                                       std::uint32_t stride, std::uint32_t rows);
 
 /// `op`'s device form; throws composition_error naming the operator when it has none.
 [[nodiscard]] persistent_step device_form_of(const Operator& op);
