@@ -154,8 +154,8 @@ bool camera_form_of(const Operator& op, persistent_step& s) {
 }  // namespace
 
 std::vector<phase_time> summarize_phases(const std::vector<std::uint64_t>& table,
-                                         const std::vector<phase_time>& names, std::uint32_t stride,
-                                         std::uint32_t rows) {
+                                         const std::vector<phase_time>& names, std::uint32_t rows) {
+  const std::size_t stride = names.size() + 1;
   const std::uint64_t passes = table.empty() ? 0 : table[0];
   // The pass that stopped the loop wrote a row it did not count, over the oldest one.
   const std::uint64_t kept = std::min<std::uint64_t>(passes, rows - 1);
@@ -294,12 +294,11 @@ class persistent_executor final : public resident_executor {
     }
     _phase_names.push_back({"(end marker)", "", 0});
     _phase_names.push_back({"(closing barrier)", "", 0});
-    _phase_stride = static_cast<std::uint32_t>(_phase_names.size() + 1);
-    _phase_rows = rows;
-    _phase_table = device_buffer((1 + std::size_t{rows} * _phase_stride) * sizeof(std::uint64_t));
+    const auto stride = static_cast<std::uint32_t>(_phase_names.size() + 1);
+    _phase_table = device_buffer((1 + std::size_t{rows} * stride) * sizeof(std::uint64_t));
     RESIDENT_CUDA_TRY(cudaMemset(_phase_table.data(), 0, _phase_table.size()));
     res().config.phase_stamps = _phase_table.data_as<std::uint64_t>();
-    res().config.phase_stride = _phase_stride;
+    res().config.phase_stride = stride;
     res().config.phase_rows = rows;
   }
 
@@ -308,7 +307,7 @@ class persistent_executor final : public resident_executor {
     std::vector<std::uint64_t> table(_phase_table.size() / sizeof(std::uint64_t));
     RESIDENT_CUDA_TRY(
         cudaMemcpy(table.data(), _phase_table.data(), _phase_table.size(), cudaMemcpyDeviceToHost));
-    return summarize_phases(table, _phase_names, _phase_stride, _phase_rows);
+    return summarize_phases(table, _phase_names, res().config.phase_rows);
   }
 
   void write_dot(const std::string& path) const override {
@@ -352,8 +351,6 @@ class persistent_executor final : public resident_executor {
   device_buffer _device_steps;
   int _blocks{1};
   std::vector<phase_time> _phase_names;  // op, form and phase of each interval; no times yet
-  std::uint32_t _phase_stride{0};
-  std::uint32_t _phase_rows{0};
   device_buffer _phase_table;
 };
 

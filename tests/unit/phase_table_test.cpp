@@ -30,7 +30,7 @@ std::vector<std::uint64_t> table_of(std::uint64_t passes, std::uint32_t rows) {
 TEST(phase_table, a_table_that_wrapped_keeps_the_latest_rows_minus_one_passes) {
   // 4 rows, 10 passes: passes 7, 8 and 9 are kept (row 9 % 4 = 1 is the newest; row 2, the
   // oldest, is where a stopping pass would have written).
-  const auto out = summarize_phases(table_of(10, 4), names, stride, 4);
+  const auto out = summarize_phases(table_of(10, 4), names, 4);
   ASSERT_EQ(out.size(), 2U);
   EXPECT_EQ(out[0].op, "a");
   EXPECT_EQ(out[0].form, "copy");
@@ -47,17 +47,17 @@ TEST(phase_table, a_stopping_pass_that_overwrote_the_oldest_row_is_left_out) {
   std::uint64_t* oldest = t.data() + 1;  // the stopping pass 4 wrote row 0 in part
   oldest[0] = 9'000'000;
   oldest[1] = 9'000'005;
-  const auto out = summarize_phases(t, names, stride, 4);
+  const auto out = summarize_phases(t, names, 4);
   EXPECT_EQ(out[0].passes, 3U);
   EXPECT_DOUBLE_EQ(out[0].mean_ns, 12.0);  // passes 1, 2, 3
   EXPECT_DOUBLE_EQ(out[1].max_ns, 100.0);
 }
 
 TEST(phase_table, fewer_passes_than_rows_and_none_at_all) {
-  const auto two = summarize_phases(table_of(2, 8), names, stride, 8);
+  const auto two = summarize_phases(table_of(2, 8), names, 8);
   EXPECT_EQ(two[0].passes, 2U);
   EXPECT_DOUBLE_EQ(two[0].mean_ns, 10.5);
-  const auto none = summarize_phases(table_of(0, 8), names, stride, 8);
+  const auto none = summarize_phases(table_of(0, 8), names, 8);
   ASSERT_EQ(none.size(), 2U);
   EXPECT_EQ(none[0].passes, 0U);
   EXPECT_DOUBLE_EQ(none[0].mean_ns, 0.0);

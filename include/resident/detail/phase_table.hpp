@@ -10,12 +10,12 @@
 namespace resident::detail {
 
 /// tear_down_report::phases from the kernel's stamp table: [0] the DAG passes stamped, then
-/// rows of `stride` stamps (one before the first phase, one after each barrier), pass p in row
-/// p % rows. `names` gives each interval's operator, form and phase (stride - 1 of them). The
+/// rows of names.size() + 1 stamps (one before the first phase, one after each barrier), pass p
+/// in row p % rows. `names` gives each interval's operator, form and phase. The
 /// pass that tear-down ends writes a row it does not count, over the oldest, so the latest
 /// min(passes, rows - 1) passes are summarized.
 [[nodiscard]] std::vector<phase_time> summarize_phases(const std::vector<std::uint64_t>& table,
                                                        const std::vector<phase_time>& names,
-                                                       std::uint32_t stride, std::uint32_t rows);
+                                                       std::uint32_t rows);
 
 }  // namespace resident::detail

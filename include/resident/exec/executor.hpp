@@ -34,7 +34,7 @@ struct phase_time {
   std::string op;           // the operator, or "(end marker)" / "(closing barrier)"
   std::string form;         // its device form ("demosaic", ...); empty for the framework's steps
   unsigned phase{0};        // the form's phase
-  std::uint64_t passes{0};  // DAG passes summarized (the latest phase_rows)
+  std::uint64_t passes{0};  // DAG passes summarized (at most the latest phase_rows - 1)
   double mean_ns{0};
   double p50_ns{0};
   double p99_ns{0};
