@@ -229,12 +229,14 @@ std::string series_svg(const series_plot& p) {
     }
     svg << "\"/>\n";
   }
+  // One fill for the whole group: a page holds thousands of these elements.
+  svg << "<g fill=\"" << color << "\">";
   for (std::size_t i = 0; i < p.points_x.size(); ++i) {
-    svg << "<circle class=\"point\" fill=\"" << color << "\" cx=\"" << px(x(p.points_x[i]))
-        << "\" cy=\"" << px(y(p.points_y[i])) << "\" r=\"2.2\"/>";
+    svg << "<circle class=\"point\" cx=\"" << px(x(p.points_x[i])) << "\" cy=\""
+        << px(y(p.points_y[i])) << "\" r=\"2.2\"/>";
     if (i % 8 == 7) svg << "\n";
   }
-  svg << "\n</svg>";
+  svg << "</g>\n</svg>";
   return svg.str();
 }
 
@@ -267,17 +269,18 @@ std::string histogram_svg(const histogram_plot& p) {
   x_axis(svg, f, ax, p.x_label);
   const char* color = detail::palette_color(p.color);
   const double width = (hi - lo) / static_cast<double>(h.counts.size());
+  svg << "<g fill=\"" << color << "\">\n";  // one fill for every bar
   for (std::size_t i = 0; i < h.counts.size(); ++i) {
     if (h.counts[i] == 0) continue;
     const double left = x(lo + width * static_cast<double>(i));
     const double right = x(lo + width * static_cast<double>(i + 1));
     const double y_top = y(static_cast<double>(h.counts[i]));
-    svg << "<rect class=\"bar\" fill=\"" << color << "\" x=\"" << px(left) << "\" y=\"" << px(y_top)
-        << "\" width=\"" << px(std::max(right - left, 1.0)) << "\" height=\"" << px(f.y0() - y_top)
-        << "\"><title>" << detail::format_us(lo + width * i) << " - "
-        << detail::format_us(lo + width * (i + 1)) << ": " << h.counts[i] << "</title></rect>\n";
+    svg << "<rect class=\"bar\" x=\"" << px(left) << "\" y=\"" << px(y_top) << "\" width=\""
+        << px(std::max(right - left, 1.0)) << "\" height=\"" << px(f.y0() - y_top) << "\"><title>"
+        << detail::format_us(lo + width * i) << " - " << detail::format_us(lo + width * (i + 1))
+        << ": " << h.counts[i] << "</title></rect>\n";
   }
-  svg << "</svg>";
+  svg << "</g></svg>";
   return svg.str();
 }
 
