@@ -6,9 +6,9 @@ import os
 
 import pytest
 
-
-torch = pytest.importorskip("torch")
-pytest.importorskip("torchvision")
+from resident_test_env import import_or_skip
+torch = import_or_skip("torch")
+import_or_skip("torchvision")
 from resident.bench import inference  # noqa: E402
 
 

@@ -10,9 +10,9 @@ import time
 import pytest
 
 import resident
-
-torch = pytest.importorskip("torch")
-pytest.importorskip("torchvision")
+from resident_test_env import import_or_skip
+torch = import_or_skip("torch")
+import_or_skip("torchvision")
 
 pytestmark = pytest.mark.gpu
 

@@ -4,8 +4,8 @@ own eager output. Skipped without PyTorch or a GPU."""
 import pytest
 
 import resident
-
-torch = pytest.importorskip("torch")
+from resident_test_env import import_or_skip
+torch = import_or_skip("torch")
 from resident.torch import make_torch_operator  # noqa: E402
 
 pytestmark = pytest.mark.gpu

@@ -42,7 +42,14 @@ void device_buffer::fill_bytes(int value, stream_view s) {
 host_mapped_buffer::host_mapped_buffer(std::size_t bytes) : _bytes(bytes) {
   RESIDENT_CUDA_TRY(cudaHostAlloc(&_host, bytes, cudaHostAllocMapped));
   std::memset(_host, 0, bytes);
-  RESIDENT_CUDA_TRY(cudaHostGetDevicePointer(&_device, _host, 0));
+  try {
+    RESIDENT_CUDA_TRY(cudaHostGetDevicePointer(&_device, _host, 0));
+  } catch (...) {
+    // The destructor of a constructor that throws does not run: free the allocation here.
+    RESIDENT_CUDA_ASSERT_OK(cudaFreeHost(_host));
+    _host = nullptr;
+    throw;
+  }
 }
 
 host_mapped_buffer::host_mapped_buffer(host_mapped_buffer&& other) noexcept

@@ -212,6 +212,11 @@ __global__ void __launch_bounds__(persistent_threads, Camera ? 2 : 1)
       for (int i = 0; i < body_steps; ++i) {
         run_step<Grid, Camera>(steps[handler_steps + i], loop, scratch, clock);
       }
+      // Every thread read this pass's verdict before the leader writes the next one: a body's
+      // forms end in barriers, an empty body (the handler is the only operator) needs its own,
+      // or a block still reading would see the next verdict and take another number of
+      // barriers than the rest (the grid would hang).
+      if (body_steps == 0) barrier<Grid>();
       if (leader) {
         const bool stopped = device::end_marker_step<false>(loop);
         set_verdict(loop, shared_verdict, stopped ? stop : idle);

@@ -100,7 +100,7 @@ display::display(display&& other) noexcept
 
 display& display::operator=(display&& other) noexcept {
   if (this != &other) {
-    stop_noexcept();
+    if (!stop_noexcept()) leak_memory();
     _config = other._config;
     _pixels = std::move(other._pixels);
     _shared = std::move(other._shared);
@@ -116,14 +116,34 @@ display& display::operator=(display&& other) noexcept {
   return *this;
 }
 
-display::~display() { stop_noexcept(); }
+display::~display() {
+  if (!stop_noexcept()) leak_memory();
+}
 
-void display::stop_noexcept() noexcept {
+bool display::stop_noexcept() noexcept {
   try {
     stop();
+    return true;
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "resident: display: %s\n", e.what());
+    std::fprintf(stderr, "resident: display: %s; its memory is left allocated\n", e.what());
+    return false;
   }
+}
+
+void display::leak_memory() noexcept {
+  // Freeing memory a running kernel uses would wait for it (or pull the memory from under it):
+  // these holders are never destroyed, and the stream is not destroyed under the engine either.
+  (void)new device_buffer(std::move(_pixels));
+  (void)new device_buffer(std::move(_shared));
+  (void)new host_mapped_buffer(std::move(_host));
+  (void)new stream(std::move(_engine_stream));
+  _running = false;
+}
+
+void display::inject_stop_hold(std::chrono::nanoseconds hold) {
+  if (hold.count() < 0) throw std::invalid_argument("display::inject_stop_hold: negative hold");
+  host_store_release(_host.host_as<detail::display_host_words>()->stop_hold_ns,
+                     static_cast<std::uint64_t>(hold.count()));
 }
 
 void display::start() {
@@ -131,6 +151,7 @@ void display::start() {
   auto* words = _host.host_as<detail::display_host_words>();
   host_store_release(words->stop, 0U);
   host_store_release(words->started, std::uint64_t{0});
+  host_store_release(words->stop_seen_ns, std::uint64_t{0});
   auto* base = _host.device_as<std::byte>();
   detail::launch_display_engine(_view, _config, reinterpret_cast<detail::display_host_words*>(base),
                                 base + scanout_ring_at(), base + photodiode_ring_at(_config),
@@ -242,6 +263,18 @@ std::uint32_t display::front() const {
 }
 
 void display::copy_front(std::span<std::uint8_t> out) const { copy_buffer(front(), out); }
+
+std::uint64_t display::buffer_frame(std::uint32_t index) const {
+  if (index > 1) {
+    throw std::invalid_argument("display::buffer_frame: buffer " + std::to_string(index) +
+                                "; the display has buffers 0 and 1");
+  }
+  std::uint64_t tag = 0;
+  RESIDENT_CUDA_TRY(cudaMemcpyAsync(&tag, &_view.shared->tag[index], sizeof(tag),
+                                    cudaMemcpyDeviceToHost, _copy_stream.get()));
+  _copy_stream.synchronize();
+  return tag;
+}
 
 void display::copy_buffer(std::uint32_t index, std::span<std::uint8_t> out) const {
   if (index > 1 || out.size() != image_bytes()) {

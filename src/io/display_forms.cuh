@@ -79,14 +79,14 @@ __device__ void encode_pixels(const void* rgb, std::uint8_t* out, std::size_t pi
     uint4 o;
     if constexpr (Rgba16) {
       // Four RGBA16 pixels: two 16-byte loads; each 32-bit word holds two channels.
-      const uint4 a = __ldg(reinterpret_cast<const uint4*>(rgb) + 2 * u);
-      const uint4 b = __ldg(reinterpret_cast<const uint4*>(rgb) + 2 * u + 1);
+      const uint4 a = __ldcg(reinterpret_cast<const uint4*>(rgb) + 2 * u);
+      const uint4 b = __ldcg(reinterpret_cast<const uint4*>(rgb) + 2 * u + 1);
       o.x = encode3(a.x & 0xFFFFU, a.x >> 16, a.y & 0xFFFFU, lut);
       o.y = encode3(a.z & 0xFFFFU, a.z >> 16, a.w & 0xFFFFU, lut);
       o.z = encode3(b.x & 0xFFFFU, b.x >> 16, b.y & 0xFFFFU, lut);
       o.w = encode3(b.z & 0xFFFFU, b.z >> 16, b.w & 0xFFFFU, lut);
     } else {
-      const uint4 a = __ldg(reinterpret_cast<const uint4*>(rgb) + u);
+      const uint4 a = __ldcg(reinterpret_cast<const uint4*>(rgb) + u);
       o.x = encode3(a.x & 0xFFU, (a.x >> 8) & 0xFFU, (a.x >> 16) & 0xFFU, lut);
       o.y = encode3(a.y & 0xFFU, (a.y >> 8) & 0xFFU, (a.y >> 16) & 0xFFU, lut);
       o.z = encode3(a.z & 0xFFU, (a.z >> 8) & 0xFFU, (a.z >> 16) & 0xFFU, lut);

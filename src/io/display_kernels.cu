@@ -47,12 +47,20 @@ struct engine_params {
 
 // ---- engine --------------------------------------------------------------------------------
 
-__device__ bool stop_requested(const display_host_words* host) {
-  return load_acquire_system(host->stop) != 0U;
+// A stop request takes effect at once, unless a test injected display_fault::ignore_stop: then
+// only stop_hold_ns after the engine first saw it (an engine that does not stop in time).
+__device__ bool stop_requested(display_host_words* host) {
+  if (load_acquire_system(host->stop) == 0U) return false;
+  const std::uint64_t hold = load_acquire_system(host->stop_hold_ns);
+  if (hold == 0) return true;
+  const std::uint64_t now = globaltimer_ns();
+  auto* seen = static_cast<volatile std::uint64_t*>(&host->stop_seen_ns);
+  if (*seen == 0) *seen = now;
+  return now - *seen >= hold;
 }
 
 // Sleeps until `until` (device clock) in slices; false when a stop request came first.
-__device__ bool sleep_until(std::uint64_t until, const display_host_words* host) {
+__device__ bool sleep_until(std::uint64_t until, display_host_words* host) {
   for (;;) {
     if (stop_requested(host)) return false;
     const std::uint64_t now = globaltimer_ns();
@@ -81,7 +89,7 @@ __device__ void push_event(E* ring, std::uint32_t capacity, std::uint64_t& writt
 // the maximum period. Returns 0 when a stop request came first.
 __device__ std::uint64_t wait_next_scanout(const engine_params& p, std::uint64_t grid0,
                                            std::uint64_t last, const display_shared* shared,
-                                           const display_host_words* host) {
+                                           display_host_words* host) {
   if (!p.variable) {
     std::uint64_t next = last + p.period_ns;
     const std::uint64_t now = globaltimer_ns();

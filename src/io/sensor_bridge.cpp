@@ -323,6 +323,10 @@ void sensor_bridge::deliver(std::uint64_t frame, std::uint64_t start_dev_ns,
     a.newest = reinterpret_cast<std::uint64_t*>(base + _slot_stride * _config.ring_slots +
                                                 sizeof(frame_record) * _config.ring_slots);
     a.mirror = _host_ring.device_as<std::uint64_t>();
+    // The slot's record stops naming the frame it held before any byte of the new one lands:
+    // a reader in the middle of that frame re-reads the record after its reads and sees the
+    // slot was rewritten (as the host path does with its store before the copy).
+    RESIDENT_CUDA_TRY(cudaMemsetAsync(&a.record->frame, 0, sizeof(a.record->frame), _stream.get()));
     // The NIC's DMA of the frame into GPU memory, then the write-with-immediate on the same
     // queue, so the record lands after the payload.
     RESIDENT_CUDA_TRY(cudaMemcpyAsync(
@@ -336,6 +340,9 @@ void sensor_bridge::deliver(std::uint64_t frame, std::uint64_t start_dev_ns,
   std::uint8_t* at = base + slot * _slot_stride;
   auto* record = reinterpret_cast<frame_record*>(base + _slot_stride * _config.ring_slots) + slot;
   host_store_release(record->frame, std::uint64_t{0});  // the slot is being rewritten
+  // The payload's stores come after the invalidation (a release store orders only what came
+  // before it): a reader that saw a new byte then sees the record changed.
+  std::atomic_thread_fence(std::memory_order_release);
   std::memcpy(at, _packets[distinct].data(), _frame_bytes);
   const std::uint16_t number = csi2_frame_number(frame);
   write_short_packet(at, csi2::data_type::frame_start, number);

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdint>
 #include <cstring>
+#include <memory>
 #include <random>
 #include <thread>
 #include <vector>
@@ -405,6 +406,25 @@ TEST(display, the_destructor_stops_a_running_engine) {
   EXPECT_LT(std::chrono::steady_clock::now() - t0, 500ms);
   // Nothing of the engine is left running: the whole device goes idle.
   RESIDENT_CUDA_TRY(cudaDeviceSynchronize());
+}
+
+// An engine that does not stop when asked: stop() says so, and the destructor neither waits for
+// it nor frees the memory it still uses (freeing would wait for the kernel, or fault it).
+TEST(display, an_engine_that_does_not_stop_keeps_its_memory_and_is_not_waited_for) {
+  RESIDENT_REQUIRE_GPU();
+  auto d = std::make_unique<display>(
+      display_config{.width = 64, .height = 32, .sync = io::display_sync::fixed});
+  d->start();
+  d->inject_stop_hold(2500ms);
+  const auto t0 = std::chrono::steady_clock::now();
+  EXPECT_THROW(d->stop(100ms), std::runtime_error);
+  EXPECT_TRUE(d->running()) << "the engine did not stop, so the display still counts it running";
+  d.reset();  // its own stop waits 1 s, fails again, and leaves the memory allocated
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 2000ms)
+      << "the destructor waited for the engine instead of leaving its memory";
+  // The engine ends by itself 2.5 s after it saw the stop request, on memory still valid.
+  RESIDENT_CUDA_TRY(cudaDeviceSynchronize());
+  EXPECT_GT(std::chrono::steady_clock::now() - t0, 2000ms);
 }
 
 }  // namespace

@@ -142,7 +142,7 @@ TEST_P(resident_modes, loop_that_cannot_stop_is_reported_not_waited_on) {
   hang_app app(hold->device_as<std::uint32_t>());
   auto run = run_async(app, GetParam());
   const std::uint64_t one = 1;
-  app._mailbox->publish(std::as_bytes(std::span(&one, 1)));  // releases the DAG: hold spins
+  app._mailbox->publish(std::as_bytes(std::span(&one, 1)));     // releases the DAG: hold spins
   const auto deadline = std::chrono::steady_clock::now() + 2s;  // until the hold kernel runs
   while (run->counters().iterations == 0 && std::chrono::steady_clock::now() < deadline) {
     std::this_thread::sleep_for(1ms);
@@ -230,7 +230,15 @@ TEST(current_device, runs_leave_the_callers_device_as_it_was) {
   EXPECT_EQ(current_device(), 0);
   EXPECT_EQ(app.device(), 0);
   EXPECT_TRUE(run->tear_down().stopped);
-  if (device_count() < 2) return;  // the rest needs a second GPU
+}
+
+// Needs two GPUs; the suite multi_gpu may skip on a machine with fewer (tests/gpu/support.cu).
+TEST(multi_gpu, a_run_on_device_0_leaves_a_caller_on_device_1_there) {
+  RESIDENT_REQUIRE_GPU();
+  if (device_count() < 2) GTEST_SKIP() << "needs two GPUs: this machine has " << device_count();
+  lab_app app(elements);
+  run_options options;
+  options.device = 0;
   ASSERT_EQ(cudaSetDevice(1), cudaSuccess);
   sched::preempt_signal signal(0);
   EXPECT_EQ(current_device(), 1) << "preempt_signal(0) changed the caller's device";

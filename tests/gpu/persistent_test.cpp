@@ -200,6 +200,53 @@ TEST(persistent_mode, a_run_destroyed_without_tear_down_stops_its_kernel) {
   EXPECT_TRUE(again->tear_down().stopped);
 }
 
+// The data-ready handler is the only operator: every released pass runs an empty body.
+class handler_only_app final : public Application {
+ public:
+  void compose() override {
+    auto rx = make_operator<io::mailbox_rx>("rx", _mailbox);
+    register_data_ready_handler(_mailbox->make_handler(rx));
+  }
+  std::shared_ptr<io::mailbox> _mailbox =
+      std::make_shared<io::mailbox>(io::mailbox::config{64, 0, 4});
+};
+
+// A pass with an empty body used to let the leader write the next verdict while other blocks
+// were still reading this one; a block that saw it early took fewer grid barriers and the grid
+// hung. Thousands of passes on every block that fits make that window show.
+TEST(persistent_mode, an_empty_body_on_a_full_grid_runs_every_sample_and_tears_down) {
+  RESIDENT_REQUIRE_GPU();
+  handler_only_app app;
+  for (const int blocks : {1, 0}) {
+    SCOPED_TRACE("persistent_blocks " + std::to_string(blocks));
+    run_options options;
+    options.persistent_blocks = blocks;
+    options.policy = sample_policy::skip_duplicate;
+    auto run = run_async(app, execution_mode::persistent, options);
+    const std::uint64_t start = app._mailbox->published();
+    constexpr std::uint64_t total = 20000;
+    std::vector<std::byte> sample(64);
+    for (std::uint64_t i = 0; i < total; ++i) {
+      sample[i % 64] = static_cast<std::byte>(i);
+      (void)app._mailbox->publish(sample);
+      if (i % 16 == 0) std::this_thread::sleep_for(2us);
+    }
+    const auto deadline = std::chrono::steady_clock::now() + 5s;
+    while (run->counters().last_seq != start + total &&
+           std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(100us);
+    }
+    EXPECT_FALSE(run->health().stalled) << "the grid stopped making passes";
+    const tear_down_report report = run->tear_down(2s);
+    ASSERT_TRUE(report.stopped) << report.error;
+    EXPECT_TRUE(report.error.empty()) << report.error;
+    EXPECT_EQ(report.counters.last_seq, start + total);
+    EXPECT_EQ(report.counters.start_seq, start);
+    EXPECT_EQ(report.counters.processed + report.counters.dropped, total);
+    EXPECT_GT(report.counters.processed, total / 100);
+  }
+}
+
 // rx -> tx, and busy_wait (no device form) in the DAG beside them.
 class formless_app final : public Application {
  public:

@@ -3,6 +3,7 @@
 
 #include <gmock/gmock.h>
 
+#include <cuda/atomic>
 #include <thread>
 
 #include "gpu/support.hpp"
@@ -120,6 +121,71 @@ INSTANTIATE_TEST_SUITE_P(both, sensor_bridge_delivery,
                          [](const auto& info) {
                            return info.param == io::frame_delivery::device ? "device" : "host";
                          });
+
+// The first word of frame `f`'s packet stream: its frame start short packet.
+__device__ std::uint32_t frame_start_word(std::uint64_t f) {
+  const std::uint16_t n = io::csi2_frame_number(f);
+  const std::uint32_t header24 = static_cast<std::uint32_t>(io::csi2::data_type::frame_start) |
+                                 (std::uint32_t{n} & 0xFFU) << 8 | (std::uint32_t{n} >> 8U) << 16;
+  return header24 | std::uint32_t{io::csi2::header_ecc(header24)} << 24;
+}
+
+struct watch_counts {
+  unsigned long long reads;  // record, payload word, record again, with the record set
+  unsigned long long stale;  // the record named the same frame both times, the word was not its
+  unsigned long long rewritings;  // reads that saw the record invalidated (0)
+};
+
+// Reads slot 0 as a consumer does (the record, then the payload, then the record again) for
+// `ns` of device time, counting the reads a consumer would have accepted although the payload
+// was no longer the record's frame.
+__global__ void watch_slot(io::frame_ring_view ring, std::uint64_t ns, watch_counts* out) {
+  using device::load_acquire_system;
+  const std::uint64_t end = device::globaltimer_ns() + ns;
+  watch_counts c{0, 0, 0};
+  const auto* word = reinterpret_cast<const std::uint32_t*>(ring.slots);
+  while (device::globaltimer_ns() < end) {
+    const std::uint64_t before = load_acquire_system(ring.records[0].frame);
+    const std::uint32_t w =
+        cuda::atomic_ref<const std::uint32_t, cuda::thread_scope_system>(*word).load(
+            cuda::memory_order_relaxed);
+    cuda::atomic_thread_fence(cuda::memory_order_acquire, cuda::thread_scope_system);
+    const std::uint64_t after = load_acquire_system(ring.records[0].frame);
+    if (before == 0 || after == 0) {
+      ++c.rewritings;
+      continue;
+    }
+    ++c.reads;
+    if (before == after && w != frame_start_word(before)) ++c.stale;
+  }
+  *out = c;
+}
+
+// While the bridge copies a frame into a slot, the slot's record must not still name the frame
+// it held: a consumer re-reading the record after its reads (reconstruction's overwrite check)
+// would accept a frame half-rewritten.
+TEST(sensor_bridge, a_slot_being_rewritten_never_names_its_old_frame) {
+  RESIDENT_REQUIRE_GPU();
+  auto c = small_sensor(4000.0, io::frame_delivery::device);
+  c.ring_slots = 2;
+  io::sensor_bridge bridge(c, gradient_photo(128, 64));
+  stream watcher_stream;
+  device_buffer counts(sizeof(watch_counts));
+  bridge.start();
+  wait_for_frames(bridge, 4);
+  watch_slot<<<1, 1, 0, watcher_stream.get()>>>(bridge.device_view(), 300'000'000ULL,
+                                                counts.data_as<watch_counts>());
+  RESIDENT_CUDA_TRY(cudaGetLastError());
+  RESIDENT_CUDA_TRY(cudaStreamSynchronize(watcher_stream.get()));
+  bridge.stop();
+  ASSERT_EQ(bridge.failure(), "");
+  watch_counts got{};
+  RESIDENT_CUDA_TRY(cudaMemcpy(&got, counts.data(), sizeof(got), cudaMemcpyDeviceToHost));
+  EXPECT_GT(bridge.produced(), 400U) << "slot 0 was rewritten a few hundred times";
+  EXPECT_GT(got.reads, 10'000U);
+  EXPECT_GT(got.rewritings, 0U) << "the watcher saw slot 0 being rewritten";
+  EXPECT_EQ(got.stale, 0U) << "reads accepted while the slot held another frame's bytes";
+}
 
 TEST(sensor_bridge, refuses_a_ring_of_one_slot_and_an_odd_frame) {
   RESIDENT_REQUIRE_GPU();

@@ -306,7 +306,9 @@ camera_result run_camera(const camera_settings& s, const camera_mode& m,
     if (!o.dump.empty()) take_shot(*display, dumps, r.counters.processed);
     if (o.keep_screen) {
       r.screen.resize(display->image_bytes());
-      display->copy_front(r.screen);
+      const std::uint32_t front = display->front();
+      display->copy_buffer(front, r.screen);
+      r.screen_frame = display->buffer_frame(front);
     }
     display->stop();
     drain();

@@ -116,6 +116,7 @@ struct camera_result {
   std::vector<std::uint64_t> shown_frames;      // frame numbers scanned out, each once, in order
   std::vector<std::uint64_t> faulty_frames;     // frames an injected fault hit (bridge log)
   std::vector<std::uint8_t> screen;             // keep_screen: the front buffer at the end
+  std::uint64_t screen_frame{0};                // keep_screen: the frame tagged on it
   std::vector<phase_time> phases;               // phase_times: per phase of a DAG pass
 };
 

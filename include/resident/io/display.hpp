@@ -130,13 +130,15 @@ struct display_host_words {
   std::uint32_t pad0;
   std::uint64_t scanouts_read;  // ring entries the host has drained
   std::uint64_t photodiode_read;
+  std::uint64_t stop_hold_ns;  // fault injection: a stop takes effect this long after it is seen
   // engine -> host (its own cache line)
   alignas(64) std::uint64_t scanouts_written;
   std::uint64_t photodiode_written;
   std::uint64_t scanouts;
   std::uint64_t flips_latched;
   std::uint64_t events_dropped;
-  std::uint64_t started;  // 1 once the engine kernel runs
+  std::uint64_t started;       // 1 once the engine kernel runs
+  std::uint64_t stop_seen_ns;  // when the engine first saw a held stop request (0: not yet)
 };
 
 }  // namespace detail
@@ -176,8 +178,15 @@ class display {
   [[nodiscard]] std::vector<display_commit> drain_commits();
   [[nodiscard]] display_counters counters() const;
 
+  /// Fault injection (tests of tear-down): from now on, the engine ends only `hold` after it
+  /// sees a stop request, so stop() with a shorter timeout fails as for an engine that hangs.
+  /// The display then leaks its memory rather than free it under a running kernel.
+  void inject_stop_hold(std::chrono::nanoseconds hold);
+
   /// The buffer being scanned out now (0 or 1).
   [[nodiscard]] std::uint32_t front() const;
+  /// The frame number tagged on buffer `index` (0 or 1): the frame last written into it.
+  [[nodiscard]] std::uint64_t buffer_frame(std::uint32_t index) const;
   /// Copies the front buffer (or buffer `index`) into `out` (width * height * 4 bytes, tight)
   /// on the display's copy stream, synchronously. Off the critical path (PNG dumps, tests).
   void copy_front(std::span<std::uint8_t> out) const;
@@ -192,7 +201,10 @@ class display {
   }
 
  private:
-  void stop_noexcept() noexcept;
+  /// stop() that reports instead of throwing; false when the engine may still be running.
+  bool stop_noexcept() noexcept;
+  /// Memory the engine may still use when it did not stop: never freed (as the loops do).
+  void leak_memory() noexcept;
 
   display_config _config;
   device_buffer _pixels;  // both scanout buffers
