@@ -50,7 +50,9 @@ def run_options() -> list[str]:
 
 @dataclasses.dataclass(frozen=True)
 class Counters:
-    """Exact counters of one loop: processed + dropped == last_seq - start_seq."""
+    """Exact counters of one loop: processed + dropped == last_seq - start_seq. Response times
+    of processed samples on the device clock, in ns (run option deadline_us counts misses):
+    release -> commit, and arrival -> commit where the handler knows the arrival."""
 
     processed: int = 0
     dropped: int = 0
@@ -58,6 +60,12 @@ class Counters:
     last_seq: int = 0
     start_seq: int = 0
     iterations: int = 0
+    max_response_ns: int = 0
+    deadline_misses: int = 0
+    worst_overrun_ns: int = 0
+    max_arrival_response_ns: int = 0
+    arrival_deadline_misses: int = 0
+    worst_arrival_overrun_ns: int = 0
 
     @classmethod
     def _from(cls, c: Any) -> "Counters":

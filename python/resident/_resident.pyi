@@ -154,6 +154,12 @@ class LoopCounters:
     repeated: int
     last_seq: int
     start_seq: int
+    max_response_ns: int
+    deadline_misses: int
+    worst_overrun_ns: int
+    max_arrival_response_ns: int
+    arrival_deadline_misses: int
+    worst_arrival_overrun_ns: int
 
 class LoopHealth:
     launched: bool

@@ -70,6 +70,16 @@ const std::map<std::string, option_setter>& option_setters() {
       {"persistent_blocks", set_field(&run_options::persistent_blocks)},
       {"phase_times", set_field(&run_options::phase_times)},
       {"phase_rows", set_field(&run_options::phase_rows)},
+      {"deadline_us",
+       [](run_options& o, const py::handle& v) {
+         const double us = v.cast<double>();
+         // Checked here for what a double can hold; validate() checks the range.
+         if (!(us >= 0.0 && us <= 1e6)) {
+           throw py::value_error("run(): deadline_us must be 0 (none) to 1e6 (1 s), got " +
+                                 py::repr(v).cast<std::string>());
+         }
+         o.deadline = std::chrono::nanoseconds(static_cast<std::int64_t>(us * 1000.0 + 0.5));
+       }},
       {"capture",
        [](run_options& o, const py::handle& v) {
          o.capture = parse_capture_order(v.cast<std::string>());
@@ -146,7 +156,13 @@ void bind_reports(py::module_& m) {
       .def_readonly("dropped", &loop_counters::dropped)
       .def_readonly("repeated", &loop_counters::repeated)
       .def_readonly("last_seq", &loop_counters::last_seq)
-      .def_readonly("start_seq", &loop_counters::start_seq);
+      .def_readonly("start_seq", &loop_counters::start_seq)
+      .def_readonly("max_response_ns", &loop_counters::max_response_ns)
+      .def_readonly("deadline_misses", &loop_counters::deadline_misses)
+      .def_readonly("worst_overrun_ns", &loop_counters::worst_overrun_ns)
+      .def_readonly("max_arrival_response_ns", &loop_counters::max_arrival_response_ns)
+      .def_readonly("arrival_deadline_misses", &loop_counters::arrival_deadline_misses)
+      .def_readonly("worst_arrival_overrun_ns", &loop_counters::worst_arrival_overrun_ns);
   py::class_<loop_health>(m, "LoopHealth")
       .def_readonly("launched", &loop_health::launched)
       .def_readonly("stalled", &loop_health::stalled)

@@ -47,6 +47,10 @@ def test_unknown_mode_and_policy_are_value_errors():
         Handled().run("host-graph", phase_times=True)
     with pytest.raises(ValueError, match="phase_rows must be 2 to 1048576, got 1"):
         Handled().run("persistent", phase_times=True, phase_rows=1)
+    with pytest.raises(ValueError, match=r"deadline_us must be 0 \(none\) to 1e6 \(1 s\), got inf"):
+        Handled().run("while", deadline_us=float("inf"))
+    with pytest.raises(ValueError, match="deadline_us must be 0"):
+        Handled().run("while", deadline_us=-5)
 
 
 def test_resident_mode_without_handler_is_a_composition_error():
@@ -56,7 +60,10 @@ def test_resident_mode_without_handler_is_a_composition_error():
 
 def test_counters_shape():
     names = [f.name for f in dataclasses.fields(resident.Counters)]
-    assert names == ["processed", "dropped", "repeated", "last_seq", "start_seq", "iterations"]
+    assert names == ["processed", "dropped", "repeated", "last_seq", "start_seq", "iterations",
+                     "max_response_ns", "deadline_misses", "worst_overrun_ns",
+                     "max_arrival_response_ns", "arrival_deadline_misses",
+                     "worst_arrival_overrun_ns"]
     c = resident.Counters._from(resident._resident.LoopCounters())
     assert c == resident.Counters()
     with pytest.raises(dataclasses.FrozenInstanceError):

@@ -61,8 +61,10 @@ sample_policy parse_sample_policy(std::string_view name) {
 void run_options::validate() const {
   using std::to_string;
   if (persistent_blocks < 0) {
-    throw std::invalid_argument("run_options::persistent_blocks must be >= 0 (0: as many as fit), "
-                                "got " + to_string(persistent_blocks));
+    throw std::invalid_argument(
+        "run_options::persistent_blocks must be >= 0 (0: as many as fit), "
+        "got " +
+        to_string(persistent_blocks));
   }
   if (policy != sample_policy::newest && policy != sample_policy::every &&
       policy != sample_policy::skip_duplicate) {
@@ -74,6 +76,10 @@ void run_options::validate() const {
                                 to_string(static_cast<unsigned>(capture)));
   }
   if (device < 0) throw std::invalid_argument("run_options: device must be >= 0");
+  if (deadline.count() < 0 || deadline > std::chrono::seconds(1)) {
+    throw std::invalid_argument("run_options: deadline must be 0 (none) to 1 s, got " +
+                                to_string(deadline.count()) + " ns");
+  }
   if (phase_times && (phase_rows < 2 || phase_rows > (1U << 20))) {
     throw std::invalid_argument("run_options: phase_rows must be 2 to 1048576, got " +
                                 to_string(phase_rows));

@@ -49,6 +49,54 @@ __device__ inline void record_telemetry(loop_state* s) {
   for (std::size_t i = 0; i < stage_count; ++i) s->stamp_ns[i] = 0;
 }
 
+// One response time against the deadline: the longest seen, misses, the worst overrun.
+// Returns whether any of them changed.
+__device__ inline bool account_response(std::uint64_t response, std::uint64_t deadline,
+                                        std::uint64_t& longest, std::uint64_t& misses,
+                                        std::uint64_t& worst_overrun) {
+  bool changed = false;
+  if (response > longest) {
+    longest = response;
+    changed = true;
+  }
+  if (deadline != 0 && response > deadline) {
+    ++misses;
+    if (response - deadline > worst_overrun) worst_overrun = response - deadline;
+    changed = true;
+  }
+  return changed;
+}
+
+// A processed sample's release -> commit (and arrival -> commit where its handler stamped the
+// arrival), from this iteration's stamps, before they are cleared. The host-mapped mirror is
+// written only when a value changed: after warm-up the longest response rarely grows, so a
+// loop that meets its deadline adds no PCIe write per sample.
+__device__ inline void account_deadline(loop_state* s) {
+  const std::uint64_t release = s->stamp_ns[static_cast<std::size_t>(stage::controller_end)];
+  const std::uint64_t committed = s->stamp_ns[static_cast<std::size_t>(stage::commit)];
+  const std::uint64_t end =
+      committed != 0 ? committed : s->stamp_ns[static_cast<std::size_t>(stage::end_marker)];
+  const std::uint64_t arrival = s->stamp_ns[static_cast<std::size_t>(stage::arrival)];
+  const std::uint64_t deadline = s->deadline_ns;
+  bool changed = false;
+  if (release != 0 && end >= release) {
+    changed |= account_response(end - release, deadline, s->max_response_ns, s->deadline_misses,
+                                s->worst_overrun_ns);
+  }
+  if (arrival != 0 && end >= arrival) {
+    changed |= account_response(end - arrival, deadline, s->max_arrival_response_ns,
+                                s->arrival_deadline_misses, s->worst_arrival_overrun_ns);
+  }
+  if (!changed) return;
+  loop_control& c = *s->control;
+  store_relaxed_system(c.max_response_ns, s->max_response_ns);
+  store_relaxed_system(c.deadline_misses, s->deadline_misses);
+  store_relaxed_system(c.worst_overrun_ns, s->worst_overrun_ns);
+  store_relaxed_system(c.max_arrival_response_ns, s->max_arrival_response_ns);
+  store_relaxed_system(c.arrival_deadline_misses, s->arrival_deadline_misses);
+  store_relaxed_system(c.worst_arrival_overrun_ns, s->worst_arrival_overrun_ns);
+}
+
 }  // namespace detail
 
 /// One controller pass: applies the sample policy to what the handler published and releases
@@ -179,6 +227,7 @@ __device__ inline bool end_marker_step(loop_state* s) {
   const std::uint32_t tear_down = detail::tear_down_word(s);
   stamp(s, stage::end_marker);
   note_sm(s);
+  if (s->repeat == 0U) detail::account_deadline(s);  // before the stamps are cleared
   detail::record_telemetry(s);
   if (s->repeat != 0U) {
     ++s->repeated;

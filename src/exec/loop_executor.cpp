@@ -44,6 +44,7 @@ loop_resources::loop_resources(const Application& app, execution_mode mode,
   // waits, so it is the same work a resident iteration does.
   config.idle_sleep_ns = resident ? options.idle_sleep_ns : 0;
   config.poll_ns = resident ? options.poll_ns : 0;
+  config.deadline_ns = static_cast<std::uint64_t>(options.deadline.count());
   config.control = control_mem.device_as<loop_control>();
   config.record_sms = options.record_sms ? 1U : 0U;
   config.preempt = options.preempt;
@@ -229,6 +230,13 @@ loop_counters snapshot_counters(const loop_control& control, std::uint64_t start
 #endif
   }
   out.iterations = host_load_acquire(control.heartbeat);
+  // Written before last_seq's release when they change: at least as new as the counters above.
+  out.max_response_ns = host_load_acquire(control.max_response_ns);
+  out.deadline_misses = host_load_acquire(control.deadline_misses);
+  out.worst_overrun_ns = host_load_acquire(control.worst_overrun_ns);
+  out.max_arrival_response_ns = host_load_acquire(control.max_arrival_response_ns);
+  out.arrival_deadline_misses = host_load_acquire(control.arrival_deadline_misses);
+  out.worst_arrival_overrun_ns = host_load_acquire(control.worst_arrival_overrun_ns);
   return out;
 }
 

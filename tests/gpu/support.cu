@@ -22,7 +22,8 @@ class skip_is_failure final : public ::testing::EmptyTestEventListener {
     if (!info.result()->Skipped() || may_skip_on_gpu_machine(info.test_suite_name())) return;
     ADD_FAILURE() << info.test_suite_name() << "." << info.name()
                   << " skipped, but RESIDENT_REQUIRE_GPU=1 says a GPU is expected here: only the "
-                     "MPS tests may skip (when no MPS daemon runs)";
+                     "MPS tests may skip (when no MPS daemon runs), and multi_gpu ones with fewer "
+                     "than two GPUs";
   }
 };
 
@@ -41,6 +42,7 @@ bool gpu_expected() {
 }
 
 bool may_skip_on_gpu_machine(std::string_view suite) {
+  if (suite == "multi_gpu") return device_count() < 2;
   return suite == "mps" || suite.ends_with("/mps_loop") || suite == "mps_loop";
 }
 
@@ -103,6 +105,17 @@ __global__ void slow_copy_kernel(const float* in, float* out, std::int64_t n, st
   for (std::int64_t i = threadIdx.x; i < n; i += blockDim.x) out[i] = in[i];
 }
 
+__global__ void slow_every_kernel(const loop_state* loop, const float* in, float* out,
+                                  std::int64_t n, std::int64_t ns, std::int64_t every) {
+  if (threadIdx.x == 0 && device::current_sample(loop) % static_cast<std::uint64_t>(every) == 0) {
+    const std::uint64_t start = device::globaltimer_ns();
+    while (device::globaltimer_ns() - start < static_cast<std::uint64_t>(ns)) {
+    }
+  }
+  __syncthreads();
+  for (std::int64_t i = threadIdx.x; i < n; i += blockDim.x) out[i] = in[i];
+}
+
 __global__ void hold_kernel(const std::uint32_t* word) {
   while (device::load_acquire_system(*word) != 0U) __nanosleep(1000);
 }
@@ -149,6 +162,24 @@ void slow_copy::compute(CaptureContext& ctx) {
   slow_copy_kernel<<<1, 256, 0, ctx.stream()>>>(ctx.device_memory<const float>("in"),
                                                 ctx.device_memory<float>("out"), _elements, _ns);
   RESIDENT_CUDA_CHECK_LAUNCH("slow_copy_kernel");
+}
+
+void slow_every::setup(OperatorSpec& spec) {
+  _elements = spec.param<std::int64_t>("elements", 1024);
+  _ns = spec.param<std::int64_t>("ns", 1'000'000, "how long a slowed sample waits first");
+  _every = spec.param<std::int64_t>("every", 4, "which samples are slowed (seq % every == 0)");
+  if (_every < 1) throw std::invalid_argument("slow_every: every must be at least 1");
+  const auto bytes = static_cast<std::size_t>(_elements) * sizeof(float);
+  spec.device_input("in", bytes);
+  spec.device_output("out", bytes);
+}
+
+void slow_every::compute(CaptureContext& ctx) {
+  if (ctx.loop() == nullptr) throw std::logic_error("slow_every needs a loop");
+  slow_every_kernel<<<1, 256, 0, ctx.stream()>>>(ctx.loop(), ctx.device_memory<const float>("in"),
+                                                 ctx.device_memory<float>("out"), _elements, _ns,
+                                                 _every);
+  RESIDENT_CUDA_CHECK_LAUNCH("slow_every_kernel");
 }
 
 void hold_while_set::compute(CaptureContext& ctx) {

@@ -94,6 +94,20 @@ class slow_copy final : public Operator {
   std::int64_t _ns{};
 };
 
+/// out = in (fp32 vectors of `elements`); on every `every`-th sample of the loop (the current
+/// sample's number a multiple of it) one thread first spins `ns` nanoseconds: a body that
+/// overruns a deadline on cue. Needs a loop (current_sample).
+class slow_every final : public Operator {
+ public:
+  void setup(OperatorSpec& spec) override;
+  void compute(CaptureContext& ctx) override;
+
+ private:
+  std::int64_t _elements{};
+  std::int64_t _ns{};
+  std::int64_t _every{};
+};
+
 /// Spins on the GPU while the host-mapped word `*hold` is non-zero: a loop that hangs on cue.
 class hold_while_set final : public Operator {
  public:

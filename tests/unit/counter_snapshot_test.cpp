@@ -35,6 +35,25 @@ TEST(counter_snapshot, a_settled_commit_is_read_at_once) {
   EXPECT_EQ(c.start_seq, 5U);
 }
 
+TEST(counter_snapshot, carries_the_response_times_and_deadline_misses) {
+  loop_control control{};
+  control.last_seq = 4;
+  control.processed = 4;
+  control.max_response_ns = 9'000;
+  control.deadline_misses = 2;
+  control.worst_overrun_ns = 4'000;
+  control.max_arrival_response_ns = 12'000;
+  control.arrival_deadline_misses = 3;
+  control.worst_arrival_overrun_ns = 7'000;
+  const loop_counters c = snapshot_counters(control, 0, 10s);
+  EXPECT_EQ(c.max_response_ns, 9'000U);
+  EXPECT_EQ(c.deadline_misses, 2U);
+  EXPECT_EQ(c.worst_overrun_ns, 4'000U);
+  EXPECT_EQ(c.max_arrival_response_ns, 12'000U);
+  EXPECT_EQ(c.arrival_deadline_misses, 3U);
+  EXPECT_EQ(c.worst_arrival_overrun_ns, 7'000U);
+}
+
 // The writer has stored the next commit's processed and dropped but holds back last_seq for
 // 20 ms, far longer than any number of cached re-reads takes: the snapshot waits for it.
 TEST(counter_snapshot, a_commit_whose_release_is_late_is_waited_for) {

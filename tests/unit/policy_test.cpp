@@ -233,6 +233,19 @@ TEST(run_options, huge_idle_sleep_does_not_wrap_around_the_check) {
   EXPECT_THROW(options.validate(), std::invalid_argument);
 }
 
+TEST(run_options, a_deadline_is_none_or_up_to_one_second) {
+  run_options options;
+  options.deadline = 500us;
+  EXPECT_NO_THROW(options.validate());
+  options.deadline = 1s;
+  EXPECT_NO_THROW(options.validate());
+  options.deadline = 1001ms;
+  EXPECT_THAT(error_of<std::invalid_argument>([&] { options.validate(); }),
+              HasSubstr("deadline must be 0 (none) to 1 s, got 1001000000 ns"));
+  options.deadline = -1ns;
+  EXPECT_THROW(options.validate(), std::invalid_argument);
+}
+
 TEST(run_options, zero_stall_timeout_is_rejected) {
   run_options options;
   options.stall_timeout = 0ms;

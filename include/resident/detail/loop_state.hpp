@@ -31,8 +31,17 @@ struct alignas(64) loop_control {
   std::uint32_t stopped;      // resident modes: the loop has exited
   std::int32_t device_error;  // a device-side launch failed (cudaError_t), 0 otherwise
   std::uint64_t pad1[2];
+  // --- device-written response times (run_options::deadline), written before last_seq's
+  // release and only when one of them changes (rarely, after warm-up) -------------------------
+  std::uint64_t max_response_ns;
+  std::uint64_t deadline_misses;
+  std::uint64_t worst_overrun_ns;
+  std::uint64_t max_arrival_response_ns;
+  std::uint64_t arrival_deadline_misses;
+  std::uint64_t worst_arrival_overrun_ns;
+  std::uint64_t pad2[2];
 };
-static_assert(sizeof(loop_control) == 128);
+static_assert(sizeof(loop_control) == 192);
 
 /// Device-memory state of one loop. Written only by the loop's own kernels, one at a time.
 struct loop_state {
@@ -52,16 +61,17 @@ struct loop_state {
   std::uint64_t repeated;
   // --- configuration, fixed for the run -----------------------------------------------------
   sample_policy policy;
-  std::uint32_t free_running;   // no handler: every iteration releases sample last + 1
-  std::uint32_t resident;       // the GPU releases iterations: the controller reads tear_down
-  std::uint32_t has_while;      // `while_handle` is valid (WHILE mode)
-  std::uint32_t has_if;         // `if_handle` is valid (WHILE and host-graph modes)
-  std::uint32_t record_sms;     // the loop's own kernels note their SM in sm_seen
+  std::uint32_t free_running;     // no handler: every iteration releases sample last + 1
+  std::uint32_t resident;         // the GPU releases iterations: the controller reads tear_down
+  std::uint32_t has_while;        // `while_handle` is valid (WHILE mode)
+  std::uint32_t has_if;           // `if_handle` is valid (WHILE and host-graph modes)
+  std::uint32_t record_sms;       // the loop's own kernels note their SM in sm_seen
   std::uint32_t fuse_controller;  // the handler's kernel runs the controller step at its end
   std::uint32_t fuse_end_marker;  // the egress kernel runs the end-marker step at its end
-  std::uint64_t idle_sleep_ns;  // controller sleep when nothing was released (0 spins)
-  std::uint64_t poll_ns;        // how long a handler may poll inside its kernel
-  loop_control* control;        // device pointer of the host-mapped control block
+  std::uint64_t deadline_ns;      // run_options::deadline (0: none)
+  std::uint64_t idle_sleep_ns;    // controller sleep when nothing was released (0 spins)
+  std::uint64_t poll_ns;          // how long a handler may poll inside its kernel
+  loop_control* control;          // device pointer of the host-mapped control block
   cudaGraphConditionalHandle while_handle;
   cudaGraphConditionalHandle if_handle;
   cudaGraphExec_t main_exec;  // tail mode: graph M (handler, dispatcher)
@@ -87,6 +97,13 @@ struct loop_state {
   std::uint64_t preempt_withdrawn;
   std::uint64_t preempt_due_ns;  // the next sample is due then (preempt_hook::lead_ns), or 0
   std::uint32_t preempt_early;   // the word is up ahead of a sample that has not come yet
+  // --- response times (run_options::deadline); mirrored to loop_control when they change ----
+  std::uint64_t max_response_ns;
+  std::uint64_t deadline_misses;
+  std::uint64_t worst_overrun_ns;
+  std::uint64_t max_arrival_response_ns;
+  std::uint64_t arrival_deadline_misses;
+  std::uint64_t worst_arrival_overrun_ns;
 };
 
 }  // namespace resident

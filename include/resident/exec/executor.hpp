@@ -25,6 +25,14 @@ struct loop_counters {
   std::uint64_t repeated{};
   std::uint64_t last_seq{};
   std::uint64_t start_seq{};  // the handler's start_after() at launch
+  // Response times of processed samples on the device clock (run_options::deadline): release
+  // -> commit, and arrival -> commit where the handler knows the arrival (0 where it never did).
+  std::uint64_t max_response_ns{};          // the longest release -> commit seen
+  std::uint64_t deadline_misses{};          // release -> commit longer than the deadline
+  std::uint64_t worst_overrun_ns{};         // the most a response exceeded the deadline by
+  std::uint64_t max_arrival_response_ns{};  // the longest arrival -> commit seen
+  std::uint64_t arrival_deadline_misses{};  // arrival -> commit longer than the deadline
+  std::uint64_t worst_arrival_overrun_ns{};
 };
 
 /// Device time of one phase of a persistent DAG pass (run_options::phase_times): from the

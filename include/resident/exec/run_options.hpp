@@ -17,6 +17,8 @@ namespace partition {
 class green_context;
 }
 
+struct loop_counters;  // resident/exec/executor.hpp
+
 struct run_options {
   /// δ: how long the controller sleeps in an iteration that released nothing (0 spins).
   /// Host-driven modes sleep on the host instead.
@@ -83,6 +85,16 @@ struct run_options {
   bool phase_times{false};
   /// Rows of that table (2 to 2^20): the summary covers the latest phase_rows - 1 DAG passes.
   std::uint32_t phase_rows{1U << 16};
+  /// The loop's relative deadline (0: none). For every processed sample the device measures
+  /// release -> commit (the controller's release of the DAG to the egress's commit, or to the
+  /// end marker where no egress stamps one) and, where the handler knows when the sample
+  /// arrived (the sensor bridge's record), arrival -> commit; a response longer than the
+  /// deadline is a miss. Misses, the worst overrun and the longest response are counted exactly
+  /// in loop_counters (every mode; at most 1 s).
+  std::chrono::nanoseconds deadline{0};
+  /// Called from the supervisor thread (off the critical path) when the miss count grew since it
+  /// last looked: the counters at that moment. Default: none (the counters still count).
+  std::function<void(const loop_counters&)> on_deadline_miss;
 
   /// Throws std::invalid_argument for inconsistent values (e.g. a stall timeout shorter than δ).
   void validate() const;
