@@ -5,4 +5,5 @@
 #include "resident/cuda/event.hpp"
 #include "resident/cuda/graph.hpp"
 #include "resident/cuda/l2_persistence.hpp"
+#include "resident/cuda/live_objects.hpp"
 #include "resident/cuda/stream.hpp"

@@ -4,11 +4,19 @@
 #include <utility>
 
 #include "resident/cuda/error.hpp"
+#include "resident/cuda/live_objects.hpp"
 
 namespace resident {
 
+using detail::cuda_object;
+using detail::note_created;
+using detail::note_destroyed;
+
 device_buffer::device_buffer(std::size_t bytes) : _bytes(bytes) {
-  if (bytes > 0) RESIDENT_CUDA_TRY(cudaMalloc(&_data, bytes));
+  if (bytes > 0) {
+    RESIDENT_CUDA_TRY(cudaMalloc(&_data, bytes));
+    note_created(cuda_object::device_buffer);
+  }
 }
 
 device_buffer::device_buffer(device_buffer&& other) noexcept
@@ -16,7 +24,10 @@ device_buffer::device_buffer(device_buffer&& other) noexcept
 
 device_buffer& device_buffer::operator=(device_buffer&& other) noexcept {
   if (this != &other) {
-    if (_data != nullptr) RESIDENT_CUDA_ASSERT_OK(cudaFree(_data));
+    if (_data != nullptr) {
+      RESIDENT_CUDA_ASSERT_OK(cudaFree(_data));
+      note_destroyed(cuda_object::device_buffer);
+    }
     _data = std::exchange(other._data, nullptr);
     _bytes = std::exchange(other._bytes, 0);
   }
@@ -24,7 +35,10 @@ device_buffer& device_buffer::operator=(device_buffer&& other) noexcept {
 }
 
 device_buffer::~device_buffer() {
-  if (_data != nullptr) RESIDENT_CUDA_ASSERT_OK(cudaFree(_data));
+  if (_data != nullptr) {
+    RESIDENT_CUDA_ASSERT_OK(cudaFree(_data));
+    note_destroyed(cuda_object::device_buffer);
+  }
 }
 
 void device_buffer::copy_from_host(const void* src, std::size_t bytes, stream_view s) {
@@ -50,6 +64,7 @@ host_mapped_buffer::host_mapped_buffer(std::size_t bytes) : _bytes(bytes) {
     _host = nullptr;
     throw;
   }
+  note_created(cuda_object::host_mapped_buffer);
 }
 
 host_mapped_buffer::host_mapped_buffer(host_mapped_buffer&& other) noexcept
@@ -59,7 +74,10 @@ host_mapped_buffer::host_mapped_buffer(host_mapped_buffer&& other) noexcept
 
 host_mapped_buffer& host_mapped_buffer::operator=(host_mapped_buffer&& other) noexcept {
   if (this != &other) {
-    if (_host != nullptr) RESIDENT_CUDA_ASSERT_OK(cudaFreeHost(_host));
+    if (_host != nullptr) {
+      RESIDENT_CUDA_ASSERT_OK(cudaFreeHost(_host));
+      note_destroyed(cuda_object::host_mapped_buffer);
+    }
     _host = std::exchange(other._host, nullptr);
     _device = std::exchange(other._device, nullptr);
     _bytes = std::exchange(other._bytes, 0);
@@ -68,11 +86,15 @@ host_mapped_buffer& host_mapped_buffer::operator=(host_mapped_buffer&& other) no
 }
 
 host_mapped_buffer::~host_mapped_buffer() {
-  if (_host != nullptr) RESIDENT_CUDA_ASSERT_OK(cudaFreeHost(_host));
+  if (_host != nullptr) {
+    RESIDENT_CUDA_ASSERT_OK(cudaFreeHost(_host));
+    note_destroyed(cuda_object::host_mapped_buffer);
+  }
 }
 
 pinned_buffer::pinned_buffer(std::size_t bytes) : _bytes(bytes) {
   RESIDENT_CUDA_TRY(cudaMallocHost(&_data, bytes));
+  note_created(cuda_object::pinned_buffer);
   std::memset(_data, 0, bytes);
 }
 
@@ -81,7 +103,10 @@ pinned_buffer::pinned_buffer(pinned_buffer&& other) noexcept
 
 pinned_buffer& pinned_buffer::operator=(pinned_buffer&& other) noexcept {
   if (this != &other) {
-    if (_data != nullptr) RESIDENT_CUDA_ASSERT_OK(cudaFreeHost(_data));
+    if (_data != nullptr) {
+      RESIDENT_CUDA_ASSERT_OK(cudaFreeHost(_data));
+      note_destroyed(cuda_object::pinned_buffer);
+    }
     _data = std::exchange(other._data, nullptr);
     _bytes = std::exchange(other._bytes, 0);
   }
@@ -89,7 +114,10 @@ pinned_buffer& pinned_buffer::operator=(pinned_buffer&& other) noexcept {
 }
 
 pinned_buffer::~pinned_buffer() {
-  if (_data != nullptr) RESIDENT_CUDA_ASSERT_OK(cudaFreeHost(_data));
+  if (_data != nullptr) {
+    RESIDENT_CUDA_ASSERT_OK(cudaFreeHost(_data));
+    note_destroyed(cuda_object::pinned_buffer);
+  }
 }
 
 }  // namespace resident

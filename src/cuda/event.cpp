@@ -3,26 +3,34 @@
 #include <utility>
 
 #include "resident/cuda/error.hpp"
+#include "resident/cuda/live_objects.hpp"
 
 namespace resident {
 
 event::event(bool timing) {
   RESIDENT_CUDA_TRY(
       cudaEventCreateWithFlags(&_event, timing ? cudaEventDefault : cudaEventDisableTiming));
+  detail::note_created(detail::cuda_object::event);
 }
 
 event::event(event&& other) noexcept : _event(std::exchange(other._event, nullptr)) {}
 
 event& event::operator=(event&& other) noexcept {
   if (this != &other) {
-    if (_event != nullptr) RESIDENT_CUDA_ASSERT_OK(cudaEventDestroy(_event));
+    if (_event != nullptr) {
+      RESIDENT_CUDA_ASSERT_OK(cudaEventDestroy(_event));
+      detail::note_destroyed(detail::cuda_object::event);
+    }
     _event = std::exchange(other._event, nullptr);
   }
   return *this;
 }
 
 event::~event() {
-  if (_event != nullptr) RESIDENT_CUDA_ASSERT_OK(cudaEventDestroy(_event));
+  if (_event != nullptr) {
+    RESIDENT_CUDA_ASSERT_OK(cudaEventDestroy(_event));
+    detail::note_destroyed(detail::cuda_object::event);
+  }
 }
 
 void event::record(stream_view s) const { RESIDENT_CUDA_TRY(cudaEventRecord(_event, s.get())); }

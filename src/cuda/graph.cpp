@@ -8,25 +8,43 @@
 #include <utility>
 
 #include "resident/cuda/error.hpp"
+#include "resident/cuda/live_objects.hpp"
 
 namespace resident {
 
-graph::graph() { RESIDENT_CUDA_TRY(cudaGraphCreate(&_graph, 0)); }
+graph::graph() {
+  RESIDENT_CUDA_TRY(cudaGraphCreate(&_graph, 0));
+  detail::note_created(detail::cuda_object::graph);
+}
 
-graph graph::adopt(cudaGraph_t g) noexcept { return graph(adopt_tag{}, g); }
+graph graph::adopt(cudaGraph_t g) noexcept {
+  if (g != nullptr) detail::note_created(detail::cuda_object::graph);
+  return graph(adopt_tag{}, g);
+}
+
+cudaGraph_t graph::release() noexcept {
+  if (_graph != nullptr) detail::note_destroyed(detail::cuda_object::graph);  // no longer ours
+  return std::exchange(_graph, nullptr);
+}
 
 graph::graph(graph&& other) noexcept : _graph(std::exchange(other._graph, nullptr)) {}
 
 graph& graph::operator=(graph&& other) noexcept {
   if (this != &other) {
-    if (_graph != nullptr) RESIDENT_CUDA_ASSERT_OK(cudaGraphDestroy(_graph));
+    if (_graph != nullptr) {
+      RESIDENT_CUDA_ASSERT_OK(cudaGraphDestroy(_graph));
+      detail::note_destroyed(detail::cuda_object::graph);
+    }
     _graph = std::exchange(other._graph, nullptr);
   }
   return *this;
 }
 
 graph::~graph() {
-  if (_graph != nullptr) RESIDENT_CUDA_ASSERT_OK(cudaGraphDestroy(_graph));
+  if (_graph != nullptr) {
+    RESIDENT_CUDA_ASSERT_OK(cudaGraphDestroy(_graph));
+    detail::note_destroyed(detail::cuda_object::graph);
+  }
 }
 
 std::vector<cudaGraphNode_t> graph::nodes() const { return graph_nodes(_graph); }
@@ -153,20 +171,27 @@ const char* allowed_node_types_text(graph_kind kind) noexcept {
 
 graph_exec::graph_exec(cudaGraph_t g, unsigned long long flags) {
   RESIDENT_CUDA_TRY(cudaGraphInstantiate(&_exec, g, flags));
+  detail::note_created(detail::cuda_object::graph_exec);
 }
 
 graph_exec::graph_exec(graph_exec&& other) noexcept : _exec(std::exchange(other._exec, nullptr)) {}
 
 graph_exec& graph_exec::operator=(graph_exec&& other) noexcept {
   if (this != &other) {
-    if (_exec != nullptr) RESIDENT_CUDA_ASSERT_OK(cudaGraphExecDestroy(_exec));
+    if (_exec != nullptr) {
+      RESIDENT_CUDA_ASSERT_OK(cudaGraphExecDestroy(_exec));
+      detail::note_destroyed(detail::cuda_object::graph_exec);
+    }
     _exec = std::exchange(other._exec, nullptr);
   }
   return *this;
 }
 
 graph_exec::~graph_exec() {
-  if (_exec != nullptr) RESIDENT_CUDA_ASSERT_OK(cudaGraphExecDestroy(_exec));
+  if (_exec != nullptr) {
+    RESIDENT_CUDA_ASSERT_OK(cudaGraphExecDestroy(_exec));
+    detail::note_destroyed(detail::cuda_object::graph_exec);
+  }
 }
 
 void graph_exec::upload(stream_view s) const { RESIDENT_CUDA_TRY(cudaGraphUpload(_exec, s.get())); }

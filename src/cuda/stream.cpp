@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "resident/cuda/error.hpp"
+#include "resident/cuda/live_objects.hpp"
 
 namespace resident {
 
@@ -28,22 +29,32 @@ bool stream_view::ready() const {
 
 stream::stream(int priority) {
   RESIDENT_CUDA_TRY(cudaStreamCreateWithPriority(&_stream, cudaStreamNonBlocking, priority));
+  detail::note_created(detail::cuda_object::stream);
 }
 
-stream stream::adopt(cudaStream_t s) noexcept { return stream(adopt_tag{}, s); }
+stream stream::adopt(cudaStream_t s) noexcept {
+  if (s != nullptr) detail::note_created(detail::cuda_object::stream);
+  return stream(adopt_tag{}, s);
+}
 
 stream::stream(stream&& other) noexcept : _stream(std::exchange(other._stream, nullptr)) {}
 
 stream& stream::operator=(stream&& other) noexcept {
   if (this != &other) {
-    if (_stream != nullptr) RESIDENT_CUDA_ASSERT_OK(cudaStreamDestroy(_stream));
+    if (_stream != nullptr) {
+      RESIDENT_CUDA_ASSERT_OK(cudaStreamDestroy(_stream));
+      detail::note_destroyed(detail::cuda_object::stream);
+    }
     _stream = std::exchange(other._stream, nullptr);
   }
   return *this;
 }
 
 stream::~stream() {
-  if (_stream != nullptr) RESIDENT_CUDA_ASSERT_OK(cudaStreamDestroy(_stream));
+  if (_stream != nullptr) {
+    RESIDENT_CUDA_ASSERT_OK(cudaStreamDestroy(_stream));
+    detail::note_destroyed(detail::cuda_object::stream);
+  }
 }
 
 }  // namespace resident

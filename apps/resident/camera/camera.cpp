@@ -245,6 +245,7 @@ camera_result run_camera(const camera_settings& s, const camera_mode& m,
     opts.persistent_blocks = std::max(o.persistent_blocks, 0);  // 0: the runtime's rule
   }
   opts.phase_times = o.phase_times;
+  opts.deadline = o.deadline;
   opts.phase_rows =
       static_cast<std::uint32_t>(std::clamp<std::uint64_t>(o.frames + 1, 2, 1U << 20));
   opts.on_loop_thread_start = o.on_loop_thread_start;
@@ -278,6 +279,7 @@ camera_result run_camera(const camera_settings& s, const camera_mode& m,
       const loop_counters c = run.counters();
       if (c.processed >= o.frames || clock_type::now() - start > timeout) break;
       if (o.during) o.during(*bridge, c);
+      if (o.watch) o.watch(*bridge, *display, c);
       drain();
       if (!o.dump.empty() && c.processed >= next_shot && display->counters().frames_written > 0) {
         take_shot(*display, dumps, c.processed);

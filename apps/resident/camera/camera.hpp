@@ -94,6 +94,9 @@ struct camera_run_options {
   /// Called from the supervising thread every ~2 ms while the loop runs (tests inject faults
   /// through it); the loop counters so far.
   std::function<void(io::sensor_bridge&, const loop_counters&)> during;
+  /// Called like `during`, with the display too (a soak checks the shown frames through it).
+  std::function<void(io::sensor_bridge&, io::display&, const loop_counters&)> watch;
+  std::chrono::nanoseconds deadline{0};  // run_options::deadline
 };
 
 /// What one run measured. Times are microseconds.

@@ -29,7 +29,7 @@ class graph {
 
   [[nodiscard]] cudaGraph_t get() const noexcept { return _graph; }
   /// Gives up ownership without destroying (for a graph the runtime may already have freed).
-  cudaGraph_t release() noexcept { return std::exchange(_graph, nullptr); }
+  cudaGraph_t release() noexcept;
   [[nodiscard]] std::vector<cudaGraphNode_t> nodes() const;
   /// Writes Graphviz DOT through cudaGraphDebugDotPrint (conditional bodies included).
   /// Writes the graph as Graphviz DOT (cudaGraphDebugDotPrint); a non-empty `note` goes in as

@@ -1,0 +1,541 @@
+// resident bench soak (see soak_bench.hpp).
+
+#include "bench/soak_bench.hpp"
+
+#include <cuda_runtime_api.h>
+
+#include <unistd.h>
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <mutex>
+#include <ostream>
+#include <random>
+#include <sstream>
+#include <stdexcept>
+#include <thread>
+
+#include "bench/common.hpp"
+#include "camera/camera.hpp"
+#include "resident/app/error.hpp"
+#include "resident/cuda/error.hpp"
+#include "resident/imaging/reference.hpp"
+#include "resident/io/mailbox.hpp"
+#include "resident/ops.hpp"
+
+namespace resident::bench {
+
+namespace {
+
+using nlohmann::json;
+using clock_type = std::chrono::steady_clock;
+using namespace std::chrono_literals;
+
+double seconds_since(clock_type::time_point t0) {
+  return std::chrono::duration<double>(clock_type::now() - t0).count();
+}
+
+std::uint64_t free_device_bytes() {
+  std::size_t free = 0;
+  std::size_t total = 0;
+  RESIDENT_CUDA_TRY(cudaMemGetInfo(&free, &total));
+  return free;
+}
+
+execution_mode resident_mode(const std::string& name, const char* what) {
+  const execution_mode m = parse_execution_mode(name);
+  if (!is_resident(m)) {
+    throw std::invalid_argument(std::string("bench soak: ") + what + " '" + name +
+                                "' is not GPU-resident; use while, tail or persistent");
+  }
+  return m;
+}
+
+// ---- the mailbox pipeline: rx -> affine -> square -> sum -> tx --------------------------------
+
+class soak_pipeline final : public Application {
+ public:
+  explicit soak_pipeline(std::int64_t elements)
+      : Application("soak"),
+        _elements(elements),
+        mailbox(std::make_shared<io::mailbox>(io::mailbox::config{
+            static_cast<std::size_t>(elements) * sizeof(float), sizeof(float), 4})) {}
+  void compose() override {
+    auto rx = make_operator<io::mailbox_rx>("rx", mailbox);
+    auto affine = make_operator<ops::affine>("affine", arg("elements", _elements));
+    auto square = make_operator<ops::square>("square", arg("elements", _elements));
+    auto sum = make_operator<ops::sum_reduce>("sum", arg("elements", _elements));
+    auto tx = make_operator<io::mailbox_tx>("tx", mailbox);
+    register_data_ready_handler(mailbox->make_handler(rx));
+    add_flow(rx, affine, {{"sample", "in"}});
+    add_flow(affine, square);
+    add_flow(square, sum);
+    add_flow(sum, tx);
+  }
+
+ private:
+  std::int64_t _elements;
+
+ public:
+  std::shared_ptr<io::mailbox> mailbox;
+};
+
+// A prime number of distinct samples: consecutive samples always differ, and no ring depth
+// lines up with the pool.
+constexpr std::size_t pool_size = 251;
+
+struct sample_pool {
+  std::vector<std::vector<float>> inputs;
+  std::vector<double> expected;  // sum of (2x + 1)^2 (ops::affine's defaults), in double
+};
+
+sample_pool make_pool(std::int64_t elements) {
+  std::mt19937 rng(20261204);
+  std::uniform_real_distribution<float> dist(-1.0F, 1.0F);
+  sample_pool p;
+  p.inputs.resize(pool_size);
+  p.expected.resize(pool_size);
+  for (std::size_t i = 0; i < pool_size; ++i) {
+    p.inputs[i].resize(static_cast<std::size_t>(elements));
+    double total = 0;
+    for (auto& v : p.inputs[i]) {
+      v = dist(rng);
+      const double y = 2.0 * v + 1.0;
+      total += y * y;
+    }
+    p.expected[i] = total;
+  }
+  return p;
+}
+
+struct mailbox_side {
+  std::atomic<std::uint64_t> checked{0};
+  std::atomic<std::uint64_t> mismatches{0};
+  std::mutex mutex;  // guards latencies
+  std::vector<timed_latency> latencies;
+  std::vector<std::int64_t> publish_ns;  // by seq % size: when the sensor published it
+};
+
+// The actuator: every commit it sees is checked against the sample's reference, and its latency
+// (publish -> seen, host CLOCK_MONOTONIC) filed under the time it was seen.
+void run_actuator(io::mailbox& mb, std::uint64_t base, const sample_pool& pool, mailbox_side& side,
+                  const std::atomic<bool>& done, clock_type::time_point t0) {
+  io::output_stamp last = mb.latest_output();
+  float out = 0.0F;
+  while (!done.load(std::memory_order_relaxed)) {
+    const io::output_stamp got = mb.wait_output(last, std::as_writable_bytes(std::span(&out, 1)),
+                                                std::chrono::milliseconds(20));
+    if (got.empty()) continue;
+    const std::int64_t seen = now_ns();
+    last = got;
+    const std::uint64_t index = (got.seq - base - 1) % pool_size;
+    const double want = pool.expected[index];
+    side.checked.fetch_add(1, std::memory_order_relaxed);
+    if (std::abs(out - want) > 1e-5 * std::max(1.0, std::abs(want))) {
+      side.mismatches.fetch_add(1, std::memory_order_relaxed);
+    }
+    const std::int64_t published =
+        std::atomic_ref<std::int64_t>(side.publish_ns[got.seq % side.publish_ns.size()]).load();
+    if (published > 0 && seen >= published) {
+      std::lock_guard lock(side.mutex);
+      side.latencies.push_back({seconds_since(t0), static_cast<double>(seen - published) / 1e3});
+    }
+  }
+}
+
+// ---- the camera: which shown frames match the CPU pipeline ------------------------------------
+
+struct camera_side {
+  std::vector<std::vector<std::uint8_t>> expected;  // per prebuilt frame: the screen it gives
+  std::uint64_t checked{0};
+  std::uint64_t busy{0};  // the front buffer changed during the copy: not judged
+  std::uint64_t mismatches{0};
+  int worst_lsb{0};
+  std::uint64_t next_check{0};
+  std::vector<std::uint8_t> screen;
+};
+
+std::vector<std::vector<std::uint8_t>> expected_screens(const camera::camera_settings& s,
+                                                        const io::rgb8_image& photo) {
+  namespace ref = imaging::reference;
+  const io::sensor_bridge bridge(s.sensor, photo);  // the same prebuilt frames the run uses
+  const auto& k = s.sensor;
+  const unsigned bits = static_cast<unsigned>(k.format);
+  const float max_value = static_cast<float>((1U << bits) - 1U);
+  std::vector<std::vector<std::uint8_t>> out;
+  for (std::uint32_t d = 0; d < k.distinct_frames; ++d) {
+    const auto isp = ref::raw_isp(bridge.pixels(d), k.width, k.height, k.order, bits, k.black_level,
+                                  s.white_balance == "grey_world");
+    const auto rgb = s.demosaic == "bilinear"
+                         ? ref::demosaic_bilinear(isp.raw, k.width, k.height, k.order, max_value)
+                         : ref::demosaic_malvar(isp.raw, k.width, k.height, k.order, max_value);
+    const auto rgba16 = ref::to_rgba16(rgb, max_value);
+    std::vector<std::uint8_t> screen(rgba16.size());
+    for (std::size_t i = 0; i < screen.size(); ++i) {
+      screen[i] = i % 4 == 3 ? 255 : io::gamma_encode(rgba16[i], 65535, s.gamma);
+    }
+    out.push_back(std::move(screen));
+  }
+  return out;
+}
+
+// The front buffer, copied while the loop runs: judged only when the same buffer was in front
+// with the same frame before and after the copy (the egress writes the other one).
+void check_screen(io::display& d, const io::sensor_bridge& b, camera_side& side) {
+  const std::uint32_t front = d.front();
+  const std::uint64_t frame = d.buffer_frame(front);
+  if (frame == 0) return;
+  side.screen.resize(d.image_bytes());
+  d.copy_buffer(front, side.screen);
+  if (d.front() != front || d.buffer_frame(front) != frame) {
+    ++side.busy;
+    return;
+  }
+  const auto& want = side.expected[b.distinct_of(frame)];
+  int worst = 0;
+  for (std::size_t i = 0; i < want.size(); ++i) {
+    worst = std::max(worst, std::abs(int(want[i]) - int(side.screen[i])));
+  }
+  ++side.checked;
+  side.worst_lsb = std::max(side.worst_lsb, worst);
+  if (worst > 1) ++side.mismatches;
+}
+
+// ---- health lines and reconciliation ----------------------------------------------------------
+
+json counters_json(const loop_counters& c) {
+  return {{"processed", c.processed},
+          {"dropped", c.dropped},
+          {"repeated", c.repeated},
+          {"last_seq", c.last_seq},
+          {"start_seq", c.start_seq},
+          {"iterations", c.iterations},
+          {"unaccounted", static_cast<std::int64_t>(c.last_seq - c.start_seq) -
+                              static_cast<std::int64_t>(c.processed + c.dropped)},
+          {"deadline_misses", c.deadline_misses},
+          {"worst_overrun_us", static_cast<double>(c.worst_overrun_ns) / 1e3},
+          {"max_response_us", static_cast<double>(c.max_response_ns) / 1e3},
+          {"arrival_deadline_misses", c.arrival_deadline_misses},
+          {"max_arrival_response_us", static_cast<double>(c.max_arrival_response_ns) / 1e3}};
+}
+
+bool accounted(const loop_counters& c) {
+  return c.processed + c.dropped == c.last_seq - c.start_seq;
+}
+
+json minutes_json(std::span<const minute_summary> m) {
+  json out = json::array();
+  for (const auto& s : m) {
+    out.push_back({{"minute", s.minute},
+                   {"n", s.n},
+                   {"p50_us", s.p50_us},
+                   {"p99_us", s.p99_us},
+                   {"max_us", s.max_us}});
+  }
+  return out;
+}
+
+struct shared_state {
+  std::mutex mutex;  // guards everything below
+  loop_counters camera;
+  std::uint64_t reconciliations{0};
+  std::uint64_t reconcile_failures{0};
+};
+
+json judged(const std::string& what, bool ok, const json& value) {
+  return {{"check", what}, {"ok", ok}, {"value", value}};
+}
+
+}  // namespace
+
+void soak_settings::make_quick() {
+  minutes = 0.5;
+  warmup_s = 5.0;
+  health_every_s = 5.0;
+}
+
+void soak_settings::validate() const {
+  auto range = [](const char* name, double v, double lo, double hi) {
+    if (!(v >= lo && v <= hi)) {
+      std::ostringstream m;
+      m << "bench soak: " << name << " must be " << lo << " to " << hi << ", got " << v;
+      throw std::invalid_argument(m.str());
+    }
+  };
+  range("--minutes", minutes, 0.05, 60.0 * 24 * 30);
+  range("--mailbox-rate", mailbox_rate_hz, 1.0, 100'000.0);
+  range("--elements", static_cast<double>(elements), 1.0, 1 << 24);
+  range("--check-every", static_cast<double>(check_every), 1.0, 1e9);
+  range("--deadline-us", deadline_us, 0.0, 1e6);
+  range("--warmup-s", warmup_s, 0.0, minutes * 60.0);
+  range("--health-every-s", health_every_s, 0.0, 86400.0);
+  (void)resident_mode(camera_mode, "--camera-mode");
+  (void)resident_mode(mailbox_mode, "--mailbox-mode");
+}
+
+std::vector<minute_summary> per_minute(std::span<const timed_latency> samples) {
+  std::map<int, std::vector<double>> by_minute;
+  for (const auto& s : samples)
+    by_minute[static_cast<int>(std::floor(s.t_s / 60.0))].push_back(s.us);
+  std::vector<minute_summary> out;
+  for (auto& [minute, values] : by_minute) {
+    const measure::summary s = measure::summarize(values);
+    out.push_back({minute, s.n, s.p50, s.p99, s.max});
+  }
+  return out;
+}
+
+double p99_drift(std::span<const minute_summary> minutes, double warmup_s) {
+  double lo = 0;
+  double hi = 0;
+  int counted = 0;
+  for (const auto& m : minutes) {
+    if (m.minute * 60.0 < warmup_s) continue;
+    lo = counted == 0 ? m.p99_us : std::min(lo, m.p99_us);
+    hi = counted == 0 ? m.p99_us : std::max(hi, m.p99_us);
+    ++counted;
+  }
+  if (counted < 2 || lo <= 0) return 0.0;
+  return (hi - lo) / lo;
+}
+
+std::uint64_t resident_set_bytes() {
+  std::ifstream statm("/proc/self/statm");
+  std::uint64_t size = 0;
+  std::uint64_t resident = 0;
+  if (!(statm >> size >> resident)) return 0;
+  return resident * static_cast<std::uint64_t>(sysconf(_SC_PAGESIZE));
+}
+
+measure::receipt run_soak_bench(const soak_settings& s, std::ostream& log, bool& ok) {
+  s.validate();
+  measure::receipt receipt("soak", s.command);
+  describe_machine(receipt);
+  receipt.settings = {{"minutes", s.minutes},
+                      {"camera_config", s.camera_config},
+                      {"camera_mode", s.camera_mode},
+                      {"mailbox_mode", s.mailbox_mode},
+                      {"mailbox_rate_hz", s.mailbox_rate_hz},
+                      {"elements", s.elements},
+                      {"check_every", s.check_every},
+                      {"deadline_us", s.deadline_us},
+                      {"warmup_s", s.warmup_s}};
+  const camera::camera_settings cam = camera::load_camera_settings(s.camera_config);
+  if (cam.demosaic == "npp") {
+    throw std::invalid_argument(
+        "bench soak: the camera's demosaic 'npp' has no CPU reference to "
+        "check shown frames against; use malvar or bilinear");
+  }
+  io::rgb8_image photo;
+  try {
+    photo = camera::load_photo(cam.photo);
+  } catch (const config_error& e) {
+    if (cam.photo.ends_with(".png")) throw;
+    log << "note: " << e.what() << "; using the built-in test card\n";
+    photo = camera::test_card(640, 480);
+  }
+  const auto deadline = std::chrono::nanoseconds(static_cast<std::int64_t>(s.deadline_us * 1e3));
+  const double seconds = s.minutes * 60.0;
+
+  // The mailbox loop.
+  soak_pipeline app(s.elements);
+  const sample_pool pool = make_pool(s.elements);
+  mailbox_side mside;
+  mside.publish_ns.assign(1 << 16, 0);
+  run_options mopts;
+  mopts.deadline = deadline;
+  mopts.persistent_blocks = 1;
+  auto mrun = run_async(app, resident_mode(s.mailbox_mode, "--mailbox-mode"), mopts);
+  const std::uint64_t base = app.mailbox->published();
+  const auto t0 = clock_type::now();
+  std::atomic<bool> done{false};
+  std::thread actuator([&] { run_actuator(*app.mailbox, base, pool, mside, done, t0); });
+
+  // The camera, on a thread of its own (run_camera returns when its frames are done).
+  camera_side cside;
+  cside.expected = expected_screens(cam, photo);
+  shared_state state;
+  camera::camera_result cres;
+  std::string camera_failure;
+  std::thread camera_thread([&] {
+    try {
+      camera::camera_run_options o;
+      o.frames = static_cast<std::uint64_t>(cam.sensor.rate_hz * seconds);
+      o.progress = false;
+      o.timeout = std::chrono::seconds(static_cast<std::int64_t>(seconds) + 60);
+      o.deadline = deadline;
+      o.watch = [&](io::sensor_bridge& b, io::display& d, const loop_counters& c) {
+        if (c.processed >= cside.next_check) {
+          check_screen(d, b, cside);
+          cside.next_check = c.processed + s.check_every;
+        }
+        std::lock_guard lock(state.mutex);
+        state.camera = c;
+      };
+      cres = camera::run_camera(cam, camera::parse_camera_mode(s.camera_mode), o, photo);
+    } catch (const std::exception& e) {
+      camera_failure = e.what();
+    }
+  });
+
+  // The sensor (this thread): publishes at the rate; every second it reconciles both loops'
+  // counters; every health_every_s it writes a health line.
+  std::ofstream health_file;
+  if (!s.health_path.empty()) {
+    health_file.open(s.health_path);
+    if (!health_file) throw std::runtime_error("bench soak: cannot write " + s.health_path);
+  }
+  std::ostream& health = s.health_path.empty() ? static_cast<std::ostream&>(std::cerr)
+                                               : static_cast<std::ostream&>(health_file);
+  const auto period_ns = static_cast<std::int64_t>(1e9 / s.mailbox_rate_hz);
+  const std::int64_t start_ns = now_ns();
+  std::uint64_t published = 0;
+  double next_second = 1.0;
+  double next_health = s.health_every_s;
+  std::uint64_t rss_warm = 0;
+  std::uint64_t free_warm = 0;
+  while (seconds_since(t0) < seconds) {
+    wait_until(start_ns + static_cast<std::int64_t>(published) * period_ns);
+    const std::uint64_t seq = base + published + 1;
+    std::atomic_ref<std::int64_t>(mside.publish_ns[seq % mside.publish_ns.size()]).store(now_ns());
+    (void)app.mailbox->publish(std::as_bytes(std::span(pool.inputs[published % pool_size])));
+    ++published;
+    const double t = seconds_since(t0);
+    if (rss_warm == 0 && t >= s.warmup_s) {
+      rss_warm = resident_set_bytes();
+      free_warm = free_device_bytes();
+    }
+    if (t >= next_second) {
+      next_second += 1.0;
+      const loop_counters mc = mrun->counters();
+      std::lock_guard lock(state.mutex);
+      ++state.reconciliations;
+      if (!accounted(mc) || mc.last_seq > base + published ||
+          (state.camera.last_seq != 0 && !accounted(state.camera))) {
+        ++state.reconcile_failures;
+      }
+      if (s.health_every_s > 0 && t >= next_health) {
+        next_health += s.health_every_s;
+        health << json{{"t_s", t},
+                       {"mailbox", counters_json(mc)},
+                       {"camera", counters_json(state.camera)},
+                       {"mailbox_checked", mside.checked.load()},
+                       {"mailbox_mismatches", mside.mismatches.load()},
+                       {"rss_bytes", resident_set_bytes()}}
+                      .dump()
+               << '\n'
+               << std::flush;
+      }
+    }
+  }
+  const std::uint64_t rss_end = resident_set_bytes();
+  const std::uint64_t free_end = free_device_bytes();
+  std::this_thread::sleep_for(50ms);  // the last samples come out
+  done = true;
+  actuator.join();
+  const tear_down_report mrep = mrun->tear_down();
+  camera_thread.join();
+  const double total_s = seconds_since(t0);
+  log << "bench soak: " << total_s << " s, " << published << " mailbox samples, "
+      << cres.counters.processed << " camera frames\n";
+
+  // Camera latency per minute from its telemetry (arrival -> scanout written, device clock),
+  // filed by the frame's place in the run.
+  std::vector<timed_latency> camera_lat;
+  for (std::size_t i = 0; i < cres.software_us.size(); ++i) {
+    const double t =
+        static_cast<double>(cres.software_frames[i] - cres.counters.start_seq) / cam.sensor.rate_hz;
+    camera_lat.push_back({t, cres.software_us[i]});
+  }
+  const auto camera_minutes = per_minute(camera_lat);
+  const auto mailbox_minutes = per_minute(mside.latencies);
+  const double camera_drift = p99_drift(camera_minutes, s.warmup_s);
+  const double mailbox_drift = p99_drift(mailbox_minutes, s.warmup_s);
+  const std::int64_t rss_growth =
+      static_cast<std::int64_t>(rss_end) - static_cast<std::int64_t>(rss_warm);
+  const std::int64_t device_moved =
+      static_cast<std::int64_t>(free_warm) - static_cast<std::int64_t>(free_end);
+
+  json mailbox = {{"pipeline", "mailbox"},
+                  {"mode", s.mailbox_mode},
+                  {"published", published},
+                  {"counters", counters_json(mrep.counters)},
+                  {"stopped", mrep.stopped},
+                  {"error", mrep.error},
+                  {"checked", mside.checked.load()},
+                  {"mismatches", mside.mismatches.load()},
+                  {"minutes", minutes_json(mailbox_minutes)},
+                  {"p99_drift", mailbox_drift}};
+  json camera = {{"pipeline", "camera"},
+                 {"mode", s.camera_mode},
+                 {"produced", cres.produced},
+                 {"counters", counters_json(cres.counters)},
+                 {"error", camera_failure.empty() ? cres.error : camera_failure},
+                 {"corrupt_frames", cres.display.corrupt_frames},
+                 {"frames_written", cres.display.frames_written},
+                 {"screens_checked", cside.checked},
+                 {"screens_busy", cside.busy},
+                 {"screen_mismatches", cside.mismatches},
+                 {"worst_screen_lsb", cside.worst_lsb},
+                 {"minutes", minutes_json(camera_minutes)},
+                 {"p99_drift", camera_drift}};
+  receipt.results.push_back(mailbox);
+  receipt.results.push_back(camera);
+  receipt.results.push_back({{"memory",
+                              {{"rss_after_warmup_bytes", rss_warm},
+                               {"rss_end_bytes", rss_end},
+                               {"rss_growth_bytes", rss_growth},
+                               {"free_device_after_warmup_bytes", free_warm},
+                               {"free_device_end_bytes", free_end},
+                               {"free_device_moved_bytes", device_moved}}},
+                             {"reconciliations", state.reconciliations},
+                             {"reconcile_failures", state.reconcile_failures}});
+  const bool camera_ok = camera_failure.empty() && cres.error.empty() && accounted(cres.counters) &&
+                         cside.mismatches == 0 && cside.checked > 0;
+  const bool mailbox_ok = mrep.stopped && mrep.error.empty() && accounted(mrep.counters) &&
+                          mside.mismatches == 0 && mside.checked > 0;
+  json judgments = json::array();
+  judgments.push_back(judged("mailbox: every output checked matches, counters exact", mailbox_ok,
+                             mside.mismatches.load()));
+  judgments.push_back(judged("camera: every shown frame checked matches, counters exact", camera_ok,
+                             cside.mismatches));
+  judgments.push_back(judged("counters reconciled every second", state.reconcile_failures == 0,
+                             state.reconcile_failures));
+  judgments.push_back(
+      judged("host RSS grows <= 1 MiB after warm-up", rss_growth <= (1 << 20), rss_growth));
+  judgments.push_back(judged("free device memory moves <= 2 MiB after warm-up",
+                             std::abs(device_moved) <= (2 << 20), device_moved));
+  judgments.push_back(
+      judged("mailbox per-minute p99 drifts <= 5%", mailbox_drift <= 0.05, mailbox_drift));
+  judgments.push_back(
+      judged("camera per-minute p99 drifts <= 5%", camera_drift <= 0.05, camera_drift));
+  receipt.results.push_back({{"judgments", judgments}});
+  ok = camera_ok && mailbox_ok && state.reconcile_failures == 0;
+  return receipt;
+}
+
+std::string soak_table(const measure::receipt& receipt) {
+  std::ostringstream out;
+  for (const auto& r : receipt.results) {
+    if (r.contains("pipeline")) {
+      const auto& c = r["counters"];
+      out << r["pipeline"].get<std::string>() << " (" << r["mode"].get<std::string>()
+          << "): processed " << c["processed"] << ", dropped " << c["dropped"] << ", unaccounted "
+          << c["unaccounted"] << ", deadline misses " << c["deadline_misses"] << ", p99 drift "
+          << r["p99_drift"].get<double>() * 100 << "%\n";
+    }
+    if (r.contains("judgments")) {
+      for (const auto& j : r["judgments"]) {
+        out << (j["ok"].get<bool>() ? "  ok    " : "  MISS  ") << j["check"].get<std::string>()
+            << " (" << j["value"].dump() << ")\n";
+      }
+    }
+  }
+  return out.str();
+}
+
+}  // namespace resident::bench

@@ -1,0 +1,70 @@
+#pragma once
+// resident bench soak: the camera pipeline and a mailbox pipeline in GPU-resident modes, side by
+// side in one process for minutes to days, with every output the actuator sees checked against
+// the CPU reference, every k-th shown camera frame checked against the CPU imaging pipeline, the
+// counters reconciled every second, deadline misses, the latency distribution per minute (drift)
+// and memory (device and host) between warm-up and the end. A periodic health line (JSON lines)
+// lets a run of days be watched by a machine.
+
+#include <cstdint>
+#include <iosfwd>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "resident/measure/receipt.hpp"
+
+namespace resident::bench {
+
+struct soak_settings {
+  double minutes{8.0};
+  std::string camera_config{"examples/camera.yaml"};
+  std::string camera_mode{"while"};   // while | tail | persistent
+  std::string mailbox_mode{"while"};  // while | tail | persistent
+  double mailbox_rate_hz{2000.0};
+  std::int64_t elements{4096};    // the mailbox sample: fp32 values
+  std::uint64_t check_every{30};  // check a shown camera frame about every this many frames
+  double deadline_us{0.0};        // both loops' run_options::deadline (0: none)
+  double warmup_s{20.0};          // memory and drift are judged after this
+  double health_every_s{10.0};    // a JSON line this often (0: none)
+  std::string health_path;        // where the JSON lines go (empty: stderr)
+  std::string command;
+
+  void make_quick();
+  /// Throws std::invalid_argument naming the setting and its allowed range.
+  void validate() const;
+};
+
+/// Runs the soak. The receipt's results are one object per pipeline plus "memory" and
+/// "judgments"; `ok` says whether every hard check held (no mismatch, nothing unaccounted for).
+[[nodiscard]] measure::receipt run_soak_bench(const soak_settings& settings, std::ostream& log,
+                                              bool& ok);
+[[nodiscard]] std::string soak_table(const measure::receipt& receipt);
+
+// ---- pieces with no GPU (unit-tested) --------------------------------------------------------
+
+/// One latency sample: seconds since the run's start, and the latency in µs.
+struct timed_latency {
+  double t_s{0};
+  double us{0};
+};
+
+struct minute_summary {
+  int minute{0};  // 0: the first minute of the run
+  std::uint64_t n{0};
+  double p50_us{0};
+  double p99_us{0};
+  double max_us{0};
+};
+
+/// The samples per whole minute of the run (a minute without samples is left out), in order.
+[[nodiscard]] std::vector<minute_summary> per_minute(std::span<const timed_latency> samples);
+
+/// How far the per-minute p99 moved over the run, ignoring minutes that start before
+/// `warmup_s`: (max p99 - min p99) / min p99; 0 with fewer than two minutes.
+[[nodiscard]] double p99_drift(std::span<const minute_summary> minutes, double warmup_s);
+
+/// Resident set size of this process in bytes (/proc/self/statm; 0 where unreadable).
+[[nodiscard]] std::uint64_t resident_set_bytes();
+
+}  // namespace resident::bench

@@ -1,0 +1,69 @@
+// bench soak's pieces that need no GPU: the per-minute latency summaries, the p99 drift, the
+// process's resident set size, and the settings' ranges.
+
+#include <gmock/gmock.h>
+
+#include <vector>
+
+#include "bench/soak_bench.hpp"
+
+namespace resident::bench {
+namespace {
+
+using ::testing::HasSubstr;
+
+TEST(soak_minutes, samples_are_summarized_per_whole_minute_in_order) {
+  std::vector<timed_latency> v;
+  for (int i = 0; i < 100; ++i) v.push_back({59.0 * i / 100.0, 10.0 + i % 10});  // minute 0
+  for (int i = 0; i < 100; ++i) v.push_back({120.0 + i * 0.1, 20.0});            // minute 2
+  v.push_back({61.0, 500.0});                                                    // minute 1
+  const auto m = per_minute(v);
+  ASSERT_EQ(m.size(), 3U);
+  EXPECT_EQ(m[0].minute, 0);
+  EXPECT_EQ(m[0].n, 100U);
+  EXPECT_DOUBLE_EQ(m[0].max_us, 19.0);
+  EXPECT_EQ(m[1].minute, 1);
+  EXPECT_EQ(m[1].n, 1U);
+  EXPECT_DOUBLE_EQ(m[1].p99_us, 500.0);
+  EXPECT_EQ(m[2].minute, 2);
+  EXPECT_DOUBLE_EQ(m[2].p50_us, 20.0);
+}
+
+TEST(soak_minutes, drift_is_the_spread_of_the_p99s_after_warm_up) {
+  const std::vector<minute_summary> m{{0, 10, 5, 100, 100},  // warm-up: left out
+                                      {1, 10, 5, 10, 10},
+                                      {2, 10, 5, 10.4, 11},
+                                      {3, 10, 5, 10.2, 11}};
+  EXPECT_NEAR(p99_drift(m, 30.0), 0.04, 1e-12);
+  EXPECT_NEAR(p99_drift(m, 0.0), 9.0, 1e-12) << "with minute 0: (100 - 10) / 10";
+  EXPECT_EQ(p99_drift(std::vector<minute_summary>{{1, 1, 1, 1, 1}}, 0.0), 0.0);
+}
+
+TEST(soak_memory, the_resident_set_is_read_and_grows_with_touched_memory) {
+  const std::uint64_t before = resident_set_bytes();
+  ASSERT_GT(before, 0U);
+  std::vector<char> touched(64 << 20, 1);
+  EXPECT_GE(resident_set_bytes(), before + (32 << 20)) << touched[12345];
+}
+
+TEST(soak_settings, ranges_and_modes_are_checked_by_name) {
+  soak_settings s;
+  EXPECT_NO_THROW(s.validate());
+  s.minutes = 0;
+  EXPECT_THAT([&] { s.validate(); },
+              ::testing::ThrowsMessage<std::invalid_argument>(HasSubstr("--minutes must be")));
+  s = {};
+  s.camera_mode = "host-graph";
+  EXPECT_THAT([&] { s.validate(); }, ::testing::ThrowsMessage<std::invalid_argument>(
+                                         HasSubstr("'host-graph' is not GPU-resident")));
+  s = {};
+  s.warmup_s = 1e9;
+  EXPECT_THROW(s.validate(), std::invalid_argument);
+  s = {};
+  s.make_quick();
+  EXPECT_NO_THROW(s.validate());
+  EXPECT_LT(s.minutes, 1.0);
+}
+
+}  // namespace
+}  // namespace resident::bench
