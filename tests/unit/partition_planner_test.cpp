@@ -574,7 +574,7 @@ TEST(partition_planner, run_plan_lets_an_invalid_taskset_throw) {
 TEST(partition_planner, a_wcet_at_a_size_the_granularity_cannot_give_names_the_sizes_allowed) {
   EXPECT_EQ(parse_error(one_loop_yaml(
                 "  - {name: camera, rate_hz: 1000, deadline_us: 300, wcet_us: {8: 90, 12: 80}}\n")),
-            "test.yaml:4:59: loop 'camera' has a WCET at 12 SMs, a partition size the device "
+            "test.yaml:4:62: loop 'camera' has a WCET at 12 SMs, a partition size the device "
             "cannot give: sizes are multiples of 8 SMs, at least 8 (8, 16, 24, 32, ..., 128)");
   auto tasks = with_loops({camera()});
   tasks.loops[0].wcet_us = {{4, 200.0}};  // a multiple of nothing the device gives: below 8
