@@ -17,6 +17,26 @@ std::string where(const std::string& origin, const YAML::Mark& mark) {
 
 }  // namespace
 
+void reject_duplicate_keys(const YAML::Node& node, const std::string& origin) {
+  if (node.IsSequence()) {
+    for (const auto& item : node) reject_duplicate_keys(item, origin);
+    return;
+  }
+  if (!node.IsMap()) return;
+  std::map<std::string, YAML::Mark> seen;
+  for (const auto& entry : node) {
+    if (entry.first.IsScalar()) {
+      const auto [it, inserted] = seen.emplace(entry.first.Scalar(), entry.first.Mark());
+      if (!inserted) {
+        throw config_error(where(origin, entry.first.Mark()) + ": key '" + entry.first.Scalar() +
+                           "' is given twice (first at line " +
+                           std::to_string(it->second.line + 1) + ")");
+      }
+    }
+    reject_duplicate_keys(entry.second, origin);
+  }
+}
+
 config_values parse_config_text(std::string_view yaml, std::string origin) {
   YAML::Node root;
   try {
@@ -27,6 +47,7 @@ config_values parse_config_text(std::string_view yaml, std::string origin) {
   config_values config;
   config.origin = origin;
   if (root.IsNull()) return config;  // an empty file configures nothing
+  reject_duplicate_keys(root, origin);
   if (!root.IsMap()) {
     throw config_error(where(origin, root.Mark()) +
                        ": expected a map of operator names to parameter maps");

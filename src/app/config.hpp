@@ -15,6 +15,10 @@
 
 #include "resident/app/parameters.hpp"
 
+namespace YAML {
+class Node;
+}
+
 namespace resident::detail {
 
 struct config_values {
@@ -28,6 +32,11 @@ struct config_values {
     return it == operator_where.end() ? origin : it->second;
   }
 };
+
+/// yaml-cpp keeps both entries of a map that gives a key twice (and a lookup finds the first):
+/// a config_error "origin:line:col: key 'k' is given twice (first at line L)" for the first
+/// such key in `node` or any map or list below it. Keys are compared as scalars.
+void reject_duplicate_keys(const YAML::Node& node, const std::string& origin);
 
 config_values parse_config_file(const std::filesystem::path& file);
 config_values parse_config_text(std::string_view yaml, std::string origin);

@@ -1,5 +1,6 @@
 #include <string>
 
+#include "app/checked_bytes.hpp"
 #include "ops/launch.cuh"
 #include "ops/vector_forms.cuh"
 #include "resident/app/error.hpp"
@@ -41,12 +42,11 @@ std::int64_t elements_param(OperatorSpec& spec) {
   return spec.param<std::int64_t>("elements", 4096, "number of fp32 values per sample");
 }
 
-void check_positive(const OperatorSpec& spec, std::int64_t elements) {
-  if (elements <= 0) {
-    throw composition_error("operator '" + spec.operator_name() +
-                            "': parameter 'elements' must be positive, got " +
-                            std::to_string(elements));
-  }
+/// The bytes of `elements` fp32 values; a count that is not positive, or whose byte count would
+/// pass detail::max_buffer_bytes (or wrap around), is an error naming the parameter.
+std::size_t element_bytes(const OperatorSpec& spec, std::int64_t elements) {
+  return ::resident::detail::checked_bytes(
+      elements, sizeof(float), "operator '" + spec.operator_name() + "': parameter 'elements'");
 }
 
 }  // namespace
@@ -84,7 +84,7 @@ square_node make_square_node(const float* in, float* out, std::int64_t n) {
 
 void copy::setup(OperatorSpec& spec) {
   _elements = elements_param(spec);
-  check_positive(spec, _elements);
+  const auto bytes = element_bytes(spec, _elements);
   const std::string method =
       spec.param<std::string>("method", "memcpy", "memcpy (a memcpy node) or kernel");
   if (method != "memcpy" && method != "kernel") {
@@ -92,7 +92,6 @@ void copy::setup(OperatorSpec& spec) {
                             "': parameter 'method' must be memcpy or kernel, got '" + method + "'");
   }
   _kernel = method == "kernel";
-  const auto bytes = static_cast<std::size_t>(_elements) * sizeof(float);
   spec.device_input("in", bytes);
   spec.device_output("out", bytes);
 }
@@ -110,10 +109,9 @@ void copy::compute(CaptureContext& ctx) {
 
 void affine::setup(OperatorSpec& spec) {
   _elements = elements_param(spec);
-  check_positive(spec, _elements);
+  const auto bytes = element_bytes(spec, _elements);
   _scale = spec.param<float>("scale", 2.0F, "multiplier a in a*x + b");
   _offset = spec.param<float>("offset", 1.0F, "offset b in a*x + b");
-  const auto bytes = static_cast<std::size_t>(_elements) * sizeof(float);
   spec.device_input("in", bytes);
   spec.device_output("out", bytes);
 }
@@ -125,8 +123,7 @@ void affine::compute(CaptureContext& ctx) {
 
 void square::setup(OperatorSpec& spec) {
   _elements = elements_param(spec);
-  check_positive(spec, _elements);
-  const auto bytes = static_cast<std::size_t>(_elements) * sizeof(float);
+  const auto bytes = element_bytes(spec, _elements);
   spec.device_input("in", bytes);
   spec.device_output("out", bytes);
 }
@@ -138,8 +135,7 @@ void square::compute(CaptureContext& ctx) {
 
 void sum_reduce::setup(OperatorSpec& spec) {
   _elements = elements_param(spec);
-  check_positive(spec, _elements);
-  spec.device_input("in", static_cast<std::size_t>(_elements) * sizeof(float));
+  spec.device_input("in", element_bytes(spec, _elements));
   spec.device_output("out", sizeof(float));
 }
 

@@ -6,6 +6,7 @@
 #include <random>
 #include <string>
 
+#include "app/checked_bytes.hpp"
 #include "resident/app/error.hpp"
 #include "resident/cuda/error.hpp"
 
@@ -54,9 +55,16 @@ void matmul::setup(OperatorSpec& spec) {
     throw composition_error("operator '" + spec.operator_name() +
                             "': parameter 'workspace_mib' must be >= 0");
   }
-  _workspace_bytes = static_cast<std::size_t>(workspace_mib) << 20;
+  // 0: cuBLAS takes no workspace; more is checked against 4 GiB before it is shifted into bytes.
+  _workspace_bytes = workspace_mib == 0
+                         ? 0
+                         : ::resident::detail::checked_bytes(
+                               workspace_mib, std::size_t{1} << 20,
+                               "operator '" + spec.operator_name() + "': parameter 'workspace_mib'",
+                               std::size_t{4} << 30);
   _weights = make_weights(_n, static_cast<std::uint64_t>(seed));
-  const auto bytes = static_cast<std::size_t>(_n * _n) * sizeof(float);
+  const auto bytes = ::resident::detail::checked_bytes(
+      _n * _n, sizeof(float), "operator '" + spec.operator_name() + "': n x n");
   spec.device_input("in", bytes);
   spec.device_output("out", bytes);
 }

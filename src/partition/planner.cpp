@@ -43,7 +43,34 @@ struct problem {
 
 bool finite_positive(double x) { return std::isfinite(x) && x > 0; }
 
+// A rate above 1 MHz has a period under 1 us, below any loop's fixed cost (O_busy is about
+// 18 us on the H200); times beyond 1000 s are no real-time deadline or body. Both bounds keep
+// the planner's arithmetic and its printed numbers in a sane range (1e308 Hz used to print a
+// 300-digit utilization).
+constexpr double max_rate_hz = 1e6;
+constexpr double max_time_us = 1e9;
+
 std::string us(double value) { return format_us(value); }
+
+std::string hz(double value) {
+  std::ostringstream out;
+  out << std::setprecision(6) << value;
+  return out.str();
+}
+
+/// "8, 16, 24, ..., 128" for the device's candidate partition sizes.
+std::string size_examples(const device_spec& d) {
+  std::vector<int> sizes;
+  for (int sm = d.granularity; sm <= d.sm_count && sizes.size() < 4; sm += d.granularity) {
+    if (sm >= d.min_partition) sizes.push_back(sm);
+  }
+  std::string out;
+  for (const int sm : sizes) out += (out.empty() ? "" : ", ") + std::to_string(sm);
+  const int largest = d.sm_count / d.granularity * d.granularity;
+  if (sizes.empty()) return "none up to " + std::to_string(d.sm_count) + " SMs";
+  if (largest > sizes.back()) out += ", ..., " + std::to_string(largest);
+  return out;
+}
 
 std::string mode_name(execution_mode mode) { return std::string(to_string(mode)); }
 
@@ -99,13 +126,15 @@ std::optional<problem> find_problem(const taskset& tasks) {
                          "; names must be unique"};
     }
     const std::string who = "loop '" + loop.name + "'";
-    if (!finite_positive(loop.rate_hz)) {
+    if (!finite_positive(loop.rate_hz) || loop.rate_hz > max_rate_hz) {
       return problem{part::loop, i, "rate_hz",
-                     who + " has rate_hz " + us(loop.rate_hz) + "; it must be positive"};
+                     who + " has rate_hz " + hz(loop.rate_hz) +
+                         "; it must be positive and at most 1000000 Hz"};
     }
-    if (!finite_positive(loop.deadline_us)) {
+    if (!finite_positive(loop.deadline_us) || loop.deadline_us > max_time_us) {
       return problem{part::loop, i, "deadline_us",
-                     who + " has deadline_us " + us(loop.deadline_us) + "; it must be positive"};
+                     who + " has deadline_us " + hz(loop.deadline_us) +
+                         "; it must be positive and at most 1e9 us"};
     }
     if (!is_resident(loop.mode)) {
       return problem{part::loop, i, "mode",
@@ -130,10 +159,18 @@ std::optional<problem> find_problem(const taskset& tasks) {
             part::loop, i, "wcet_us",
             who + " has a WCET for " + std::to_string(sm) + " SMs; sizes must be positive"};
       }
-      if (!finite_positive(wcet)) {
+      if (!finite_positive(wcet) || wcet > max_time_us) {
         return problem{part::loop, i, "wcet_us",
-                       who + " has WCET " + us(wcet) + " us at " + std::to_string(sm) +
-                           " SMs; it must be positive"};
+                       who + " has WCET " + hz(wcet) + " us at " + std::to_string(sm) +
+                           " SMs; it must be positive and at most 1e9 us"};
+      }
+      if (sm % d.granularity != 0 || sm < d.min_partition) {
+        return problem{part::loop, i, "wcet_us",
+                       who + " has a WCET at " + std::to_string(sm) +
+                           " SMs, a partition size the device cannot give: sizes are multiples "
+                           "of " +
+                           std::to_string(d.granularity) + " SMs, at least " +
+                           std::to_string(d.min_partition) + " (" + size_examples(d) + ")"};
       }
     }
   }
@@ -156,13 +193,12 @@ size_evaluation evaluate(const loop_spec& loop, const overhead_model& o, int sm,
 
 std::string percent(double fraction) {
   std::ostringstream out;
-  out << std::fixed << std::setprecision(1) << fraction * 100 << '%';
-  return out.str();
-}
-
-std::string hz(double value) {
-  std::ostringstream out;
-  out << std::setprecision(6) << value;
+  const double p = fraction * 100;
+  if (std::abs(p) < 1e4) {
+    out << std::fixed << std::setprecision(1) << p << '%';
+  } else {
+    out << std::setprecision(3) << p << '%';  // an overload by orders of magnitude: 3 digits do
+  }
   return out.str();
 }
 

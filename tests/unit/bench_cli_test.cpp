@@ -191,11 +191,17 @@ TEST(cli_run, fuse_and_persistent_flags_reach_the_run_options) {
   CLI::App root;
   run_settings s;
   add_run_options(root, s);
-  ASSERT_EQ(parse_error(root, "run --mode persistent --no-fuse --persistent-blocks 0"), "");
+  // Persistent mode has no separate controller or end marker to keep: --no-fuse is refused there
+  // (cli_validation_test), so each flag is shown with a mode that uses it.
+  ASSERT_EQ(parse_error(root, "run --mode persistent --persistent-blocks 0"), "");
   const checked_run c = check_run(s);
   EXPECT_EQ(c.modes, std::vector<execution_mode>{execution_mode::persistent});
-  EXPECT_FALSE(c.options.fuse);
   EXPECT_EQ(c.options.persistent_blocks, 0);
+  CLI::App fused_root;
+  run_settings f;
+  add_run_options(fused_root, f);
+  ASSERT_EQ(parse_error(fused_root, "run --mode host-graph --no-fuse"), "");
+  EXPECT_FALSE(check_run(f).options.fuse);
   run_settings plain;
   EXPECT_TRUE(check_run(plain).options.fuse);  // the default
   EXPECT_EQ(check_run(plain).options.persistent_blocks, 1);

@@ -411,7 +411,8 @@ TEST(partition_planner, yaml_wrong_types_are_errors_with_location) {
 TEST(partition_planner, yaml_invalid_values_point_at_the_value) {
   EXPECT_EQ(parse_error(one_loop_yaml(
                 "  - {name: camera, rate_hz: 1000, deadline_us: -5, wcet_us: {8: 1}}\n")),
-            "test.yaml:4:48: loop 'camera' has deadline_us -5; it must be positive");
+            "test.yaml:4:48: loop 'camera' has deadline_us -5; it must be positive and at most 1e9 "
+            "us");
   EXPECT_EQ(
       parse_error(one_loop_yaml(
           "  - {name: camera, rate_hz: 1000, deadline_us: 5, sleep_ns: -1, wcet_us: {8: 1}}\n")),
@@ -567,6 +568,47 @@ TEST(partition_planner, run_plan_lets_an_invalid_taskset_throw) {
 }
 
 #endif
+
+// ---- limits (a plan of absurd numbers is an error, not a page of digits) ---------------------
+
+TEST(partition_planner, a_wcet_at_a_size_the_granularity_cannot_give_names_the_sizes_allowed) {
+  EXPECT_EQ(parse_error(one_loop_yaml(
+                "  - {name: camera, rate_hz: 1000, deadline_us: 300, wcet_us: {8: 90, 12: 80}}\n")),
+            "test.yaml:4:62: loop 'camera' has a WCET at 12 SMs, a partition size the device "
+            "cannot give: sizes are multiples of 8 SMs, at least 8 (8, 16, 24, 32, ..., 128)");
+  auto tasks = with_loops({camera()});
+  tasks.loops[0].wcet_us = {{4, 200.0}};  // a multiple of nothing the device gives: below 8
+  EXPECT_THAT(plan_error_of([&] { (void)plan(tasks); }),
+              HasSubstr("has a WCET at 4 SMs, a partition size the device cannot give"));
+}
+
+TEST(partition_planner, rates_beyond_a_megahertz_and_times_beyond_1e9_us_are_errors) {
+  EXPECT_EQ(parse_error(one_loop_yaml(
+                "  - {name: camera, rate_hz: 1e308, deadline_us: 300, wcet_us: {8: 1}}\n")),
+            "test.yaml:4:29: loop 'camera' has rate_hz 1e+308; it must be positive and at most "
+            "1000000 Hz");
+  EXPECT_THAT(parse_error(one_loop_yaml(
+                  "  - {name: camera, rate_hz: .inf, deadline_us: 300, wcet_us: {8: 1}}\n")),
+              HasSubstr("'rate_hz' of loop 'camera' must be finite"));
+  EXPECT_THAT(parse_error(one_loop_yaml(
+                  "  - {name: camera, rate_hz: 0, deadline_us: 300, wcet_us: {8: 1}}\n")),
+              HasSubstr("has rate_hz 0; it must be positive"));
+  EXPECT_THAT(parse_error(one_loop_yaml(
+                  "  - {name: camera, rate_hz: 10, deadline_us: 1e300, wcet_us: {8: 1}}\n")),
+              HasSubstr("has deadline_us 1e+300; it must be positive and at most 1e9 us"));
+  EXPECT_THAT(parse_error(one_loop_yaml(
+                  "  - {name: camera, rate_hz: 10, deadline_us: 300, wcet_us: {8: 1e300}}\n")),
+              HasSubstr("has WCET 1e+300 us at 8 SMs; it must be positive and at most 1e9 us"));
+}
+
+TEST(partition_planner, an_overload_by_orders_of_magnitude_prints_a_short_utilization) {
+  auto loop = camera();
+  loop.rate_hz = 1e6;         // a 1 us period, the fastest rate allowed
+  loop.wcet_us = {{8, 1e9}};  // the longest body allowed
+  const auto result = plan(with_loops({loop}));
+  ASSERT_EQ(result.loops[0].verdict, loop_verdict::overloaded);
+  EXPECT_THAT(result.reasons.at(0), HasSubstr("(utilization 1e+11%)"));
+}
 
 }  // namespace
 }  // namespace resident::partition

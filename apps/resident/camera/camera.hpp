@@ -12,6 +12,7 @@
 // stream launches) is there for completeness.
 
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <filesystem>
 #include <functional>
@@ -29,6 +30,28 @@
 #include "resident/measure/threads.hpp"
 
 namespace resident::camera {
+
+/// What a camera configuration may ask for (docs/camera.md, "Limits"). Each bound is a key's
+/// range or a budget of the buffers the run allocates; beyond them a run would not fit in memory
+/// or could not keep its rate, so parse_camera_settings refuses the file instead.
+namespace limits {
+inline constexpr std::int64_t max_side = 16384;  // camera.width, camera.height (16K)
+/// One frame's CSI-2 packets: 256 MiB (a 16384 x 8192 RAW12 frame is 192 MiB).
+inline constexpr std::size_t max_frame_bytes = std::size_t{256} << 20;
+/// The ring of frames in GPU memory (ring_slots frames), and the prebuilt frames
+/// (distinct_frames, held on the host and staged on the GPU): 4 GiB each.
+inline constexpr std::size_t max_ring_bytes = std::size_t{4} << 30;
+inline constexpr std::int64_t max_ring_slots = 1024;
+/// camera.rate_hz: the sensor thread spins the last 150 us before each frame start, so a
+/// period must be longer than that for frames to start on time: 5 kHz (200 us) at most (bench
+/// camera drives 2 kHz). Below 1 Hz a run of --frames takes hours.
+inline constexpr double min_rate_hz = 1.0;
+inline constexpr double max_rate_hz = 5000.0;
+/// display.refresh_hz and min_refresh_hz: what real panels do (1 Hz VRR floors to 1000 Hz).
+inline constexpr double min_refresh_hz = 1.0;
+inline constexpr double max_refresh_hz = 1000.0;
+inline constexpr double max_gamma = 10.0;
+}  // namespace limits
 
 struct camera_settings {
   io::sensor_config sensor;                 // shape, format, Bayer order, rate, ring

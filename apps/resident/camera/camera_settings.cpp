@@ -3,14 +3,17 @@
 #include <yaml-cpp/yaml.h>
 
 #include <array>
+#include <cmath>
 #include <fstream>
 #include <set>
 #include <sstream>
 #include <utility>
 #include <vector>
 
+#include "app/config.hpp"
 #include "camera/camera.hpp"
 #include "resident/app/error.hpp"
+#include "resident/io/csi2.hpp"
 
 namespace resident::camera {
 
@@ -32,6 +35,31 @@ T value(const std::string& origin, const YAML::Node& n, const std::string& key) 
   } catch (const YAML::Exception&) {
     fail(origin, n, "'" + key + "' has a value of the wrong type");
   }
+}
+
+// A whole number in [lo, hi] (read as 64 bits first, so -1 is not 2^32 - 1).
+std::int64_t whole_in(const std::string& origin, const YAML::Node& n, const std::string& key,
+                      std::int64_t lo, std::int64_t hi, const std::string& why = "") {
+  const auto v = value<std::int64_t>(origin, n, key);
+  if (v < lo || v > hi) {
+    fail(origin, n,
+         "'" + key + "' is " + n.Scalar() + "; it must be a whole number in [" +
+             std::to_string(lo) + ", " + std::to_string(hi) + "]" + why);
+  }
+  return v;
+}
+
+// A finite number in [lo, hi] (.inf and .nan are refused by name).
+double number_in(const std::string& origin, const YAML::Node& n, const std::string& key, double lo,
+                 double hi, const std::string& why = "") {
+  const auto v = value<double>(origin, n, key);
+  if (!std::isfinite(v) || v < lo || v > hi) {
+    std::ostringstream range;
+    range << "[" << lo << ", " << hi << "]";
+    fail(origin, n,
+         "'" + key + "' is " + n.Scalar() + "; it must be a finite number in " + range.str() + why);
+  }
+  return v;
 }
 
 template <class E>
@@ -72,8 +100,14 @@ void read_camera(const std::string& origin, const YAML::Node& c, camera_settings
              {"width", "height", "format", "bayer", "rate_hz", "ring_slots", "photo", "black_level",
               "distinct_frames"});
   auto& k = s.sensor;
-  if (c["width"]) k.width = value<std::uint32_t>(origin, c["width"], "camera.width");
-  if (c["height"]) k.height = value<std::uint32_t>(origin, c["height"], "camera.height");
+  if (c["width"]) {
+    k.width = static_cast<std::uint32_t>(
+        whole_in(origin, c["width"], "camera.width", 4, limits::max_side, ", a multiple of 4"));
+  }
+  if (c["height"]) {
+    k.height = static_cast<std::uint32_t>(
+        whole_in(origin, c["height"], "camera.height", 2, limits::max_side, ", a multiple of 2"));
+  }
   if (c["format"]) {
     k.format = choose<io::csi2::raw_format>(origin, c["format"], "camera.format",
                                             named(io::csi2::all_raw_formats));
@@ -82,13 +116,22 @@ void read_camera(const std::string& origin, const YAML::Node& c, camera_settings
     k.order =
         choose<io::bayer_order>(origin, c["bayer"], "camera.bayer", named(io::all_bayer_orders));
   }
-  if (c["rate_hz"]) k.rate_hz = value<double>(origin, c["rate_hz"], "camera.rate_hz");
-  if (c["ring_slots"]) k.ring_slots = value<std::uint32_t>(origin, c["ring_slots"], "ring_slots");
+  if (c["rate_hz"]) {
+    k.rate_hz =
+        number_in(origin, c["rate_hz"], "camera.rate_hz", limits::min_rate_hz, limits::max_rate_hz);
+  }
+  if (c["ring_slots"]) {
+    k.ring_slots = static_cast<std::uint32_t>(
+        whole_in(origin, c["ring_slots"], "camera.ring_slots", 2, limits::max_ring_slots,
+                 " (one slot is read while the bridge writes the next)"));
+  }
   if (c["black_level"]) {
-    k.black_level = value<std::uint16_t>(origin, c["black_level"], "camera.black_level");
+    k.black_level = static_cast<std::uint16_t>(
+        whole_in(origin, c["black_level"], "camera.black_level", 0, 4095));
   }
   if (c["distinct_frames"]) {
-    k.distinct_frames = value<std::uint32_t>(origin, c["distinct_frames"], "distinct_frames");
+    k.distinct_frames = static_cast<std::uint32_t>(
+        whole_in(origin, c["distinct_frames"], "camera.distinct_frames", 1, 64));
   }
   if (c["photo"]) s.photo = value<std::string>(origin, c["photo"], "camera.photo");
 }
@@ -106,16 +149,23 @@ void read_pipeline(const std::string& origin, const YAML::Node& p, camera_settin
   }
   if (p["gamma"]) {
     s.gamma = value<double>(origin, p["gamma"], "pipeline.gamma");
-    if (!(s.gamma > 0.0)) fail(origin, p["gamma"], "'pipeline.gamma' must be positive");
+    if (!(s.gamma > 0.0) || !(s.gamma <= limits::max_gamma)) {
+      fail(origin, p["gamma"],
+           "'pipeline.gamma' is " + p["gamma"].Scalar() + "; it must be positive and at most 10");
+    }
   }
 }
 
 void read_display(const std::string& origin, const YAML::Node& d, camera_settings& s) {
   check_keys(origin, d, "display", {"refresh_hz", "sync", "present", "min_refresh_hz"});
   auto& k = s.display;
-  if (d["refresh_hz"]) k.refresh_hz = value<double>(origin, d["refresh_hz"], "display.refresh_hz");
+  if (d["refresh_hz"]) {
+    k.refresh_hz = number_in(origin, d["refresh_hz"], "display.refresh_hz", limits::min_refresh_hz,
+                             limits::max_refresh_hz);
+  }
   if (d["min_refresh_hz"]) {
-    k.min_refresh_hz = value<double>(origin, d["min_refresh_hz"], "display.min_refresh_hz");
+    k.min_refresh_hz = number_in(origin, d["min_refresh_hz"], "display.min_refresh_hz",
+                                 limits::min_refresh_hz, limits::max_refresh_hz);
   }
   if (d["sync"]) {
     k.sync = choose<io::display_sync>(
@@ -126,6 +176,53 @@ void read_display(const std::string& origin, const YAML::Node& d, camera_setting
     k.mode = choose<io::present_mode>(
         origin, d["present"], "display.present",
         {{"flip", io::present_mode::flip}, {"front_buffer", io::present_mode::front_buffer}});
+  }
+}
+
+std::string number_text(double v) {
+  std::ostringstream out;
+  out << v;
+  return out.str();
+}
+
+// What the keys allow one by one still leaves shapes whose buffers are absurd: the frame's
+// CSI-2 bytes, the ring of them in GPU memory and the prebuilt frames (host and GPU) are held to
+// budgets, and the black level to the format's bits.
+void check_shape(const std::string& origin, const YAML::Node& c, const camera_settings& s) {
+  const auto& k = s.sensor;
+  if (k.width % 4 != 0 || k.height % 2 != 0) {
+    fail(origin, c,
+         "camera.width must be a multiple of 4 and camera.height a multiple of 2, got " +
+             std::to_string(k.width) + "x" + std::to_string(k.height));
+  }
+  const std::size_t frame = io::csi2::frame_packet_bytes(k.format, k.width, k.height);
+  const std::string shape = std::to_string(k.width) + "x" + std::to_string(k.height) + " " +
+                            std::string(to_string(k.format));
+  if (frame > limits::max_frame_bytes) {
+    fail(origin, c,
+         "a " + shape + " frame is " + std::to_string(frame) + " bytes of CSI-2 packets; at most " +
+             std::to_string(limits::max_frame_bytes) + " (256 MiB) are allowed");
+  }
+  if (frame * k.ring_slots > limits::max_ring_bytes) {
+    fail(origin, c["ring_slots"] ? c["ring_slots"] : c,
+         "camera.ring_slots " + std::to_string(k.ring_slots) + " of " + shape + " frames is " +
+             std::to_string(frame * k.ring_slots) + " bytes of GPU memory; at most " +
+             std::to_string(limits::max_ring_bytes) + " (4 GiB) are allowed");
+  }
+  if (frame * k.distinct_frames > limits::max_ring_bytes) {
+    fail(origin, c["distinct_frames"] ? c["distinct_frames"] : c,
+         "camera.distinct_frames " + std::to_string(k.distinct_frames) + " of " + shape +
+             " frames is " + std::to_string(frame * k.distinct_frames) +
+             " bytes of prebuilt frames; at most " + std::to_string(limits::max_ring_bytes) +
+             " (4 GiB) are allowed");
+  }
+  const unsigned bits = static_cast<unsigned>(k.format);
+  const unsigned full = (1U << bits) - 1;
+  if (k.black_level >= full) {
+    fail(origin, c["black_level"] ? c["black_level"] : c,
+         "camera.black_level " + std::to_string(k.black_level) + " must be below the full scale " +
+             std::to_string(full) + " of " + std::to_string(bits) + "-bit samples (" +
+             std::string(to_string(k.format)) + ")");
   }
 }
 
@@ -142,20 +239,16 @@ camera_settings parse_camera_settings(std::string_view yaml, const std::string& 
     throw config_error(origin + ": a camera configuration needs a top-level 'camera' section");
   }
   check_keys(origin, root, "<top level>", {"camera", "pipeline", "display"});
+  detail::reject_duplicate_keys(root, origin);
   camera_settings s;
   read_camera(origin, root["camera"], s);
   if (root["pipeline"]) read_pipeline(origin, root["pipeline"], s);
   if (root["display"]) read_display(origin, root["display"], s);
-  if (s.sensor.width % 4 != 0 || s.sensor.height % 2 != 0 || s.sensor.width == 0) {
-    throw config_error(origin +
-                       ": camera.width must be a positive multiple of 4 and "
-                       "camera.height a multiple of 2, got " +
-                       std::to_string(s.sensor.width) + "x" + std::to_string(s.sensor.height));
-  }
-  if (!(s.sensor.rate_hz > 0.0)) throw config_error(origin + ": camera.rate_hz must be positive");
-  if (s.sensor.ring_slots < 2) throw config_error(origin + ": camera.ring_slots must be >= 2");
-  if (!(s.display.refresh_hz > 0.0)) {
-    throw config_error(origin + ": display.refresh_hz must be positive");
+  check_shape(origin, root["camera"], s);
+  if (s.display.min_refresh_hz > s.display.refresh_hz) {
+    fail(origin, root["display"],
+         "display.min_refresh_hz (" + number_text(s.display.min_refresh_hz) +
+             ") must be at most display.refresh_hz (" + number_text(s.display.refresh_hz) + ")");
   }
   return s;
 }

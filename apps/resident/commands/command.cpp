@@ -93,8 +93,10 @@ int parse_and_run(CLI::App& root, const std::vector<command>& commands, int argc
     root.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     if (e.get_exit_code() == 0) return root.exit(e);  // --help, --version
+    // CLI11's own codes (105 for a bad value, 106 for an unknown option, ...) are not resident's:
+    // every usage error exits 1 (README, "The resident command").
     print_parse_error(at.name, e.what());
-    return e.get_exit_code();
+    return 1;
   }
   for (const auto& c : commands) {
     if (!c.app->parsed()) continue;

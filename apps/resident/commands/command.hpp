@@ -32,8 +32,8 @@ struct command {
 void print_error(const std::string& command, const std::string& message);
 
 /// Parses argv against `root` and runs the command given. Unknown commands are named; parse
-/// errors, bad flag values and exceptions come out in one style; --help and --version print and
-/// return 0.
+/// errors, bad flag values and exceptions come out in one style and return 1 (not CLI11's own
+/// exit codes); --help and --version print and return 0.
 [[nodiscard]] int parse_and_run(CLI::App& root, const std::vector<command>& commands, int argc,
                                 char** argv);
 

@@ -13,6 +13,26 @@
 
 namespace resident::cli {
 
+void check_receipt_results(const measure::receipt& r, const std::string& path) {
+  const std::string who = path + ": receipt of '" + r.benchmark + "'";
+  if (!r.results.is_array() || r.results.empty()) {
+    throw std::invalid_argument(who +
+                                " has no results (a run that ended before its first "
+                                "result?); there is nothing to report");
+  }
+  for (std::size_t i = 0; i < r.results.size(); ++i) {
+    const auto& result = r.results[i];
+    const std::string which = who + ": result #" + std::to_string(i + 1);
+    if (!result.is_object()) {
+      std::string text = result.dump();
+      if (text.size() > 60) text = text.substr(0, 57) + "...";
+      throw std::invalid_argument(which + " is " + std::string(result.type_name()) + " " + text +
+                                  ", not an object of fields");
+    }
+    if (result.empty()) throw std::invalid_argument(which + " is an empty object");
+  }
+}
+
 CLI::App* add_report_options(CLI::App& root, report_settings& s) {
   auto* app = root.add_subcommand("report", "receipts -> text table and an HTML page (no GPU)");
   app->add_option("receipts", s.receipts, "JSON receipts")->required()->check(CLI::ExistingFile);
@@ -29,7 +49,10 @@ command add_report_command(CLI::App& root) {
 
 int run_report(const report_settings& s) {
   std::vector<measure::receipt> parts;
-  for (const auto& path : s.receipts) parts.push_back(measure::receipt::read(path));
+  for (const auto& path : s.receipts) {
+    parts.push_back(measure::receipt::read(path));
+    check_receipt_results(parts.back(), path);
+  }
   if (!s.merged.empty()) {
     // A re-run camera part replaces the runs it repeats; the other benchmarks' parts concatenate
     // (io's repeats and loops' loop counts are not told apart by named fields).

@@ -11,6 +11,7 @@
 #include <stdexcept>
 #include <thread>
 
+#include "app/checked_bytes.hpp"
 #include "camera/camera.hpp"
 #include "resident/app/application.hpp"
 #include "resident/app/operator.hpp"
@@ -55,9 +56,9 @@ class lab_pipeline final : public Application {
   lab_pipeline(std::int64_t elements, bool with_mailbox)
       : Application("lab"),
         elements(elements),
+        bytes(::resident::detail::checked_bytes(elements, sizeof(float), "--elements")),
         mailbox(with_mailbox
-                    ? std::make_shared<io::mailbox>(io::mailbox::config{
-                          static_cast<std::size_t>(elements) * sizeof(float), sizeof(float), 4})
+                    ? std::make_shared<io::mailbox>(io::mailbox::config{bytes, sizeof(float), 4})
                     : nullptr) {}
 
   void compose() override {
@@ -68,7 +69,6 @@ class lab_pipeline final : public Application {
       tx = make_operator<io::mailbox_tx>("tx", mailbox);
       register_data_ready_handler(mailbox->make_handler(rx));
     } else {
-      const auto bytes = static_cast<std::size_t>(elements) * sizeof(float);
       rx = make_operator<endpoint_stub>("rx", port_direction::output, "sample", bytes);
       tx = make_operator<endpoint_stub>("tx", port_direction::input, "in", sizeof(float));
       data_ready_handler handler;
@@ -85,6 +85,7 @@ class lab_pipeline final : public Application {
   }
 
   std::int64_t elements;
+  std::size_t bytes;  // of one sample
   std::shared_ptr<io::mailbox> mailbox;
   std::shared_ptr<ops::affine> affine;
 };
@@ -214,6 +215,12 @@ CLI::App* add_run_options(CLI::App& root, run_settings& s) {
                 "form and barrier)");
   app->add_flag("--check", s.check,
                 "check the configuration and options (no GPU needed), run nothing");
+  app->parse_complete_callback([app, &s] {
+    s.given.clear();
+    for (const CLI::Option* o : app->get_options()) {
+      if (o->count() > 0 && !o->get_lnames().empty()) s.given.insert("--" + o->get_lnames()[0]);
+    }
+  });
   return app;
 }
 
@@ -233,6 +240,8 @@ void check_phase_times(const run_settings& s) {
 
 checked_run check_run(const run_settings& s) {
   check_phase_times(s);
+  check_options_apply(s, false);
+  check_run_paths_and_cpu(s);
   checked_run out;
   if (s.mode == "all") {
     out.modes.assign(all_execution_modes.begin(), all_execution_modes.end());

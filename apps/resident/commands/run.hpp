@@ -7,6 +7,7 @@
 // sheet as PNG.
 
 #include <cstdint>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -36,7 +37,19 @@ struct run_settings {
   std::string dump;          // camera: folder for the PNG dumps
   int sensor_cpu{-1};        // camera: core for the sensor thread
   bool phase_times{false};   // persistent mode: print the device time of each phase
+  /// The options the command line gave ("--frames", ...): an option that does not apply to the
+  /// configuration or the mode is an error, not silently ignored (add_run_options fills it).
+  std::set<std::string> given;
 };
+
+/// The options of `s.given` that a lab run (camera false) or a camera run ignores, and the
+/// ones its modes ignore (--persistent-blocks without --mode persistent, --no-fuse with it,
+/// --poll-ns with host-driven modes only): std::invalid_argument naming the option and why.
+void check_options_apply(const run_settings& settings, bool camera);
+
+/// --dump (camera) and --dot: the folder must exist or be creatable, and be writable;
+/// --sensor-cpu must name a CPU this process may run on. std::invalid_argument naming the flag.
+void check_run_paths_and_cpu(const run_settings& settings);
 
 /// --phase-times without --mode persistent: an std::invalid_argument saying so.
 void check_phase_times(const run_settings& settings);

@@ -8,8 +8,29 @@
 
 namespace resident::cli {
 
+namespace {
+
+/// The photograph the run shows: a PNG path must be there and decode; a name of the photograph
+/// set that was never fetched (no network) falls back to the built-in test card, which shows
+/// the pipeline just as well.
+io::rgb8_image photo_for(const camera::camera_settings& settings) {
+  try {
+    return camera::load_photo(settings.photo);
+  } catch (const config_error& e) {
+    if (settings.photo.ends_with(".png")) throw;
+    std::fprintf(stderr, "note: %s; using the built-in test card\n", e.what());
+    return camera::test_card(640, 480);
+  } catch (const std::exception& e) {
+    throw config_error(settings.photo + ": cannot read the photograph: " + e.what());
+  }
+}
+
+}  // namespace
+
 int run_camera_command(const run_settings& s) {
   check_phase_times(s);
+  check_options_apply(s, true);
+  check_run_paths_and_cpu(s);
   const camera::camera_settings settings = camera::load_camera_settings(s.config);
   std::vector<camera::camera_mode> modes;
   if (s.mode == "all") {
@@ -19,21 +40,12 @@ int run_camera_command(const run_settings& s) {
   }
   const sample_policy policy = parse_sample_policy(s.policy);
   const capture_order capture = parse_capture_order(s.capture);
+  const io::rgb8_image photo = photo_for(settings);
   if (s.check) {
     std::printf("resident run: %s and the options are valid\n", s.config.c_str());
     return 0;
   }
   if (!have_gpu()) return no_gpu("run");
-  io::rgb8_image photo;
-  try {
-    photo = camera::load_photo(settings.photo);
-  } catch (const config_error& e) {
-    // A name of the photograph set that was never fetched (no network): the built-in test card
-    // shows the pipeline just as well. A PNG path that is not there stays an error.
-    if (settings.photo.ends_with(".png")) throw;
-    std::fprintf(stderr, "note: %s; using the built-in test card\n", e.what());
-    photo = camera::test_card(640, 480);
-  }
   int failures = 0;
   for (const auto& m : modes) {
     camera::camera_run_options o;
