@@ -58,6 +58,7 @@ config_values parse_config_text(std::string_view yaml, std::string origin) {
                          ": an operator name must be a plain name, not a list or map");
     }
     const std::string op = entry.first.as<std::string>();
+    if (op == loop_section) continue;  // the runner's, not an operator's (read_loop_section)
     config.operator_where.emplace(op, where(origin, entry.first.Mark()));
     const YAML::Node& params = entry.second;
     if (params.IsNull()) continue;

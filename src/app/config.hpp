@@ -38,6 +38,10 @@ struct config_values {
 /// such key in `node` or any map or list below it. Keys are compared as scalars.
 void reject_duplicate_keys(const YAML::Node& node, const std::string& origin);
 
+/// The top-level key that is not an operator: the loop's settings for whoever runs the
+/// application (`resident run` reads deadline_us and wcet_us there); operators skip it.
+inline constexpr const char* loop_section = "loop";
+
 config_values parse_config_file(const std::filesystem::path& file);
 config_values parse_config_text(std::string_view yaml, std::string origin);
 

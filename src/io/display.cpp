@@ -12,6 +12,7 @@
 #include "cuda/host_words.hpp"
 #include "resident/app/error.hpp"
 #include "resident/cuda/error.hpp"
+#include "resident/detail/event_ring.hpp"
 
 namespace resident::io {
 
@@ -189,28 +190,16 @@ std::vector<scanout_event> display::drain_scanouts() {
   auto* words = _host.host_as<detail::display_host_words>();
   const auto* ring =
       reinterpret_cast<const scanout_event*>(_host.host_as<std::byte>() + scanout_ring_at());
-  const std::uint64_t written = host_load_acquire(words->scanouts_written);
-  std::vector<scanout_event> out;
-  out.reserve(written - _scanouts_read);
-  for (; _scanouts_read < written; ++_scanouts_read) {
-    out.push_back(ring[_scanouts_read % _config.event_capacity]);
-  }
-  host_store_release(words->scanouts_read, _scanouts_read);  // the engine may reuse those entries
-  return out;
+  return ::resident::detail::drain_events(ring, _config.event_capacity, words->scanouts_written,
+                                          words->scanouts_read, _scanouts_read);
 }
 
 std::vector<photodiode_event> display::drain_photodiode() {
   auto* words = _host.host_as<detail::display_host_words>();
   const auto* ring = reinterpret_cast<const photodiode_event*>(_host.host_as<std::byte>() +
                                                                photodiode_ring_at(_config));
-  const std::uint64_t written = host_load_acquire(words->photodiode_written);
-  std::vector<photodiode_event> out;
-  out.reserve(written - _photodiode_read);
-  for (; _photodiode_read < written; ++_photodiode_read) {
-    out.push_back(ring[_photodiode_read % _config.event_capacity]);
-  }
-  host_store_release(words->photodiode_read, _photodiode_read);
-  return out;
+  return ::resident::detail::drain_events(ring, _config.event_capacity, words->photodiode_written,
+                                          words->photodiode_read, _photodiode_read);
 }
 
 std::vector<display_commit> display::drain_commits() {

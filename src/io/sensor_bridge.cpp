@@ -13,6 +13,7 @@
 #include "cuda/host_words.hpp"
 #include "resident/app/error.hpp"
 #include "resident/cuda/error.hpp"
+#include "resident/detail/frame_ring_protocol.hpp"
 
 namespace resident::io {
 
@@ -339,24 +340,23 @@ void sensor_bridge::deliver(std::uint64_t frame, std::uint64_t start_dev_ns,
   auto* base = _host_ring.host_as<std::uint8_t>();
   std::uint8_t* at = base + slot * _slot_stride;
   auto* record = reinterpret_cast<frame_record*>(base + _slot_stride * _config.ring_slots) + slot;
-  host_store_release(record->frame, std::uint64_t{0});  // the slot is being rewritten
-  // The payload's stores come after the invalidation (a release store orders only what came
-  // before it): a reader that saw a new byte then sees the record changed.
-  std::atomic_thread_fence(std::memory_order_release);
-  std::memcpy(at, _packets[distinct].data(), _frame_bytes);
-  const std::uint16_t number = csi2_frame_number(frame);
-  write_short_packet(at, csi2::data_type::frame_start, number);
-  write_short_packet(at + _frame_bytes - 4, csi2::data_type::frame_end, number);
-  for (std::uint32_t i = 0; i < a.patches; ++i) {
-    if (a.patch[i].offset < _frame_bytes) at[a.patch[i].offset] ^= a.patch[i].mask;
-  }
-  record->frame_start_ns = start_dev_ns;
-  record->bytes = _frame_bytes;
-  record->status = a.status;
-  record->arrival_ns =
-      static_cast<std::uint64_t>(static_cast<std::int64_t>(steady_ns()) + _clock_offset_ns);
-  host_store_release(record->frame, frame);
-  host_store_release(*_mirror_host, frame);
+  ::resident::detail::frame_record_fields fields;
+  fields.frame_start_ns = start_dev_ns;
+  fields.bytes = _frame_bytes;
+  fields.status = a.status;
+  // The slot's record stops naming its old frame before the payload is rewritten, and names
+  // the new one after (resident/detail/frame_ring_protocol.hpp); the payload is a plain copy.
+  ::resident::detail::publish_host_frame(*record, *_mirror_host, frame, fields, [&] {
+    std::memcpy(at, _packets[distinct].data(), _frame_bytes);
+    const std::uint16_t number = csi2_frame_number(frame);
+    write_short_packet(at, csi2::data_type::frame_start, number);
+    write_short_packet(at + _frame_bytes - 4, csi2::data_type::frame_end, number);
+    for (std::uint32_t i = 0; i < a.patches; ++i) {
+      if (a.patch[i].offset < _frame_bytes) at[a.patch[i].offset] ^= a.patch[i].mask;
+    }
+    fields.arrival_ns =
+        static_cast<std::uint64_t>(static_cast<std::int64_t>(steady_ns()) + _clock_offset_ns);
+  });
 }
 
 std::function<bool(std::uint64_t, sample_policy)> sensor_bridge::host_gate() const {
@@ -404,13 +404,15 @@ void frame_rx::compute(CaptureContext& ctx) {
     auto* base = _bridge->_host_ring.host_as<std::uint8_t>();
     const auto* record = reinterpret_cast<const frame_record*>(base + records_at) + slot;
     ref.frame = pick;
-    if (host_load_acquire(record->frame) == pick) {
+    // The copy below is asynchronous: the reconstruction re-reads the record through
+    // slot_frame after its reads (the protocol's still_holds step, on the device).
+    if (const auto taken = ::resident::detail::take_host_frame(*record, pick)) {
       ref.packets = ring.landing;
-      ref.bytes = record->bytes;
-      ref.status = record->status;
+      ref.bytes = taken->bytes;
+      ref.status = taken->status;
       ref.slot = slot;
-      ref.frame_start_ns = record->frame_start_ns;
-      ref.arrival_ns = record->arrival_ns;
+      ref.frame_start_ns = taken->frame_start_ns;
+      ref.arrival_ns = taken->arrival_ns;
       ref.slot_frame = &reinterpret_cast<const frame_record*>(ring.records)[slot].frame;
       RESIDENT_CUDA_TRY(cudaMemcpyAsync(ring.landing, base + slot * _bridge->_slot_stride,
                                         ref.bytes, cudaMemcpyHostToDevice, ctx.stream()));

@@ -38,6 +38,29 @@ TEST(camera, the_example_configuration_reads) {
   EXPECT_DOUBLE_EQ(s.display.refresh_hz, 240.0);
 }
 
+TEST(camera, the_loop_section_gives_the_deadline_and_the_wcet_within_their_ranges) {
+  const auto s = parse_camera_settings(
+      "camera: {width: 640, height: 480}\nloop: {deadline_us: 250, wcet_us: 90}\n", "cam.yaml");
+  EXPECT_DOUBLE_EQ(s.deadline_us, 250.0);
+  EXPECT_DOUBLE_EQ(s.wcet_us, 90.0);
+  EXPECT_THAT(
+      [] {
+        (void)parse_camera_settings(
+            "camera: {width: 640, height: 480}\nloop: {deadline_us: .inf}\n", "c.yaml");
+      },
+      ::testing::ThrowsMessage<config_error>(::testing::HasSubstr("'loop.deadline_us'")));
+  EXPECT_THAT(
+      [] {
+        (void)parse_camera_settings("camera: {width: 640, height: 480}\nloop: {dedline_us: 5}\n",
+                                    "c.yaml");
+      },
+      ::testing::ThrowsMessage<config_error>(
+          ::testing::HasSubstr("unknown key 'loop.dedline_us'")));
+  EXPECT_DOUBLE_EQ(
+      load_camera_settings(RESIDENT_TEST_FIXTURES "/../../../examples/camera.yaml").deadline_us,
+      200.0);
+}
+
 TEST(camera, modes_are_named_and_a_wrong_one_lists_them) {
   EXPECT_EQ(parse_camera_mode("cpu-hostmem").delivery, io::frame_delivery::host);
   EXPECT_EQ(parse_camera_mode("while").mode, execution_mode::while_loop);

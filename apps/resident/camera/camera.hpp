@@ -60,6 +60,8 @@ struct camera_settings {
   std::string white_balance{"grey_world"};  // grey_world | none
   double gamma{2.2};
   io::display_config display;  // rate, sync, present mode (size and probe follow the sensor)
+  double deadline_us{0};       // loop.deadline_us: the loop's deadline (0: none)
+  double wcet_us{0};           // loop.wcet_us: the body's WCET, for the bound (0: none)
 };
 
 /// Reads a camera configuration (see examples/camera.yaml). Unknown keys and bad values are

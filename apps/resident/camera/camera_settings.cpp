@@ -1,4 +1,4 @@
-// Reading examples/camera.yaml: three sections (camera, pipeline, display), each key checked.
+// Reading examples/camera.yaml: four sections (camera, pipeline, display, loop), each key checked.
 
 #include <yaml-cpp/yaml.h>
 
@@ -179,6 +179,15 @@ void read_display(const std::string& origin, const YAML::Node& d, camera_setting
   }
 }
 
+// loop: the loop's deadline and the body's WCET for the timing model's bound (resident run).
+void read_loop(const std::string& origin, const YAML::Node& l, camera_settings& s) {
+  check_keys(origin, l, "loop", {"deadline_us", "wcet_us"});
+  if (l["deadline_us"]) {
+    s.deadline_us = number_in(origin, l["deadline_us"], "loop.deadline_us", 0.0, 1e6);
+  }
+  if (l["wcet_us"]) s.wcet_us = number_in(origin, l["wcet_us"], "loop.wcet_us", 0.0, 1e9);
+}
+
 std::string number_text(double v) {
   std::ostringstream out;
   out << v;
@@ -238,12 +247,13 @@ camera_settings parse_camera_settings(std::string_view yaml, const std::string& 
   if (!root.IsMap() || !root["camera"]) {
     throw config_error(origin + ": a camera configuration needs a top-level 'camera' section");
   }
-  check_keys(origin, root, "<top level>", {"camera", "pipeline", "display"});
+  check_keys(origin, root, "<top level>", {"camera", "pipeline", "display", "loop"});
   detail::reject_duplicate_keys(root, origin);
   camera_settings s;
   read_camera(origin, root["camera"], s);
   if (root["pipeline"]) read_pipeline(origin, root["pipeline"], s);
   if (root["display"]) read_display(origin, root["display"], s);
+  if (root["loop"]) read_loop(origin, root["loop"], s);
   check_shape(origin, root["camera"], s);
   if (s.display.min_refresh_hz > s.display.refresh_hz) {
     fail(origin, root["display"],

@@ -161,6 +161,7 @@ bool run_mode(const run_settings& s, lab_pipeline& app, execution_mode mode,
       static_cast<long long>(checked.load()), static_cast<long long>(wrong.load()),
       report.error.empty() ? "" : "  ", report.error.c_str());
   if (!report.phases.empty()) camera::print_phase_times(report.phases);
+  print_deadline_line(s, c, response_bound_text(s, mode, s.rate_hz));
   const bool accounted = c.processed + c.dropped == c.last_seq - c.start_seq;
   return report.stopped && wrong.load() == 0 && accounted && checked.load() != 0;
 }
@@ -213,6 +214,16 @@ CLI::App* add_run_options(CLI::App& root, run_settings& s) {
   app->add_flag("--phase-times", s.phase_times,
                 "persistent mode: print the device time of each phase of a DAG pass (per device "
                 "form and barrier)");
+  app->add_option("--deadline-us", s.deadline_us,
+                  "the loop's deadline: misses of release -> commit are counted (0: none)")
+      ->check(number_in(0, 1e6))
+      ->capture_default_str();
+  app->add_option("--wcet-us", s.wcet_us,
+                  "the body's worst-case time, for the timing model's response bound")
+      ->check(number_in(0, 1e9));
+  app->add_option("--overheads", s.overheads,
+                  "a bench overhead receipt for the bound (default: bench/results/h200/"
+                  "overhead.json when present)");
   app->add_flag("--check", s.check,
                 "check the configuration and options (no GPU needed), run nothing");
   app->parse_complete_callback([app, &s] {
@@ -242,6 +253,7 @@ checked_run check_run(const run_settings& s) {
   check_phase_times(s);
   check_options_apply(s, false);
   check_run_paths_and_cpu(s);
+  check_deadline_options(s);
   checked_run out;
   if (s.mode == "all") {
     out.modes.assign(all_execution_modes.begin(), all_execution_modes.end());
@@ -255,6 +267,7 @@ checked_run check_run(const run_settings& s) {
   out.options.fuse = !s.no_fuse;
   out.options.persistent_blocks = s.persistent_blocks < 0 ? 1 : s.persistent_blocks;
   out.options.phase_times = s.phase_times;
+  out.options.deadline = std::chrono::nanoseconds(std::llround(s.deadline_us * 1e3));
   out.options.validate();
   if (!s.dot.empty()) out.options.dot_path = s.dot;
   lab_pipeline check(s.elements, false);
@@ -263,8 +276,11 @@ checked_run check_run(const run_settings& s) {
   return out;
 }
 
-int run_run(const run_settings& s) {
-  if (!s.config.empty() && camera::is_camera_config(s.config)) return run_camera_command(s);
+int run_run(const run_settings& given) {
+  if (!given.config.empty() && camera::is_camera_config(given.config)) {
+    return run_camera_command(given);
+  }
+  const run_settings s = with_loop_section(given);
   const checked_run checked = check_run(s);
   if (s.check) {
     std::printf("resident run: %s and the options are valid\n",

@@ -28,7 +28,7 @@ struct run_settings {
   std::uint64_t sleep_ns{0};
   std::uint64_t poll_ns{0};
   std::string dot;
-  bool no_fuse{false};       // run_options::fuse = false: separate controller and end marker
+  bool no_fuse{false};  // run_options::fuse = false: separate controller and end marker
   /// run_options::persistent_blocks; -1: the configuration's default (the lab pipeline: 1; a
   /// camera: as many as fit but 4 SMs' worth)
   int persistent_blocks{-1};
@@ -37,6 +37,9 @@ struct run_settings {
   std::string dump;          // camera: folder for the PNG dumps
   int sensor_cpu{-1};        // camera: core for the sensor thread
   bool phase_times{false};   // persistent mode: print the device time of each phase
+  double deadline_us{0};     // run_options::deadline (0: none)
+  double wcet_us{0};         // the body's WCET, for the timing model's bound (0: no bound)
+  std::string overheads;     // a bench overhead receipt for the bound (default: the H200's)
   /// The options the command line gave ("--frames", ...): an option that does not apply to the
   /// configuration or the mode is an error, not silently ignored (add_run_options fills it).
   std::set<std::string> given;
@@ -53,6 +56,21 @@ void check_run_paths_and_cpu(const run_settings& settings);
 
 /// --phase-times without --mode persistent: an std::invalid_argument saying so.
 void check_phase_times(const run_settings& settings);
+
+/// `s` with the lab configuration's `loop` section applied (deadline_us, wcet_us) where the
+/// command line did not give them; config_error naming file:line for a bad key or value.
+[[nodiscard]] run_settings with_loop_section(const run_settings& settings);
+/// --overheads without --wcet-us, or naming no file: std::invalid_argument saying so.
+void check_deadline_options(const run_settings& settings);
+/// The timing model's response bound for a loop in `mode` at `rate_hz` (the planner's R on the
+/// whole GPU, from the overheads receipt and --wcet-us), or why there is none ("no bound: no
+/// WCET given"): an observed maximum is not a bound.
+[[nodiscard]] std::string response_bound_text(const run_settings& settings, execution_mode mode,
+                                              double rate_hz);
+/// After a run: the deadline's misses and worst overrun (with --deadline-us), and the longest
+/// release -> commit beside the bound.
+void print_deadline_line(const run_settings& settings, const loop_counters& counters,
+                         const std::string& bound);
 
 /// The camera-to-display pipeline of a `camera` configuration (commands/run_camera.cpp).
 [[nodiscard]] int run_camera_command(const run_settings& settings);

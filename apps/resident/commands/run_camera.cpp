@@ -1,5 +1,6 @@
 // resident run CAMERA.yaml: the camera-to-display pipeline in one mode or the compared four.
 
+#include <cmath>
 #include <cstdio>
 
 #include "camera/camera.hpp"
@@ -29,9 +30,14 @@ io::rgb8_image photo_for(const camera::camera_settings& settings) {
 
 int run_camera_command(const run_settings& s) {
   check_phase_times(s);
+  check_deadline_options(s);
   check_options_apply(s, true);
   check_run_paths_and_cpu(s);
   const camera::camera_settings settings = camera::load_camera_settings(s.config);
+  // The command line's --deadline-us and --wcet-us override the file's loop section.
+  run_settings effective = s;
+  if (!s.given.contains("--deadline-us")) effective.deadline_us = settings.deadline_us;
+  if (!s.given.contains("--wcet-us")) effective.wcet_us = settings.wcet_us;
   std::vector<camera::camera_mode> modes;
   if (s.mode == "all") {
     modes = camera::compared_camera_modes();
@@ -55,10 +61,13 @@ int run_camera_command(const run_settings& s) {
     o.capture = capture;
     o.sensor_cpu = s.sensor_cpu;
     o.phase_times = s.phase_times;
+    o.deadline = std::chrono::nanoseconds(std::llround(effective.deadline_us * 1e3));
     if (s.persistent_blocks > 0) o.persistent_blocks = s.persistent_blocks;
     if (s.poll_ns > 0) o.poll_ns = s.poll_ns;
     const camera::camera_result r = camera::run_camera(settings, m, o, photo);
     camera::print_camera_result(r);
+    print_deadline_line(effective, r.counters,
+                        response_bound_text(effective, m.mode, settings.sensor.rate_hz));
     const bool accounted =
         r.counters.processed + r.counters.dropped == r.counters.last_seq - r.counters.start_seq;
     if (!r.error.empty() || !accounted || r.counters.processed == 0) ++failures;
