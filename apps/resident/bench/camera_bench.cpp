@@ -240,6 +240,7 @@ camera_run measured_run(const camera::camera_result& r, const camera_case& c, st
   run.requested = requested;
   run.produced = r.produced;
   run.processed = k.processed;
+  run.counters = k;
   run.dropped = k.dropped;
   run.repeated = k.repeated;
   run.corrupt = r.display.corrupt_frames;
@@ -276,6 +277,10 @@ json run_entry(std::size_t index, const camera_run& r) {
             {"processed", r.processed},
             {"dropped", r.dropped},
             {"repeated", r.repeated},
+            {"deadline_misses", r.counters.deadline_misses},
+            {"max_response_us", static_cast<double>(r.counters.max_response_ns) / 1e3},
+            {"max_arrival_response_us",
+             static_cast<double>(r.counters.max_arrival_response_ns) / 1e3},
             {"corrupt", r.corrupt},
             {"written", r.written},
             {"displayed", r.displayed},

@@ -78,6 +78,14 @@ smi_reading read_nvidia_smi() {
   return r;
 }
 
+void add_response_fields(nlohmann::json& result, const loop_counters& c) {
+  result["deadline_misses"] = c.deadline_misses;
+  result["worst_overrun_us"] = static_cast<double>(c.worst_overrun_ns) / 1e3;
+  result["max_response_us"] = static_cast<double>(c.max_response_ns) / 1e3;
+  result["arrival_deadline_misses"] = c.arrival_deadline_misses;
+  result["max_arrival_response_us"] = static_cast<double>(c.max_arrival_response_ns) / 1e3;
+}
+
 void describe_machine(measure::receipt& receipt) {
   receipt.host = measure::current_host();
   if (device_count() == 0) return;

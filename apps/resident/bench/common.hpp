@@ -42,6 +42,13 @@ struct smi_reading {
 };
 [[nodiscard]] smi_reading read_nvidia_smi();
 
+/// The deadline accounting of a loop's counters into a receipt's result (run_options::deadline;
+/// without a deadline the misses are 0 and the longest responses still say what was seen):
+/// deadline_misses, worst_overrun_us, max_response_us (release -> commit), and
+/// arrival_deadline_misses, max_arrival_response_us (arrival -> commit, where the handler knows
+/// the arrival).
+void add_response_fields(nlohmann::json& result, const loop_counters& c);
+
 /// Fills the device and host records of a receipt (device 0).
 void describe_machine(measure::receipt& receipt);
 

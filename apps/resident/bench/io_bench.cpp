@@ -387,6 +387,7 @@ nlohmann::json io_result(const io_run& run, const std::string& contention,
   result["stray_outputs"] = run.stray;
   result["host_cpu_cores"] = wall > 0 ? run.cpu_used / wall : 0.0;
   result["mean_iteration_us"] = report.mean_iteration_ns / 1000.0;
+  add_response_fields(result, report.counters);
   // Every latency stays in the statistics above. These say how many of them the measuring
   // threads themselves may have stretched, and what the rest look like.
   accounting.write_undisturbed(result);

@@ -358,6 +358,7 @@ void add_loop_latencies(const loops_run& run, int i, loops_latencies& out) {
   one["processed"] = c.processed;
   one["dropped"] = c.dropped;
   one["repeated"] = c.repeated;
+  add_response_fields(one, c);
   one["sms"] = (*run.parts)[li].sm_count();
   one["sms_reached_by_probe"] = run.reached_each[li];
   if (run.host_driven) one["loop_thread"] = measure::to_json(run.loop_grants[li]);

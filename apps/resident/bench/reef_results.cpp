@@ -155,6 +155,7 @@ nlohmann::json rt_result(const reef_settings& s, const std::string& policy, cons
       measure::latency_result(policy, "rt-mlp", "be-" + s.be_model, sum, report.counters.processed,
                               report.counters.dropped, report.counters.repeated);
   r["policy"] = policy;
+  add_response_fields(r, report.counters);
   r["released"] = total;
   r["unobserved"] = lat.unobserved;
   r["wrong_outputs"] = lat.wrong;
