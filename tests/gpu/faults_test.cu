@@ -14,6 +14,7 @@
 
 #include "gpu/support.hpp"
 #include "resident/app/loop_device.cuh"
+#include "resident/partition/green_context.hpp"
 
 namespace resident::testing {
 namespace {
@@ -147,14 +148,21 @@ TEST_P(fault_modes, an_operator_that_faults_on_a_bad_address_is_reported_and_tor
               "fault scenario held");
 }
 
-// Two loops in one process, one faults: a sticky error belongs to the whole CUDA context, so the
-// other loop stops working too. What must hold is that both are reported and torn down in
-// bounded time, and the healthy one's counters stay exact up to the fault.
+// Two loops in one process, each on its own SM partition (green contexts), one faults: a sticky
+// error belongs to the whole CUDA context, which the partitions share, so the other loop may
+// stop working too. What must hold is that both are reported and torn down in bounded time, and
+// the healthy one's counters stay exact up to the fault; the child says what the healthy loop
+// did.
 void run_two_loops_one_faults() {
+  const auto parts = partition::partition_set::split({16, 16});
   lab_app healthy(64);
   faulting_app faulty(3, fault_kind::trap);
-  auto a = run_async(healthy, execution_mode::while_loop);
-  auto b = run_async(faulty, execution_mode::while_loop);
+  run_options on_a;
+  on_a.partition = parts->share(0);
+  run_options on_b;
+  on_b.partition = parts->share(1);
+  auto a = run_async(healthy, execution_mode::while_loop, on_a);
+  auto b = run_async(faulty, execution_mode::while_loop, on_b);
   const auto good = drive_lockstep(*healthy.mailbox(), {random_floats(64), random_floats(64)});
   if (good.size() != 2) verdict(false, "the healthy loop did not answer before the fault");
   for (int i = 0; i < 4; ++i) (void)faulty._mailbox->publish(as_bytes(random_floats(64)));
@@ -183,7 +191,7 @@ void run_two_loops_one_faults() {
                     "; faulting loop: " + rb.error);
 }
 
-TEST(faults, two_loops_where_one_faults_are_both_reported_and_torn_down) {
+TEST(faults, two_loops_on_partitions_where_one_faults_are_both_reported_and_torn_down) {
   RESIDENT_REQUIRE_GPU();
   GTEST_FLAG_SET(death_test_style, "threadsafe");
   EXPECT_EXIT(run_two_loops_one_faults(), ::testing::ExitedWithCode(0), "fault scenario held");
