@@ -42,18 +42,28 @@ void expect_named_errors(F&& body) {
 }
 
 /// A private folder under the system's temporary folder, made at first use and entered
-/// (chdir), so that whatever a harness writes lands there.
+/// (chdir), so that whatever a harness writes lands there; removed when the process exits.
 inline const std::filesystem::path& scratch_dir() {
-  static const std::filesystem::path dir = [] {
+  // Never destroyed, so that the exit handler may still read it.
+  static const std::filesystem::path* const dir = [] {
     std::string pattern = (std::filesystem::temp_directory_path() / "resident-fuzz-XXXXXX");
     if (mkdtemp(pattern.data()) == nullptr) {
       std::perror("fuzz: mkdtemp");
       std::abort();
     }
     std::filesystem::current_path(pattern);
-    return std::filesystem::path(pattern);
+    return new std::filesystem::path(pattern);
   }();
-  return dir;
+  static const bool cleanup = [] {
+    std::atexit([] {  // libFuzzer ends with exit(): the folder goes with the process
+      std::error_code ignored;
+      std::filesystem::current_path(std::filesystem::temp_directory_path(), ignored);
+      std::filesystem::remove_all(*dir, ignored);
+    });
+    return true;
+  }();
+  (void)cleanup;
+  return *dir;
 }
 
 }  // namespace resident::fuzz

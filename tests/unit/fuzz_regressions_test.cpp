@@ -12,6 +12,7 @@
 #include <string>
 
 #include "resident/app/error.hpp"
+#include "resident/measure/receipt.hpp"
 
 #if __has_include("bench/sim_command.hpp")  // the CLI's code (RESIDENT_BUILD_APPS)
 #define RESIDENT_FUZZ_APPS 1
@@ -63,6 +64,20 @@ class scratch_folder {
 [[maybe_unused]] constexpr const char* replacement = "\xEF\xBF\xBD";
 
 }  // namespace
+
+TEST(fuzz_regressions, receipt_a_number_beyond_double_is_not_valid_json_naming_the_file) {
+  // A lab receipt with 2.88e608 in a result: json::parse throws out_of_range (406), not
+  // parse_error, and it used to escape receipt::read without the file's name.
+  const scratch_folder folder("receipt");
+  const auto file = folder.file("lab.json", regression_input("receipt", "number_overflow.json"));
+  try {
+    (void)resident::measure::receipt::read(file);
+    FAIL() << "a number beyond double's range was read";
+  } catch (const std::runtime_error& e) {
+    EXPECT_THAT(e.what(), testing::HasSubstr("receipt: " + file.string() + " is not valid JSON"));
+    EXPECT_THAT(e.what(), testing::HasSubstr("number overflow"));
+  }
+}
 
 #ifdef RESIDENT_FUZZ_APPS
 
