@@ -37,7 +37,8 @@ std::vector<arg> Application::config_args_for(const std::string& op_name) {
 
 void Application::check_config_names() const {
   if (_config == nullptr) return;
-  for (const auto& [op_name, values] : _config->operators) {
+  for (const auto& entry : _config->operators) {
+    const std::string& op_name = entry.first;  // a structured binding: clang 14 cannot capture it
     const bool exists = std::any_of(_operators.begin(), _operators.end(),
                                     [&](const auto& op) { return op->name() == op_name; });
     if (exists) continue;

@@ -105,7 +105,8 @@ int run_plan(const plan_settings& settings, std::ostream& out) {
     json["sm_count_override"] =
         settings.sm_count > 0 ? nlohmann::json(settings.sm_count) : nlohmann::json();
     std::ofstream file(settings.json);
-    file << json.dump(2) << '\n';
+    // Names from the taskset are not checked for UTF-8: invalid bytes are written as U+FFFD.
+    file << json.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << '\n';
     if (!file) throw std::runtime_error("cannot write " + settings.json);
     out << "json: " << settings.json << '\n';
   }

@@ -85,7 +85,10 @@ int run_sim(const sim_settings& settings, std::ostream& out) {
 
   if (!settings.json.empty()) {
     std::ofstream file(settings.json);
-    file << nlohmann::json{{"benchmark", "sim"}, {"schedules", schedules}}.dump(2) << '\n';
+    // Names from the YAML are not checked for UTF-8: invalid bytes are written as U+FFFD.
+    file << nlohmann::json{{"benchmark", "sim"}, {"schedules", schedules}}.dump(
+                2, ' ', false, nlohmann::json::error_handler_t::replace)
+         << '\n';
     if (!file) throw std::runtime_error("cannot write " + settings.json);
     out << "json: " << settings.json << '\n';
   }

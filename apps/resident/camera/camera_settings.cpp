@@ -86,6 +86,9 @@ void check_keys(const std::string& origin, const YAML::Node& section, const std:
                 const std::set<std::string>& known) {
   if (!section.IsMap()) fail(origin, section, "'" + name + "' must be a map");
   for (const auto& kv : section) {
+    if (!kv.first.IsScalar()) {  // as<std::string>() would throw a bare YAML exception
+      fail(origin, kv.first, "a key of '" + name + "' must be a plain name, not a list or map");
+    }
     const auto key = kv.first.as<std::string>();
     if (known.count(key) == 0) {
       std::string list;

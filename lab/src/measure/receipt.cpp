@@ -264,7 +264,7 @@ receipt receipt::read(const std::filesystem::path& path) {
   json j;
   try {
     j = json::parse(in);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // parse_error, and out_of_range for a number like 1e999
     throw std::runtime_error("receipt: " + path.string() + " is not valid JSON: " + e.what());
   }
   try {
