@@ -107,7 +107,7 @@ __device__ void commit(peer_state* s, std::uint64_t seq) {
   const io::mailbox_view& mb = s->mb;
   std::uint64_t number = 0;
   if (threadIdx.x == 0) {
-    number = *mb.commits + 1;
+    number = io::detail::next_commit(*mb.commits, mb.commit_floor);  // above host commits
     *mb.commits = number;
     store_relaxed_system(*mb.out_begin, number);
     __threadfence_system();

@@ -73,6 +73,9 @@ class Mailbox:
     def published(self) -> int: ...
     @property
     def output_seq(self) -> int: ...
+    # latest_output, read_output, wait_output (and output_seq) retry while a commit overlaps
+    # their read for at most 1 s, then raise ExecutionError (naming the commit numbers) rather
+    # than return a torn output or hold the GIL for ever: a writer stopped mid-commit.
     def latest_output(self) -> OutputStamp: ...
     # With `out` (a writable buffer of output_bytes), the output goes there and `out` is
     # returned in place of a new bytes object.

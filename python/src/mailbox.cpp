@@ -138,8 +138,12 @@ void bind_mailbox(py::module_& m) {
       .def("publish", &publish, py::arg("payload"))
       .def_property_readonly("published", &io::mailbox::published)
       .def_property_readonly("output_seq", &io::mailbox::output_seq)
-      .def("latest_output", &io::mailbox::latest_output)
-      .def("read_output", &read_output, py::arg("out") = py::none())
+      .def("latest_output", &io::mailbox::latest_output,
+           "The latest whole output's stamp. Raises ExecutionError when no commit is whole "
+           "within 1 s (a writer stopped mid-commit), never returns a torn one.")
+      .def("read_output", &read_output, py::arg("out") = py::none(),
+           "A consistent copy of the latest output and its stamp; raises ExecutionError as "
+           "latest_output does.")
       .def("wait_output", &wait_output, py::arg("after") = io::output_stamp{},
            py::arg("timeout") = 1.0, py::arg("out") = py::none())
       .def("make_handler", &io::mailbox::make_handler, py::arg("rx"))

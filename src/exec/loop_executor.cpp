@@ -209,37 +209,6 @@ double loop_executor::mean_iteration_ns() {
          static_cast<double>(now.iterations - 1);
 }
 
-loop_counters snapshot_counters(const loop_control& control, std::uint64_t start_seq,
-                                std::chrono::nanoseconds bound) noexcept {
-  loop_counters out;
-  out.start_seq = start_seq;
-  const auto deadline = std::chrono::steady_clock::now() + bound;
-  for (std::uint32_t attempt = 1;; ++attempt) {
-    out.last_seq = host_load_acquire(control.last_seq);  // pairs with the end marker's release
-    out.processed = host_load_acquire(control.processed);
-    out.dropped = host_load_acquire(control.dropped);
-    out.repeated = host_load_acquire(control.repeated);
-    if (host_load_acquire(control.last_seq) == out.last_seq &&
-        out.processed + out.dropped == out.last_seq - start_seq) {
-      break;
-    }
-    // The clock is read every 64 attempts only: a torn read lasts until the release arrives.
-    if (attempt % 64 == 0 && std::chrono::steady_clock::now() >= deadline) break;
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#endif
-  }
-  out.iterations = host_load_acquire(control.heartbeat);
-  // Written before last_seq's release when they change: at least as new as the counters above.
-  out.max_response_ns = host_load_acquire(control.max_response_ns);
-  out.deadline_misses = host_load_acquire(control.deadline_misses);
-  out.worst_overrun_ns = host_load_acquire(control.worst_overrun_ns);
-  out.max_arrival_response_ns = host_load_acquire(control.max_arrival_response_ns);
-  out.arrival_deadline_misses = host_load_acquire(control.arrival_deadline_misses);
-  out.worst_arrival_overrun_ns = host_load_acquire(control.worst_arrival_overrun_ns);
-  return out;
-}
-
 loop_counters loop_executor::counters() const noexcept {
   // A loop commits at most once per DAG run, so a torn read ends when that commit's release
   // reaches the host (microseconds); 10 ms only bounds this noexcept call against a

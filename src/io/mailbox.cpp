@@ -1,8 +1,5 @@
 #include "resident/io/mailbox.hpp"
 
-#include <algorithm>
-#include <atomic>
-#include <cstring>
 #include <stdexcept>
 #include <string>
 
@@ -14,17 +11,7 @@ namespace resident::io {
 
 namespace {
 
-constexpr std::size_t line = 64;
-
-constexpr std::size_t round_up(std::size_t n) { return (n + line - 1) / line * line; }
-
 using ::resident::detail::host_load_acquire;
-using ::resident::detail::host_store_release;
-
-// Layout: [header line: head] [output line: begin, end, seq] [output payload] [slots...]
-std::size_t total_bytes(const mailbox::config& c) {
-  return line + line + round_up(c.output_bytes) + c.depth * (line + round_up(c.input_bytes));
-}
 
 mailbox::config checked(mailbox::config c) {
   if (c.input_bytes == 0) throw composition_error("mailbox: input_bytes must be at least 1");
@@ -37,137 +24,72 @@ mailbox::config checked(mailbox::config c) {
   return c;
 }
 
+detail::mailbox_layout layout_of(const mailbox::config& c) {
+  return {.input_bytes = c.input_bytes, .output_bytes = c.output_bytes, .depth = c.depth};
+}
+
 }  // namespace
 
 mailbox::mailbox(config c)
-    : _config(checked(c)), _memory(total_bytes(_config)), _commits(sizeof(std::uint64_t)) {
+    : _config(checked(c)),
+      _memory(layout_of(_config).total_bytes()),
+      _protocol(layout_of(_config), {_memory.host_as<std::byte>(), _memory.size()}),
+      _commits(sizeof(std::uint64_t)) {
   RESIDENT_CUDA_TRY(cudaMemset(_commits.data(), 0, sizeof(std::uint64_t)));
-  auto* host = _memory.host_as<std::byte>();
+  using layout = detail::mailbox_layout;
+  const layout& l = _protocol.layout();
   auto* dev = _memory.device_as<std::byte>();
-  const std::size_t out_at = line;
-  const std::size_t payload_at = 2 * line;
-  const std::size_t slots_at = payload_at + round_up(_config.output_bytes);
-
-  _head_host = reinterpret_cast<std::uint64_t*>(host);
-  _out_begin_host = reinterpret_cast<const std::uint64_t*>(host + out_at);
-  _out_end_host = reinterpret_cast<const std::uint64_t*>(host + out_at + 8);
-  _out_seq_host = reinterpret_cast<const std::uint64_t*>(host + out_at + 16);
-  _out_payload_host = host + payload_at;
-  _slots_host = host + slots_at;
-
-  _view.head = reinterpret_cast<const std::uint64_t*>(dev);
-  _view.out_begin = reinterpret_cast<std::uint64_t*>(dev + out_at);
-  _view.out_end = reinterpret_cast<std::uint64_t*>(dev + out_at + 8);
-  _view.out_seq = reinterpret_cast<std::uint64_t*>(dev + out_at + 16);
+  _view.head = reinterpret_cast<const std::uint64_t*>(dev + layout::head_at);
+  _view.out_begin = reinterpret_cast<std::uint64_t*>(dev + layout::out_begin_at);
+  _view.out_end = reinterpret_cast<std::uint64_t*>(dev + layout::out_end_at);
+  _view.out_seq = reinterpret_cast<std::uint64_t*>(dev + layout::out_seq_at);
   _view.commits = _commits.data_as<std::uint64_t>();
-  _view.out_payload = dev + payload_at;
+  _view.out_payload = dev + layout::out_payload_at;
   _view.output_bytes = _config.output_bytes;
-  _view.slots = dev + slots_at;
-  _view.slot_stride = line + round_up(_config.input_bytes);
+  _view.slots = dev + l.slots_at();
+  _view.slot_stride = l.slot_stride();
   _view.depth = _config.depth;
   _view.input_bytes = _config.input_bytes;
 }
 
 std::uint64_t mailbox::publish(std::span<const std::byte> payload) {
-  if (payload.size() != _config.input_bytes) {
-    throw std::invalid_argument("mailbox::publish: payload is " + std::to_string(payload.size()) +
-                                " bytes, the mailbox takes " + std::to_string(_config.input_bytes));
-  }
-  const std::uint64_t seq = ++_next;
-  std::byte* slot = _slots_host + (seq % _config.depth) * _view.slot_stride;
-  auto& slot_seq = *reinterpret_cast<std::uint64_t*>(slot);
-  // Sequence lock: mark the slot busy, write, then stamp it. A reader that sees the same stamp
-  // before and after its copy got a consistent payload.
-  host_store_release(slot_seq, std::uint64_t{0});
-  std::atomic_thread_fence(std::memory_order_release);
-  std::memcpy(slot + line, payload.data(), payload.size());
-  host_store_release(slot_seq, seq);
-  host_store_release(*_head_host, seq);
-  return seq;
+  return _protocol.publish(payload);
 }
 
-std::uint64_t mailbox::published() const noexcept { return host_load_acquire(*_head_host); }
+std::uint64_t mailbox::published() const noexcept { return _protocol.published(); }
 
-std::uint64_t mailbox::output_seq() const noexcept { return latest_output().seq; }
+std::uint64_t mailbox::output_seq() const { return latest_output().seq; }
 
-std::uint64_t mailbox::output_commit() const noexcept { return host_load_acquire(*_out_end_host); }
+std::uint64_t mailbox::output_commit() const noexcept { return _protocol.output_commit(); }
 
-output_stamp mailbox::latest_output() const noexcept {
-  for (;;) {
-    const std::uint64_t end = host_load_acquire(*_out_end_host);
-    if (end == 0) return {};
-    const std::uint64_t seq = host_load_acquire(*_out_seq_host);
-    std::atomic_thread_fence(std::memory_order_acquire);
-    if (host_load_acquire(*_out_begin_host) == end) return {seq, end};
-  }
-}
+output_stamp mailbox::latest_output() const { return _protocol.latest_output(torn_read_bound); }
 
 output_stamp mailbox::read_output(std::span<std::byte> out) const {
-  if (out.size() != _config.output_bytes) {
-    throw std::invalid_argument("mailbox::read_output: buffer is " + std::to_string(out.size()) +
-                                " bytes, the output is " + std::to_string(_config.output_bytes));
-  }
-  for (;;) {
-    // Sequence lock over the commit number: begin == end after the copy means no commit
-    // overlapped it, a repeat of the same sample included (its commit number differs).
-    const std::uint64_t end = host_load_acquire(*_out_end_host);
-    if (end == 0) return {};
-    const std::uint64_t seq = host_load_acquire(*_out_seq_host);
-    std::memcpy(out.data(), _out_payload_host, out.size());
-    std::atomic_thread_fence(std::memory_order_acquire);
-    if (host_load_acquire(*_out_begin_host) == end) return {seq, end};
-  }
+  return _protocol.read_output(out, torn_read_bound);
 }
 
 output_stamp mailbox::wait_output(const output_stamp& after, std::span<std::byte> out,
                                   std::chrono::nanoseconds timeout) const {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (host_load_acquire(*_out_end_host) == after.commit) {
-    if (std::chrono::steady_clock::now() > deadline) return {};
-  }
-  return read_output(out);
+  return _protocol.wait_output(after, out, timeout, torn_read_bound);
 }
 
 std::uint64_t mailbox::read_input(std::uint64_t after, std::span<std::byte> out,
                                   sample_policy policy) const {
-  if (out.size() != _config.input_bytes) {
-    throw std::invalid_argument("mailbox::read_input: buffer is " + std::to_string(out.size()) +
-                                " bytes, the input is " + std::to_string(_config.input_bytes));
-  }
-  for (;;) {
-    const std::uint64_t newest = host_load_acquire(*_head_host);
-    if (newest <= after) return 0;
-    // A host loop has no repeats to make: `newest` takes the newest, like skip-duplicate.
-    const std::uint64_t pick = detail::select_sample(newest, after, false, policy, _config.depth);
-    const std::byte* slot = _slots_host + (pick % _config.depth) * _view.slot_stride;
-    const auto& slot_seq = *reinterpret_cast<const std::uint64_t*>(slot);
-    if (host_load_acquire(slot_seq) != pick) continue;  // being rewritten: choose again
-    std::memcpy(out.data(), slot + line, out.size());
-    std::atomic_thread_fence(std::memory_order_acquire);
-    if (host_load_acquire(slot_seq) == pick) return pick;
-  }
+  return _protocol.read_input(after, out, policy);
 }
 
 void mailbox::commit_output_from_host(std::uint64_t seq, std::span<const std::byte> payload) {
-  if (payload.size() != _config.output_bytes) {
-    throw std::invalid_argument("mailbox::commit_output_from_host: payload is " +
-                                std::to_string(payload.size()) + " bytes, the output is " +
-                                std::to_string(_config.output_bytes));
-  }
-  // After any commit the device made (a loop ran before): commit numbers stay unique.
-  _host_commits = std::max(_host_commits, latest_output().commit) + 1;
-  auto* begin = const_cast<std::uint64_t*>(_out_begin_host);
-  auto* end = const_cast<std::uint64_t*>(_out_end_host);
-  auto* out_seq = const_cast<std::uint64_t*>(_out_seq_host);
-  host_store_release(*begin, _host_commits);
-  std::atomic_thread_fence(std::memory_order_release);
-  std::memcpy(const_cast<std::byte*>(_out_payload_host), payload.data(), payload.size());
-  host_store_release(*out_seq, seq);
-  host_store_release(*end, _host_commits);
+  _protocol.commit_output_from_host(seq, payload);
+}
+
+mailbox_view mailbox::device_view() const noexcept {
+  mailbox_view v = _view;
+  v.commit_floor = _protocol.newest_commit();
+  return v;
 }
 
 std::function<bool(std::uint64_t, sample_policy)> mailbox::host_gate() const {
-  const std::uint64_t* head = _head_host;
+  const std::uint64_t* head = _protocol.head_word();
   return [head](std::uint64_t last, sample_policy policy) {
     const std::uint64_t newest = host_load_acquire(*head);
     return newest > last || (policy == sample_policy::newest && newest != 0);
@@ -175,7 +97,7 @@ std::function<bool(std::uint64_t, sample_policy)> mailbox::host_gate() const {
 }
 
 data_ready_handler mailbox::make_handler(std::shared_ptr<Operator> rx) const {
-  const std::uint64_t* head = _head_host;
+  const std::uint64_t* head = _protocol.head_word();
   return data_ready_handler{
       {std::move(rx)}, host_gate(), [head] { return host_load_acquire(*head); }};
 }

@@ -139,10 +139,11 @@ __device__ inline void mailbox_tx_commit(const mailbox_view& mb, loop_state* loo
   if (released == 0U) return;
   // The commit number versions the output: unique per commit (device memory, this kernel is its
   // only writer), so a reader cannot mistake a repeat of the same sample, written over the
-  // payload while it copied it, for the output it started reading.
+  // payload while it copied it, for the output it started reading. Above the view's floor too:
+  // the newest commit published when the loop was built, host commits included.
   std::uint64_t commit = 0;  // thread 0's
   if (threadIdx.x == 0) {
-    commit = commits_before + 1;
+    commit = next_commit(commits_before, mb.commit_floor);
     *mb.commits = commit;
     store_relaxed_system(*mb.out_begin, commit);
     __threadfence_system();  // the begin stamp lands before any payload word

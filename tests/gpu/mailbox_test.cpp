@@ -85,5 +85,39 @@ TEST(mailbox, a_host_loop_reads_the_newest_input_and_commits_outputs_with_new_nu
   EXPECT_THROW(mb.commit_output_from_host(4, wrong), std::invalid_argument);
 }
 
+// Host commits (a CPU peer's, Python's commit_output), then a loop on the same mailbox, in every
+// mode, one loop after another: each loop numbers its commits above everything committed before
+// it, so an actuator waiting after the latest output sees every new one, in increasing order.
+TEST(mailbox, loops_after_host_commits_number_their_commits_above_them) {
+  RESIDENT_REQUIRE_GPU();
+  lab_app app(64);
+  io::mailbox& mb = *app.mailbox();
+  const std::vector<std::byte> host_output(mb.settings().output_bytes, std::byte{0x11});
+  for (std::uint64_t s = 1; s <= 3; ++s) mb.commit_output_from_host(s, host_output);
+  ASSERT_EQ(mb.latest_output().commit, 3U);
+  std::uint64_t newest = 3;
+  std::vector<execution_mode> modes(all_execution_modes.begin(), all_execution_modes.end());
+  modes.push_back(execution_mode::persistent);
+  for (const execution_mode mode : modes) {
+    SCOPED_TRACE(std::string(to_string(mode)));
+    auto run = run_async(app, mode);
+    for (int i = 0; i < 4; ++i) {
+      const io::output_stamp before = mb.latest_output();
+      const std::uint64_t seq = mb.publish(as_bytes(random_floats(64)));
+      std::vector<std::byte> out(mb.settings().output_bytes);
+      const io::output_stamp got = mb.wait_output(before, out, 5000ms);
+      ASSERT_EQ(got.seq, seq) << "the loop's output for sample " << seq << " was missed";
+      EXPECT_GT(got.commit, newest) << "a commit number repeated";
+      newest = got.commit;
+    }
+    const tear_down_report report = run->tear_down();
+    EXPECT_TRUE(report.stopped) << report.error;
+    // And host commits after the loop go on above its numbers.
+    mb.commit_output_from_host(mb.published(), host_output);
+    EXPECT_EQ(mb.latest_output().commit, newest + 1);
+    newest = mb.latest_output().commit;
+  }
+}
+
 }  // namespace
 }  // namespace resident::testing

@@ -3,10 +3,12 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <cstdint>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "resident/app/application.hpp"
 #include "resident/exec/executor.hpp"
@@ -29,10 +31,21 @@ struct loop_health {
   std::string message;           // the latest stall or failure description
 };
 
+namespace detail {
+class supervised_loop;
+}
+
 /// A running loop. Tears the loop down on destruction if the caller has not. The application
 /// stays reserved for this run until the handle is destroyed (its graphs, telemetry and counters
 /// live until then). Destroy a handle while no other loop runs: freeing its device memory
 /// (cudaFree) waits for every kernel on the device, and a resident loop's never ends by itself.
+///
+/// A supervisor thread watches the loop (heartbeat, stalls, device failures, telemetry drain).
+/// Nothing it calls out to ends the process: an exception from run_options::on_stall, or from
+/// reading the loop's failure state, is caught, printed to stderr and kept in health().message,
+/// and the supervision goes on. counters(), health() and is_launched() may be called from any
+/// thread, during tear_down() too (also when it times out and abandons the loop); the other
+/// calls belong to the handle's owner.
 class run_handle {
  public:
   run_handle(Application& app, execution_mode mode, run_options options);
@@ -40,13 +53,11 @@ class run_handle {
   run_handle& operator=(const run_handle&) = delete;
   ~run_handle();
 
-  [[nodiscard]] bool is_launched() const noexcept { return _launched.load(); }
+  [[nodiscard]] bool is_launched() const noexcept;
   [[nodiscard]] execution_mode mode() const noexcept { return _mode; }
   /// Live counters: a snapshot that satisfies loop_counters' invariant while the loop runs;
   /// exact after tear-down.
-  [[nodiscard]] loop_counters counters() const noexcept {
-    return _executor ? _executor->counters() : _counters_at_tear_down;
-  }
+  [[nodiscard]] loop_counters counters() const noexcept;
   [[nodiscard]] loop_health health() const;
   /// Requests the stop and waits up to `timeout`. A loop that does not stop is reported (and its
   /// resources abandoned rather than freed under the GPU's feet), never waited on forever.
@@ -55,36 +66,16 @@ class run_handle {
   /// Writes the loop's CUDA graph(s) as DOT; throws once the loop was abandoned.
   void write_dot(const std::string& path) const;
   /// Telemetry drained so far (complete after tear-down); see run_options::telemetry_samples.
-  [[nodiscard]] const std::vector<telemetry_entry>& telemetry() const noexcept {
-    return _executor ? _executor->telemetry() : _no_telemetry;
-  }
+  [[nodiscard]] const std::vector<telemetry_entry>& telemetry() const noexcept;
   /// SM ids the loop's handler, controller and end-marker kernels ran on (needs
   /// run_options::record_sms; read from the device: call after tear_down()).
-  [[nodiscard]] std::vector<int> sms_seen() const {
-    return _executor ? _executor->sms_seen() : std::vector<int>{};
-  }
-  [[nodiscard]] std::uint64_t telemetry_lost() const noexcept {
-    return _executor ? _executor->telemetry_lost() : 0;
-  }
+  [[nodiscard]] std::vector<int> sms_seen() const;
+  [[nodiscard]] std::uint64_t telemetry_lost() const noexcept;
 
  private:
-  void supervise();
-
   Application::run_guard _guard;
   execution_mode _mode;
-  std::string _name;
-  run_options _options;
-  std::unique_ptr<Executor> _executor;
-  std::atomic<bool> _launched{false};
-  bool _torn_down{false};
-  loop_counters _counters_at_tear_down;  // what counters() says once an abandoned loop is gone
-
-  mutable std::mutex _mutex;
-  std::condition_variable _wake;
-  bool _supervisor_exit{false};
-  loop_health _health;
-  std::thread _supervisor;
-  static inline const std::vector<telemetry_entry> _no_telemetry{};
+  std::unique_ptr<detail::supervised_loop> _loop;
 };
 
 /// Builds the executor for `mode`, launches the loop and starts its supervisor.

@@ -22,6 +22,7 @@
 #include "resident/app/application.hpp"
 #include "resident/app/operator.hpp"
 #include "resident/cuda/buffers.hpp"
+#include "resident/io/mailbox_protocol.hpp"
 
 namespace resident::io {
 
@@ -40,15 +41,9 @@ struct mailbox_view {
   std::byte* out_payload;
   std::size_t output_bytes;
   std::uint64_t* commits;  // device memory, egress-private: commits so far
-};
-
-/// Which output the actuator read: the sample it belongs to and its commit number (1, 2, ...;
-/// unique per commit, so a repeated sample has a new commit). Both 0: nothing yet, or a timeout.
-struct output_stamp {
-  std::uint64_t seq{0};
-  std::uint64_t commit{0};
-  [[nodiscard]] bool empty() const noexcept { return commit == 0; }
-  friend bool operator==(const output_stamp&, const output_stamp&) = default;
+  // The newest commit number published when the view was taken (host commits and earlier
+  // loops included): the egress numbers its commits above it (detail::next_commit).
+  std::uint64_t commit_floor;
 };
 
 class mailbox {
@@ -70,22 +65,34 @@ class mailbox {
   [[nodiscard]] std::uint64_t published() const noexcept;
 
   // ---- actuator side (one thread) ---------------------------------------------------------
-  /// Sequence number of the latest committed output (0: none yet).
-  [[nodiscard]] std::uint64_t output_seq() const noexcept;
+  // Bounded reads: latest_output(), read_output() and wait_output() retry while a commit
+  // overlaps their read (microseconds), but never for longer than torn_read_bound: an output
+  // still being overwritten then (its writer stopped midway, e.g. a loop that failed or was
+  // abandoned mid-commit, or commits that follow each other faster than one read of
+  // output_bytes) is reported by an execution_error that names the commit numbers, never
+  // returned torn and never waited on for ever (the Python bindings hold the GIL there and
+  // raise resident.ExecutionError). output_commit() never waits.
+  static constexpr std::chrono::milliseconds torn_read_bound =
+      detail::mailbox_protocol::default_torn_bound;
+  /// Sequence number of the latest committed output (0: none yet); bounded as latest_output().
+  [[nodiscard]] std::uint64_t output_seq() const;
   /// Commit number of the latest complete output (0: none yet), in one read of the word the
   /// egress writes last: it changes exactly when a new output is readable, and reading it never
   /// waits for a commit in progress (latest_output() retries until the commit is whole). The
   /// cheapest poll for "is there something new".
   [[nodiscard]] std::uint64_t output_commit() const noexcept;
   /// Sample and commit number of the latest committed output (empty: none yet), without its
-  /// payload: what to pass to wait_output() as `after`.
-  [[nodiscard]] output_stamp latest_output() const noexcept;
+  /// payload: what to pass to wait_output() as `after`. Throws execution_error when no commit
+  /// is whole within torn_read_bound.
+  [[nodiscard]] output_stamp latest_output() const;
   /// Copies a consistent snapshot of the latest output into `out` (output_bytes) and says which
-  /// it is; empty when nothing was committed yet.
+  /// it is; empty when nothing was committed yet. Throws execution_error when no consistent
+  /// copy succeeds within torn_read_bound.
   output_stamp read_output(std::span<std::byte> out) const;
   /// Busy-polls until an output newer than `after` is committed (a repeat of the same sample
   /// under sample_policy::newest counts: it is a new commit), then reads the latest one as
-  /// read_output() does. Empty on timeout.
+  /// read_output() does (and throws as it does). Empty on timeout. Commit numbers increase
+  /// across host and device commits in any order, so a newer output always has a new number.
   output_stamp wait_output(const output_stamp& after, std::span<std::byte> out,
                            std::chrono::nanoseconds timeout) const;
 
@@ -97,11 +104,15 @@ class mailbox {
   std::uint64_t read_input(std::uint64_t after, std::span<std::byte> out,
                            sample_policy policy = sample_policy::skip_duplicate) const;
   /// Commits `payload` (output_bytes) as sample `seq`'s output from the host, with the same
-  /// sequence lock and a new commit number, as mailbox_tx does on the device.
+  /// sequence lock and a new commit number, as mailbox_tx does on the device: one above every
+  /// commit published so far, so a loop built afterwards numbers its commits above it.
   void commit_output_from_host(std::uint64_t seq, std::span<const std::byte> payload);
 
   // ---- for the loop -------------------------------------------------------------------------
-  [[nodiscard]] mailbox_view device_view() const noexcept { return _view; }
+  /// The loop's view, numbering its commits above every commit published so far: take it when
+  /// the loop is built (host commits after that and before the loop's first commit could
+  /// repeat a number).
+  [[nodiscard]] mailbox_view device_view() const noexcept;
   /// The host-side gate for host-driven modes: is there a sample the policy would take?
   [[nodiscard]] std::function<bool(std::uint64_t, sample_policy)> host_gate() const;
   /// A data-ready handler around `rx`: the host gate above, and a loop that starts after the
@@ -112,16 +123,9 @@ class mailbox {
  private:
   config _config;
   host_mapped_buffer _memory;
+  detail::mailbox_protocol _protocol;  // the host side, over _memory's host pointer
   mailbox_view _view{};
-  std::uint64_t* _head_host{};
-  std::byte* _slots_host{};
   device_buffer _commits;
-  const std::uint64_t* _out_begin_host{};
-  const std::uint64_t* _out_end_host{};
-  const std::uint64_t* _out_seq_host{};
-  const std::byte* _out_payload_host{};
-  std::uint64_t _next{0};          // sensor-private
-  std::uint64_t _host_commits{0};  // commit numbers of commit_output_from_host
 };
 
 /// Data-ready handler operator: picks the sample the policy asks for, copies its payload into
@@ -151,29 +155,6 @@ class mailbox_tx final : public Operator {
 };
 
 namespace detail {
-/// Which sample `policy` takes from a ring of `depth` slots whose newest is `head`, after the
-/// loop's `last` (0: none to take). `have_processed`: the loop processed a sample already (before
-/// that, `last` is only its start point and `newest` has nothing to repeat). The mailbox's
-/// handler kernel and its host-loop read (mailbox::read_input) both choose with it.
-__host__ __device__ constexpr std::uint64_t select_sample(std::uint64_t head, std::uint64_t last,
-                                                          bool have_processed, sample_policy policy,
-                                                          std::size_t depth) {
-  if (head == 0) return 0;
-  switch (policy) {
-    case sample_policy::every: {
-      if (head <= last) return 0;
-      const std::uint64_t oldest_held = head >= depth ? head - depth + 1 : 1;
-      return last + 1 > oldest_held ? last + 1 : oldest_held;
-    }
-    case sample_policy::newest:
-      // head == last: re-publish it and the controller counts a repeat.
-      return head > last || have_processed ? head : 0;
-    case sample_policy::skip_duplicate:
-    default:
-      return head > last ? head : 0;
-  }
-}
-
 /// `device_launched`: the kernel lands in a device-launched graph (tail mode), so the loop step
 /// it may carry (loop_state::fuse_controller, fuse_end_marker) is the tail-launching one.
 void launch_mailbox_rx(const mailbox_view& mb, loop_state* loop, std::byte* sample, cudaStream_t s,
