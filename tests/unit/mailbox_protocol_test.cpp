@@ -188,8 +188,8 @@ TEST(mailbox_protocol, racing_readers_never_get_a_torn_sample_or_output) {
   constexpr std::size_t in_bytes = 200;  // not a whole number of words: the byte tail too
   constexpr std::size_t out_bytes = 517;
   plain_mailbox mb({.input_bytes = in_bytes, .output_bytes = out_bytes, .depth = 2});
-  constexpr std::uint64_t samples = 20000;
-  constexpr std::uint64_t commits = 20000;
+  constexpr std::uint64_t samples = 5000;
+  constexpr std::uint64_t commits = 5000;
   std::atomic<bool> done{false};
   std::atomic<std::uint64_t> torn{0};
   std::atomic<std::uint64_t> reads{0};
