@@ -135,7 +135,11 @@ loop_executor::loop_executor(Application& app, execution_mode mode, const run_op
   _lifetime =
       std::make_shared<const app_lifetime>(app_lifetime{app.operators(), app.port_memory()});
   _res = std::make_shared<loop_resources>(app, mode, options, _streams.streams);
-  _telemetry.reserve(options.telemetry_samples);
+  // Touched now, not as the drain fills it: a long run's memory must not grow with its
+  // telemetry (bench soak checks the process's RSS). resize() writes every entry; clear() keeps
+  // the capacity.
+  _telemetry.resize(options.telemetry_samples);
+  _telemetry.clear();
 }
 
 std::string loop_executor::loop_name() const {

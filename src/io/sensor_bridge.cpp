@@ -134,7 +134,10 @@ sensor_bridge::sensor_bridge(const sensor_config& config, const rgb8_image& phot
   build_frames(photo);
   allocate_ring();
   _clock_offset_ns = measure_clock_offset().offset_ns;
-  _log.reserve(std::min<std::size_t>(max_log, 1U << 16));
+  // The first 2^16 entries are touched now (2 MB), so a run of up to 18 minutes at 60 Hz logs
+  // without growing the process; beyond, the log grows up to max_log.
+  _log.resize(std::min<std::size_t>(max_log, 1U << 16));
+  _log.clear();
 }
 
 sensor_bridge::~sensor_bridge() {

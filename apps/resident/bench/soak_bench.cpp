@@ -115,8 +115,10 @@ sample_pool make_pool(std::int64_t elements) {
 struct mailbox_side {
   std::atomic<std::uint64_t> checked{0};
   std::atomic<std::uint64_t> mismatches{0};
-  std::mutex mutex;  // guards latencies
+  // Sized (and touched) before the run: a vector growing as it fills would be the soak's own
+  // RSS growth. Only the actuator thread writes it; the rest read it after joining that thread.
   std::vector<timed_latency> latencies;
+  std::size_t filled{0};
   std::vector<std::int64_t> publish_ns;  // by seq % size: when the sensor published it
 };
 
@@ -140,9 +142,9 @@ void run_actuator(io::mailbox& mb, std::uint64_t base, const sample_pool& pool, 
     }
     const std::int64_t published =
         std::atomic_ref<std::int64_t>(side.publish_ns[got.seq % side.publish_ns.size()]).load();
-    if (published > 0 && seen >= published) {
-      std::lock_guard lock(side.mutex);
-      side.latencies.push_back({seconds_since(t0), static_cast<double>(seen - published) / 1e3});
+    if (published > 0 && seen >= published && side.filled < side.latencies.size()) {
+      side.latencies[side.filled++] = {seconds_since(t0),
+                                       static_cast<double>(seen - published) / 1e3};
     }
   }
 }
@@ -346,6 +348,7 @@ measure::receipt run_soak_bench(const soak_settings& s, std::ostream& log, bool&
   const sample_pool pool = make_pool(s.elements);
   mailbox_side mside;
   mside.publish_ns.assign(1 << 16, 0);
+  mside.latencies.assign(static_cast<std::size_t>(s.mailbox_rate_hz * seconds * 1.05) + 1024, {});
   run_options mopts;
   mopts.deadline = deadline;
   mopts.persistent_blocks = 1;
@@ -452,7 +455,8 @@ measure::receipt run_soak_bench(const soak_settings& s, std::ostream& log, bool&
     camera_lat.push_back({t, cres.software_us[i]});
   }
   const auto camera_minutes = per_minute(camera_lat);
-  const auto mailbox_minutes = per_minute(mside.latencies);
+  const auto mailbox_minutes =
+      per_minute(std::span<const timed_latency>(mside.latencies).first(mside.filled));
   const double camera_drift = p99_drift(camera_minutes, s.warmup_s);
   const double mailbox_drift = p99_drift(mailbox_minutes, s.warmup_s);
   const std::int64_t rss_growth =

