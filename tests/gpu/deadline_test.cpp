@@ -41,11 +41,7 @@ class deadline_modes : public ::testing::TestWithParam<execution_mode> {};
 INSTANTIATE_TEST_SUITE_P(modes, deadline_modes,
                          ::testing::Values(execution_mode::eager, execution_mode::host_graph,
                                            execution_mode::while_loop, execution_mode::tail),
-                         [](const auto& info) {
-                           std::string n(to_string(info.param));
-                           std::replace(n.begin(), n.end(), '-', '_');
-                           return n;
-                         });
+                         mode_test_name);
 
 TEST_P(deadline_modes, every_kth_sample_slowed_past_the_deadline_is_counted_exactly) {
   RESIDENT_REQUIRE_GPU();

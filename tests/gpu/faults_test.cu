@@ -128,11 +128,7 @@ class fault_modes : public ::testing::TestWithParam<execution_mode> {};
 INSTANTIATE_TEST_SUITE_P(modes, fault_modes,
                          ::testing::Values(execution_mode::eager, execution_mode::host_graph,
                                            execution_mode::while_loop, execution_mode::tail),
-                         [](const auto& info) {
-                           std::string n(to_string(info.param));
-                           std::replace(n.begin(), n.end(), '-', '_');
-                           return n;
-                         });
+                         mode_test_name);
 
 TEST_P(fault_modes, an_operator_that_traps_mid_run_is_reported_and_torn_down) {
   RESIDENT_REQUIRE_GPU();

@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <string_view>
@@ -44,6 +45,12 @@ bool gpu_expected() {
 bool may_skip_on_gpu_machine(std::string_view suite) {
   if (suite == "multi_gpu") return device_count() < 2;
   return suite == "mps" || suite.ends_with("/mps_loop") || suite == "mps_loop";
+}
+
+std::string mode_test_name(const ::testing::TestParamInfo<execution_mode>& info) {
+  std::string n(to_string(info.param));
+  std::replace(n.begin(), n.end(), '-', '_');
+  return n;
 }
 
 std::vector<float> random_floats(std::size_t n) {

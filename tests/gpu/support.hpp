@@ -9,6 +9,7 @@
 #include <memory>
 #include <random>
 #include <span>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -45,6 +46,9 @@ using namespace std::chrono_literals;
 
 /// Fresh random floats in [-1, 1) for every call (seeded from the test's random device).
 std::vector<float> random_floats(std::size_t n);
+
+/// A test name for a mode parameter: "host_graph", "while", ... (gtest names take no '-').
+std::string mode_test_name(const ::testing::TestParamInfo<execution_mode>& info);
 
 std::span<const std::byte> as_bytes(const std::vector<float>& v);
 
