@@ -26,12 +26,13 @@ loop_counters snapshot_counters(const loop_control& control, std::uint64_t start
   }
   out.iterations = host_load_acquire(control.heartbeat);
   // Written before last_seq's release when they change: at least as new as the counters above.
-  out.max_response_ns = host_load_acquire(control.max_response_ns);
-  out.deadline_misses = host_load_acquire(control.deadline_misses);
-  out.worst_overrun_ns = host_load_acquire(control.worst_overrun_ns);
-  out.max_arrival_response_ns = host_load_acquire(control.max_arrival_response_ns);
-  out.arrival_deadline_misses = host_load_acquire(control.arrival_deadline_misses);
-  out.worst_arrival_overrun_ns = host_load_acquire(control.worst_arrival_overrun_ns);
+  const response_words& r = control.responses;
+  out.max_response_ns = host_load_acquire(r.max_response_ns);
+  out.deadline_misses = host_load_acquire(r.deadline_misses);
+  out.worst_overrun_ns = host_load_acquire(r.worst_overrun_ns);
+  out.max_arrival_response_ns = host_load_acquire(r.max_arrival_response_ns);
+  out.arrival_deadline_misses = host_load_acquire(r.arrival_deadline_misses);
+  out.worst_arrival_overrun_ns = host_load_acquire(r.worst_arrival_overrun_ns);
   return out;
 }
 

@@ -78,23 +78,24 @@ __device__ inline void account_deadline(loop_state* s) {
       committed != 0 ? committed : s->stamp_ns[static_cast<std::size_t>(stage::end_marker)];
   const std::uint64_t arrival = s->stamp_ns[static_cast<std::size_t>(stage::arrival)];
   const std::uint64_t deadline = s->deadline_ns;
+  response_words& r = s->responses;
   bool changed = false;
   if (release != 0 && end >= release) {
-    changed |= account_response(end - release, deadline, s->max_response_ns, s->deadline_misses,
-                                s->worst_overrun_ns);
+    changed |= account_response(end - release, deadline, r.max_response_ns, r.deadline_misses,
+                                r.worst_overrun_ns);
   }
   if (arrival != 0 && end >= arrival) {
-    changed |= account_response(end - arrival, deadline, s->max_arrival_response_ns,
-                                s->arrival_deadline_misses, s->worst_arrival_overrun_ns);
+    changed |= account_response(end - arrival, deadline, r.max_arrival_response_ns,
+                                r.arrival_deadline_misses, r.worst_arrival_overrun_ns);
   }
   if (!changed) return;
-  loop_control& c = *s->control;
-  store_relaxed_system(c.max_response_ns, s->max_response_ns);
-  store_relaxed_system(c.deadline_misses, s->deadline_misses);
-  store_relaxed_system(c.worst_overrun_ns, s->worst_overrun_ns);
-  store_relaxed_system(c.max_arrival_response_ns, s->max_arrival_response_ns);
-  store_relaxed_system(c.arrival_deadline_misses, s->arrival_deadline_misses);
-  store_relaxed_system(c.worst_arrival_overrun_ns, s->worst_arrival_overrun_ns);
+  response_words& mirror = s->control->responses;
+  store_relaxed_system(mirror.max_response_ns, r.max_response_ns);
+  store_relaxed_system(mirror.deadline_misses, r.deadline_misses);
+  store_relaxed_system(mirror.worst_overrun_ns, r.worst_overrun_ns);
+  store_relaxed_system(mirror.max_arrival_response_ns, r.max_arrival_response_ns);
+  store_relaxed_system(mirror.arrival_deadline_misses, r.arrival_deadline_misses);
+  store_relaxed_system(mirror.worst_arrival_overrun_ns, r.worst_arrival_overrun_ns);
 }
 
 }  // namespace detail

@@ -39,12 +39,12 @@ TEST(counter_snapshot, carries_the_response_times_and_deadline_misses) {
   loop_control control{};
   control.last_seq = 4;
   control.processed = 4;
-  control.max_response_ns = 9'000;
-  control.deadline_misses = 2;
-  control.worst_overrun_ns = 4'000;
-  control.max_arrival_response_ns = 12'000;
-  control.arrival_deadline_misses = 3;
-  control.worst_arrival_overrun_ns = 7'000;
+  control.responses.max_response_ns = 9'000;
+  control.responses.deadline_misses = 2;
+  control.responses.worst_overrun_ns = 4'000;
+  control.responses.max_arrival_response_ns = 12'000;
+  control.responses.arrival_deadline_misses = 3;
+  control.responses.worst_arrival_overrun_ns = 7'000;
   const loop_counters c = snapshot_counters(control, 0, 10s);
   EXPECT_EQ(c.max_response_ns, 9'000U);
   EXPECT_EQ(c.deadline_misses, 2U);

@@ -20,6 +20,7 @@
 #include <thread>
 
 #include "bench/common.hpp"
+#include "bench/lab_pipeline.hpp"
 #include "camera/camera.hpp"
 #include "resident/app/error.hpp"
 #include "resident/cuda/error.hpp"
@@ -55,34 +56,7 @@ execution_mode resident_mode(const std::string& name, const char* what) {
   return m;
 }
 
-// ---- the mailbox pipeline: rx -> affine -> square -> sum -> tx --------------------------------
-
-class soak_pipeline final : public Application {
- public:
-  explicit soak_pipeline(std::int64_t elements)
-      : Application("soak"),
-        _elements(elements),
-        mailbox(std::make_shared<io::mailbox>(io::mailbox::config{
-            static_cast<std::size_t>(elements) * sizeof(float), sizeof(float), 4})) {}
-  void compose() override {
-    auto rx = make_operator<io::mailbox_rx>("rx", mailbox);
-    auto affine = make_operator<ops::affine>("affine", arg("elements", _elements));
-    auto square = make_operator<ops::square>("square", arg("elements", _elements));
-    auto sum = make_operator<ops::sum_reduce>("sum", arg("elements", _elements));
-    auto tx = make_operator<io::mailbox_tx>("tx", mailbox);
-    register_data_ready_handler(mailbox->make_handler(rx));
-    add_flow(rx, affine, {{"sample", "in"}});
-    add_flow(affine, square);
-    add_flow(square, sum);
-    add_flow(sum, tx);
-  }
-
- private:
-  std::int64_t _elements;
-
- public:
-  std::shared_ptr<io::mailbox> mailbox;
-};
+// ---- the mailbox pipeline (bench/lab_pipeline.hpp) ---------------------------------------------
 
 // A prime number of distinct samples: consecutive samples always differ, and no ring depth
 // lines up with the pool.
@@ -344,7 +318,7 @@ measure::receipt run_soak_bench(const soak_settings& s, std::ostream& log, bool&
   const double seconds = s.minutes * 60.0;
 
   // The mailbox loop.
-  soak_pipeline app(s.elements);
+  lab_pipeline app(s.elements, true);
   const sample_pool pool = make_pool(s.elements);
   mailbox_side mside;
   mside.publish_ns.assign(1 << 16, 0);

@@ -11,7 +11,7 @@
 #include <stdexcept>
 #include <thread>
 
-#include "app/checked_bytes.hpp"
+#include "bench/lab_pipeline.hpp"
 #include "camera/camera.hpp"
 #include "resident/app/application.hpp"
 #include "resident/app/operator.hpp"
@@ -23,72 +23,9 @@ namespace resident::cli {
 
 namespace {
 
+using bench::lab_pipeline;
 using namespace std::chrono_literals;
 using clock_type = std::chrono::steady_clock;
-
-/// Stands in for a mailbox end when the pipeline is only checked (a mailbox needs a GPU): the
-/// same name and port, and nothing to run.
-class endpoint_stub final : public Operator {
- public:
-  endpoint_stub(port_direction direction, std::string port, std::size_t bytes)
-      : _direction(direction), _port(std::move(port)), _bytes(bytes) {}
-  void setup(OperatorSpec& spec) override {
-    if (_direction == port_direction::output) {
-      spec.device_output(_port, _bytes);
-    } else {
-      spec.device_input(_port, _bytes);
-    }
-  }
-  void compute(CaptureContext& /*ctx*/) override {
-    throw std::logic_error("endpoint_stub: a checked pipeline does not run");
-  }
-
- private:
-  port_direction _direction;
-  std::string _port;
-  std::size_t _bytes;
-};
-
-// sensor -> rx -> affine -> square -> sum -> tx -> actuator. Without a mailbox (a check), rx
-// and tx are stand-ins with the same ports.
-class lab_pipeline final : public Application {
- public:
-  lab_pipeline(std::int64_t elements, bool with_mailbox)
-      : Application("lab"),
-        elements(elements),
-        bytes(::resident::detail::checked_bytes(elements, sizeof(float), "--elements")),
-        mailbox(with_mailbox
-                    ? std::make_shared<io::mailbox>(io::mailbox::config{bytes, sizeof(float), 4})
-                    : nullptr) {}
-
-  void compose() override {
-    std::shared_ptr<Operator> rx;
-    std::shared_ptr<Operator> tx;
-    if (mailbox) {
-      rx = make_operator<io::mailbox_rx>("rx", mailbox);
-      tx = make_operator<io::mailbox_tx>("tx", mailbox);
-      register_data_ready_handler(mailbox->make_handler(rx));
-    } else {
-      rx = make_operator<endpoint_stub>("rx", port_direction::output, "sample", bytes);
-      tx = make_operator<endpoint_stub>("tx", port_direction::input, "in", sizeof(float));
-      data_ready_handler handler;
-      handler.operators = {rx};
-      register_data_ready_handler(std::move(handler));
-    }
-    affine = make_operator<ops::affine>("affine", arg("elements", elements));
-    auto square = make_operator<ops::square>("square", arg("elements", elements));
-    auto sum = make_operator<ops::sum_reduce>("sum", arg("elements", elements));
-    add_flow(rx, affine, {{"sample", "in"}});
-    add_flow(affine, square);
-    add_flow(square, sum);
-    add_flow(sum, tx);
-  }
-
-  std::int64_t elements;
-  std::size_t bytes;  // of one sample
-  std::shared_ptr<io::mailbox> mailbox;
-  std::shared_ptr<ops::affine> affine;
-};
 
 /// The sensor's samples, and the sum each one must come out as.
 struct lab_samples {

@@ -17,6 +17,17 @@
 
 namespace resident {
 
+/// Response times of processed samples against run_options::deadline (device clock, ns): kept in
+/// the loop state, mirrored to the control block when one changes (the end-marker step).
+struct response_words {
+  std::uint64_t max_response_ns;  // release -> commit
+  std::uint64_t deadline_misses;
+  std::uint64_t worst_overrun_ns;
+  std::uint64_t max_arrival_response_ns;  // arrival -> commit
+  std::uint64_t arrival_deadline_misses;
+  std::uint64_t worst_arrival_overrun_ns;
+};
+
 /// Host-mapped words. The host writes only `tear_down`; the device writes everything else.
 /// The host-written word sits on its own cache line so device writes never share its line.
 struct alignas(64) loop_control {
@@ -31,14 +42,9 @@ struct alignas(64) loop_control {
   std::uint32_t stopped;      // resident modes: the loop has exited
   std::int32_t device_error;  // a device-side launch failed (cudaError_t), 0 otherwise
   std::uint64_t pad1[2];
-  // --- device-written response times (run_options::deadline), written before last_seq's
-  // release and only when one of them changes (rarely, after warm-up) -------------------------
-  std::uint64_t max_response_ns;
-  std::uint64_t deadline_misses;
-  std::uint64_t worst_overrun_ns;
-  std::uint64_t max_arrival_response_ns;
-  std::uint64_t arrival_deadline_misses;
-  std::uint64_t worst_arrival_overrun_ns;
+  // --- device-written response times, written before last_seq's release and only when one of
+  // them changes (rarely, after warm-up) ---------------------------------------------------------
+  response_words responses;
   std::uint64_t pad2[2];
 };
 static_assert(sizeof(loop_control) == 192);
@@ -98,12 +104,7 @@ struct loop_state {
   std::uint64_t preempt_due_ns;  // the next sample is due then (preempt_hook::lead_ns), or 0
   std::uint32_t preempt_early;   // the word is up ahead of a sample that has not come yet
   // --- response times (run_options::deadline); mirrored to loop_control when they change ----
-  std::uint64_t max_response_ns;
-  std::uint64_t deadline_misses;
-  std::uint64_t worst_overrun_ns;
-  std::uint64_t max_arrival_response_ns;
-  std::uint64_t arrival_deadline_misses;
-  std::uint64_t worst_arrival_overrun_ns;
+  response_words responses;
 };
 
 }  // namespace resident
