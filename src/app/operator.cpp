@@ -12,6 +12,22 @@ std::string join(const std::vector<std::string>& items) {
   for (const auto& s : items) out += (out.empty() ? "" : ", ") + s;
   return out.empty() ? "(none)" : out;
 }
+/// The port `name` of `op`, with its device memory; throws composition_error naming both.
+const port_spec& bound_port(const Operator& op, std::string_view name) {
+  const port_spec* p = op.spec().find_port(name);
+  if (p == nullptr) {
+    std::vector<std::string> names;
+    for (const auto& q : op.spec().ports()) names.push_back(q.name);
+    throw composition_error("operator '" + op.name() + "' has no port '" + std::string(name) +
+                            "'; its ports: " + join(names));
+  }
+  if (p->bound == nullptr) {
+    throw composition_error("operator '" + op.name() + "' port '" + std::string(name) +
+                            "' has no device memory yet: the application was not materialized");
+  }
+  return *p;
+}
+
 }  // namespace
 
 // ---- OperatorSpec ------------------------------------------------------------------------------
@@ -160,6 +176,19 @@ void OperatorSpec::check_all_supplied_used() const {
 
 Operator::~Operator() = default;
 
+std::optional<device_form> Operator::persistent_form() const { return std::nullopt; }
+
+void* Operator::bound_memory(std::string_view port) const { return bound_port(*this, port).bound; }
+
+std::size_t Operator::bound_pitch(std::string_view image_port) const {
+  const port_spec& p = bound_port(*this, image_port);
+  if (!p.image) {
+    throw composition_error("operator '" + name() + "' port '" + std::string(image_port) +
+                            "' is not an image port");
+  }
+  return p.image->pitch();
+}
+
 // ---- CaptureContext
 // ------------------------------------------------------------------------------
 
@@ -174,19 +203,6 @@ CaptureContext::CaptureContext(const Operator& op, cudaStream_t stream, loop_sta
 
 const std::string& CaptureContext::operator_name() const noexcept { return _op.name(); }
 
-const port_spec& CaptureContext::port(std::string_view name) const {
-  const port_spec* p = _op.spec().find_port(name);
-  if (p == nullptr) {
-    std::vector<std::string> names;
-    for (const auto& q : _op.spec().ports()) names.push_back(q.name);
-    throw composition_error("operator '" + _op.name() + "' has no port '" + std::string(name) +
-                            "'; its ports: " + join(names));
-  }
-  if (p->bound == nullptr) {
-    throw composition_error("operator '" + _op.name() + "' port '" + std::string(name) +
-                            "' has no device memory yet: the application was not materialized");
-  }
-  return *p;
-}
+const port_spec& CaptureContext::port(std::string_view name) const { return bound_port(_op, name); }
 
 }  // namespace resident

@@ -1,7 +1,8 @@
 #include "exec/fusion.hpp"
 
+#include <algorithm>
+
 #include "resident/cuda/error.hpp"
-#include "resident/io/mailbox.hpp"
 
 namespace resident::detail {
 
@@ -25,24 +26,26 @@ bool is_single_kernel_frontier(const Operator* op, const captured& c) {
 
 }  // namespace
 
-template <typename T>
-std::size_t count_of(const std::vector<Operator*>& ops) {
-  std::size_t n = 0;
-  for (const Operator* op : ops) n += dynamic_cast<const T*>(op) != nullptr ? 1U : 0U;
-  return n;
+/// How many of `ops` declared that their kernel can carry `step`.
+std::size_t carriers(const std::vector<Operator*>& ops, loop_step step) {
+  return static_cast<std::size_t>(std::count_if(
+      ops.begin(), ops.end(), [&](const Operator* op) { return op->spec().carries(step); }));
 }
 
+// A carrier runs the step whenever the loop state asks for it, so exactly one may be in the
+// loop: the handler's only operator for the controller, the DAG's last for the end marker.
 bool handler_can_carry_controller(const std::vector<Operator*>& handler_order,
                                   const std::vector<Operator*>& body_order) {
   return handler_order.size() == 1 &&
-         dynamic_cast<const io::mailbox_rx*>(handler_order.front()) != nullptr &&
-         count_of<io::mailbox_rx>(body_order) == 0;
+         handler_order.front()->spec().carries(loop_step::controller) &&
+         carriers(body_order, loop_step::controller) == 0;
 }
 
 bool egress_can_carry_end_marker(const std::vector<Operator*>& handler_order,
                                  const std::vector<Operator*>& body_order) {
-  return !body_order.empty() && dynamic_cast<const io::mailbox_tx*>(body_order.back()) != nullptr &&
-         count_of<io::mailbox_tx>(body_order) == 1 && count_of<io::mailbox_tx>(handler_order) == 0;
+  return !body_order.empty() && body_order.back()->spec().carries(loop_step::end_marker) &&
+         carriers(body_order, loop_step::end_marker) == 1 &&
+         carriers(handler_order, loop_step::end_marker) == 0;
 }
 
 bool host_gate_decides(const dag_plan& plan, bool fuse) {

@@ -1,9 +1,9 @@
 // The framework kernels of every iteration: one thread each, calling the steps in
-// src/exec/loop_control.cuh. A single writer is what keeps the shared words safe without
+// resident/app/loop_control.cuh. A single writer is what keeps the shared words safe without
 // host-native atomics.
 
 #include "exec/loop_kernels.hpp"
-#include "exec/loop_control.cuh"
+#include "resident/app/loop_control.cuh"
 #include "resident/cuda/error.hpp"
 
 namespace resident::detail {

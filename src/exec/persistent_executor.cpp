@@ -1,8 +1,12 @@
 // persistent mode: one kernel, launched once, loops for the run's lifetime
-// (src/exec/persistent.hpp).
+// (resident/app/persistent_kernel.cuh).
 //
 //   persistent_kernel (one block, or a cooperative grid):
 //       loop { handler forms; controller step; if released: DAG forms; end-marker step }
+//
+// Each operator offers its device form (Operator::persistent_form); the executor knows nothing
+// else of it. The kernel is the smallest of the kernels the forms name (or that were
+// registered) that holds every form of the DAG.
 //
 // Forward progress: the grid is sized from the occupancy API (refused when it does not fit at
 // once on the device or the run's partition), so every block is resident from its launch; a
@@ -15,140 +19,72 @@
 
 #include "exec/loop_executor.hpp"
 #include "exec/modes.hpp"
-#include "exec/persistent.hpp"
+#include "resident/app/device_form.hpp"
 #include "resident/app/error.hpp"
 #include "resident/cuda/device.hpp"
 #include "resident/cuda/error.hpp"
-#include "resident/io/display.hpp"
-#include "resident/io/sensor_bridge.hpp"
-#include "resident/ops/imaging/convert_resize.hpp"
-#include "resident/ops/imaging/csi2_reconstruct.hpp"
-#include "resident/ops/imaging/demosaic.hpp"
-#include "resident/ops/imaging/raw_isp.hpp"
-#include "resident/ops/vector_ops.hpp"
+#include "resident/detail/phase_table.hpp"
 #include "resident/partition/green_context.hpp"
 
 namespace resident::detail {
 
 namespace {
 
-const void* port_memory(const Operator& op, const char* name) {
-  const port_spec* p = op.spec().find_port(name);
-  if (p == nullptr || p->bound == nullptr) {
-    throw composition_error("operator '" + op.name() +
-                            "': persistent mode found no memory for its port '" + name + "'");
+/// `op`'s device form; throws composition_error naming the operator when it has none.
+device_form form_of(const Operator& op) {
+  std::optional<device_form> f = op.persistent_form();
+  if (!f) {
+    throw composition_error(
+        "persistent mode: operator '" + op.name() +
+        "' has no device form (persistent mode runs operators as device functions inside one "
+        "kernel; an operator offers one by overriding Operator::persistent_form(), see "
+        "docs/api.md, \"Device forms\"); run this application in while or tail mode");
   }
-  return p->bound;
+  if (f->type == nullptr) {
+    throw composition_error("persistent mode: operator '" + op.name() +
+                            "' returned a device form without a form type");
+  }
+  return *f;
 }
 
-const char* form_name(device_form f) {
-  switch (f) {
-    case device_form::mailbox_rx:
-      return "mailbox_rx";
-    case device_form::mailbox_tx:
-      return "mailbox_tx";
-    case device_form::copy:
-      return "copy";
-    case device_form::affine:
-      return "affine";
-    case device_form::square:
-      return "square";
-    case device_form::sum_reduce:
-      return "sum_reduce";
-    case device_form::frame_rx:
-      return "frame_rx";
-    case device_form::csi2_reconstruct:
-      return "csi2_reconstruct";
-    case device_form::raw_isp:
-      return "raw_isp";
-    case device_form::demosaic:
-      return "demosaic";
-    case device_form::convert_resize:
-      return "convert_resize";
-    case device_form::display_tx:
-      return "display_tx";
-  }
-  return "?";
+bool holds_all(const persistent_kernel_set& k, const std::vector<device_form>& forms) {
+  return std::all_of(forms.begin(), forms.end(),
+                     [&](const device_form& f) { return k.index_of(f.type) >= 0; });
 }
 
-template <class T>
-T* port_as(const Operator& op, const char* name) {
-  return static_cast<T*>(const_cast<void*>(port_memory(op, name)));
+/// The smallest kernel, among those the forms name and those registered, that holds every
+/// form; throws composition_error naming the forms when none does.
+const persistent_kernel_set& kernel_for(const std::vector<device_form>& forms,
+                                        const std::vector<const Operator*>& ops) {
+  std::vector<const persistent_kernel_set*> candidates = registered_persistent_kernels();
+  for (const device_form& f : forms) {
+    if (f.kernels != nullptr) candidates.push_back(f.kernels);
+  }
+  const persistent_kernel_set* best = nullptr;
+  for (const persistent_kernel_set* k : candidates) {
+    if (holds_all(*k, forms) && (best == nullptr || k->forms.size() < best->forms.size())) best = k;
+  }
+  if (best != nullptr) return *best;
+  std::string listed;
+  for (std::size_t i = 0; i < forms.size(); ++i) {
+    listed += (i == 0 ? "" : ", ") + ops[i]->name() + " (" + forms[i].name() + ")";
+  }
+  throw composition_error(
+      "persistent mode: no persistent kernel runs all of this DAG's device forms together: " +
+      listed +
+      ". A kernel holds the forms it was compiled with: instantiate one that lists them all "
+      "(resident::persistent_kernels<...>() in a .cu file) and pass it to "
+      "resident::register_persistent_kernel");
 }
 
-/// The row pitch of an image port, as the operator declared it in setup().
-std::size_t image_pitch(const Operator& op, const char* name) {
-  const port_spec* p = op.spec().find_port(name);
-  if (p == nullptr || !p->image) {
-    throw composition_error("operator '" + op.name() + "': persistent mode found no image port '" +
-                            name + "'");
-  }
-  return p->image->pitch();
-}
-
-template <class W>
-const W& initialized(const Operator& op, const W* workspace) {
-  if (workspace == nullptr) {
-    throw composition_error("operator '" + op.name() +
-                            "': persistent mode found it not initialized (no workspace)");
-  }
-  return *workspace;
-}
-
-/// The camera operators' forms; false when `op` is none of them.
-bool camera_form_of(const Operator& op, persistent_step& s) {
-  namespace im = ops::imaging;
-  if (const auto* rx = dynamic_cast<const io::frame_rx*>(&op)) {
-    s.form = device_form::frame_rx;
-    s.frame_rx.ring = rx->bridge().device_view();
-    if (s.frame_rx.ring.host_delivery != 0U) {
-      throw composition_error("operator '" + op.name() +
-                              "' (frame_rx): host delivery runs in eager mode only; persistent "
-                              "mode needs device delivery");
-    }
-    s.frame_rx.out = port_as<io::frame_ref>(op, "frame");
-  } else if (const auto* c = dynamic_cast<const im::csi2_reconstruct*>(&op)) {
-    const im::csi2_workspace& ws = initialized(op, c->workspace());
-    s.form = device_form::csi2_reconstruct;
-    s.phases = im::detail::csi2_form_phases;
-    s.csi2 = im::detail::make_reconstruct_args(
-        port_as<const io::frame_ref>(op, "frame"), port_as<std::uint16_t>(op, "bayer"),
-        image_pitch(op, "bayer"), port_as<io::frame_integrity>(op, "integrity"), ws);
-    s.shared_bytes = im::detail::csi2_form_shared_bytes(ws.line_bytes());
-  } else if (const auto* isp = dynamic_cast<const im::raw_isp*>(&op)) {
-    s.form = device_form::raw_isp;
-    s.isp = im::detail::make_isp_args(port_as<const std::uint16_t>(op, "in"),
-                                      port_as<std::uint16_t>(op, "out"), image_pitch(op, "in"),
-                                      initialized(op, isp->workspace()));
-    s.phases = im::detail::isp_form_phases(s.isp);
-    s.shared_bytes = im::detail::isp_form_shared_bytes();
-  } else if (const auto* d = dynamic_cast<const im::demosaic*>(&op)) {
-    s.form = device_form::demosaic;
-    s.demosaic = im::detail::make_demosaic_args(port_as<const std::uint16_t>(op, "bayer"),
-                                                image_pitch(op, "bayer"), port_as<void>(op, "rgb"),
-                                                image_pitch(op, "rgb"), d->config());
-    s.shared_bytes = im::detail::demosaic_form_shared_bytes();
-  } else if (const auto* r = dynamic_cast<const im::convert_resize*>(&op)) {
-    s.form = device_form::convert_resize;
-    s.resize =
-        im::detail::make_resize_args(port_as<const void>(op, "in"), image_pitch(op, "in"),
-                                     port_as<void>(op, "out"), image_pitch(op, "out"), r->config());
-  } else if (const auto* tx = dynamic_cast<const io::display_tx*>(&op)) {
-    if (tx->lut() == nullptr) {
-      throw composition_error("operator '" + op.name() +
-                              "': persistent mode found it not initialized (no encoding table)");
-    }
-    s.form = device_form::display_tx;
-    s.phases = io::detail::display_form_phases;
-    s.display.view = tx->target().device_view();
-    s.display.rgb = port_memory(op, "rgb");
-    s.display.lut = tx->lut();
-    s.display.integrity = port_as<const io::frame_integrity>(op, "integrity");
-    s.display.rgba16 = tx->rgba16_input();
-  } else {
-    return false;
-  }
-  return true;
+/// The kernel's step for form `f` (the form's index in kernel `k`).
+form_step step_of(const device_form& f, const persistent_kernel_set& k) {
+  form_step s;
+  s.form = static_cast<std::uint32_t>(k.index_of(f.type));
+  s.phases = f.phases;
+  s.last_block_phases = f.last_block_phases;
+  std::copy(f.args.begin(), f.args.end(), s.args);
+  return s;
 }
 
 }  // namespace
@@ -181,88 +117,45 @@ std::vector<phase_time> summarize_phases(const std::vector<std::uint64_t>& table
   return out;
 }
 
-persistent_step device_form_of(const Operator& op) {
-  persistent_step s;
-  const auto ports = [&](const char* in, const char* out) {
-    s.in = in != nullptr ? port_memory(op, in) : nullptr;
-    s.out = out != nullptr ? const_cast<void*>(port_memory(op, out)) : nullptr;
-  };
-  if (const auto* rx = dynamic_cast<const io::mailbox_rx*>(&op)) {
-    s.form = device_form::mailbox_rx;
-    s.mailbox = rx->box().device_view();
-    ports(nullptr, "sample");
-  } else if (const auto* tx = dynamic_cast<const io::mailbox_tx*>(&op)) {
-    s.form = device_form::mailbox_tx;
-    s.mailbox = tx->box().device_view();
-    ports("in", nullptr);
-  } else if (const auto* c = dynamic_cast<const ops::copy*>(&op)) {
-    s.form = device_form::copy;
-    s.elements = c->elements();
-    ports("in", "out");
-  } else if (const auto* a = dynamic_cast<const ops::affine*>(&op)) {
-    s.form = device_form::affine;
-    s.elements = a->elements();
-    s.scale = a->scale();
-    s.offset = a->offset();
-    ports("in", "out");
-  } else if (const auto* q = dynamic_cast<const ops::square*>(&op)) {
-    s.form = device_form::square;
-    s.elements = q->elements();
-    ports("in", "out");
-  } else if (const auto* r = dynamic_cast<const ops::sum_reduce*>(&op)) {
-    s.form = device_form::sum_reduce;
-    s.elements = r->elements();
-    ports("in", "out");
-  } else if (!camera_form_of(op, s)) {
-    throw composition_error(
-        "persistent mode: operator '" + op.name() +
-        "' has no device form (persistent mode runs operators as device functions inside one "
-        "kernel; device forms exist for io.mailbox_rx, io.mailbox_tx, ops.copy, ops.affine, "
-        "ops.square, ops.sum_reduce and the camera operators io.frame_rx, "
-        "ops.csi2_reconstruct, ops.raw_isp, ops.demosaic, ops.convert_resize and "
-        "io.display_tx); run this application in while or tail mode");
-  }
-  return s;
-}
-
 namespace {
 
 class persistent_executor final : public resident_executor {
  public:
   persistent_executor(Application& app, const run_options& options)
       : resident_executor(app, execution_mode::persistent, options) {
-    for (const Operator* op : plan().handler_order) _steps.push_back(device_form_of(*op));
-    for (const Operator* op : plan().body_order) _steps.push_back(device_form_of(*op));
-    for (const persistent_step& s : _steps) {
-      _kernel.camera = _kernel.camera || is_camera_form(s.form);
-      _kernel.sensor_bridge = _kernel.sensor_bridge || s.form == device_form::frame_rx;
-      _kernel.shared_bytes = std::max(_kernel.shared_bytes, s.shared_bytes);
+    for (const Operator* op : plan().handler_order) _ops.push_back(op);
+    for (const Operator* op : plan().body_order) _ops.push_back(op);
+    for (const Operator* op : _ops) _forms.push_back(form_of(*op));
+    _kernel = &kernel_for(_forms, _ops);
+    std::uint32_t reserve_sms = 0;
+    for (const device_form& f : _forms) {
+      _shared_bytes = std::max(_shared_bytes, f.shared_bytes);
+      reserve_sms = std::max(reserve_sms, f.reserve_sms);
     }
-    _kernel.timed = options.phase_times;
-    _blocks = grid_size(options, _kernel);
+    _timed = options.phase_times;
+    _blocks = grid_size(options, reserve_sms);
     if (options.phase_times) prepare_phase_table(options.phase_rows);
-    _device_steps = device_buffer(_steps.size() * sizeof(persistent_step));
-    RESIDENT_CUDA_TRY(cudaMemcpy(_device_steps.data(), _steps.data(), _device_steps.size(),
-                                 cudaMemcpyHostToDevice));
+    upload_steps();
   }
 
   ~persistent_executor() override { stop_before_destruction(); }
 
   /// run_options::persistent_blocks, checked against what fits at once: blocks per SM
   /// (occupancy API) times the SMs of the run's partition, or of the device.
-  static int grid_size(const run_options& options, const persistent_kernel_choice& kernel) {
-    const int per_sm = persistent_blocks_per_sm(kernel);
+  int grid_size(const run_options& options, std::uint32_t reserve_sms) const {
+    const int per_sm = _kernel->blocks_per_sm(_timed, _shared_bytes);
     const int sms =
         options.partition ? options.partition->sm_count() : query_device(options.device).sm_count;
     const int fit = per_sm * sms;
     const std::string where = options.partition ? "its partition's " + std::to_string(sms) + " SMs"
                                                 : "the device's " + std::to_string(sms) + " SMs";
     if (fit < 1) {
-      throw execution_error("persistent mode: one block of " + std::to_string(persistent_threads) +
+      throw execution_error("persistent mode: one block of " +
+                            std::to_string(persistent_block_threads) +
                             " threads of its kernel does not fit on an SM of this device");
     }
-    // "As many as fit" leaves room for the bridge's commit kernel, which the loop waits for.
-    const int room = kernel.sensor_bridge ? per_sm * std::min(bridge_reserved_sms, sms - 1) : 0;
+    // "As many as fit" leaves room for kernels outside the loop that a form waits for.
+    const int room = per_sm * std::min(static_cast<int>(reserve_sms), sms - 1);
     const int blocks = options.persistent_blocks == 0 ? fit - room : options.persistent_blocks;
     if (blocks > fit) {
       throw execution_error("persistent mode: run_options::persistent_blocks is " +
@@ -283,13 +176,29 @@ class persistent_executor final : public resident_executor {
     return blocks;
   }
 
+  /// The steps in device memory, and one zeroed arrival count per step (last-block phases).
+  void upload_steps() {
+    _arrivals = device_buffer(std::max<std::size_t>(_forms.size(), 1) * sizeof(std::uint32_t));
+    RESIDENT_CUDA_TRY(cudaMemset(_arrivals.data(), 0, _arrivals.size()));
+    std::vector<form_step> steps;
+    for (std::size_t i = 0; i < _forms.size(); ++i) {
+      steps.push_back(step_of(_forms[i], *_kernel));
+      steps.back().arrivals = _arrivals.data_as<std::uint32_t>() + i;
+    }
+    _device_steps = device_buffer(std::max<std::size_t>(steps.size(), 1) * sizeof(form_step));
+    if (!steps.empty()) {
+      RESIDENT_CUDA_TRY(cudaMemcpy(_device_steps.data(), steps.data(),
+                                   steps.size() * sizeof(form_step), cudaMemcpyHostToDevice));
+    }
+  }
+
   /// run_options::phase_times: one name per stamped interval of a DAG pass, and the table the
   /// kernel's leader stamps (zeroed: a pass count of 0).
   void prepare_phase_table(std::uint32_t rows) {
-    for (std::size_t i = 0; i < plan().body_order.size(); ++i) {
-      const persistent_step& s = _steps[plan().handler_order.size() + i];
-      for (unsigned p = 0; p < s.phases; ++p) {
-        _phase_names.push_back({plan().body_order[i]->name(), form_name(s.form), p});
+    const std::size_t handler = plan().handler_order.size();
+    for (std::size_t i = handler; i < _forms.size(); ++i) {
+      for (unsigned p = 0; p < _forms[i].phases; ++p) {
+        _phase_names.push_back({_ops[i]->name(), _forms[i].name(), p});
       }
     }
     _phase_names.push_back({"(end marker)", "", 0});
@@ -314,41 +223,51 @@ class persistent_executor final : public resident_executor {
     // No graph: the DOT shows the kernel's loop over the forms, in the order it runs them.
     std::ofstream out(path);
     if (!out) throw execution_error("write_dot: cannot open '" + path + "' for writing");
-    out << "// persistent mode: one kernel (" << _blocks << " block(s) of " << persistent_threads
-        << " threads) loops over these device forms\ndigraph persistent {\n";
+    out << "// persistent mode: one kernel (" << _blocks << " block(s) of "
+        << persistent_block_threads << " threads) loops over these device forms\n"
+        << "digraph persistent {\n";
     const std::size_t handler = plan().handler_order.size();
-    for (std::size_t i = 0; i < _steps.size(); ++i) {
-      const Operator* op = i < handler ? plan().handler_order[i] : plan().body_order[i - handler];
-      out << "  s" << i << " [label=\"" << op->name() << " (" << form_name(_steps[i].form)
-          << ")\"];\n";
+    for (std::size_t i = 0; i < _forms.size(); ++i) {
+      out << "  s" << i << " [label=\"" << _ops[i]->name() << " (" << _forms[i].name() << ")\"];\n";
       if (i == handler) out << "  ctrl -> s" << i << " [label=\"released\"];\n";
     }
     out << "  ctrl [label=\"controller step\" shape=box];\n  end [label=\"end-marker step\" "
            "shape=box];\n";
     if (handler > 0) out << "  s" << handler - 1 << " -> ctrl;\n";
-    for (std::size_t i = 0; i + 1 < _steps.size(); ++i) {
+    for (std::size_t i = 0; i + 1 < _forms.size(); ++i) {
       if (i + 1 != handler) out << "  s" << i << " -> s" << i + 1 << ";\n";
     }
-    if (_steps.size() > handler) out << "  s" << _steps.size() - 1 << " -> end;\n";
+    if (_forms.size() > handler) out << "  s" << _forms.size() - 1 << " -> end;\n";
     out << "}\n";
   }
 
  protected:
   void launch_graphs() override {
-    const int handler = static_cast<int>(plan().handler_order.size());
-    const int body = static_cast<int>(plan().body_order.size());
-    launch_persistent(loop(), _device_steps.data_as<persistent_step>(), handler, body, _blocks,
-                      _kernel, res().loop_stream.get());
+    persistent_launch l;
+    l.loop = loop();
+    l.steps = _device_steps.data_as<form_step>();
+    l.handler_steps = static_cast<int>(plan().handler_order.size());
+    l.body_steps = static_cast<int>(plan().body_order.size());
+    l.blocks = _blocks;
+    l.shared_bytes = _shared_bytes;
+    l.timed = _timed;
+    l.stream = res().loop_stream.get();
+    _kernel->launch(l);
   }
   void leak_graphs() noexcept override {
     (void)new device_buffer(std::move(_device_steps));  // the kernel may still read it
-    (void)new device_buffer(std::move(_phase_table));   // and write this
+    (void)new device_buffer(std::move(_arrivals));      // and write these
+    (void)new device_buffer(std::move(_phase_table));
   }
 
  private:
-  std::vector<persistent_step> _steps;
-  persistent_kernel_choice _kernel;
+  std::vector<const Operator*> _ops;  // the handler's, then the DAG's, in the order they run
+  std::vector<device_form> _forms;    // one per operator
+  const persistent_kernel_set* _kernel{};
+  std::size_t _shared_bytes{};
+  bool _timed{false};
   device_buffer _device_steps;
+  device_buffer _arrivals;
   int _blocks{1};
   std::vector<phase_time> _phase_names;  // op, form and phase of each interval; no times yet
   device_buffer _phase_table;

@@ -8,6 +8,7 @@
 
 #include "io/forms.hpp"
 #include "resident/app/loop_device.cuh"
+#include "resident/app/persistent_kernel.cuh"
 #include "resident/io/display.hpp"
 
 namespace resident::io::detail {
@@ -137,3 +138,16 @@ __device__ inline void run(const display_tx_args& a, unsigned phase, loop_state*
 }  // namespace display_form
 
 }  // namespace resident::io::detail
+
+namespace resident::io {
+
+/// io.display_tx's device form (detail::display_form::run): three phases.
+struct display_tx_form {
+  static constexpr const char* name = "io.display_tx";
+  using args = detail::display_tx_args;
+  __device__ static void run(const args& a, const form_context& ctx) {
+    detail::display_form::run(a, ctx.phase, ctx.loop);
+  }
+};
+
+}  // namespace resident::io

@@ -13,6 +13,7 @@
 
 #include "display_forms.cuh"
 #include "resident/app/loop_device.cuh"
+#include "resident/app/error.hpp"
 #include "resident/cuda/error.hpp"
 #include "resident/io/display.hpp"
 
@@ -318,3 +319,18 @@ void launch_display_tx(const display_view& view, const void* rgb, bool rgba16,
 }
 
 }  // namespace resident::io::detail
+
+namespace resident::io {
+
+std::optional<device_form> display_tx::persistent_form() const {
+  if (lut() == nullptr) {
+    throw composition_error("operator '" + name() +
+                            "': persistent mode found it not initialized (no encoding table)");
+  }
+  detail::display_tx_args a{_display->device_view(), bound_memory("rgb"), lut(),
+                            bound<const frame_integrity>("integrity"), _rgba16};
+  return device_form::of<display_tx_form>(a, nullptr)
+      .with_phases(detail::display_form_phases);
+}
+
+}  // namespace resident::io

@@ -104,6 +104,7 @@ data_ready_handler mailbox::make_handler(std::shared_ptr<Operator> rx) const {
 
 void mailbox_rx::setup(OperatorSpec& spec) {
   spec.device_output("sample", _mailbox->settings().input_bytes);
+  spec.can_carry(loop_step::controller);  // its kernel ends with the controller step when fused
 }
 
 void mailbox_rx::compute(CaptureContext& ctx) {
@@ -115,6 +116,7 @@ void mailbox_rx::compute(CaptureContext& ctx) {
 void mailbox_tx::setup(OperatorSpec& spec) {
   const std::size_t bytes = _mailbox->settings().output_bytes;
   spec.device_input("in", bytes == 0 ? 1 : bytes);
+  spec.can_carry(loop_step::end_marker);  // its kernel ends with the end-marker step when fused
 }
 
 void mailbox_tx::compute(CaptureContext& ctx) {

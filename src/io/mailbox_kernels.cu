@@ -6,8 +6,8 @@
 
 #include <algorithm>
 
-#include "exec/loop_control.cuh"
-#include "io/mailbox_forms.cuh"
+#include "resident/app/loop_control.cuh"
+#include "resident/io/mailbox_forms.cuh"
 #include "resident/app/loop_device.cuh"
 #include "resident/cuda/error.hpp"
 #include "resident/io/mailbox.hpp"
@@ -76,3 +76,17 @@ void launch_mailbox_tx(const mailbox_view& mb, loop_state* loop, const std::byte
 }
 
 }  // namespace resident::io::detail
+
+namespace resident::io {
+
+std::optional<device_form> mailbox_rx::persistent_form() const {
+  return device_form::of<mailbox_rx_form>({_mailbox->device_view(), bound<std::byte>("sample")},
+                                          &persistent_kernels<>());
+}
+
+std::optional<device_form> mailbox_tx::persistent_form() const {
+  return device_form::of<mailbox_tx_form>({_mailbox->device_view(), bound<const std::byte>("in")},
+                                          &persistent_kernels<>());
+}
+
+}  // namespace resident::io

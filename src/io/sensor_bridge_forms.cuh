@@ -5,7 +5,9 @@
 
 #include <cuda/atomic>
 
+#include "io/forms.hpp"
 #include "resident/app/loop_device.cuh"
+#include "resident/app/persistent_kernel.cuh"
 #include "resident/io/sensor_bridge.hpp"
 
 namespace resident::io::detail {
@@ -68,3 +70,16 @@ __device__ inline void frame_rx_pass(const frame_ring_view& ring, loop_state* lo
 }
 
 }  // namespace resident::io::detail
+
+namespace resident::io {
+
+/// io.frame_rx's device form: thread 0 of block 0 runs the handler's pass.
+struct frame_rx_form {
+  static constexpr const char* name = "io.frame_rx";
+  using args = detail::frame_rx_args;
+  __device__ static void run(const args& a, const form_context& ctx) {
+    if (blockIdx.x == 0 && threadIdx.x == 0) detail::frame_rx_pass(a.ring, ctx.loop, a.out);
+  }
+};
+
+}  // namespace resident::io

@@ -5,6 +5,7 @@
 #include <cuda/atomic>
 
 #include "resident/app/loop_device.cuh"
+#include "resident/app/error.hpp"
 #include "resident/cuda/error.hpp"
 #include "resident/io/csi2.hpp"
 #include "resident/io/sensor_bridge.hpp"
@@ -98,3 +99,19 @@ void launch_clock_read(std::uint64_t* out, cudaStream_t s) {
 }
 
 }  // namespace resident::io::detail
+
+namespace resident::io {
+
+std::optional<device_form> frame_rx::persistent_form() const {
+  detail::frame_rx_args a{_bridge->device_view(), bound<frame_ref>("frame")};
+  if (a.ring.host_delivery != 0U) {
+    throw composition_error("operator '" + name() +
+                            "' (frame_rx): host delivery runs in eager mode only; persistent "
+                            "mode needs device delivery");
+  }
+  // The bridge's commit kernel runs beside the loop, which waits for it: "as many blocks as
+  // fit" leaves it room.
+  return device_form::of<frame_rx_form>(a, nullptr).with_reserved_sms(4);
+}
+
+}  // namespace resident::io

@@ -2,7 +2,7 @@
 
 #include "app/checked_bytes.hpp"
 #include "ops/launch.cuh"
-#include "ops/vector_forms.cuh"
+#include "resident/ops/vector_forms.cuh"
 #include "resident/app/error.hpp"
 #include "resident/cuda/error.hpp"
 #include "resident/ops/vector_ops.hpp"

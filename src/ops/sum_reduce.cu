@@ -4,7 +4,7 @@
 #include <cub/block/block_reduce.cuh>
 
 #include "ops/launch.cuh"
-#include "ops/vector_forms.cuh"
+#include "resident/ops/vector_forms.cuh"
 #include "resident/cuda/error.hpp"
 #include "resident/ops/vector_ops.hpp"
 

@@ -38,9 +38,11 @@ class overrun_app final : public Application {
 
 class deadline_modes : public ::testing::TestWithParam<execution_mode> {};
 
+// persistent mode runs slow_every through its own device form (a user's operator's form).
 INSTANTIATE_TEST_SUITE_P(modes, deadline_modes,
                          ::testing::Values(execution_mode::eager, execution_mode::host_graph,
-                                           execution_mode::while_loop, execution_mode::tail),
+                                           execution_mode::while_loop, execution_mode::tail,
+                                           execution_mode::persistent),
                          mode_test_name);
 
 TEST_P(deadline_modes, every_kth_sample_slowed_past_the_deadline_is_counted_exactly) {
@@ -93,8 +95,8 @@ TEST_P(deadline_modes, without_a_deadline_nothing_misses_and_the_longest_respons
   EXPECT_GE(report.counters.max_response_ns, 2'000'000U) << "one of five samples was slowed";
 }
 
-// persistent mode runs only operators with a device form (the library's own, so far): a
-// deadline below any response makes every processed sample a miss, one far above none.
+// The library's own forms in persistent mode: a deadline below any response makes every
+// processed sample a miss, one far above none.
 TEST(deadline_persistent, counts_every_sample_against_a_deadline_below_any_response) {
   RESIDENT_REQUIRE_GPU();
   lab_app app(1000);

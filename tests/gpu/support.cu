@@ -6,6 +6,7 @@
 
 #include "gpu/support.hpp"
 #include "resident/app/loop_device.cuh"
+#include "resident/io/mailbox_forms.cuh"
 
 namespace resident::testing {
 
@@ -187,6 +188,42 @@ void slow_every::compute(CaptureContext& ctx) {
                                                  ctx.device_memory<float>("out"), _elements, _ns,
                                                  _every);
   RESIDENT_CUDA_CHECK_LAUNCH("slow_every_kernel");
+}
+
+namespace {
+
+// slow_every's device form: block 0's first thread spins on a slowed sample while every block
+// copies its share; the phase's barrier holds the pass until both are done.
+struct slow_every_form {
+  static constexpr const char* name = "test.slow_every";
+  struct args {
+    const float* in;
+    float* out;
+    std::int64_t elements;
+    std::int64_t ns;
+    std::int64_t every;
+  };
+  __device__ static void run(const args& a, const form_context& ctx) {
+    if (blockIdx.x == 0 && threadIdx.x == 0 &&
+        device::current_sample(ctx.loop) % static_cast<std::uint64_t>(a.every) == 0) {
+      const std::uint64_t start = device::globaltimer_ns();
+      while (device::globaltimer_ns() - start < static_cast<std::uint64_t>(a.ns)) {
+      }
+    }
+    const std::int64_t stride = std::int64_t{gridDim.x} * blockDim.x;
+    for (std::int64_t i = blockIdx.x * std::int64_t{blockDim.x} + threadIdx.x; i < a.elements;
+         i += stride) {
+      a.out[i] = a.in[i];
+    }
+  }
+};
+
+}  // namespace
+
+std::optional<device_form> slow_every::persistent_form() const {
+  return device_form::of<slow_every_form>(
+      {bound<const float>("in"), bound<float>("out"), _elements, _ns, _every},
+      &persistent_kernels<slow_every_form>());
 }
 
 void hold_while_set::compute(CaptureContext& ctx) {

@@ -105,6 +105,8 @@ class slow_every final : public Operator {
  public:
   void setup(OperatorSpec& spec) override;
   void compute(CaptureContext& ctx) override;
+  /// A device form of its own (a user's operator in persistent mode): the same spin and copy.
+  [[nodiscard]] std::optional<device_form> persistent_form() const override;
 
  private:
   std::int64_t _elements{};

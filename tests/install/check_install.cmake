@@ -69,4 +69,26 @@ endif()
 run(${CMAKE_COMMAND} -S "${SOURCE_DIR}/tests/install" -B "${work}/build"
     "-DCMAKE_PREFIX_PATH=${work}/prefix" -DCMAKE_BUILD_TYPE=Release)
 run(${CMAKE_COMMAND} --build "${work}/build")
-run("${work}/build/consumer")
+execute_process(COMMAND "${work}/build/consumer" RESULT_VARIABLE rc OUTPUT_VARIABLE consumer_out
+                ERROR_VARIABLE consumer_err)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "consumer failed (${rc}):\n${consumer_out}\n${consumer_err}")
+endif()
+message(STATUS "${consumer_out}")
+
+# A user's operator with its own device form (examples/custom_persistent), built against the
+# installed package: all five modes with the same bits where there is a GPU; built only (exit
+# status 2, "no usable CUDA GPU") where there is none.
+run(${CMAKE_COMMAND} -S "${SOURCE_DIR}/examples/custom_persistent" -B "${work}/custom"
+    "-DCMAKE_PREFIX_PATH=${work}/prefix" -DCMAKE_BUILD_TYPE=Release)
+run(${CMAKE_COMMAND} --build "${work}/custom")
+execute_process(COMMAND "${work}/custom/custom_persistent" RESULT_VARIABLE rc
+                OUTPUT_VARIABLE custom_out ERROR_VARIABLE custom_err)
+string(FIND "${consumer_out}" "no usable CUDA GPU" no_gpu)
+if(rc EQUAL 2 AND no_gpu GREATER_EQUAL 0)
+  message(STATUS "custom_persistent built; no GPU to run it: ${custom_err}")
+elseif(NOT rc EQUAL 0)
+  message(FATAL_ERROR "custom_persistent failed (${rc}):\n${custom_out}\n${custom_err}")
+else()
+  message(STATUS "${custom_out}")
+endif()

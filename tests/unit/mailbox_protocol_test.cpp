@@ -38,7 +38,7 @@ struct plain_mailbox {
   mailbox_protocol protocol;
 };
 
-// The loop's egress (mailbox_tx_commit in src/io/mailbox_forms.cuh) on the host, with the same
+// The loop's egress (mailbox_tx_commit in resident/io/mailbox_forms.cuh) on the host, with the same
 // order of writes: its own commit count numbered above the view's floor, the begin stamp, a full
 // fence, the payload, a fence, the sample, a fence, then the end stamp with release.
 class emulated_egress {

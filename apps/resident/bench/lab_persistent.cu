@@ -26,7 +26,7 @@
 #include "bench/common.hpp"
 #include "bench/lab_bench.hpp"
 #include "bench/lab_common.hpp"
-#include "ops/vector_forms.cuh"
+#include "resident/ops/vector_forms.cuh"
 #include "resident/app/loop_device.cuh"
 #include "resident/cuda/error.hpp"
 

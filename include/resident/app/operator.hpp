@@ -17,9 +17,11 @@
 
 #include <cstddef>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 
+#include "resident/app/device_form.hpp"
 #include "resident/app/loop.hpp"
 #include "resident/app/operator_spec.hpp"
 #include "resident/cuda/graph.hpp"
@@ -84,6 +86,20 @@ class Operator {
   virtual void setup(OperatorSpec& spec) = 0;
   virtual void initialize() {}
   virtual void compute(CaptureContext& ctx) = 0;
+  /// persistent mode: this operator's device form with its arguments bound to its port memory
+  /// (called after initialize(); resident/app/device_form.hpp). The default has none, and
+  /// persistent mode refuses the operator by name.
+  [[nodiscard]] virtual std::optional<device_form> persistent_form() const;
+
+  /// The device memory bound to port `port` (after the application is materialized); throws
+  /// composition_error naming the operator and the port when there is none.
+  [[nodiscard]] void* bound_memory(std::string_view port) const;
+  template <class T>
+  [[nodiscard]] T* bound(std::string_view port) const {
+    return static_cast<T*>(bound_memory(port));
+  }
+  /// The row pitch in bytes of an image port, as declared in setup().
+  [[nodiscard]] std::size_t bound_pitch(std::string_view image_port) const;
 
   [[nodiscard]] const std::string& name() const noexcept { return _name; }
   [[nodiscard]] const OperatorSpec& spec() const noexcept { return *_spec; }

@@ -27,6 +27,13 @@ struct port_spec {
   std::string in_place_of;          // outputs: the input whose memory this output reuses
 };
 
+/// The framework's per-iteration steps an operator's kernel can carry itself (the fused
+/// iteration, docs/design.md): the controller step at the end of a data-ready handler's kernel,
+/// the end-marker step at the end of an egress kernel. The operator's kernel then runs the step
+/// when the loop state asks it to (loop_state::fuse_controller, fuse_end_marker;
+/// resident/app/loop_control.cuh), which saves a kernel node per iteration.
+enum class loop_step : std::uint8_t { controller = 1, end_marker = 2 };
+
 class OperatorSpec {
  public:
   OperatorSpec(std::string operator_name, std::vector<arg> supplied);
@@ -54,6 +61,12 @@ class OperatorSpec {
   template <class T>
   T param(std::string name, T default_value, std::string description = {});
 
+  /// Declares that this operator's kernel can carry `step` (see loop_step).
+  void can_carry(loop_step step) noexcept { _carries |= static_cast<std::uint8_t>(step); }
+  [[nodiscard]] bool carries(loop_step step) const noexcept {
+    return (_carries & static_cast<std::uint8_t>(step)) != 0;
+  }
+
   [[nodiscard]] const std::string& operator_name() const noexcept { return _operator_name; }
   [[nodiscard]] const std::vector<port_spec>& ports() const noexcept { return _ports; }
   [[nodiscard]] std::vector<port_spec>& ports() noexcept { return _ports; }
@@ -78,6 +91,7 @@ class OperatorSpec {
   std::vector<bool> _used;
   std::vector<port_spec> _ports;
   std::vector<parameter_info> _parameters;
+  std::uint8_t _carries{0};
 };
 
 template <class T>

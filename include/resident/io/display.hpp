@@ -235,6 +235,8 @@ class display_tx final : public Operator {
   void setup(OperatorSpec& spec) override;
   void initialize() override;
   void compute(CaptureContext& ctx) override;
+  /// Its form names no kernel of its own: it runs in the camera operators' kernel.
+  [[nodiscard]] std::optional<device_form> persistent_form() const override;
   [[nodiscard]] double gamma() const noexcept { return _gamma; }
   [[nodiscard]] const display& target() const noexcept { return *_display; }
   /// The encoding table in device memory (after initialize(); null before).

@@ -135,6 +135,7 @@ class mailbox_rx final : public Operator {
   explicit mailbox_rx(std::shared_ptr<mailbox> mb) : _mailbox(std::move(mb)) {}
   void setup(OperatorSpec& spec) override;
   void compute(CaptureContext& ctx) override;
+  [[nodiscard]] std::optional<device_form> persistent_form() const override;
   [[nodiscard]] const mailbox& box() const noexcept { return *_mailbox; }
 
  private:
@@ -148,6 +149,7 @@ class mailbox_tx final : public Operator {
   explicit mailbox_tx(std::shared_ptr<mailbox> mb) : _mailbox(std::move(mb)) {}
   void setup(OperatorSpec& spec) override;
   void compute(CaptureContext& ctx) override;
+  [[nodiscard]] std::optional<device_form> persistent_form() const override;
   [[nodiscard]] const mailbox& box() const noexcept { return *_mailbox; }
 
  private:

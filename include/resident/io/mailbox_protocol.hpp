@@ -2,7 +2,7 @@
 // The mailbox's host protocol over any memory: where its words lie, and the sensor's, the
 // actuator's and a host loop's side of its sequence locks. io::mailbox runs it over pinned
 // host-mapped memory the GPU reads and writes; the unit tests run it over plain host memory,
-// with a thread in the egress's place (the device side: src/io/mailbox_forms.cuh).
+// with a thread in the egress's place (the device side: resident/io/mailbox_forms.cuh).
 //
 // Every shared word has one writer and is read and written with acquire/release; payloads are
 // copied word by word with relaxed atomics, so a sequence lock's reader that races a writer

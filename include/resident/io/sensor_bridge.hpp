@@ -193,6 +193,8 @@ class frame_rx final : public Operator {
   explicit frame_rx(std::shared_ptr<sensor_bridge> bridge) : _bridge(std::move(bridge)) {}
   void setup(OperatorSpec& spec) override;
   void compute(CaptureContext& ctx) override;
+  /// Its form names no kernel of its own: it runs in the camera operators' kernel.
+  [[nodiscard]] std::optional<device_form> persistent_form() const override;
   [[nodiscard]] const sensor_bridge& bridge() const noexcept { return *_bridge; }
 
  private:

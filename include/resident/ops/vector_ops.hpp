@@ -17,6 +17,7 @@ class copy final : public Operator {
  public:
   void setup(OperatorSpec& spec) override;
   void compute(CaptureContext& ctx) override;
+  [[nodiscard]] std::optional<device_form> persistent_form() const override;
   /// Values per sample (after setup()).
   [[nodiscard]] std::int64_t elements() const noexcept { return _elements; }
 
@@ -29,6 +30,7 @@ class affine final : public Operator {
  public:
   void setup(OperatorSpec& spec) override;
   void compute(CaptureContext& ctx) override;
+  [[nodiscard]] std::optional<device_form> persistent_form() const override;
   /// Values per sample (after setup()).
   [[nodiscard]] std::int64_t elements() const noexcept { return _elements; }
   /// The values setup() resolved (from code or configuration), for CPU references.
@@ -45,6 +47,7 @@ class square final : public Operator {
  public:
   void setup(OperatorSpec& spec) override;
   void compute(CaptureContext& ctx) override;
+  [[nodiscard]] std::optional<device_form> persistent_form() const override;
   /// Values per sample (after setup()).
   [[nodiscard]] std::int64_t elements() const noexcept { return _elements; }
 
@@ -56,6 +59,7 @@ class sum_reduce final : public Operator {
  public:
   void setup(OperatorSpec& spec) override;
   void compute(CaptureContext& ctx) override;
+  [[nodiscard]] std::optional<device_form> persistent_form() const override;
   /// Values per sample (after setup()).
   [[nodiscard]] std::int64_t elements() const noexcept { return _elements; }
 

@@ -39,6 +39,7 @@ class convert_resize final : public Operator {
  public:
   void setup(OperatorSpec& spec) override;
   void compute(CaptureContext& ctx) override;
+  [[nodiscard]] std::optional<device_form> persistent_form() const override;
   [[nodiscard]] const convert_resize_config& config() const noexcept { return _config; }
 
  private:

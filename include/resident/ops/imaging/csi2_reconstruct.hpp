@@ -74,6 +74,7 @@ class csi2_reconstruct final : public Operator {
   void setup(OperatorSpec& spec) override;
   void initialize() override;
   void compute(CaptureContext& ctx) override;
+  [[nodiscard]] std::optional<device_form> persistent_form() const override;
 
   [[nodiscard]] std::uint32_t width() const noexcept { return _width; }
   [[nodiscard]] std::uint32_t height() const noexcept { return _height; }

@@ -46,6 +46,7 @@ class demosaic final : public Operator {
  public:
   void setup(OperatorSpec& spec) override;
   void compute(CaptureContext& ctx) override;
+  [[nodiscard]] std::optional<device_form> persistent_form() const override;
   [[nodiscard]] const demosaic_config& config() const noexcept { return _config; }
 
  private:

@@ -66,6 +66,7 @@ class raw_isp final : public Operator {
   void setup(OperatorSpec& spec) override;
   void initialize() override;
   void compute(CaptureContext& ctx) override;
+  [[nodiscard]] std::optional<device_form> persistent_form() const override;
   [[nodiscard]] const raw_isp_config& config() const noexcept { return _config; }
   /// Its device buffers (after initialize(); null before).
   [[nodiscard]] const raw_isp_workspace* workspace() const noexcept { return _workspace.get(); }

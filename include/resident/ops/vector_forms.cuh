@@ -7,6 +7,8 @@
 
 #include <cstdint>
 
+#include "resident/app/persistent_kernel.cuh"
+
 namespace resident::ops::detail {
 
 /// Threads `first`, `first + stride`, ... of `n` values: out = scale * in + offset.
@@ -45,3 +47,57 @@ __device__ inline void sum_reduce_block(const float* __restrict__ in, float* __r
 }
 
 }  // namespace resident::ops::detail
+
+namespace resident::ops {
+
+/// The vector operators' device forms (persistent mode): the element-wise ones spread over every
+/// block of the grid, the sum runs in block 0.
+struct vector_form_args {
+  const float* in;
+  float* out;
+  std::int64_t elements;
+  float scale;
+  float offset;
+};
+
+namespace detail {
+__device__ inline std::int64_t grid_first() {
+  return blockIdx.x * std::int64_t{blockDim.x} + threadIdx.x;
+}
+__device__ inline std::int64_t grid_stride() { return std::int64_t{gridDim.x} * blockDim.x; }
+}  // namespace detail
+
+struct copy_form {
+  static constexpr const char* name = "ops.copy";
+  using args = vector_form_args;
+  __device__ static void run(const args& a, const form_context&) {
+    detail::copy_range(a.in, a.out, a.elements, detail::grid_first(), detail::grid_stride());
+  }
+};
+
+struct affine_form {
+  static constexpr const char* name = "ops.affine";
+  using args = vector_form_args;
+  __device__ static void run(const args& a, const form_context&) {
+    detail::affine_range(a.in, a.out, a.elements, a.scale, a.offset, detail::grid_first(),
+                         detail::grid_stride());
+  }
+};
+
+struct square_form {
+  static constexpr const char* name = "ops.square";
+  using args = vector_form_args;
+  __device__ static void run(const args& a, const form_context&) {
+    detail::square_range(a.in, a.out, a.elements, detail::grid_first(), detail::grid_stride());
+  }
+};
+
+struct sum_reduce_form {
+  static constexpr const char* name = "ops.sum_reduce";
+  using args = vector_form_args;
+  __device__ static void run(const args& a, const form_context&) {
+    if (blockIdx.x == 0) detail::sum_reduce_block(a.in, a.out, a.elements);
+  }
+};
+
+}  // namespace resident::ops

@@ -8,6 +8,7 @@
 #include <cuda/atomic>
 
 #include "resident/app/loop_device.cuh"
+#include "resident/app/persistent_kernel.cuh"
 #include "resident/io/mailbox.hpp"
 
 namespace resident::io::detail {
@@ -163,3 +164,44 @@ __device__ inline void mailbox_tx_commit(const mailbox_view& mb, loop_state* loo
 }
 
 }  // namespace resident::io::detail
+
+namespace resident::io {
+
+/// io.mailbox_rx's device form: block 0 runs the handler's pass (the other blocks wait at the
+/// barrier after it).
+struct mailbox_rx_form {
+  static constexpr const char* name = "io.mailbox_rx";
+  struct args {
+    mailbox_view mailbox;
+    std::byte* sample;
+  };
+  __device__ static void run(const args& a, const form_context& ctx) {
+    if (blockIdx.x == 0) detail::mailbox_rx_pass(a.mailbox, ctx.loop, a.sample);
+  }
+};
+
+/// io.mailbox_tx's device form: block 0 commits the output.
+struct mailbox_tx_form {
+  static constexpr const char* name = "io.mailbox_tx";
+  struct args {
+    mailbox_view mailbox;
+    const std::byte* in;
+  };
+  __device__ static void run(const args& a, const form_context& ctx) {
+    if (blockIdx.x == 0) detail::mailbox_tx_commit(a.mailbox, ctx.loop, a.in);
+  }
+};
+
+}  // namespace resident::io
+
+namespace resident {
+
+/// A persistent kernel for a DAG between the mailbox's endpoints: io.mailbox_rx's and
+/// io.mailbox_tx's forms and the listed ones. Call it in the .cu file that defines the forms
+/// (it instantiates the kernel there).
+template <class... Forms>
+[[nodiscard]] const persistent_kernel_set& persistent_kernels() {
+  return persistent_kernels_of<io::mailbox_rx_form, io::mailbox_tx_form, Forms...>();
+}
+
+}  // namespace resident
