@@ -27,6 +27,7 @@ from ._resident import (
     device_count,
     modes,
     no_device_reason,
+    operator_catalog,
     operator_kinds,
     policies,
 )
@@ -38,7 +39,7 @@ for _error in (CompositionError, ConfigError, CudaError, ExecutionError):
 __all__ = [
     "Application", "Buffer", "CompositionError", "ConfigError", "Counters", "CudaError",
     "DataReadyHandler", "Display", "ExecutionError", "GraphPort", "Health", "Mailbox", "Operator", "OutputStamp", "PhaseTime", "Plan",
-    "Run", "STAGES", "SensorBridge", "TearDownReport", "TelemetryEntry", "device_count", "modes", "no_device_reason", "operator_kinds",
+    "Run", "STAGES", "SensorBridge", "TearDownReport", "TelemetryEntry", "device_count", "modes", "no_device_reason", "operator_catalog", "operator_kinds",
     "policies", "run_options",
 ]
 

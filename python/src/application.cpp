@@ -4,8 +4,6 @@
 #include <pybind11/stl.h>
 #include <pybind11/stl/filesystem.h>
 
-#include <functional>
-#include <map>
 #include <memory>
 #include <string>
 #include <utility>
@@ -17,8 +15,7 @@
 #include "resident/io/mailbox.hpp"
 #include "resident/io/sensor_bridge.hpp"
 #include "resident/ops/captured_graph.hpp"
-#include "resident/ops/imaging.hpp"
-#include "resident/ops/vector_ops.hpp"
+#include "resident/ops/catalog.hpp"
 
 namespace py = pybind11;
 
@@ -31,30 +28,19 @@ class py_application : public Application {
   void compose() override { PYBIND11_OVERRIDE_PURE(void, Application, compose); }
 };
 
-// Builds one operator kind; consumes the constructor's keyword arguments from `kwargs` (the
-// rest are parameters).
-using operator_factory = std::function<std::shared_ptr<Operator>(py::dict& kwargs)>;
+// A kind's factory inputs (ops::kind_inputs) from the constructor's keyword arguments, which
+// it takes out of `kwargs` (the rest are parameters). What each kind needs is the catalog's
+// (resident/ops/catalog.hpp).
 
-std::shared_ptr<io::mailbox> take_mailbox(py::dict& kwargs, const std::string& kind) {
-  if (!kwargs.contains("mailbox")) {
-    throw py::type_error("make_operator(\"" + kind + "\"): needs mailbox=<resident.Mailbox>");
-  }
-  const py::object value = kwargs["mailbox"];
-  if (!py::isinstance<io::mailbox>(value)) {
-    throw py::type_error("make_operator(\"" + kind + "\"): mailbox= takes a resident.Mailbox");
-  }
-  auto mb = value.cast<std::shared_ptr<io::mailbox>>();
-  PyDict_DelItemString(kwargs.ptr(), "mailbox");
-  return mb;
-}
-
-// frame_rx / display_tx: the endpoint object (bridge=<SensorBridge>, display=<Display>).
 template <class T>
 std::shared_ptr<T> take_endpoint(py::dict& kwargs, const char* key, const char* type,
                                  const std::string& kind) {
-  if (!kwargs.contains(key) || !py::isinstance<T>(kwargs[key])) {
+  if (!kwargs.contains(key)) {
     throw py::type_error("make_operator(\"" + kind + "\"): needs " + key + "=<resident." + type +
                          ">");
+  }
+  if (!py::isinstance<T>(kwargs[key])) {
+    throw py::type_error("make_operator(\"" + kind + "\"): " + key + "= takes a resident." + type);
   }
   auto endpoint = kwargs[key].template cast<std::shared_ptr<T>>();
   PyDict_DelItemString(kwargs.ptr(), key);
@@ -63,30 +49,29 @@ std::shared_ptr<T> take_endpoint(py::dict& kwargs, const char* key, const char* 
 
 // external_source / external_sink: `bytes=` and an optional `address=` (a device pointer as an
 // int, e.g. a tensor's data_ptr(); 0 or absent: the runtime allocates the port memory).
-std::pair<void*, std::size_t> take_memory(py::dict& kwargs, const std::string& kind) {
+void take_memory(py::dict& kwargs, const std::string& kind, ops::kind_inputs& in) {
   if (!kwargs.contains("bytes")) {
     throw py::type_error("make_operator(\"" + kind + "\"): needs bytes=<port size>");
   }
-  const auto bytes = kwargs["bytes"].cast<std::size_t>();
+  in.bytes = kwargs["bytes"].cast<std::size_t>();
   PyDict_DelItemString(kwargs.ptr(), "bytes");
   std::uintptr_t address = 0;
   if (kwargs.contains("address")) {
     address = kwargs["address"].cast<std::uintptr_t>();
     PyDict_DelItemString(kwargs.ptr(), "address");
   }
-  return {reinterpret_cast<void*>(address), bytes};
+  in.memory = reinterpret_cast<void*>(address);
 }
 
 // ops.captured_graph: `graph=` a cudaGraph_t as an int (e.g. torch.cuda.CUDAGraph's
 // raw_cuda_graph()), cloned when the operator is made; `inputs=` and `outputs=` lists of
 // (name, device pointer as an int, bytes).
-constexpr const char* captured_graph_kind = "ops.captured_graph";
-
-std::vector<ops::graph_port> take_graph_ports(py::dict& kwargs, const char* key) {
+std::vector<ops::graph_port> take_graph_ports(py::dict& kwargs, const std::string& kind,
+                                              const char* key) {
   std::vector<ops::graph_port> ports;
   if (!kwargs.contains(key)) return ports;
   const py::object list = kwargs[key];
-  const std::string shape = std::string("make_operator(\"") + captured_graph_kind + "\"): " + key +
+  const std::string shape = "make_operator(\"" + kind + "\"): " + key +
                             "= takes a list of (name, device pointer, bytes) tuples";
   if (py::isinstance<py::str>(list) || !py::isinstance<py::sequence>(list)) {
     throw py::type_error(shape);
@@ -108,69 +93,42 @@ std::vector<ops::graph_port> take_graph_ports(py::dict& kwargs, const char* key)
   return ports;
 }
 
-std::shared_ptr<Operator> make_captured_graph(py::dict& kwargs) {
+void take_graph(py::dict& kwargs, const std::string& kind, ops::kind_inputs& in) {
   if (!kwargs.contains("graph") || !py::isinstance<py::int_>(kwargs["graph"])) {
-    throw py::type_error(std::string("make_operator(\"") + captured_graph_kind +
-                         "\"): needs graph=<cudaGraph_t as an int>");
+    throw py::type_error("make_operator(\"" + kind + "\"): needs graph=<cudaGraph_t as an int>");
   }
-  const auto handle = reinterpret_cast<cudaGraph_t>(kwargs["graph"].cast<std::uintptr_t>());
+  in.graph = reinterpret_cast<cudaGraph_t>(kwargs["graph"].cast<std::uintptr_t>());
   PyDict_DelItemString(kwargs.ptr(), "graph");
-  ops::graph_ports ports{take_graph_ports(kwargs, "inputs"), take_graph_ports(kwargs, "outputs")};
-  return std::make_shared<ops::captured_graph>(handle, std::move(ports));
+  in.ports = {take_graph_ports(kwargs, kind, "inputs"), take_graph_ports(kwargs, kind, "outputs")};
 }
 
-const std::map<std::string, operator_factory>& factories() {
-  static const std::map<std::string, operator_factory> table{
-      {"ops.copy", [](py::dict&) { return std::make_shared<ops::copy>(); }},
-      {"ops.affine", [](py::dict&) { return std::make_shared<ops::affine>(); }},
-      {"ops.square", [](py::dict&) { return std::make_shared<ops::square>(); }},
-      {"ops.sum_reduce", [](py::dict&) { return std::make_shared<ops::sum_reduce>(); }},
-      {captured_graph_kind, make_captured_graph},
-      {"ops.external_source",
-       [](py::dict& kw) {
-         const auto [memory, bytes] = take_memory(kw, "ops.external_source");
-         return std::make_shared<ops::external_source>(memory, bytes);
-       }},
-      {"ops.external_sink",
-       [](py::dict& kw) {
-         const auto [memory, bytes] = take_memory(kw, "ops.external_sink");
-         return std::make_shared<ops::external_sink>(memory, bytes);
-       }},
-      {"imaging.csi2_reconstruct",
-       [](py::dict&) { return std::make_shared<ops::imaging::csi2_reconstruct>(); }},
-      {"imaging.raw_isp", [](py::dict&) { return std::make_shared<ops::imaging::raw_isp>(); }},
-      {"imaging.demosaic", [](py::dict&) { return std::make_shared<ops::imaging::demosaic>(); }},
-      {"imaging.convert_resize",
-       [](py::dict&) { return std::make_shared<ops::imaging::convert_resize>(); }},
-#ifdef RESIDENT_HAVE_NPP
-      {"imaging.npp_demosaic",
-       [](py::dict&) { return std::make_shared<ops::imaging::npp_demosaic>(); }},
-#endif
-      {"io.mailbox_rx",
-       [](py::dict& kw) {
-         return std::make_shared<io::mailbox_rx>(take_mailbox(kw, "io.mailbox_rx"));
-       }},
-      {"io.frame_rx",
-       [](py::dict& kw) {
-         return std::make_shared<io::frame_rx>(
-             take_endpoint<io::sensor_bridge>(kw, "bridge", "SensorBridge", "io.frame_rx"));
-       }},
-      {"io.display_tx",
-       [](py::dict& kw) {
-         return std::make_shared<io::display_tx>(
-             take_endpoint<io::display>(kw, "display", "Display", "io.display_tx"));
-       }},
-      {"io.mailbox_tx",
-       [](py::dict& kw) {
-         return std::make_shared<io::mailbox_tx>(take_mailbox(kw, "io.mailbox_tx"));
-       }},
-  };
-  return table;
+ops::kind_inputs take_inputs(const ops::operator_kind& k, py::dict& kwargs) {
+  ops::kind_inputs in;
+  switch (k.input) {
+    case ops::kind_input::none:
+      break;
+    case ops::kind_input::mailbox:
+      in.mailbox = take_endpoint<io::mailbox>(kwargs, "mailbox", "Mailbox", k.name);
+      break;
+    case ops::kind_input::sensor_bridge:
+      in.bridge = take_endpoint<io::sensor_bridge>(kwargs, "bridge", "SensorBridge", k.name);
+      break;
+    case ops::kind_input::display:
+      in.display = take_endpoint<io::display>(kwargs, "display", "Display", k.name);
+      break;
+    case ops::kind_input::memory:
+      take_memory(kwargs, k.name, in);
+      break;
+    case ops::kind_input::captured_graph:
+      take_graph(kwargs, k.name, in);
+      break;
+  }
+  return in;
 }
 
 std::vector<std::string> operator_kinds() {
   std::vector<std::string> kinds;
-  for (const auto& [kind, factory] : factories()) kinds.push_back(kind);
+  for (const auto& k : ops::operator_catalog()) kinds.push_back(k.name);
   return kinds;
 }
 
@@ -191,15 +149,14 @@ arg to_arg(const std::string& op, const std::string& name, const py::handle& val
 
 std::shared_ptr<Operator> make_operator(Application& app, const std::string& kind,
                                         const std::string& name, py::kwargs kwargs) {
-  const auto it = factories().find(kind);
-  if (it == factories().end()) {
-    std::string known;
-    for (const auto& k : operator_kinds()) known += (known.empty() ? "" : ", ") + k;
-    throw composition_error("make_operator(\"" + name + "\"): unknown operator kind '" + kind +
-                            "'; kinds: " + known);
+  const ops::operator_kind* k = nullptr;
+  try {
+    k = &ops::operator_kind_named(kind);
+  } catch (const composition_error& e) {
+    throw composition_error("make_operator(\"" + name + "\"): " + e.what());
   }
-  py::dict rest(kwargs);  // this call's own dict: the factory takes its constructor arguments out
-  auto op = it->second(rest);
+  py::dict rest(kwargs);  // this call's own dict: the inputs are taken out of it
+  auto op = k->make(take_inputs(*k, rest));
   std::vector<arg> params;
   for (const auto& [key, value] : rest) params.push_back(to_arg(name, py::str(key), value));
   return app.add_operator(std::move(op), name, std::move(params));
@@ -283,6 +240,24 @@ void bind_operator(py::module_& m) {
 void bind_application(py::module_& m) {
   bind_operator(m);
   m.def("operator_kinds", &operator_kinds, "Kinds make_operator() knows.");
+  m.def(
+      "operator_catalog",
+      [] {
+        py::list out;
+        for (const auto& k : ops::operator_catalog()) {
+          py::list params;
+          for (const auto& p : ops::kind_parameters(k)) {
+            params.append(py::make_tuple(p.name, p.type, p.default_value, p.description));
+          }
+          out.append(py::dict(py::arg("kind") = k.name, py::arg("summary") = k.summary,
+                              py::arg("input") = std::string(ops::to_string(k.input)),
+                              py::arg("device_form") = k.device_form,
+                              py::arg("parameters") = params));
+        }
+        return out;
+      },
+      "Every operator kind: its summary, what make_operator needs besides parameters, whether "
+      "it runs in persistent mode, and its parameters (name, type, default, description).");
   py::class_<Application, py_application>(m, "Application")
       .def(py::init<std::string>(), py::arg("name") = "app")
       .def("load_config", &Application::load_config, py::arg("path"))

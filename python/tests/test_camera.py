@@ -19,7 +19,7 @@ def test_frame_rx_needs_a_bridge_and_display_tx_a_display():
     app = resident.Application("camera")
     with pytest.raises(TypeError, match=r'make_operator\("io.frame_rx"\): needs bridge='):
         app.make_operator("io.frame_rx", "rx")
-    with pytest.raises(TypeError, match=r'needs display=<resident.Display>'):
+    with pytest.raises(TypeError, match=r'display= takes a resident.Display'):
         app.make_operator("io.display_tx", "display", display=object())
 
 

@@ -123,6 +123,19 @@ def test_unknown_kind_lists_the_kinds():
     assert "io.mailbox_rx" in resident.operator_kinds()
 
 
+def test_operator_catalog_is_the_one_list_of_kinds():
+    catalog = resident.operator_catalog()
+    kinds = [k["kind"] for k in catalog]
+    assert kinds == sorted(set(kinds)) == resident.operator_kinds()
+    by_kind = {k["kind"]: k for k in catalog}
+    affine = by_kind["ops.affine"]
+    assert affine["device_form"] and affine["input"] == "none" and affine["summary"]
+    assert [p[0] for p in affine["parameters"]] == ["elements", "scale", "offset"]
+    assert by_kind["io.mailbox_rx"]["input"] == "mailbox" and by_kind["io.mailbox_rx"]["device_form"]
+    assert not by_kind["ops.captured_graph"]["device_form"]
+    assert by_kind["ops.external_source"]["input"] == "memory"
+
+
 def test_make_operator_outside_compose():
     with pytest.raises(resident.CompositionError, match="inside compose"):
         Chain().make_operator("ops.affine", "late")

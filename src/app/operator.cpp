@@ -14,6 +14,10 @@ std::string join(const std::vector<std::string>& items) {
 }
 /// The port `name` of `op`, with its device memory; throws composition_error naming both.
 const port_spec& bound_port(const Operator& op, std::string_view name) {
+  if (!op.composed()) {
+    throw composition_error("an operator's port '" + std::string(name) +
+                            "' was asked for before an Application set the operator up");
+  }
   const port_spec* p = op.spec().find_port(name);
   if (p == nullptr) {
     std::vector<std::string> names;

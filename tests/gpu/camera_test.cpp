@@ -179,7 +179,8 @@ TEST(camera, persistent_phase_times_cover_every_form_and_change_no_pixel) {
     EXPECT_GT(t.mean_ns, 0.0) << t.op << " phase " << t.phase;
     EXPECT_LE(t.p50_ns, t.max_ns) << t.op << " phase " << t.phase;
   }
-  const std::vector<std::string> want{"csi2_reconstruct", "raw_isp", "demosaic", "display_tx", ""};
+  const std::vector<std::string> want{"imaging.csi2_reconstruct", "imaging.raw_isp",
+                                      "imaging.demosaic", "io.display_tx", ""};
   EXPECT_EQ(forms, want);
   EXPECT_EQ(timed.phases.back().op, "(closing barrier)");
 }

@@ -80,7 +80,8 @@ message(STATUS "${consumer_out}")
 # installed package: all five modes with the same bits where there is a GPU; built only (exit
 # status 2, "no usable CUDA GPU") where there is none.
 run(${CMAKE_COMMAND} -S "${SOURCE_DIR}/examples/custom_persistent" -B "${work}/custom"
-    "-DCMAKE_PREFIX_PATH=${work}/prefix" -DCMAKE_BUILD_TYPE=Release)
+    "-DCMAKE_PREFIX_PATH=${work}/prefix" -DCMAKE_BUILD_TYPE=Release
+    "-DCMAKE_CUDA_COMPILER=${CUDA_COMPILER}" "-DCMAKE_CUDA_ARCHITECTURES=${CUDA_ARCHITECTURES}")
 run(${CMAKE_COMMAND} --build "${work}/custom")
 execute_process(COMMAND "${work}/custom/custom_persistent" RESULT_VARIABLE rc
                 OUTPUT_VARIABLE custom_out ERROR_VARIABLE custom_err)

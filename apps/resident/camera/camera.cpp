@@ -343,11 +343,11 @@ void print_phase_times(const std::vector<phase_time>& phases) {
       "  device time per phase of a DAG pass (%llu passes; first thread's clock, barrier "
       "to barrier), us:\n",
       static_cast<unsigned long long>(phases.front().passes));
-  std::printf("    %-26s %-18s %5s %8s %8s %8s %8s\n", "operator", "form", "phase", "mean", "p50",
+  std::printf("    %-26s %-24s %5s %8s %8s %8s %8s\n", "operator", "form", "phase", "mean", "p50",
               "p99", "max");
   double total = 0;
   for (const phase_time& t : phases) {
-    std::printf("    %-26s %-18s %5u %8.2f %8.2f %8.2f %8.2f\n", t.op.c_str(), t.form.c_str(),
+    std::printf("    %-26s %-24s %5u %8.2f %8.2f %8.2f %8.2f\n", t.op.c_str(), t.form.c_str(),
                 t.phase, t.mean_ns / 1e3, t.p50_ns / 1e3, t.p99_ns / 1e3, t.max_ns / 1e3);
     total += t.mean_ns;
   }

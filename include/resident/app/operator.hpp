@@ -102,6 +102,8 @@ class Operator {
   [[nodiscard]] std::size_t bound_pitch(std::string_view image_port) const;
 
   [[nodiscard]] const std::string& name() const noexcept { return _name; }
+  /// Whether an Application has set the operator up (make_operator): spec() is valid only then.
+  [[nodiscard]] bool composed() const noexcept { return _spec != nullptr; }
   [[nodiscard]] const OperatorSpec& spec() const noexcept { return *_spec; }
   [[nodiscard]] OperatorSpec& spec() noexcept { return *_spec; }
 

@@ -20,6 +20,8 @@
 #include <string_view>
 #include <vector>
 
+#include "resident/io/frame.hpp"  // RESIDENT_HD
+
 namespace resident::io::csi2 {
 
 /// The data types resident produces and accepts.
@@ -70,7 +72,7 @@ inline constexpr std::array<std::uint8_t, 24> ecc_columns{
 namespace detail {
 /// Column `bit` of `ecc_columns`, from a copy of its own: constexpr functions that device code
 /// calls (--expt-relaxed-constexpr) cannot reach the host's `ecc_columns`.
-[[nodiscard]] constexpr std::uint8_t ecc_column(int bit) noexcept {
+[[nodiscard]] RESIDENT_HD constexpr std::uint8_t ecc_column(int bit) noexcept {
   constexpr std::uint8_t columns[24] = {0x07, 0x0B, 0x0D, 0x0E, 0x13, 0x15, 0x16, 0x19,
                                         0x1A, 0x1C, 0x23, 0x25, 0x26, 0x29, 0x2A, 0x2C,
                                         0x31, 0x32, 0x34, 0x38, 0x1F, 0x2F, 0x37, 0x3B};
@@ -80,7 +82,7 @@ namespace detail {
 
 /// The ECC byte of a packet header's first three bytes (bits 0..23, byte 0 in bits 0..7).
 /// Usable in device code too.
-[[nodiscard]] constexpr std::uint8_t header_ecc(std::uint32_t header24) noexcept {
+[[nodiscard]] RESIDENT_HD constexpr std::uint8_t header_ecc(std::uint32_t header24) noexcept {
   std::uint8_t ecc = 0;
   for (int bit = 0; bit < 24; ++bit) {
     if ((header24 >> bit) & 1U) ecc = static_cast<std::uint8_t>(ecc ^ detail::ecc_column(bit));
@@ -89,7 +91,8 @@ namespace detail {
 }
 
 /// One step of the footer's CRC-16 (polynomial 0x1021 with reflected bits: 0x8408).
-[[nodiscard]] constexpr std::uint16_t crc16_update(std::uint16_t crc, std::uint8_t byte) noexcept {
+[[nodiscard]] RESIDENT_HD constexpr std::uint16_t crc16_update(std::uint16_t crc,
+                                                               std::uint8_t byte) noexcept {
   crc ^= byte;
   for (int i = 0; i < 8; ++i) {
     crc = (crc & 1U) != 0U ? static_cast<std::uint16_t>((crc >> 1) ^ 0x8408U)
@@ -132,8 +135,8 @@ struct checked_header_bits {
   std::uint32_t bits{0};
   header_status status{header_status::ok};
 };
-[[nodiscard]] constexpr checked_header_bits check_header_bits(std::uint32_t bits,
-                                                              std::uint8_t ecc) noexcept {
+[[nodiscard]] RESIDENT_HD constexpr checked_header_bits check_header_bits(
+    std::uint32_t bits, std::uint8_t ecc) noexcept {
   const auto syndrome = static_cast<std::uint8_t>(header_ecc(bits) ^ (ecc & 0x3FU));
   if (syndrome == 0) return {bits, header_status::ok};
   // A syndrome of one set bit is a flipped parity bit: the data bits stand.

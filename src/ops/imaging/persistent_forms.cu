@@ -27,7 +27,7 @@ static_assert(detail::isp_form::max_threads == persistent_block_threads);
 static_assert(detail::demosaic_form::max_threads == persistent_block_threads);
 
 struct csi2_reconstruct_form {
-  static constexpr const char* name = "ops.csi2_reconstruct";
+  static constexpr const char* name = "imaging.csi2_reconstruct";
   using args = detail::reconstruct_args;
   __device__ static void run(const args& a, const form_context& ctx) {
     detail::csi2_form::run(a, ctx.phase, ctx.scratch);
@@ -35,7 +35,7 @@ struct csi2_reconstruct_form {
 };
 
 struct raw_isp_form {
-  static constexpr const char* name = "ops.raw_isp";
+  static constexpr const char* name = "imaging.raw_isp";
   using args = detail::isp_args;
   __device__ static void run(const args& a, const form_context& ctx) {
     detail::isp_form::run(a, ctx.phase, ctx.scratch);
@@ -43,7 +43,7 @@ struct raw_isp_form {
 };
 
 struct demosaic_form {
-  static constexpr const char* name = "ops.demosaic";
+  static constexpr const char* name = "imaging.demosaic";
   using args = detail::demosaic_args;
   __device__ static void run(const args& a, const form_context& ctx) {
     detail::demosaic_form::run(a, ctx.scratch);
@@ -51,7 +51,7 @@ struct demosaic_form {
 };
 
 struct convert_resize_form {
-  static constexpr const char* name = "ops.convert_resize";
+  static constexpr const char* name = "imaging.convert_resize";
   using args = detail::resize_args;
   __device__ static void run(const args& a, const form_context&) { detail::resize_form::run(a); }
 };
