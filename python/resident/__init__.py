@@ -32,6 +32,8 @@ from ._resident import (
     policies,
 )
 
+__version__: str = _resident.__version__
+
 # The exceptions are resident's, whichever module defines them.
 for _error in (CompositionError, ConfigError, CudaError, ExecutionError):
     _error.__module__ = __name__

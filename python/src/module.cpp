@@ -12,6 +12,7 @@
 #include "resident/cuda/error.hpp"
 #include "resident/exec/mode.hpp"
 #include "resident/exec/run_options.hpp"
+#include "resident/version.hpp"
 
 namespace py = pybind11;
 
@@ -43,7 +44,7 @@ namespace {
 
 std::vector<std::string> mode_names() {
   std::vector<std::string> names;
-  for (const auto m : all_execution_modes) names.emplace_back(to_string(m));
+  for (const auto m : every_execution_mode) names.emplace_back(to_string(m));
   return names;
 }
 
@@ -63,6 +64,8 @@ std::vector<std::string> policy_names() {
 PYBIND11_MODULE(_resident, m) {
   using namespace resident::python;
   m.doc() = "resident: GPU-resident sensor -> GPU -> actuator loops (C++ runtime bindings)";
+  m.attr("__version__") = RESIDENT_VERSION;
+  m.attr("__git_commit__") = std::string(resident::git_commit());
   // As the C++ programs do first in main(): a kernel loaded lazily while a resident loop holds
   // the GPU can wait for that loop forever. Only takes effect before the process's first CUDA
   // call (import resident before torch), and keeps a mode the environment chose.
@@ -72,7 +75,9 @@ PYBIND11_MODULE(_resident, m) {
         "Number of usable CUDA devices; 0 without a GPU or driver (never raises).");
   m.def("no_device_reason", &resident::no_device_reason,
         "Why no device is usable; empty when one is.");
-  m.def("modes", &mode_names, "Execution mode names, in the order of the C++ enum.");
+  m.def("modes", &mode_names,
+        "Every execution mode's name, in the order of the C++ enum (persistent runs operators "
+        "with a device form only).");
   m.def("policies", &policy_names, "Sample policy names.");
   bind_application(m);
   bind_mailbox(m);

@@ -61,7 +61,7 @@ def check_output(payload, x):
             assert math.isclose(g, w, rel_tol=1e-5, abs_tol=1e-6)
 
 
-@pytest.mark.parametrize("mode", resident.modes() + ["persistent"])
+@pytest.mark.parametrize("mode", resident.modes())
 def test_every_sample_in_every_mode(mode):
     app = MailboxApp()
     mb = app.mailbox

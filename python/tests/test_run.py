@@ -8,7 +8,8 @@ import resident
 
 
 def test_modes_and_policies():
-    assert resident.modes() == ["eager", "host-graph", "while", "tail"]
+    assert resident.modes() == ["eager", "host-graph", "while", "tail", "persistent"]
+    assert resident.__version__ == "0.1.0"
     assert set(resident.policies()) == {"newest", "every", "skip-duplicate"}
 
 

@@ -20,6 +20,11 @@ inline constexpr std::array<execution_mode, 4> all_execution_modes{
     execution_mode::eager, execution_mode::host_graph, execution_mode::while_loop,
     execution_mode::tail};
 
+/// Every mode, persistent included.
+inline constexpr std::array<execution_mode, 5> every_execution_mode{
+    execution_mode::eager, execution_mode::host_graph, execution_mode::while_loop,
+    execution_mode::tail, execution_mode::persistent};
+
 /// "eager", "host-graph", "while", "tail", "persistent".
 [[nodiscard]] std::string_view to_string(execution_mode m) noexcept;
 /// Parses the names above; throws std::invalid_argument listing them.
