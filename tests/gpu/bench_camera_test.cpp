@@ -8,9 +8,9 @@
 #include <filesystem>
 #include <sstream>
 
-#include "bench/camera_bench.hpp"
-#include "bench/camera_operators.hpp"
-#include "bench/camera_report.hpp"
+#include "bench/camera/camera_bench.hpp"
+#include "bench/camera/camera_operators.hpp"
+#include "bench/camera/camera_report.hpp"
 #include "gpu/support.hpp"
 #include "resident/imaging/png.hpp"
 #include "resident/measure/threads.hpp"

@@ -10,11 +10,11 @@
 #include <map>
 #include <sstream>
 
-#include "bench/io_bench.hpp"
-#include "bench/loops_bench.hpp"
-#include "bench/overhead_bench.hpp"
-#include "bench/plan_command.hpp"
-#include "bench/reef_bench.hpp"
+#include "bench/io/io_bench.hpp"
+#include "bench/loops/loops_bench.hpp"
+#include "bench/overhead/overhead_bench.hpp"
+#include "commands/plan_command.hpp"
+#include "bench/reef/reef_bench.hpp"
 #include "gpu/support.hpp"
 #include "resident/measure/threads.hpp"
 #include "resident/partition/green_context.hpp"

@@ -161,8 +161,14 @@ void run_two_loops_one_faults() {
   auto b = run_async(faulty, execution_mode::while_loop, on_b);
   const auto good = drive_lockstep(*healthy.mailbox(), {random_floats(64), random_floats(64)});
   if (good.size() != 2) verdict(false, "the healthy loop did not answer before the fault");
-  for (int i = 0; i < 4; ++i) (void)faulty._mailbox->publish(as_bytes(random_floats(64)));
-  std::this_thread::sleep_for(300ms);
+  // One sample at a time (the newest policy would skip a sample published behind another): the
+  // third traps, and the fourth finds the loop dead.
+  std::vector<std::byte> faulty_out(64 * sizeof(float));
+  for (int i = 0; i < 4; ++i) {
+    const io::output_stamp before = faulty._mailbox->latest_output();
+    (void)faulty._mailbox->publish(as_bytes(random_floats(64)));
+    (void)faulty._mailbox->wait_output(before, faulty_out, 500ms);
+  }
   std::vector<std::byte> out(sizeof(float));
   const io::output_stamp before = healthy.mailbox()->latest_output();
   (void)healthy.mailbox()->publish(as_bytes(random_floats(64)));

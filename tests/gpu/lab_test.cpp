@@ -14,7 +14,7 @@
 #include "resident/ops/lab_batch.hpp"
 
 #if RESIDENT_HAVE_BENCH
-#include "bench/lab_bench.hpp"
+#include "bench/lab/lab_bench.hpp"
 #endif
 
 namespace resident::testing {

@@ -283,8 +283,8 @@ TEST(persistent_mode, the_dot_dump_shows_the_forms_in_order) {
   std::ifstream in(options.dot_path);
   std::stringstream text;
   text << in.rdbuf();
-  for (const char* s : {"digraph persistent", "rx (mailbox_rx)", "affine (affine)",
-                        "sum (sum_reduce)", "tx (mailbox_tx)", "controller step"}) {
+  for (const char* s : {"digraph persistent", "rx (io.mailbox_rx)", "affine (ops.affine)",
+                        "sum (ops.sum_reduce)", "tx (io.mailbox_tx)", "controller step"}) {
     EXPECT_THAT(text.str(), HasSubstr(s));
   }
 }

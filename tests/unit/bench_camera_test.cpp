@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "bench/camera_bench.hpp"
-#include "bench/camera_report.hpp"
+#include "bench/camera/camera_bench.hpp"
+#include "bench/camera/camera_report.hpp"
 #include "commands/bench_camera.hpp"
 
 namespace resident::bench {

@@ -4,7 +4,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "bench/lab_bench.hpp"
+#include "bench/lab/lab_bench.hpp"
 
 namespace resident::bench {
 namespace {

@@ -3,7 +3,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "bench/loops_bench.hpp"
+#include "bench/loops/loops_bench.hpp"
 #include "resident/partition/green_context.hpp"
 
 namespace resident::bench {

@@ -8,7 +8,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "bench/reef_config.hpp"
+#include "bench/reef/reef_config.hpp"
 
 namespace resident::bench {
 namespace {

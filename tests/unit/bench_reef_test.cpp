@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <map>
 
-#include "bench/reef_bench.hpp"
+#include "bench/reef/reef_bench.hpp"
 
 namespace resident::bench {
 namespace {

@@ -7,8 +7,8 @@
 #include <map>
 #include <string>
 
-#include "bench/io_bench.hpp"
-#include "bench/overhead_bench.hpp"
+#include "bench/io/io_bench.hpp"
+#include "bench/overhead/overhead_bench.hpp"
 #include "commands/report.hpp"
 #include "resident/measure/receipt.hpp"
 

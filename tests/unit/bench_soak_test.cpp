@@ -5,7 +5,7 @@
 
 #include <vector>
 
-#include "bench/soak_bench.hpp"
+#include "bench/soak/soak_bench.hpp"
 
 namespace resident::bench {
 namespace {

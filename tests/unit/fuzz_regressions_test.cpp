@@ -14,10 +14,10 @@
 #include "resident/app/error.hpp"
 #include "resident/measure/receipt.hpp"
 
-#if __has_include("bench/sim_command.hpp")  // the CLI's code (RESIDENT_BUILD_APPS)
+#if __has_include("commands/sim_command.hpp")  // the CLI's code (RESIDENT_BUILD_APPS)
 #define RESIDENT_FUZZ_APPS 1
-#include "bench/plan_command.hpp"
-#include "bench/sim_command.hpp"
+#include "commands/plan_command.hpp"
+#include "commands/sim_command.hpp"
 #include "camera/camera.hpp"
 #endif
 

@@ -15,8 +15,8 @@
 #include "resident/partition/planner_json.hpp"
 
 // The CLI body lives in resident_bench, which exists only when the apps are built.
-#if __has_include("bench/plan_command.hpp")
-#include "bench/plan_command.hpp"
+#if __has_include("commands/plan_command.hpp")
+#include "commands/plan_command.hpp"
 #define RESIDENT_PLAN_HAVE_BENCH 1
 #endif
 

@@ -14,8 +14,8 @@
 #include "resident/sim/issue_order.hpp"
 
 // The CLI body lives in resident_bench, which exists only when the apps are built.
-#if __has_include("bench/sim_command.hpp")
-#include "bench/sim_command.hpp"
+#if __has_include("commands/sim_command.hpp")
+#include "commands/sim_command.hpp"
 #define RESIDENT_SIM_HAVE_BENCH 1
 #endif
 

@@ -3,7 +3,7 @@
 #include <random>
 #include <stdexcept>
 
-#include "bench/overhead_bench.hpp"
+#include "bench/overhead/overhead_bench.hpp"
 #include "bench/workloads.hpp"
 #include "resident/app/loop_device.cuh"
 

@@ -7,7 +7,7 @@
 #include <iostream>
 #include <stdexcept>
 
-#include "bench/camera_report.hpp"
+#include "bench/camera/camera_report.hpp"
 
 namespace resident::cli {
 

@@ -5,7 +5,7 @@
 #include <filesystem>
 #include <string>
 
-#include "bench/camera_bench.hpp"
+#include "bench/camera/camera_bench.hpp"
 #include "commands/command.hpp"
 
 namespace resident::cli {

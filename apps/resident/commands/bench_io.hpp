@@ -3,7 +3,7 @@
 
 #include <string>
 
-#include "bench/io_bench.hpp"
+#include "bench/io/io_bench.hpp"
 #include "commands/command.hpp"
 
 namespace resident::cli {

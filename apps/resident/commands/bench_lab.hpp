@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "bench/lab_bench.hpp"
+#include "bench/lab/lab_bench.hpp"
 #include "commands/command.hpp"
 
 namespace resident::cli {

@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "bench/loops_bench.hpp"
+#include "bench/loops/loops_bench.hpp"
 #include "commands/command.hpp"
 
 namespace resident::cli {

@@ -3,7 +3,7 @@
 
 #include <string>
 
-#include "bench/overhead_bench.hpp"
+#include "bench/overhead/overhead_bench.hpp"
 #include "commands/command.hpp"
 
 namespace resident::cli {

@@ -5,7 +5,7 @@
 #include <iostream>
 #include <sstream>
 
-#include "bench/reef_config.hpp"
+#include "bench/reef/reef_config.hpp"
 
 namespace resident::cli {
 

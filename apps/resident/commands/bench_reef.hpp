@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <string>
 
-#include "bench/reef_bench.hpp"
+#include "bench/reef/reef_bench.hpp"
 #include "commands/command.hpp"
 
 namespace resident::cli {

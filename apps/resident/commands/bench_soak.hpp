@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "bench/soak_bench.hpp"
+#include "bench/soak/soak_bench.hpp"
 #include "commands/command.hpp"
 
 namespace resident::cli {

@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "bench/plan_command.hpp"
+#include "commands/plan_command.hpp"
 #include "commands/command.hpp"
 
 namespace resident::cli {

@@ -6,8 +6,8 @@
 #include <fstream>
 #include <stdexcept>
 
-#include "bench/camera_report.hpp"
-#include "bench/io_bench.hpp"
+#include "bench/camera/camera_report.hpp"
+#include "bench/io/io_bench.hpp"
 #include "resident/measure/receipt.hpp"
 #include "resident/measure/report.hpp"
 

@@ -11,7 +11,7 @@
 #include <stdexcept>
 #include <thread>
 
-#include "bench/lab_pipeline.hpp"
+#include "bench/lab/lab_pipeline.hpp"
 #include "camera/camera.hpp"
 #include "resident/app/application.hpp"
 #include "resident/app/operator.hpp"

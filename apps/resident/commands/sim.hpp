@@ -2,7 +2,7 @@
 // resident sim [OPS.yaml]: the logical issue-order model of streams (bench/sim_command.hpp; no
 // GPU).
 
-#include "bench/sim_command.hpp"
+#include "commands/sim_command.hpp"
 #include "commands/command.hpp"
 
 namespace resident::cli {

@@ -1,7 +1,7 @@
 // bench reef's work: the RT model and its loop, the padding gemm, the BE models, the padding
 // profiles (see reef_model.hpp).
 
-#include "bench/reef_model.hpp"
+#include "bench/reef/reef_model.hpp"
 
 #include <algorithm>
 #include <cmath>

@@ -2,7 +2,7 @@
 // reef_bench.hpp; the policies in reef_policy.cpp, the work in reef_model.cpp, the trace
 // analyses in reef_traces.cpp).
 
-#include "bench/reef_bench.hpp"
+#include "bench/reef/reef_bench.hpp"
 
 #include <algorithm>
 #include <cstdio>
@@ -12,8 +12,8 @@
 #include <stdexcept>
 
 #include "bench/common.hpp"
-#include "bench/reef_model.hpp"
-#include "bench/reef_policy.hpp"
+#include "bench/reef/reef_model.hpp"
+#include "bench/reef/reef_policy.hpp"
 #include "resident/cuda/device.hpp"
 #include "resident/cuda/error.hpp"
 #include "resident/cuda/l2_persistence.hpp"

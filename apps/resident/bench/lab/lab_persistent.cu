@@ -24,8 +24,8 @@
 #include <thread>
 
 #include "bench/common.hpp"
-#include "bench/lab_bench.hpp"
-#include "bench/lab_common.hpp"
+#include "bench/lab/lab_bench.hpp"
+#include "bench/lab/lab_common.hpp"
 #include "resident/ops/vector_forms.cuh"
 #include "resident/app/loop_device.cuh"
 #include "resident/cuda/error.hpp"

@@ -1,4 +1,4 @@
-#include "bench/loops_bench.hpp"
+#include "bench/loops/loops_bench.hpp"
 
 #include <sched.h>
 
@@ -17,7 +17,7 @@
 #include <tuple>
 
 #include "bench/common.hpp"
-#include "bench/loops_run.hpp"
+#include "bench/loops/loops_run.hpp"
 #include "bench/workloads.hpp"
 #include "resident/measure/contention.hpp"
 #include "resident/measure/host_noise.hpp"

@@ -6,9 +6,9 @@
 #include <ostream>
 
 #include "bench/common.hpp"
-#include "bench/lab_bench.hpp"
-#include "bench/lab_common.hpp"
-#include "bench/overhead_bench.hpp"
+#include "bench/lab/lab_bench.hpp"
+#include "bench/lab/lab_common.hpp"
+#include "bench/overhead/overhead_bench.hpp"
 #include "resident/cuda/error.hpp"
 #include "resident/ops/vector_ops.hpp"
 

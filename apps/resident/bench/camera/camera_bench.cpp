@@ -1,7 +1,7 @@
 // resident bench camera: settings, configurations, results, targets and the run (see
 // camera_bench.hpp).
 
-#include "bench/camera_bench.hpp"
+#include "bench/camera/camera_bench.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -15,7 +15,7 @@
 #include <stdexcept>
 #include <thread>
 
-#include "bench/camera_operators.hpp"
+#include "bench/camera/camera_operators.hpp"
 #include "bench/common.hpp"
 #include "resident/cuda/device.hpp"
 #include "resident/imaging/png.hpp"

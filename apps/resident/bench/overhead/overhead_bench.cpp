@@ -1,4 +1,4 @@
-#include "bench/overhead_bench.hpp"
+#include "bench/overhead/overhead_bench.hpp"
 
 #include <chrono>
 #include <functional>

@@ -1,6 +1,6 @@
 // resident bench camera's text table and HTML page (see camera_report.hpp).
 
-#include "bench/camera_report.hpp"
+#include "bench/camera/camera_report.hpp"
 
 #include <algorithm>
 #include <array>

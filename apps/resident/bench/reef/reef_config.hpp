@@ -13,7 +13,7 @@
 #include <string_view>
 #include <vector>
 
-#include "bench/reef_bench.hpp"
+#include "bench/reef/reef_bench.hpp"
 
 namespace resident::bench {
 

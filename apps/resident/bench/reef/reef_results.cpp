@@ -1,6 +1,6 @@
 // bench reef: what one policy's run measured (see reef_results.hpp).
 
-#include "bench/reef_results.hpp"
+#include "bench/reef/reef_results.hpp"
 
 #include "resident/cuda/error.hpp"
 #include "resident/measure/receipt.hpp"

@@ -1,4 +1,4 @@
-#include "bench/lab_bench.hpp"
+#include "bench/lab/lab_bench.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -11,8 +11,8 @@
 #include <stdexcept>
 
 #include "bench/common.hpp"
-#include "bench/lab_common.hpp"
-#include "bench/overhead_bench.hpp"
+#include "bench/lab/lab_common.hpp"
+#include "bench/overhead/overhead_bench.hpp"
 #include "resident/measure/break_even.hpp"
 
 namespace resident::bench {

@@ -1,4 +1,4 @@
-#include "bench/reef_kernels.hpp"
+#include "bench/reef/reef_kernels.hpp"
 
 #include "resident/app/loop_device.cuh"
 #include "resident/cuda/error.hpp"

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "bench/loops_bench.hpp"
+#include "bench/loops/loops_bench.hpp"
 #include "resident/exec/mode.hpp"
 
 namespace resident::bench::loops_detail {

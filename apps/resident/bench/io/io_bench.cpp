@@ -1,4 +1,4 @@
-#include "bench/io_bench.hpp"
+#include "bench/io/io_bench.hpp"
 
 #include <sched.h>
 #include <unistd.h>

@@ -1,6 +1,6 @@
 // bench reef's configuration file (see reef_config.hpp).
 
-#include "bench/reef_config.hpp"
+#include "bench/reef/reef_config.hpp"
 
 #include <yaml-cpp/yaml.h>
 

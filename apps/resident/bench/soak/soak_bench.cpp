@@ -1,6 +1,6 @@
 // resident bench soak (see soak_bench.hpp).
 
-#include "bench/soak_bench.hpp"
+#include "bench/soak/soak_bench.hpp"
 
 #include <cuda_runtime_api.h>
 
@@ -20,7 +20,7 @@
 #include <thread>
 
 #include "bench/common.hpp"
-#include "bench/lab_pipeline.hpp"
+#include "bench/lab/lab_pipeline.hpp"
 #include "camera/camera.hpp"
 #include "resident/app/error.hpp"
 #include "resident/cuda/error.hpp"
@@ -317,6 +317,12 @@ measure::receipt run_soak_bench(const soak_settings& s, std::ostream& log, bool&
   const auto deadline = std::chrono::nanoseconds(static_cast<std::int64_t>(s.deadline_us * 1e3));
   const double seconds = s.minutes * 60.0;
 
+  // Everything the run needs is built before the first loop starts: a CUDA allocation or free
+  // while a resident loop runs may wait for the device to be idle, which it never is (the CPU
+  // reference's sensor bridge, freed at the end of expected_screens, hung the soak that way).
+  camera_side cside;
+  cside.expected = expected_screens(cam, photo);
+
   // The mailbox loop.
   lab_pipeline app(s.elements, true);
   const sample_pool pool = make_pool(s.elements);
@@ -333,8 +339,6 @@ measure::receipt run_soak_bench(const soak_settings& s, std::ostream& log, bool&
   std::thread actuator([&] { run_actuator(*app.mailbox, base, pool, mside, done, t0); });
 
   // The camera, on a thread of its own (run_camera returns when its frames are done).
-  camera_side cside;
-  cside.expected = expected_screens(cam, photo);
   shared_state state;
   camera::camera_result cres;
   std::string camera_failure;

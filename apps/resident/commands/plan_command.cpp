@@ -1,4 +1,4 @@
-#include "bench/plan_command.hpp"
+#include "commands/plan_command.hpp"
 
 #include <nlohmann/json.hpp>
 

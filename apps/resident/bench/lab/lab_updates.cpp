@@ -7,8 +7,8 @@
 #include <ostream>
 
 #include "bench/common.hpp"
-#include "bench/lab_bench.hpp"
-#include "bench/lab_common.hpp"
+#include "bench/lab/lab_bench.hpp"
+#include "bench/lab/lab_common.hpp"
 #include "resident/cuda/error.hpp"
 #include "resident/ops/vector_ops.hpp"
 

@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "bench/common.hpp"
-#include "bench/reef_bench.hpp"
-#include "bench/reef_kernels.hpp"
+#include "bench/reef/reef_bench.hpp"
+#include "bench/reef/reef_kernels.hpp"
 #include "resident/measure/statistics.hpp"
 
 namespace resident::bench {

@@ -1,8 +1,8 @@
 // bench reef: what each policy changes, and one policy's run, step by step (see reef_policy.hpp).
 
-#include "bench/reef_policy.hpp"
+#include "bench/reef/reef_policy.hpp"
 
-#include "bench/reef_results.hpp"
+#include "bench/reef/reef_results.hpp"
 
 #include <algorithm>
 #include <array>

@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "bench/reef_bench.hpp"
-#include "bench/reef_model.hpp"
+#include "bench/reef/reef_bench.hpp"
+#include "bench/reef/reef_model.hpp"
 
 namespace resident::bench::reef_detail {
 

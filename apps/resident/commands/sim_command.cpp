@@ -1,4 +1,4 @@
-#include "bench/sim_command.hpp"
+#include "commands/sim_command.hpp"
 
 #include <nlohmann/json.hpp>
 

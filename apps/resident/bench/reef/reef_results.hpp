@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "bench/common.hpp"
-#include "bench/reef_bench.hpp"
-#include "bench/reef_model.hpp"
+#include "bench/reef/reef_bench.hpp"
+#include "bench/reef/reef_model.hpp"
 #include "resident/exec/run_handle.hpp"
 #include "resident/measure/statistics.hpp"
 #include "resident/sched/preemption.hpp"

@@ -10,8 +10,8 @@
 #include <stdexcept>
 #include <thread>
 
-#include "bench/camera_bench.hpp"
-#include "bench/camera_operators.hpp"
+#include "bench/camera/camera_bench.hpp"
+#include "bench/camera/camera_operators.hpp"
 #include "bench/common.hpp"
 #include "resident/cuda/device.hpp"
 #include "resident/imaging/png.hpp"

@@ -1,6 +1,6 @@
 // resident bench loops: one configuration's run, step by step (see loops_run.hpp).
 
-#include "bench/loops_run.hpp"
+#include "bench/loops/loops_run.hpp"
 
 #include <algorithm>
 #include <array>

@@ -1,6 +1,6 @@
 // The imaging operators timed alone, and our demosaic against NPP's (see camera_operators.hpp).
 
-#include "bench/camera_operators.hpp"
+#include "bench/camera/camera_operators.hpp"
 
 #include <algorithm>
 #include <functional>

@@ -16,7 +16,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "bench/reef_kernels.hpp"
+#include "bench/reef/reef_kernels.hpp"
 #include "resident/app/application.hpp"
 #include "resident/cuda/buffers.hpp"
 #include "resident/io/mailbox.hpp"
