@@ -371,6 +371,50 @@ def save_partial(header: dict[str, Any], results: list[dict[str, Any]],
         json.dump(dict(header, partial=True, results=results), f, indent=1)
 
 
+
+def describe_device() -> dict[str, Any]:
+    """The receipt's "device", in the C++ receipts' shape (resident report reads both): name, SMs,
+    compute capability, driver (nvidia-smi's, else the CUDA driver API's version), CUDA runtime
+    (13000 = 13.0) and the SM clock seen at the start."""
+    props = torch.cuda.get_device_properties(torch.cuda.current_device())
+    major, minor = (int(x) for x in (torch.version.cuda or "0.0").split(".")[:2])
+    device: dict[str, Any] = {
+        "name": props.name,
+        "sm_count": props.multi_processor_count,
+        "compute_capability": f"{props.major}.{props.minor}",
+        "driver": str(torch._C._cuda_getDriverVersion()),
+        "cuda_runtime": major * 1000 + minor * 10,
+    }
+    try:
+        out = subprocess.run(["nvidia-smi", "--query-gpu=clocks.sm,driver_version",
+                              "--format=csv,noheader,nounits"], capture_output=True, text=True,
+                             timeout=10, check=True).stdout.splitlines()[0].split(",")
+        device["driver"] = out[1].strip()
+        device["sm_clocks_seen_mhz"] = [int(out[0])]
+        device["sm_clock_mhz"] = int(out[0])
+    except (OSError, subprocess.SubprocessError, IndexError, ValueError):
+        pass
+    return device
+
+
+def describe_host(extra: dict[str, Any]) -> dict[str, Any]:
+    """The receipt's "host" in the C++ receipts' shape (cpus, kernel, cpu_model), with `extra`."""
+    model = ""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            for line in f:
+                key, _, value = line.partition(":")
+                if key.strip() == "model name":
+                    model = value.strip()
+                    break
+    except OSError:
+        pass
+    host: dict[str, Any] = {"cpus": os.cpu_count() or 0, "kernel": platform.release()}
+    if model:
+        host["cpu_model"] = model
+    host.update(extra)
+    return host
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     if args.merge:
@@ -401,10 +445,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         "benchmark": "inference",
         "command": "python -m resident.bench.inference " + " ".join(sys.argv[1:] if argv is None
                                                                      else argv),
-        "device": torch.cuda.get_device_name(),
+        "device": describe_device(),
         "git_commit": git_commit(),
-        "host": {"cpus": cpus, "hog_cpus": free, "python": platform.python_version(),
-                 "torch": torch.__version__},
+        "host": describe_host({"thread_cpus": cpus, "hog_cpus": free,
+                               "python": platform.python_version(), "torch": torch.__version__}),
         "settings": {"iterations": args.iterations, "warmup": args.warmup, "images": IMAGES,
                      "tf32": False, "policy": "every"},
         "started_at": started,
