@@ -4,8 +4,8 @@
 
 #include <cuda/atomic>
 
-#include "resident/app/loop_device.cuh"
 #include "resident/app/error.hpp"
+#include "resident/app/loop_device.cuh"
 #include "resident/cuda/error.hpp"
 #include "resident/io/csi2.hpp"
 #include "resident/io/sensor_bridge.hpp"
@@ -111,7 +111,7 @@ std::optional<device_form> frame_rx::persistent_form() const {
   }
   // The bridge's commit kernel runs beside the loop, which waits for it: "as many blocks as
   // fit" leaves it room.
-  return device_form::of<frame_rx_form>(a, nullptr).with_reserved_sms(4);
+  return device_form::of<frame_rx_form>(a, nullptr).with_reserved_sms(bridge_reserved_sms);
 }
 
 }  // namespace resident::io

@@ -50,14 +50,12 @@ inline constexpr form_type form_type_of{F::name};
 namespace detail {
 /// One step of the persistent kernel's loop, in device memory: a form, its phases and its
 /// arguments.
-struct alignas(16) form_step {
+struct form_step {
   std::uint32_t form{};  // its index in the kernel's form list
   std::uint32_t phases{1};
   std::uint32_t last_block_phases{};  // bit p: phase p ends with phase_end::last_block
-  std::uint32_t reserved{};
-  std::uint32_t* arrivals{};  // blocks done with a last-block phase (zero between)
-  std::uint64_t reserved2{};
-  std::byte args[form_args_capacity]{};
+  std::uint32_t* arrivals{};          // blocks done with a last-block phase (zero between)
+  alignas(16) std::byte args[form_args_capacity]{};
 };
 
 struct persistent_launch {

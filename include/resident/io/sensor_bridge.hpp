@@ -184,6 +184,10 @@ class sensor_bridge {
   friend class frame_rx;
 };
 
+/// SMs that a persistent loop fed by a bridge leaves free when it takes "as many blocks as fit":
+/// the bridge's commit kernel, which the loop waits for, runs there.
+inline constexpr std::uint32_t bridge_reserved_sms = 4;
+
 /// The data-ready handler operator: polls the ring for the frame the loop's policy asks for,
 /// checks its slot's record and writes a frame_ref into its "frame" output. Resident modes poll up
 /// to run_options::poll_ns inside the kernel; host-driven modes run it after the host gate saw a
