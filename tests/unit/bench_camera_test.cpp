@@ -445,6 +445,80 @@ TEST(camera_report, the_page_has_targets_plots_per_mode_and_the_operator_table) 
   EXPECT_THAT(html, Not(HasSubstr("<script")));
 }
 
+// The SVG of the plot whose aria-label is `label` ("latency over time: while"), or "".
+std::string svg_labelled(const std::string& html, const std::string& label) {
+  const auto at = html.find("aria-label=\"" + label + "\"");
+  if (at == std::string::npos) return {};
+  const auto begin = html.rfind("<svg", at);
+  return html.substr(begin, html.find("</svg>", at) + 6 - begin);
+}
+
+// The texts of an SVG's labels drawn with text-anchor `anchor`, in order.
+std::vector<std::string> anchored_texts(const std::string& svg, const std::string& anchor) {
+  std::vector<std::string> texts;
+  const std::string open = "text-anchor=\"" + anchor + "\">";
+  for (auto at = svg.find(open); at != std::string::npos; at = svg.find(open, at + 1)) {
+    const auto begin = at + open.size();
+    texts.push_back(svg.substr(begin, svg.find("</text>", begin) - begin));
+  }
+  return texts;
+}
+
+// The modes of one group share one latency axis on their series plots and one on their
+// histograms, so they can be compared by eye (while runs at 30-33 us, host-graph at 50-350).
+TEST(camera_report, the_modes_of_a_group_share_their_plots_axes) {
+  const std::string html = render_camera_report(small_receipt());
+  const std::string series_while = svg_labelled(html, "latency over time: while");
+  const std::string series_host = svg_labelled(html, "latency over time: host-graph");
+  ASSERT_FALSE(series_while.empty());
+  ASSERT_FALSE(series_host.empty());
+  const auto y_ticks = anchored_texts(series_while, "end");
+  EXPECT_EQ(y_ticks, anchored_texts(series_host, "end"));
+  EXPECT_EQ(y_ticks.back(), "400");  // host-graph's max (350) is on while's axis too
+  const std::string hist_while = svg_labelled(html, "histogram: while");
+  const std::string hist_host = svg_labelled(html, "histogram: host-graph");
+  ASSERT_FALSE(hist_while.empty());
+  EXPECT_EQ(anchored_texts(hist_while, "middle"), anchored_texts(hist_host, "middle"));
+}
+
+// A mode that occurs twice in one group: "mode (run k of n)" in the table, the box plot and the
+// plots' titles; the others keep their names.
+TEST(camera_report, repeated_runs_of_a_mode_are_labelled) {
+  measure::receipt rc = small_receipt();
+  rc.results.push_back(software("1080p raw12", "none", "while", {synthetic_run(2000, 32, 5)}));
+  const std::string html = render_camera_report(rc);
+  for (const char* label : {"while (run 1 of 2)", "while (run 2 of 2)"}) {
+    EXPECT_THAT(html, HasSubstr(std::string("<tr><td>") + label + "</td>"));
+    EXPECT_THAT(html, HasSubstr(std::string("text-anchor=\"end\">") + label + "</text>"));
+    EXPECT_THAT(html, HasSubstr(std::string("aria-label=\"latency over time: ") + label + "\""));
+    EXPECT_THAT(html, HasSubstr(std::string("aria-label=\"histogram: ") + label + "\""));
+  }
+  EXPECT_THAT(html, HasSubstr("<tr><td>host-graph</td>"));
+  EXPECT_THAT(html, HasSubstr("aria-label=\"latency over time: while\""));  // photon: once
+}
+
+// Tables scroll inside the page; the settings are a table, not JSON.
+TEST(camera_report, tables_scroll_and_settings_are_a_table) {
+  measure::receipt rc = small_receipt();
+  rc.settings["cpus"] = {{"loop", 14}, {"sensor", 15}};
+  rc.settings["modes"] = {"while", "host-graph"};
+  const std::string html = render_camera_report(rc);
+  EXPECT_THAT(html, HasSubstr(".table-scroll{overflow-x:auto"));
+  std::size_t tables = 0;
+  for (auto p = html.find("<div class=\"table-scroll\">\n<table"); p != std::string::npos;
+       p = html.find("<div class=\"table-scroll\">\n<table", p + 1)) {
+    ++tables;
+  }
+  EXPECT_GE(tables, 6U);  // meta, targets, two latency tables, operators, settings
+  EXPECT_THAT(html, HasSubstr("<h2>Settings</h2>\n<div class=\"table-scroll\">\n<table "
+                              "class=\"kv\">"));
+  EXPECT_THAT(html, HasSubstr("<tr><th>cpus</th><td><table class=\"kv\">"));
+  EXPECT_THAT(html, HasSubstr("<tr><th>modes</th><td>while, host-graph</td></tr>"));
+  EXPECT_THAT(html, Not(HasSubstr("<pre>")));
+  const auto settings = html.substr(html.find("<h2>Settings</h2>"));
+  EXPECT_THAT(settings, Not(HasSubstr("{\"")));
+}
+
 TEST(camera_report, the_table_lists_results_and_verdicts) {
   const std::string table = camera_table(small_receipt());
   EXPECT_THAT(table, HasSubstr("software latency"));

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <limits>
 #include <numeric>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -129,6 +130,75 @@ TEST(histogram_svg, draws_one_bar_per_non_empty_bin) {
   EXPECT_THAT(svg, HasSubstr("samples (log scale)"));
   p.data.counts.clear();
   EXPECT_THAT(histogram_svg(p), HasSubstr("no samples"));
+}
+
+// The texts of the tick labels drawn with `anchor` (series: "end" for the latency axis; both
+// plots: "middle" for the horizontal axis), in order.
+std::vector<std::string> tick_labels(const std::string& svg, const std::string& anchor) {
+  std::vector<std::string> labels;
+  const std::string open = "text-anchor=\"" + anchor + "\">";
+  for (auto at = svg.find(open); at != std::string::npos; at = svg.find(open, at + 1)) {
+    const auto begin = at + open.size();
+    labels.push_back(svg.substr(begin, svg.find("</text>", begin) - begin));
+  }
+  return labels;
+}
+
+series_plot ramp(double base, double height) {
+  series_plot p;
+  const std::vector<double> t{0, 1, 2, 3};
+  const std::vector<double> v{base, base + height / 2, base + height, base};
+  p.buckets = bucket_series(t, v, 4);
+  return p;
+}
+
+TEST(series_svg, plots_given_one_range_draw_the_same_latency_axis) {
+  series_plot a = ramp(30, 10);
+  series_plot b = ramp(100, 90);
+  // On their own axes the two plots label different values.
+  EXPECT_NE(tick_labels(series_svg(a), "end"), tick_labels(series_svg(b), "end"));
+  const auto shared = unite(value_extent(a), value_extent(b));
+  ASSERT_TRUE(shared.has_value());
+  EXPECT_DOUBLE_EQ(shared->lo, 30.0);
+  EXPECT_DOUBLE_EQ(shared->hi, 190.0);
+  a.y_range = shared;
+  b.y_range = shared;
+  const auto labels = tick_labels(series_svg(a), "end");
+  EXPECT_EQ(labels, tick_labels(series_svg(b), "end"));
+  EXPECT_EQ(labels.front(), "0");
+  EXPECT_EQ(labels.back(), "200");
+  // Points count towards the extent; nothing to draw has none.
+  series_plot points;
+  points.points_x = {1.0};
+  points.points_y = {7.5};
+  EXPECT_DOUBLE_EQ(value_extent(points)->lo, 7.5);
+  EXPECT_FALSE(value_extent(series_plot{}).has_value());
+  EXPECT_FALSE(unite(std::nullopt, std::nullopt).has_value());
+}
+
+TEST(histogram_svg, histograms_given_one_range_and_count_share_both_axes) {
+  histogram_plot a;
+  a.data = {10.0, 20.0, {1000, 3}};
+  histogram_plot b;
+  b.data = {40.0, 60.0, {10, 1}};
+  EXPECT_NE(tick_labels(histogram_svg(a), "middle"), tick_labels(histogram_svg(b), "middle"));
+  // On its own count axis each histogram's largest bin reaches the top of the plot.
+  EXPECT_THAT(histogram_svg(b), HasSubstr("y=\"24.0\""));
+  const auto shared = unite(value_extent(a.data), value_extent(b.data));
+  ASSERT_TRUE(shared.has_value());
+  EXPECT_DOUBLE_EQ(shared->lo, 10.0);
+  EXPECT_DOUBLE_EQ(shared->hi, 60.0);
+  for (auto* p : {&a, &b}) {
+    p->x_range = shared;
+    p->max_count = 1000;
+  }
+  const std::string sa = histogram_svg(a);
+  const std::string sb = histogram_svg(b);
+  EXPECT_EQ(tick_labels(sa, "middle"), tick_labels(sb, "middle"));
+  EXPECT_THAT(sa, HasSubstr("y=\"24.0\""));       // 1000 of 1000: the top
+  EXPECT_THAT(sb, Not(HasSubstr("y=\"24.0\"")));  // 10 of 1000: lower
+  EXPECT_EQ(count(sb, "<rect class=\"bar\""), 2U);
+  EXPECT_FALSE(value_extent(histogram{}).has_value());
 }
 
 }  // namespace

@@ -300,8 +300,35 @@ TEST(report, html_tables_co_scheduling_policies_and_their_targets) {
   EXPECT_THAT(html, HasSubstr("<td>preempt</td>"));
   EXPECT_THAT(html, HasSubstr("<td class=\"num\">1.063x</td>"));
   EXPECT_THAT(html, HasSubstr("<h3>targets</h3>"));
-  EXPECT_EQ(count(html, "<li>"), 3U);  // one per target
+  EXPECT_EQ(count(html, "<td class=\"missed\">missed</td>"), 2U);  // a row per target
+  EXPECT_EQ(count(html, "<td class=\"met\">met</td>"), 1U);
   EXPECT_THAT(render_html({overhead_receipt()}), Not(HasSubstr("co-scheduling")));
+}
+
+// Targets: a table of verdict, name, value, target and notes (the context beside a ratio or a
+// latency); not repeated in the settings, and never as raw JSON.
+TEST(report, html_tables_the_targets_with_their_verdicts_and_notes) {
+  const std::string html = render_html({reef_receipt()});
+  EXPECT_THAT(html, HasSubstr("<th>verdict</th><th>name</th><th class=\"num\">value</th><th "
+                              "class=\"num\">target</th><th>notes</th>"));
+  EXPECT_THAT(html, HasSubstr("<tr><td class=\"missed\">missed</td><td>preempt: RT p99 / "
+                              "exclusive p99</td><td class=\"num\">1.063</td><td "
+                              "class=\"num\">1.05</td><td>undisturbed 1.051; in-loop "
+                              "1.071</td></tr>"));
+  EXPECT_THAT(html, HasSubstr("<td class=\"num\">21.5</td><td class=\"num\">20.00</td><td>from "
+                              "the sample 11.75</td>"));
+  EXPECT_THAT(html, Not(HasSubstr("<ul")));
+  EXPECT_THAT(html, Not(HasSubstr("<th>targets</th>")));  // not in the settings table too
+  EXPECT_THAT(html, Not(HasSubstr("{\"")));
+  // Not judged (met null, value null): neither met nor missed.
+  receipt r = overhead_receipt();
+  r.settings["targets"] = json::array({{{"name", "host-graph matmul6: |mean / peer - 1|"},
+                                        {"limit", 0.03},
+                                        {"met", nullptr},
+                                        {"value", nullptr}}});
+  EXPECT_THAT(render_html({r}), HasSubstr("<td class=\"unjudged\">not judged</td><td>host-graph "
+                                          "matmul6: |mean / peer - 1|</td><td class=\"num\">not "
+                                          "run</td><td class=\"num\">0.03</td><td></td>"));
 }
 
 TEST(report, text_of_nothing) { EXPECT_EQ(render_text({}), "no receipts\n"); }
@@ -318,6 +345,7 @@ TEST(report, html_is_one_self_contained_page) {
   EXPECT_EQ(count(html, "<table"), count(html, "</table>"));
   EXPECT_EQ(count(html, "<tr>"), count(html, "</tr>"));
   EXPECT_EQ(count(html, "<section"), count(html, "</section>"));
+  EXPECT_EQ(count(html, "<div"), count(html, "</div>"));
   EXPECT_EQ(count(html, "<g "), count(html, "</g>"));
   // Nothing to fetch and nothing to run.
   EXPECT_THAT(html, Not(HasSubstr("http")));
@@ -337,12 +365,77 @@ TEST(report, html_header_shows_each_receipt) {
   EXPECT_THAT(html, HasSubstr("NVIDIA H200, 132 SMs, compute capability 9.0, driver 580.159.04, "
                               "CUDA runtime 13.0, SM clocks seen 1980, 1755 MHz"));
   EXPECT_THAT(html, HasSubstr("16 CPUs, kernel 6.18.0-resident-test, AMD EPYC 9654"));
-  EXPECT_THAT(html, HasSubstr("rate_hz = 1000"));
+  EXPECT_THAT(html, HasSubstr("<tr><th>rate_hz</th><td>1000</td></tr>"));
   EXPECT_THAT(html, HasSubstr("workload matmul6, contention stress"));
   // The other receipt's fields become a table.
   EXPECT_THAT(html, HasSubstr("<th>median_ns</th>"));
   EXPECT_THAT(html, HasSubstr("<th>relative_error</th>"));
   EXPECT_THAT(html, HasSubstr("host sync"));
+}
+
+// Settings: a key/value table; a nested object a nested table, an array of objects a table with
+// the union of their keys as columns, a flat array its values; no raw JSON anywhere.
+TEST(report, html_shows_settings_as_tables_not_json) {
+  receipt r = overhead_receipt();
+  r.settings = {{"rate_hz", 1000},
+                {"cpus", {{"loop", 13}, {"sensor", 15}}},
+                {"modes", {"while", "tail"}},
+                {"merged_from",
+                 {{{"command", "part <one>"}, {"git_commit", "abc"}},
+                  {{"command", "part two"}, {"started_at", "now"}}}},
+                {"empty", json::object()}};
+  const std::string html = render_html({r});
+  EXPECT_THAT(html, HasSubstr("<tr><th>settings</th><td><table class=\"kv\">"));
+  EXPECT_THAT(html, HasSubstr("<tr><th>cpus</th><td><table class=\"kv\"><tbody>\n<tr><th>loop</th>"
+                              "<td>13</td></tr>\n<tr><th>sensor</th><td>15</td></tr>"));
+  EXPECT_THAT(html, HasSubstr("<tr><th>modes</th><td>while, tail</td></tr>"));
+  EXPECT_THAT(html, HasSubstr("<tr><th>merged_from</th><td><table class=\"list\">\n<thead><tr>"
+                              "<th>command</th><th>git_commit</th><th>started_at</th></tr>"));
+  EXPECT_THAT(html, HasSubstr("<tr><td>part &lt;one&gt;</td><td>abc</td><td></td></tr>"));
+  EXPECT_THAT(html, HasSubstr("<tr><td>part two</td><td></td><td>now</td></tr>"));
+  EXPECT_THAT(html, HasSubstr("<tr><th>empty</th><td>(empty)</td></tr>"));
+  EXPECT_THAT(html, Not(HasSubstr("{\"")));
+  EXPECT_THAT(html, Not(HasSubstr("[\"")));
+  EXPECT_EQ(count(html, "<table"), count(html, "</table>"));
+  // The same for a bare value and an array of values and objects mixed.
+  EXPECT_EQ(detail::value_html(json("a<b")), "a&lt;b");
+  EXPECT_EQ(detail::value_html(json::array({1, 2.5, "x"})), "1, 2.50, x");
+  EXPECT_THAT(detail::value_html(json::array({{{"k", 1}}, 7})),
+              HasSubstr("<th>k</th><th>value</th>"));
+  EXPECT_THAT(detail::value_html(json{{"a", 1}, {"b", 2}}, {"a"}), Not(HasSubstr("<th>a</th>")));
+}
+
+// A mode that ran more than once in one group (bench io's repeats) is labelled run k of n in
+// the table and the box plot; modes that ran once keep their name.
+TEST(report, html_labels_repeated_runs_of_a_mode) {
+  receipt r = receipt::read(fixture);
+  r.results.push_back(r.results[0]);  // empty / none / while, a second time
+  const std::string html = render_html({r});
+  EXPECT_EQ(count(html, "<td>while (run 1 of 2)</td>"), 1U);
+  EXPECT_EQ(count(html, "<td>while (run 2 of 2)</td>"), 1U);
+  EXPECT_EQ(count(html, "text-anchor=\"end\">while (run 1 of 2)</text>"), 1U);
+  EXPECT_EQ(count(html, "text-anchor=\"end\">while (run 2 of 2)</text>"), 1U);
+  EXPECT_EQ(count(html, "<td>host-graph</td>"), 4U);  // once in each group
+  EXPECT_EQ(count(html, "<td>while</td>"), 3U);       // the other three groups
+  EXPECT_EQ(count(html, "class=\"box\""), 9U);
+  EXPECT_EQ(detail::run_labels({"a", "b", "a", "c"}),
+            (std::vector<std::string>{"a (run 1 of 2)", "b", "a (run 2 of 2)", "c"}));
+  EXPECT_TRUE(detail::run_labels({}).empty());
+}
+
+// Every table sits in a box that scrolls sideways, so a wide table keeps the page's width.
+TEST(report, html_tables_scroll_inside_the_page) {
+  const std::string html =
+      render_html({receipt::read(fixture), overhead_receipt(), reef_receipt(), loops_receipt()});
+  EXPECT_THAT(html, HasSubstr(".table-scroll{overflow-x:auto"));
+  const std::string wrap = "<div class=\"table-scroll\">\n<table";
+  // Top-level tables: meta (one per receipt) and the results, slowest, policy and target tables.
+  std::size_t top_level = 0;
+  for (const char* cls : {"meta", "results", "targets"}) {
+    top_level += count(html, std::string("<table class=\"") + cls + "\"");
+  }
+  EXPECT_EQ(count(html, wrap), top_level);
+  EXPECT_GT(top_level, 10U);
 }
 
 TEST(report, html_uses_a_log_axis_only_where_max_over_min_exceeds_100) {

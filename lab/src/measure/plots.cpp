@@ -186,6 +186,12 @@ std::optional<std::pair<double, double>> extent(const std::vector<double>& a,
   return std::make_pair(lo, hi);
 }
 
+// [lo, hi], widened when it is a single value so that it has a width to draw bars in.
+plot_range with_width(double lo, double hi) {
+  if (hi > lo) return {lo, hi};
+  return {lo, lo + std::max(std::abs(lo) * 0.01, 1e-3)};
+}
+
 std::string no_data(const frame& f, const std::string& title, const char* what) {
   std::ostringstream svg;
   open_svg(svg, f, title, what);
@@ -202,8 +208,9 @@ std::string series_svg(const series_plot& p) {
   std::vector<double> ys = b.min;
   ys.insert(ys.end(), b.max.begin(), b.max.end());
   const auto xs = extent(b.t, p.points_x);
-  const auto yr = extent(ys, p.points_y);
+  auto yr = extent(ys, p.points_y);
   if (!xs || !yr || p.points_x.size() != p.points_y.size()) return no_data(f, p.title, "series");
+  if (p.y_range) yr = std::make_pair(p.y_range->lo, p.y_range->hi);
   const axis ax = choose_axis(xs->first, xs->second, axis_scale::linear);
   const axis ay = choose_axis(yr->first, yr->second, axis_scale::linear);
   const auto x = [&](double v) { return axis_position(ax, v, f.x0(), f.x1()); };
@@ -244,15 +251,20 @@ std::string histogram_svg(const histogram_plot& p) {
   const frame f;
   const histogram& h = p.data;
   if (h.counts.empty()) return no_data(f, p.title, "histogram");
-  const std::uint64_t top = *std::max_element(h.counts.begin(), h.counts.end());
-  const double lo = h.lo;
-  const double hi = h.hi > h.lo ? h.hi : h.lo + std::max(std::abs(h.lo) * 0.01, 1e-3);
-  const axis ax = choose_axis(lo, hi, axis_scale::linear);
+  const std::uint64_t top =
+      p.max_count.value_or(*std::max_element(h.counts.begin(), h.counts.end()));
+  const plot_range own = with_width(h.lo, h.hi);
+  const double lo = own.lo;
+  const double hi = own.hi;
+  const plot_range shown = p.x_range ? with_width(p.x_range->lo, p.x_range->hi) : own;
+  const axis ax = choose_axis(shown.lo, shown.hi, axis_scale::linear);
   const auto x = [&](double v) { return axis_position(ax, v, f.x0(), f.x1()); };
   // Counts: log10(1 + count) on a log axis (a single sample still shows), linear otherwise.
   const auto scaled = [&](double c) { return p.log_counts ? std::log10(1.0 + c) : c; };
   const double full = std::max(scaled(static_cast<double>(top)), 1e-9);
-  const auto y = [&](double c) { return f.y0() - (f.y0() - f.y1()) * scaled(c) / full; };
+  const auto y = [&](double c) {
+    return std::max(f.y1(), f.y0() - (f.y0() - f.y1()) * scaled(c) / full);
+  };
 
   std::ostringstream svg;
   open_svg(svg, f, p.title, "histogram");
@@ -282,6 +294,26 @@ std::string histogram_svg(const histogram_plot& p) {
   }
   svg << "</g></svg>";
   return svg.str();
+}
+
+std::optional<plot_range> value_extent(const series_plot& plot) {
+  std::vector<double> ys = plot.buckets.min;
+  ys.insert(ys.end(), plot.buckets.max.begin(), plot.buckets.max.end());
+  const auto e = extent(ys, plot.points_y);
+  if (!e) return std::nullopt;
+  return plot_range{e->first, e->second};
+}
+
+std::optional<plot_range> value_extent(const histogram& data) {
+  if (data.counts.empty()) return std::nullopt;
+  return plot_range{data.lo, data.hi};
+}
+
+std::optional<plot_range> unite(const std::optional<plot_range>& a,
+                                const std::optional<plot_range>& b) {
+  if (!a) return b;
+  if (!b) return a;
+  return plot_range{std::min(a->lo, b->lo), std::max(a->hi, b->hi)};
 }
 
 }  // namespace resident::measure

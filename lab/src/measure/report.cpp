@@ -166,6 +166,12 @@ std::string line(const char* cls, double x1, double y1, double x2, double y2) {
          "\" x2=\"" + px(x2) + "\" y2=\"" + px(y2) + "\"/>";
 }
 
+// Characters of UTF-8 text (one per code point).
+std::size_t code_points(std::string_view s) {
+  return static_cast<std::size_t>(
+      std::count_if(s.begin(), s.end(), [](char c) { return (c & 0xC0) != 0x80; }));
+}
+
 // A small x: min and max, drawn apart from the whisker caps so outliers stand out.
 std::string cross(double x, double y) {
   constexpr double r = 4.0;
@@ -177,7 +183,10 @@ std::string cross(double x, double y) {
 
 std::string box_plot_svg(const std::vector<plot_box>& boxes, axis_scale scale) {
   constexpr double width = 760.0;
-  constexpr double x0 = 160.0;  // left of the plot; mode labels end just before it
+  // Left of the plot; mode labels end just before it (about 7 px a character at 12 px).
+  std::size_t longest = 0;
+  for (const auto& b : boxes) longest = std::max(longest, code_points(b.label));
+  const double x0 = std::max(160.0, 16.0 + 7.0 * static_cast<double>(longest));
   constexpr double x1 = width - 24.0;
   constexpr double top = 10.0;
   constexpr double row = 36.0;
@@ -385,7 +394,8 @@ const std::vector<std::string> slowest_header = {
     "poll gap", "publish",  "late",           "last read"};
 constexpr std::size_t slowest_text_columns = 3;  // left-aligned
 
-std::vector<std::vector<std::string>> slowest_rows(const json& r) {
+// `mode`: the result's mode as the report labels it.
+std::vector<std::vector<std::string>> slowest_rows(const json& r, const std::string& mode) {
   std::vector<std::vector<std::string>> rows;
   const auto m = r.find("measurement");
   if (m == r.end() || !m->is_object()) return rows;
@@ -394,7 +404,7 @@ std::vector<std::vector<std::string>> slowest_rows(const json& r) {
   for (std::size_t i = 0; i < slow->size() && i < slowest_shown; ++i) {
     const json& s = (*slow)[i];
     const json& split = object_at(s, "vs_previous_us");
-    rows.push_back({text_field(r, "mode"), text_field(r, "workload"), text_field(r, "contention"),
+    rows.push_back({mode, text_field(r, "workload"), text_field(r, "contention"),
                     count_field(s, "loop"), count_field(s, "sample"), us_field(s, "latency_us"),
                     us_field(s, "previous_latency_us"), us_field(split, "release_to_detect"),
                     us_field(split, "detect_to_commit"), us_field(split, "commit_to_seen"),
@@ -457,11 +467,20 @@ std::vector<std::vector<std::string>> policy_rows_of(const receipt& rc) {
   return rows;
 }
 
-// The receipt's evaluated targets (settings.targets: name, value, target, met), one line each.
-std::vector<std::string> target_lines(const receipt& rc) {
-  std::vector<std::string> lines;
+// One evaluated target of a receipt (settings.targets: name, value, target or limit, met).
+struct target_row {
+  std::optional<bool> met;  // nullopt: not judged (a configuration it needs did not run)
+  std::string name;
+  std::string value;   // "not run" without one
+  std::string target;  // "-" without one
+  std::vector<std::string> notes;
+};
+
+// The receipt's targets as rows, or none when settings.targets is not a list.
+std::vector<target_row> target_rows(const receipt& rc) {
+  std::vector<target_row> rows;
   const auto t = rc.settings.find("targets");
-  if (t == rc.settings.end() || !t->is_array()) return lines;
+  if (t == rc.settings.end() || !t->is_array()) return rows;
   const auto number = [](const nlohmann::json& v) {
     if (!v.is_number()) return std::string("-");
     std::array<char, 32> text{};
@@ -470,23 +489,44 @@ std::vector<std::string> target_lines(const receipt& rc) {
   };
   for (const auto& x : *t) {
     if (!x.is_object()) continue;
+    target_row row;
     // met: true, false, or null (not judged: a configuration it needs did not run).
-    const auto met = x.find("met");
-    const bool judged = met != x.end() && met->is_boolean();
-    std::string line = !judged ? "-       " : met->get<bool>() ? "met     " : "missed  ";
-    line += x.value("name", std::string("?"));
-    line += ": ";
-    line += x.contains("value") && !x["value"].is_null() ? number(x["value"]) : "not run";
-    line += " (target ";
-    line += x.contains("target")  ? value_text(x["target"])
-            : x.contains("limit") ? value_text(x["limit"])
-                                  : "-";
-    line += ")";
+    if (const auto met = x.find("met"); met != x.end() && met->is_boolean()) {
+      row.met = met->get<bool>();
+    }
+    row.name = x.value("name", std::string("?"));
+    row.value = x.contains("value") && !x["value"].is_null() ? number(x["value"]) : "not run";
+    row.target = x.contains("target")  ? value_text(x["target"])
+                 : x.contains("limit") ? value_text(x["limit"])
+                                       : "-";
     // Context beside a ratio target: the same ratio without the host's share (bench reef).
-    if (x.contains("undisturbed")) line += "; undisturbed " + number(x["undisturbed"]);
-    if (x.contains("in_loop")) line += "; in-loop " + number(x["in_loop"]);
+    if (x.contains("undisturbed")) row.notes.push_back("undisturbed " + number(x["undisturbed"]));
+    if (x.contains("in_loop")) row.notes.push_back("in-loop " + number(x["in_loop"]));
     // ... and beside a preemption latency judged from an early raise, the wait after the sample.
-    if (x.contains("after_sample")) line += "; from the sample " + number(x["after_sample"]);
+    if (x.contains("after_sample")) {
+      row.notes.push_back("from the sample " + number(x["after_sample"]));
+    }
+    rows.push_back(std::move(row));
+  }
+  return rows;
+}
+
+std::string joined(const std::vector<std::string>& parts, const char* separator) {
+  std::string out;
+  for (std::size_t i = 0; i < parts.size(); ++i) {
+    if (i > 0) out.append(separator);
+    out.append(parts[i]);
+  }
+  return out;
+}
+
+// The targets one line each, for the text report.
+std::vector<std::string> target_lines(const receipt& rc) {
+  std::vector<std::string> lines;
+  for (const auto& row : target_rows(rc)) {
+    std::string line = !row.met ? "-       " : *row.met ? "met     " : "missed  ";
+    line += row.name + ": " + row.value + " (target " + row.target + ")";
+    for (const auto& note : row.notes) line += "; " + note;
     lines.push_back(std::move(line));
   }
   return lines;
@@ -528,7 +568,9 @@ std::string render_text(const std::vector<receipt>& receipts) {
                         us_field(r, "max_us"), us_field(r, "jitter_us"),
                         count_field(r, "processed"), count_field(r, "dropped"),
                         count_field(r, "disturbed"), us_field(r, "undisturbed_jitter_us")});
-        for (auto& row : slowest_rows(r)) slow_rows.push_back(std::move(row));
+        for (auto& row : slowest_rows(r, text_field(r, "mode"))) {
+          slow_rows.push_back(std::move(row));
+        }
         continue;
       }
       // Appends piece by piece: "literal" + temporary trips a GCC 12 -Wrestrict false positive.
@@ -571,6 +613,118 @@ std::string render_text(const std::vector<receipt>& receipts) {
 
 // ---- HTML --------------------------------------------------------------------------------------
 
+namespace detail {
+
+namespace {
+
+// No element is an object or an array: the array reads as a list of words.
+bool is_flat(const json& array) {
+  return std::none_of(array.begin(), array.end(),
+                      [](const json& e) { return e.is_object() || e.is_array(); });
+}
+
+void value_cell(std::ostringstream& html, const json& v);
+
+// An object as a key/value table, without the keys in `skip`.
+void object_table(std::ostringstream& html, const json& object,
+                  const std::vector<std::string>& skip) {
+  html << "<table class=\"kv\"><tbody>\n";
+  for (const auto& [key, value] : object.items()) {
+    if (std::find(skip.begin(), skip.end(), key) != skip.end()) continue;
+    html << "<tr><th>" << html_escape(key) << "</th><td>";
+    value_cell(html, value);
+    html << "</td></tr>\n";
+  }
+  html << "</tbody></table>\n";
+}
+
+// An array of objects: one row per element, the union of their keys as columns (in order of
+// first appearance), and a "value" column for elements that are not objects.
+void array_table(std::ostringstream& html, const json& array) {
+  std::vector<std::string> columns;
+  bool bare = false;
+  for (const auto& e : array) {
+    if (!e.is_object()) {
+      bare = true;
+      continue;
+    }
+    for (const auto& [key, value] : e.items()) {
+      if (std::find(columns.begin(), columns.end(), key) == columns.end()) columns.push_back(key);
+    }
+  }
+  html << "<table class=\"list\">\n<thead><tr>";
+  for (const auto& c : columns) html << "<th>" << html_escape(c) << "</th>";
+  if (bare) html << "<th>value</th>";
+  html << "</tr></thead>\n<tbody>\n";
+  for (const auto& e : array) {
+    html << "<tr>";
+    for (const auto& c : columns) {
+      const auto it = e.is_object() ? e.find(c) : e.end();
+      if (it == e.end()) {
+        html << "<td></td>";
+        continue;
+      }
+      html << (it->is_number() ? "<td class=\"num\">" : "<td>");
+      value_cell(html, *it);
+      html << "</td>";
+    }
+    if (bare) {
+      html << "<td>";
+      if (!e.is_object()) value_cell(html, e);
+      html << "</td>";
+    }
+    html << "</tr>\n";
+  }
+  html << "</tbody>\n</table>\n";
+}
+
+void value_cell(std::ostringstream& html, const json& v) {
+  if ((v.is_object() || v.is_array()) && v.empty()) {
+    html << "(empty)";
+  } else if (v.is_object()) {
+    object_table(html, v, {});
+  } else if (v.is_array() && !is_flat(v)) {
+    array_table(html, v);
+  } else if (v.is_array()) {
+    std::vector<std::string> parts;
+    for (const auto& e : v) parts.push_back(value_text(e));
+    html << html_escape(joined(parts, ", "));
+  } else {
+    html << html_escape(value_text(v));
+  }
+}
+
+}  // namespace
+
+std::string value_html(const json& value, const std::vector<std::string>& skip) {
+  std::ostringstream html;
+  if (value.is_object() && !value.empty()) {
+    object_table(html, value, skip);
+  } else {
+    value_cell(html, value);
+  }
+  return html.str();
+}
+
+std::vector<std::string> run_labels(const std::vector<std::string>& modes) {
+  std::map<std::string, std::size_t> total;
+  for (const auto& m : modes) ++total[m];
+  std::map<std::string, std::size_t> seen;
+  std::vector<std::string> labels;
+  labels.reserve(modes.size());
+  for (const auto& m : modes) {
+    const std::size_t n = total[m];
+    if (n < 2) {
+      labels.push_back(m);
+      continue;
+    }
+    labels.push_back(m + " (run " + std::to_string(++seen[m]) + " of " + std::to_string(n) + ")");
+  }
+  return labels;
+}
+
+}  // namespace detail
+
 namespace {
 
 constexpr const char* style = R"(body{font-family:system-ui,sans-serif;color:#222}
@@ -581,6 +735,8 @@ table{border-collapse:collapse;margin:.4em 0 .8em}
 th,td{padding:.2em .6em;border-bottom:1px solid #ddd;text-align:left;vertical-align:top}
 th{background:#f4f4f4}td.num,th.num{text-align:right;font-variant-numeric:tabular-nums}
 table.meta th{background:none;color:#555;font-weight:normal}
+table.kv,table.list{margin:0}table.kv>tbody>tr>th{background:none;color:#555;font-weight:normal}
+td.met{color:#176d2c;font-weight:bold}td.missed{color:#b00;font-weight:bold}
 code{font-family:ui-monospace,monospace;font-size:.9em;word-break:break-all}
 .legend{color:#555;font-size:.9em}
 figure{margin:.4em 0 1.2em}
@@ -594,13 +750,21 @@ svg .mean{fill:#fff;stroke:#000}
 svg .extreme{stroke:#b00;stroke-width:1.5;fill:none}
 )";
 
+// Every table sits in a box that scrolls sideways when the table is wider than the page.
+void open_scroll(std::ostringstream& html) {
+  html << "<div class=\"" << detail::table_scroll_class << "\">\n";
+}
+void close_scroll(std::ostringstream& html) { html << "</div>\n"; }
+
 void meta_row(std::ostringstream& html, const char* name, const std::string& value,
               bool code = false) {
   html << "<tr><th>" << name << "</th><td>" << (code ? "<code>" : "") << html_escape(value)
        << (code ? "</code>" : "") << "</td></tr>\n";
 }
 
-void latency_table(std::ostringstream& html, const latency_group& g) {
+// `labels`: each result's mode as detail::run_labels names it.
+void latency_table(std::ostringstream& html, const latency_group& g,
+                   const std::vector<std::string>& labels) {
   static constexpr std::array<std::pair<const char*, const char*>, 9> times = {{
       {"mean_us", "mean"},
       {"p50_us", "p50"},
@@ -614,22 +778,25 @@ void latency_table(std::ostringstream& html, const latency_group& g) {
   }};
   static constexpr std::array<const char*, 4> counters = {"processed", "dropped", "repeated",
                                                           "disturbed"};
+  open_scroll(html);
   html << "<table class=\"results\">\n<thead><tr><th>mode</th><th class=\"num\">n</th>";
   for (const auto& [key, name] : times) html << "<th class=\"num\">" << name << " (&#181;s)</th>";
   for (const char* name : counters) html << "<th class=\"num\">" << name << "</th>";
   html << "</tr></thead>\n<tbody>\n";
-  for (const json* r : g.results) {
-    html << "<tr><td>" << html_escape(text_field(*r, "mode")) << "</td><td class=\"num\">"
-         << html_escape(count_field(*r, "n")) << "</td>";
+  for (std::size_t i = 0; i < g.results.size(); ++i) {
+    const json& r = *g.results[i];
+    html << "<tr><td>" << html_escape(labels[i]) << "</td><td class=\"num\">"
+         << html_escape(count_field(r, "n")) << "</td>";
     for (const auto& [key, name] : times) {
-      html << "<td class=\"num\">" << us_field(*r, key) << "</td>";
+      html << "<td class=\"num\">" << us_field(r, key) << "</td>";
     }
     for (const char* key : counters) {
-      html << "<td class=\"num\">" << html_escape(count_field(*r, key)) << "</td>";
+      html << "<td class=\"num\">" << html_escape(count_field(r, key)) << "</td>";
     }
     html << "</tr>\n";
   }
   html << "</tbody>\n</table>\n";
+  close_scroll(html);
 }
 
 void other_results_table(std::ostringstream& html, const std::vector<const json*>& results) {
@@ -645,6 +812,7 @@ void other_results_table(std::ostringstream& html, const std::vector<const json*
     }
   }
   if (bare_values) columns.emplace_back("value");
+  open_scroll(html);
   html << "<table class=\"results\">\n<thead><tr>";
   for (const auto& c : columns) html << "<th>" << html_escape(c) << "</th>";
   html << "</tr></thead>\n<tbody>\n";
@@ -664,11 +832,13 @@ void other_results_table(std::ostringstream& html, const std::vector<const json*
     html << "</tr>\n";
   }
   html << "</tbody>\n</table>\n";
+  close_scroll(html);
 }
 
 // A table of preformatted rows: the first `text_columns` columns left-aligned, the rest numbers.
 void rows_table(std::ostringstream& html, const std::vector<std::string>& header,
                 std::size_t text_columns, const std::vector<std::vector<std::string>>& rows) {
+  open_scroll(html);
   html << "<table class=\"results\">\n<thead><tr>";
   for (std::size_t c = 0; c < header.size(); ++c) {
     html << (c < text_columns ? "<th>" : "<th class=\"num\">") << html_escape(header[c]) << "</th>";
@@ -682,60 +852,96 @@ void rows_table(std::ostringstream& html, const std::vector<std::string>& header
     html << "</tr>\n";
   }
   html << "</tbody>\n</table>\n";
+  close_scroll(html);
 }
 
-void render_receipt(std::ostringstream& html, const receipt& rc, const report_options& options) {
-  html << "<section class=\"receipt\">\n<h2>" << html_escape(rc.benchmark) << "</h2>\n";
+// The targets: a verdict, the name, the measured value, the target and any context beside it.
+void targets_table(std::ostringstream& html, const std::vector<target_row>& rows) {
+  html << "<h3>targets</h3>\n";
+  open_scroll(html);
+  html << "<table class=\"targets\">\n<thead><tr><th>verdict</th><th>name</th><th "
+          "class=\"num\">value</th><th class=\"num\">target</th><th>notes</th></tr></thead>\n"
+          "<tbody>\n";
+  for (const auto& row : rows) {
+    const char* verdict = !row.met ? "not judged" : *row.met ? "met" : "missed";
+    const char* cls = !row.met ? "unjudged" : *row.met ? "met" : "missed";
+    html << "<tr><td class=\"" << cls << "\">" << verdict << "</td><td>" << html_escape(row.name)
+         << "</td><td class=\"num\">" << html_escape(row.value) << "</td><td class=\"num\">"
+         << html_escape(row.target) << "</td><td>" << html_escape(joined(row.notes, "; "))
+         << "</td></tr>\n";
+  }
+  html << "</tbody>\n</table>\n";
+  close_scroll(html);
+}
+
+// Command, commit, start time, device, host and the settings (a key/value table; the targets
+// left out when `targets_shown`, since they get their own table).
+void receipt_header(std::ostringstream& html, const receipt& rc, bool targets_shown) {
+  open_scroll(html);
   html << "<table class=\"meta\">\n";
   meta_row(html, "command", rc.command, true);
   meta_row(html, "git commit", rc.git_commit, true);
   meta_row(html, "started at", rc.started_at);
   meta_row(html, "device", describe_device(rc.device));
   meta_row(html, "host", describe_host(rc.host));
+  const std::vector<std::string> skip =
+      targets_shown ? std::vector<std::string>{"targets"} : std::vector<std::string>{};
+  bool any_setting = !rc.settings.is_object() && !rc.settings.is_null();
   if (rc.settings.is_object()) {
-    const char* heading = "settings";
     for (const auto& [key, value] : rc.settings.items()) {
-      meta_row(html, heading, key + " = " + value_text(value), true);
-      heading = "";
+      if (std::find(skip.begin(), skip.end(), key) == skip.end()) any_setting = true;
     }
   }
+  if (any_setting) {
+    html << "<tr><th>settings</th><td>" << detail::value_html(rc.settings, skip) << "</td></tr>\n";
+  }
   html << "</table>\n";
+  close_scroll(html);
+}
 
-  // One colour per mode for the whole receipt, so a mode looks the same in every plot.
+// One (workload, contention) group: its table, its box plot on one axis and its slowest samples.
+// `colors`: one per mode for the whole receipt, so a mode looks the same in every plot.
+void latency_group_html(std::ostringstream& html, const latency_group& g,
+                        std::map<std::string, std::size_t>& colors, const report_options& options) {
+  html << "<h3>workload " << html_escape(g.workload) << ", contention " << html_escape(g.contention)
+       << "</h3>\n";
+  std::vector<std::string> modes;
+  for (const json* r : g.results) modes.push_back(text_field(*r, "mode"));
+  const std::vector<std::string> labels = detail::run_labels(modes);
+  latency_table(html, g, labels);
+  std::vector<detail::plot_box> boxes;
+  for (std::size_t i = 0; i < g.results.size(); ++i) {
+    const auto values = detail::box_from_result(*g.results[i]);
+    if (!values) continue;
+    const std::size_t color = colors.emplace(modes[i], colors.size()).first->second;
+    boxes.push_back({labels[i], *values, color});
+  }
+  if (!boxes.empty()) {
+    html << "<figure>\n" << detail::box_plot_svg(boxes, options.scale) << "\n</figure>\n";
+  }
+  std::vector<std::vector<std::string>> slow;
+  for (std::size_t i = 0; i < g.results.size(); ++i) {
+    for (auto& row : slowest_rows(*g.results[i], labels[i])) slow.push_back(std::move(row));
+  }
+  if (!slow.empty()) {
+    html << "<p class=\"legend\">" << html_escape(slowest_note) << " (&#181;s).</p>\n";
+    rows_table(html, slowest_header, slowest_text_columns, slow);
+  }
+}
+
+void render_receipt(std::ostringstream& html, const receipt& rc, const report_options& options) {
+  html << "<section class=\"receipt\">\n<h2>" << html_escape(rc.benchmark) << "</h2>\n";
+  const auto targets = target_rows(rc);
+  receipt_header(html, rc, !targets.empty());
   std::map<std::string, std::size_t> colors;
   for (const auto& g : group_latency_results(rc.results)) {
-    html << "<h3>workload " << html_escape(g.workload) << ", contention "
-         << html_escape(g.contention) << "</h3>\n";
-    latency_table(html, g);
-    std::vector<detail::plot_box> boxes;
-    for (const json* r : g.results) {
-      const auto values = detail::box_from_result(*r);
-      if (!values) continue;
-      const std::string mode = text_field(*r, "mode");
-      const std::size_t color = colors.emplace(mode, colors.size()).first->second;
-      boxes.push_back({mode, *values, color});
-    }
-    if (!boxes.empty()) {
-      html << "<figure>\n" << detail::box_plot_svg(boxes, options.scale) << "\n</figure>\n";
-    }
-    std::vector<std::vector<std::string>> slow;
-    for (const json* r : g.results) {
-      for (auto& row : slowest_rows(*r)) slow.push_back(std::move(row));
-    }
-    if (!slow.empty()) {
-      html << "<p class=\"legend\">" << html_escape(slowest_note) << " (&#181;s).</p>\n";
-      rows_table(html, slowest_header, slowest_text_columns, slow);
-    }
+    latency_group_html(html, g, colors, options);
   }
   if (const auto policy_rows = policy_rows_of(rc); !policy_rows.empty()) {
     html << "<h3>co-scheduling</h3>\n";
     rows_table(html, policy_header, policy_text_columns, policy_rows);
   }
-  if (const auto lines = target_lines(rc); !lines.empty()) {
-    html << "<h3>targets</h3>\n<ul class=\"targets\">\n";
-    for (const auto& line : lines) html << "<li>" << html_escape(line) << "</li>\n";
-    html << "</ul>\n";
-  }
+  if (!targets.empty()) targets_table(html, targets);
   std::vector<const json*> others;
   for (const auto& r : rc.results) {
     if (!is_latency_result(r)) others.push_back(&r);
@@ -758,14 +964,16 @@ std::string render_html(const std::vector<receipt>& receipts, const report_optio
   html << "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
        << "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<title>"
        << html_escape(title) << "</title>\n<style>\n"
-       << style << "</style>\n</head>\n<body>\n<h1>" << html_escape(title) << "</h1>\n";
+       << style << detail::table_scroll_css << "\n</style>\n</head>\n<body>\n<h1>"
+       << html_escape(title) << "</h1>\n";
   html << "<p class=\"legend\">Box plots: the box spans p25 to p75, the bar is the median, the "
           "diamond the mean; whiskers reach the furthest samples within 1.5 IQR of the box "
           "(Tukey); red crosses mark min and max. Times in &#181;s; the axis is logarithmic when "
           "a group's max is more than 100 times its min. Compare modes only within one "
-          "receipt (one process run). jitter*: max &#8722; min over the samples that neither "
-          "measuring thread (sensor, actuator) was disturbed around; <em>disturbed</em> counts "
-          "the others.</p>\n";
+          "receipt (one process run). A mode that ran more than once in a group is labelled "
+          "<em>run k of n</em>, in the receipt's order. jitter*: max &#8722; min over the samples "
+          "that neither measuring thread (sensor, actuator) was disturbed around; "
+          "<em>disturbed</em> counts the others.</p>\n";
   if (receipts.empty()) html << "<p>No receipts.</p>\n";
   for (const receipt& rc : receipts) render_receipt(html, rc, options);
   html << "</body>\n</html>\n";

@@ -60,6 +60,12 @@ std::size_t mode_color(const std::string& mode) {
   return it == colors.end() ? 5 : it->second;
 }
 
+// Every table sits in a box that scrolls sideways when the table is wider than the page.
+void open_scroll(std::ostringstream& html) {
+  html << "<div class=\"" << measure::detail::table_scroll_class << "\">\n";
+}
+void close_scroll(std::ostringstream& html) { html << "</div>\n"; }
+
 /// Latency results of one kind grouped by (workload, contention), in order of appearance.
 struct result_group {
   std::string workload;
@@ -184,8 +190,8 @@ th,td{padding:.2em .6em;border-bottom:1px solid #ddd;text-align:left;vertical-al
 th{background:#f4f4f4}td.num,th.num{text-align:right;font-variant-numeric:tabular-nums}
 table.meta th{background:none;color:#555;font-weight:normal}
 td.met{color:#176d2c;font-weight:bold}td.missed{color:#b00;font-weight:bold}
-code,pre{font-family:ui-monospace,monospace;font-size:.85em}
-pre{background:#f8f8f8;padding:.6em;overflow-x:auto}
+table.kv,table.list{margin:0}table.kv>tbody>tr>th{background:none;color:#555;font-weight:normal}
+code{font-family:ui-monospace,monospace;font-size:.85em}
 .legend{color:#555;font-size:.9em}
 .plots{display:flex;flex-wrap:wrap;gap:.6em}
 figure{margin:.4em 0 1em}
@@ -214,6 +220,7 @@ void meta(std::ostringstream& html, const measure::receipt& rc) {
   const auto row = [&](const char* name, const std::string& value) {
     html << "<tr><th>" << name << "</th><td>" << html_escape(value) << "</td></tr>\n";
   };
+  open_scroll(html);
   html << "<table class=\"meta\">\n";
   row("command", rc.command);
   row("git commit", rc.git_commit);
@@ -222,12 +229,14 @@ void meta(std::ostringstream& html, const measure::receipt& rc) {
   row("host", std::to_string(rc.host.cpus) + " CPUs, kernel " + rc.host.kernel +
                   (rc.host.cpu_model.empty() ? "" : ", " + rc.host.cpu_model));
   html << "</table>\n";
+  close_scroll(html);
 }
 
 void targets_section(std::ostringstream& html, const json& s) {
   html << "<h2>Targets</h2>\n<p class=\"legend\">Each target as the camera pipeline's design "
           "states it, judged on this receipt. A J target is judged on the median of the "
           "configuration's runs in this one process run (every run's value beside it).</p>\n";
+  open_scroll(html);
   html << "<table>\n<thead><tr><th>verdict</th><th>target</th><th class=\"num\">measured</th>"
           "<th>limit</th><th>runs</th><th>note</th></tr></thead>\n<tbody>\n";
   for (const auto& t : s.value("targets", json::array())) {
@@ -254,9 +263,11 @@ void targets_section(std::ostringstream& html, const json& s) {
          << "</td><td></td><td></td><td></td><td>" << html_escape(text(t, "why")) << "</td></tr>\n";
   }
   html << "</tbody>\n</table>\n";
+  close_scroll(html);
   if (s.value("ratios", json::array()).empty()) return;
-  html << "<h3>Ratios, reported (not targeted: this machine's host noise sets them)</h3>\n"
-       << "<table>\n<thead><tr><th>ratio</th><th class=\"num\">value</th><th class=\"num\">"
+  html << "<h3>Ratios, reported (not targeted: this machine's host noise sets them)</h3>\n";
+  open_scroll(html);
+  html << "<table>\n<thead><tr><th>ratio</th><th class=\"num\">value</th><th class=\"num\">"
           "host-graph (&#181;s)</th><th class=\"num\">GPU-resident (&#181;s)</th><th class=\"num\">"
           "paper</th></tr></thead>\n<tbody>\n";
   for (const auto& r : s["ratios"]) {
@@ -266,6 +277,15 @@ void targets_section(std::ostringstream& html, const json& s) {
          << number(r, "paper", 1) << "</td></tr>\n";
   }
   html << "</tbody>\n</table>\n";
+  close_scroll(html);
+}
+
+// Each result's mode as the page labels it: "mode (run k of n)" where a mode occurs n > 1 times
+// in the group (measure::detail::run_labels).
+std::vector<std::string> labels_of(const result_group& g) {
+  std::vector<std::string> modes;
+  for (const json* r : g.results) modes.push_back(text(*r, "mode"));
+  return measure::detail::run_labels(modes);
 }
 
 void latency_table(std::ostringstream& html, const result_group& g, bool photon) {
@@ -286,13 +306,16 @@ void latency_table(std::ostringstream& html, const result_group& g, bool photon)
       {"displayed", "displayed"},
       {"late_sensor_frames", "late sensor"}};
   const auto& cols = photon ? photon_cols : software_cols;
+  const std::vector<std::string> labels = labels_of(g);
+  open_scroll(html);
   html << "<table>\n<thead><tr><th>mode</th><th class=\"num\">runs</th><th class=\"num\">n</th>";
   for (const auto& [key, name] : cols) html << "<th class=\"num\">" << name << " (&#181;s)</th>";
   for (const auto& [key, name] : counts) html << "<th class=\"num\">" << name << "</th>";
   if (photon) html << "<th class=\"num\">marked</th>";
   html << "<th>errors</th></tr></thead>\n<tbody>\n";
-  for (const json* r : g.results) {
-    html << "<tr><td>" << html_escape(text(*r, "mode")) << "</td><td class=\"num\">"
+  for (std::size_t i = 0; i < g.results.size(); ++i) {
+    const json* r = g.results[i];
+    html << "<tr><td>" << html_escape(labels[i]) << "</td><td class=\"num\">"
          << r->value("runs", json::array()).size() << "</td><td class=\"num\">" << number(*r, "n")
          << "</td>";
     for (const auto& [key, name] : cols) html << "<td class=\"num\">" << number(*r, key) << "</td>";
@@ -305,48 +328,86 @@ void latency_table(std::ostringstream& html, const result_group& g, bool photon)
     html << "<td>" << html_escape(errors) << "</td></tr>\n";
   }
   html << "</tbody>\n</table>\n";
+  close_scroll(html);
 }
 
-std::string plot_title(const json& r) {
-  std::string t = text(r, "mode");
+// A plot's title: the result's label, and which of its runs the plot draws when it has several
+// (the statistics are medians over the runs; the plots show one run).
+std::string plot_title(const json& r, const std::string& label) {
   const auto runs = r.value("runs", json::array()).size();
-  if (runs > 1) t += " (run " + number(r, "plotted_run") + " of " + std::to_string(runs) + ")";
-  return t;
+  if (runs < 2) return label;
+  const std::string plotted = number(r, "plotted_run") + " of " + std::to_string(runs);
+  return label == text(r, "mode") ? label + " (run " + plotted + ")"
+                                  : label + ", plotted run " + plotted;
+}
+
+// Per result its latency over time, every one on the group's shared latency axis.
+std::vector<measure::series_plot> series_plots(const result_group& g, bool photon,
+                                               const std::vector<std::string>& labels) {
+  std::vector<measure::series_plot> plots;
+  std::optional<measure::plot_range> shared;
+  for (std::size_t i = 0; i < g.results.size(); ++i) {
+    const json& r = *g.results[i];
+    measure::series_plot p;
+    p.title = plot_title(r, labels[i]);
+    p.color = mode_color(text(r, "mode"));
+    if (photon && r.contains("points")) {
+      p.x_label = "frame start (s)";
+      p.points_x = r["points"].value("t", std::vector<double>{});
+      p.points_y = r["points"].value("us", std::vector<double>{});
+    } else if (r.contains("series")) {
+      p.x_label = "frame start (s); band: min to max of each bucket, line: mean";
+      if (auto b = measure::buckets_from_json(r["series"])) p.buckets = std::move(*b);
+    }
+    shared = measure::unite(shared, measure::value_extent(p));
+    plots.push_back(std::move(p));
+  }
+  for (auto& p : plots) p.y_range = shared;
+  return plots;
+}
+
+// Per result its histogram, every one on the group's shared latency axis and count axis.
+std::vector<measure::histogram_plot> histogram_plots(const result_group& g,
+                                                     const std::vector<std::string>& labels) {
+  std::vector<measure::histogram_plot> plots;
+  std::optional<measure::plot_range> shared;
+  std::uint64_t top = 0;
+  for (std::size_t i = 0; i < g.results.size(); ++i) {
+    const json& r = *g.results[i];
+    measure::histogram_plot h;
+    h.title = plot_title(r, labels[i]);
+    h.color = mode_color(text(r, "mode"));
+    if (r.contains("histogram")) {
+      if (auto d = measure::histogram_from_json(r["histogram"])) h.data = std::move(*d);
+    }
+    shared = measure::unite(shared, measure::value_extent(h.data));
+    for (const auto c : h.data.counts) top = std::max(top, c);
+    plots.push_back(std::move(h));
+  }
+  for (auto& h : plots) {
+    h.x_range = shared;
+    h.max_count = top;
+  }
+  return plots;
 }
 
 void group_plots(std::ostringstream& html, const result_group& g, bool photon) {
+  const std::vector<std::string> labels = labels_of(g);
   std::vector<measure::detail::plot_box> boxes;
-  for (const json* r : g.results) {
-    if (const auto v = measure::detail::box_from_result(*r)) {
-      boxes.push_back({text(*r, "mode"), *v, mode_color(text(*r, "mode"))});
+  for (std::size_t i = 0; i < g.results.size(); ++i) {
+    if (const auto v = measure::detail::box_from_result(*g.results[i])) {
+      boxes.push_back({labels[i], *v, mode_color(text(*g.results[i], "mode"))});
     }
   }
   if (!boxes.empty()) {
     html << "<figure>\n" << measure::detail::box_plot_svg(boxes) << "\n</figure>\n";
   }
   html << "<div class=\"plots\">\n";
-  for (const json* r : g.results) {
-    measure::series_plot p;
-    p.title = plot_title(*r);
-    p.color = mode_color(text(*r, "mode"));
-    if (photon && r->contains("points")) {
-      p.x_label = "frame start (s)";
-      p.points_x = (*r)["points"].value("t", std::vector<double>{});
-      p.points_y = (*r)["points"].value("us", std::vector<double>{});
-    } else if (r->contains("series")) {
-      p.x_label = "frame start (s); band: min to max of each bucket, line: mean";
-      if (auto b = measure::buckets_from_json((*r)["series"])) p.buckets = std::move(*b);
-    }
+  for (const auto& p : series_plots(g, photon, labels)) {
     html << "<figure>" << measure::series_svg(p) << "</figure>\n";
   }
   html << "</div>\n<div class=\"plots\">\n";
-  for (const json* r : g.results) {
-    measure::histogram_plot h;
-    h.title = plot_title(*r);
-    h.color = mode_color(text(*r, "mode"));
-    if (r->contains("histogram")) {
-      if (auto d = measure::histogram_from_json((*r)["histogram"])) h.data = std::move(*d);
-    }
+  for (const auto& h : histogram_plots(g, labels)) {
     html << "<figure>" << measure::histogram_svg(h) << "</figure>\n";
   }
   html << "</div>\n";
@@ -400,8 +461,9 @@ void operators_section(std::ostringstream& html, const json& results) {
   if (names.empty()) return;
   html << "<h2>Per-operator device times</h2>\n<p class=\"legend\">Each operator alone, one "
           "launch at a time between two CUDA events on its own stream (kernel time plus the "
-          "gaps between its kernels); p50 and p99 over the timed launches, in &#181;s.</p>\n"
-       << "<table>\n<thead><tr><th>operator</th>";
+          "gaps between its kernels); p50 and p99 over the timed launches, in &#181;s.</p>\n";
+  open_scroll(html);
+  html << "<table>\n<thead><tr><th>operator</th>";
   for (const auto& res : resolutions) {
     html << "<th class=\"num\">" << html_escape(res) << " p50</th><th class=\"num\">"
          << html_escape(res) << " p99</th>";
@@ -421,6 +483,7 @@ void operators_section(std::ostringstream& html, const json& results) {
     html << "<td>" << html_escape(checked) << "</td></tr>\n";
   }
   html << "</tbody>\n</table>\n";
+  close_scroll(html);
 }
 
 void quality_section(std::ostringstream& html, const json& results) {
@@ -432,8 +495,9 @@ void quality_section(std::ostringstream& html, const json& results) {
   html << "<h2>Demosaic: ours against NPP</h2>\n<p class=\"legend\">Each photograph mosaiced "
           "(RGGB, 12 bits, no black level or cast), demosaiced on the GPU and compared with "
           "the original: PSNR over every pixel and colour in the photograph's 8-bit units "
-          "(peak 255). Times: the operators table above (same run).</p>\n"
-       << "<table>\n<thead><tr><th>photograph</th><th class=\"num\">size</th><th class=\"num\">"
+          "(peak 255). Times: the operators table above (same run).</p>\n";
+  open_scroll(html);
+  html << "<table>\n<thead><tr><th>photograph</th><th class=\"num\">size</th><th class=\"num\">"
           "Malvar (dB)</th><th class=\"num\">bilinear (dB)</th><th class=\"num\">NPP bilinear "
           "(dB)</th><th class=\"num\">Malvar &#8722; bilinear</th></tr></thead>\n<tbody>\n";
   std::array<double, 3> sum{};
@@ -458,6 +522,7 @@ void quality_section(std::ostringstream& html, const json& results) {
        << "</td><td class=\"num\">" << format_us(sum[1] / n) << "</td><td class=\"num\">"
        << (npp == rows.size() ? format_us(sum[2] / n) : "-") << "</td><td class=\"num\">"
        << format_us((sum[0] - sum[1]) / n) << "</td></tr>\n</tbody>\n</table>\n";
+  close_scroll(html);
 }
 
 }  // namespace
@@ -467,13 +532,16 @@ std::string render_camera_report(const measure::receipt& rc) {
   html << "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
        << "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
        << "<title>resident bench camera</title>\n<style>\n"
-       << style << "</style>\n</head>\n<body>\n<h1>resident bench camera</h1>\n";
+       << style << measure::detail::table_scroll_css
+       << "\n</style>\n</head>\n<body>\n<h1>resident bench camera</h1>\n";
   html << "<p class=\"legend\">The camera-to-display pipeline (emulated sensor bridge, CSI-2 "
           "reconstruction, ISP, demosaic, gamma egress, emulated display) in each execution "
           "mode, all in this one process run: cpu-hostmem is CPU-driven without GPUDirect, "
           "host-graph CPU-driven with GPUDirect, while and tail GPU-resident. Compare modes "
           "only within one receipt. Box plots: box p25 to p75, bar the median, diamond the "
-          "mean, whiskers 1.5 IQR, red crosses min and max.</p>\n";
+          "mean, whiskers 1.5 IQR, red crosses min and max. Within a group the modes' plots "
+          "share one latency axis (histograms also one count axis), so they compare by eye; a "
+          "mode that ran more than once in a group is labelled run k of n.</p>\n";
   meta(html, rc);
   targets_section(html, rc.settings);
   latency_section(html, rc.results, false);
@@ -482,7 +550,10 @@ std::string render_camera_report(const measure::receipt& rc) {
   quality_section(html, rc.results);
   json settings = rc.settings;
   for (const char* k : {"targets", "targets_not_judged", "ratios"}) settings.erase(k);
-  html << "<h2>Settings</h2>\n<pre>" << html_escape(settings.dump(2)) << "</pre>\n";
+  html << "<h2>Settings</h2>\n";
+  open_scroll(html);
+  html << measure::detail::value_html(settings);
+  close_scroll(html);
   html << "</body>\n</html>\n";
   return html.str();
 }

@@ -53,6 +53,13 @@ struct histogram {
 [[nodiscard]] std::optional<time_buckets> buckets_from_json(const nlohmann::json& j);
 [[nodiscard]] std::optional<histogram> histogram_from_json(const nlohmann::json& j);
 
+/// A fixed stretch of a plot's value axis, so that plots drawn side by side (one per mode) share
+/// one scale and can be compared by eye.
+struct plot_range {
+  double lo{};
+  double hi{};
+};
+
 /// A latency over time: the band from each bucket's min to its max, a line through the means,
 /// and single points (for runs with few samples, e.g. one per marked frame).
 struct series_plot {
@@ -63,6 +70,9 @@ struct series_plot {
   std::vector<double> points_x;  // drawn as dots; same size as points_y
   std::vector<double> points_y;
   std::size_t color{};  // palette index (report.hpp's detail::palette_color)
+  /// The latency axis: nullopt spans this plot's own values; a range (e.g. the union over the
+  /// plots of one group, see value_extent) fixes it, and values outside it sit on its edge.
+  std::optional<plot_range> y_range;
 };
 [[nodiscard]] std::string series_svg(const series_plot& plot);
 
@@ -74,7 +84,21 @@ struct histogram_plot {
   histogram data;
   bool log_counts{true};
   std::size_t color{};
+  /// The value axis: nullopt spans this histogram's bins; a range fixes it (bars outside it are
+  /// clipped to its edge).
+  std::optional<plot_range> x_range;
+  /// The count at the top of the count axis: nullopt is this histogram's largest bin; a shared
+  /// value makes bar heights comparable across plots (a larger bin is drawn at the top).
+  std::optional<std::uint64_t> max_count;
 };
 [[nodiscard]] std::string histogram_svg(const histogram_plot& plot);
+
+/// What a plot spans on its own value axis: a series' band edges and points, a histogram's
+/// [lo, hi]; nullopt when there is nothing to draw.
+[[nodiscard]] std::optional<plot_range> value_extent(const series_plot& plot);
+[[nodiscard]] std::optional<plot_range> value_extent(const histogram& data);
+/// The smallest range holding both (nullopt only when both are).
+[[nodiscard]] std::optional<plot_range> unite(const std::optional<plot_range>& a,
+                                              const std::optional<plot_range>& b);
 
 }  // namespace resident::measure

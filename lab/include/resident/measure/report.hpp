@@ -28,14 +28,35 @@ struct report_options {
 [[nodiscard]] std::string render_text(const std::vector<receipt>& receipts);
 
 /// One HTML page: per receipt its benchmark, command, git commit, start time, device, host and
-/// settings; per (workload, contention) group of its latency results a table and an SVG box
-/// plot with one box per mode; a table of every other result's fields. All text is escaped.
+/// settings (a key/value table, nested objects as nested tables); per (workload, contention)
+/// group of its latency results a table and an SVG box plot on one axis with one box per result
+/// (a mode that ran more than once in the group is labelled "mode (run k of n)"); its targets
+/// (settings.targets) as a table of verdicts; a table of every other result's fields. Tables sit
+/// in a horizontally scrolling box so the page keeps its width. All text is escaped.
 [[nodiscard]] std::string render_html(const std::vector<receipt>& receipts,
                                       const report_options& options = {});
 
 namespace detail {
 
 [[nodiscard]] std::string html_escape(std::string_view text);
+
+/// The HTML class of the box every report table sits in: it scrolls horizontally when the table
+/// is wider than the page.
+inline constexpr const char* table_scroll_class = "table-scroll";
+/// Its CSS rule, for a page's style sheet.
+inline constexpr const char* table_scroll_css = ".table-scroll{overflow-x:auto;max-width:100%}";
+
+/// A JSON value as HTML (escaped): an object becomes a key/value table (nested objects nested
+/// tables), an array of objects a table with the union of their keys as columns and one row per
+/// element, a flat array its values separated by commas, a scalar its text. Keys of a top-level
+/// object listed in `skip` are left out (e.g. the targets a report shows as their own table).
+[[nodiscard]] std::string value_html(const nlohmann::json& value,
+                                     const std::vector<std::string>& skip = {});
+
+/// Labels for the results of one group, given their modes in order: a mode that occurs once
+/// keeps its name, one that occurs n > 1 times becomes "mode (run k of n)" at its k-th
+/// occurrence, so repeated runs can be told apart.
+[[nodiscard]] std::vector<std::string> run_labels(const std::vector<std::string>& modes);
 /// Microseconds as the report prints them: two decimals ("12.34").
 [[nodiscard]] std::string format_us(double value);
 
@@ -64,11 +85,12 @@ struct box_values {
 [[nodiscard]] const char* palette_color(std::size_t index) noexcept;
 
 struct plot_box {
-  std::string label;    // the mode
+  std::string label;    // the mode (or run_labels' label)
   box_values values;    // µs
   std::size_t color{};  // palette index, so a mode keeps its colour across groups
 };
-/// The SVG box plot of one group: one horizontal box per entry, top to bottom.
+/// The SVG box plot of one group on one axis: one horizontal box per entry, top to bottom; the
+/// left margin grows with the longest label.
 [[nodiscard]] std::string box_plot_svg(const std::vector<plot_box>& boxes,
                                        axis_scale scale = axis_scale::automatic);
 
