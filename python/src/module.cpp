@@ -18,6 +18,20 @@ namespace py = pybind11;
 
 namespace resident::python {
 
+namespace {
+
+// What a CUDA error raised in Python adds when the machine has no usable GPU: the CLI's
+// explanation (explain_no_device) and what still works from Python.
+std::string no_gpu_note(const std::string& reason) {
+  return "resident: " + explain_no_device(reason) +
+         ". Without a GPU, resident can still compose, check and plan an application "
+         "(Application.load_config, Application.plan()), list the operator kinds "
+         "(resident.operator_catalog()) and read receipts (resident report RECEIPT..., "
+         "resident.bench.report).";
+}
+
+}  // namespace
+
 void bind_errors(py::module_& m) {
   // Static: the translator below outlives this call (pybind11 2.10 idiom).
   static py::exception<composition_error> composition(m, "CompositionError", PyExc_ValueError);
@@ -35,7 +49,9 @@ void bind_errors(py::module_& m) {
     } catch (const execution_error& e) {
       PyErr_SetString(execution.ptr(), e.what());
     } catch (const cuda_error& e) {
-      PyErr_SetString(cuda.ptr(), e.what());
+      std::string message = e.what();
+      if (device_count() == 0) message += "\n" + no_gpu_note(no_device_reason());
+      PyErr_SetString(cuda.ptr(), message.c_str());
     }
   });
 }
@@ -75,6 +91,8 @@ PYBIND11_MODULE(_resident, m) {
         "Number of usable CUDA devices; 0 without a GPU or driver (never raises).");
   m.def("no_device_reason", &resident::no_device_reason,
         "Why no device is usable; empty when one is.");
+  m.def("_no_gpu_note", &no_gpu_note, py::arg("reason"),
+        "What a CUDA error adds on a machine without a usable GPU (for tests).");
   m.def("modes", &mode_names,
         "Every execution mode's name, in the order of the C++ enum (persistent runs operators "
         "with a device form only).");

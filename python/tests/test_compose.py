@@ -234,3 +234,24 @@ def test_mailbox_must_be_a_mailbox():
 
     with pytest.raises(TypeError, match="takes a resident.Mailbox"):
         WrongMailbox().plan()
+
+
+def test_the_no_gpu_note_says_what_the_cli_says_and_what_still_works():
+    note = resident._resident._no_gpu_note(
+        "cudaErrorInsufficientDriver: CUDA driver version is insufficient for CUDA runtime version")
+    assert "no usable CUDA GPU or driver was found" in note
+    assert "when no NVIDIA driver is installed or loaded" in note
+    for still in ("Application.plan()", "resident.operator_catalog()", "resident report"):
+        assert still in note
+    assert "NVIDIA driver is installed" not in resident._resident._no_gpu_note(
+        "cudaErrorNoDevice: no CUDA-capable device is detected")
+
+
+def test_a_cuda_error_carries_the_no_gpu_note_only_without_a_gpu():
+    # Pinned host memory needs a driver: without one the CudaError explains; with one the
+    # mailbox is made and nothing is raised.
+    if resident.device_count() == 0:
+        with pytest.raises(resident.CudaError, match="no usable CUDA GPU or driver.*Application"):
+            resident.Mailbox(16, 16)
+    else:
+        assert resident.Mailbox(16, 16) is not None

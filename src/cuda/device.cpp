@@ -75,6 +75,14 @@ std::string no_device_reason() {
   return std::string(cudaGetErrorName(status)) + ": " + cudaGetErrorString(status);
 }
 
+std::string explain_no_device(const std::string& reason) {
+  std::string m = "no usable CUDA GPU or driver was found (CUDA's report: " + reason;
+  if (reason.find("InsufficientDriver") != std::string::npos) {
+    m += "; CUDA says this too when no NVIDIA driver is installed or loaded";
+  }
+  return m + ")";
+}
+
 device_info query_device(int ordinal) {
   device_info info;
   info.ordinal = ordinal;

@@ -116,15 +116,9 @@ int parse_and_run(CLI::App& root, const std::vector<command>& commands, int argc
 bool have_gpu() { return device_count() > 0; }
 
 std::string no_gpu_message(const std::string& command, const std::string& reason) {
-  std::string m = "resident " + command +
-                  ": no usable CUDA GPU or driver was found, and this command needs one.\n";
-  m += "  CUDA's report: " + reason;
-  // The static CUDA runtime says "driver version is insufficient" when no driver is loaded at
-  // all, which reads as "upgrade your driver".
-  if (reason.find("InsufficientDriver") != std::string::npos) {
-    m += " (CUDA says this too when no NVIDIA driver is installed or loaded)";
-  }
-  m += "\n  Without a GPU, resident can still plan SM partitions (resident plan TASKSET.yaml), "
+  std::string m =
+      "resident " + command + ": " + explain_no_device(reason) + ", and this command needs one.\n";
+  m += "  Without a GPU, resident can still plan SM partitions (resident plan TASKSET.yaml), "
        "simulate stream schedules (resident sim), render receipts (resident report RECEIPT...) "
        "and check a pipeline configuration (resident run CONFIG.yaml --check).\n";
   return m;

@@ -45,6 +45,10 @@ class current_device_guard {
 [[nodiscard]] int device_count() noexcept;
 /// Why no device is usable ("no CUDA driver found", ...); empty when one is.
 [[nodiscard]] std::string no_device_reason();
+/// "no usable CUDA GPU or driver was found (CUDA's report: REASON)", with a remark where CUDA's
+/// words mislead (the static runtime reports a missing driver as an insufficient one): what the
+/// CLI and the Python module say before listing what still works without a GPU.
+[[nodiscard]] std::string explain_no_device(const std::string& reason);
 /// Properties of `ordinal`; throws cuda_error when the query fails.
 [[nodiscard]] device_info query_device(int ordinal = 0);
 
