@@ -80,6 +80,14 @@ std::vector<operator_kind> make_catalog() {
        [](const kind_inputs& in) -> std::shared_ptr<Operator> {
          return std::make_shared<io::display_tx>(need(in.display, "io.display_tx", "a display"));
        }},
+      {"imaging.camera_isp",
+       "CSI-2 slot -> display scanout in one pass: reconstruction with every check, black "
+       "level, white balance, demosaic, gamma; the commit waits for the frame's verdict",
+       kind_input::display, false,
+       [](const kind_inputs& in) -> std::shared_ptr<Operator> {
+         return std::make_shared<imaging::camera_isp>(
+             need(in.display, "imaging.camera_isp", "a display"));
+       }},
   };
   std::sort(c.begin(), c.end(),
             [](const operator_kind& a, const operator_kind& b) { return a.name < b.name; });

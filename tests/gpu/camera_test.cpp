@@ -268,6 +268,139 @@ TEST(camera, tears_down_mid_stream_with_exact_accounting) {
   }
 }
 
+// ---- the fused pass (pipeline.isp: fused) -------------------------------------------------------
+
+camera_settings fused(camera_settings s, const char* statistics) {
+  s.isp = "fused";
+  s.statistics = statistics;
+  return s;
+}
+
+// The CPU pipeline of prebuilt frame `distinct` corrected with `multipliers` (another frame's
+// grey-world gains: previous-frame statistics).
+std::vector<std::uint8_t> cpu_screen_with(const camera_settings& s, const io::sensor_bridge& b,
+                                          std::uint32_t distinct,
+                                          const std::array<std::uint64_t, 3>& multipliers) {
+  namespace ref = imaging::reference;
+  const auto& k = s.sensor;
+  const unsigned bits = static_cast<unsigned>(k.format);
+  const float max_value = static_cast<float>((1U << bits) - 1U);
+  const auto raw = ref::correct_raw(b.pixels(distinct), k.width, k.height, k.order, bits,
+                                    k.black_level, multipliers);
+  const auto rgba16 =
+      ref::to_rgba16(ref::demosaic_malvar(raw, k.width, k.height, k.order, max_value), max_value);
+  std::vector<std::uint8_t> out(rgba16.size());
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    out[i] = i % 4 == 3 ? 255 : io::gamma_encode(rgba16[i], 65535, s.gamma);
+  }
+  return out;
+}
+
+TEST(camera_fused, same_frame_statistics_show_the_unfused_chains_bytes_in_every_mode) {
+  RESIDENT_REQUIRE_GPU();
+  const camera_settings unfused = small_camera(500.0, 1);  // every frame the same
+  camera_run_options o;
+  o.frames = 30;
+  o.keep_screen = true;
+  const camera_result base = run(unfused, "while", o);
+  expect_exact_accounting(base);
+  ASSERT_FALSE(base.screen.empty());
+  for (const auto mode : {"eager", "host-graph", "while", "tail"}) {
+    const camera_result r = run(fused(unfused, "same-frame"), mode, o);
+    expect_exact_accounting(r);
+    ASSERT_GE(r.counters.processed, 30U) << mode;
+    ASSERT_EQ(r.screen.size(), base.screen.size()) << mode;
+    EXPECT_TRUE(r.screen == base.screen)
+        << mode << ": the fused screen differs from the unfused chain's by up to "
+        << worst_difference(r.screen, base.screen) << " LSB";
+  }
+}
+
+// Frames that differ (the photograph pans, the LED blinks): the screen is the CPU pipeline of
+// the frame tagged on it, corrected with the grey-world gains of the frame processed before it.
+TEST(camera_fused, previous_frame_statistics_are_the_cpu_pipeline_with_the_previous_frames_gains) {
+  RESIDENT_REQUIRE_GPU();
+  const camera_settings s = fused(small_camera(500.0, 8), "previous-frame");
+  io::sensor_bridge bridge(s.sensor, test_card(300, 200));
+  const unsigned bits = static_cast<unsigned>(s.sensor.format);
+  const auto gains_of = [&](std::uint32_t distinct) {
+    return imaging::reference::raw_isp(bridge.pixels(distinct), s.sensor.width, s.sensor.height,
+                                       s.sensor.order, bits, s.sensor.black_level, true)
+        .multipliers;
+  };
+  for (const auto mode : {"host-graph", "while", "tail"}) {
+    for (const std::uint64_t frames : {37U, 50U}) {
+      SCOPED_TRACE(std::string(mode) + ", " + std::to_string(frames) + " frames");
+      camera_run_options o;
+      o.frames = frames;
+      o.keep_screen = true;
+      const camera_result r = run(s, mode, o);
+      expect_exact_accounting(r);
+      ASSERT_NE(r.screen_frame, 0U) << "a frame was shown";
+      const auto at =
+          std::find(r.processed_frames.begin(), r.processed_frames.end(), r.screen_frame);
+      ASSERT_NE(at, r.processed_frames.end());
+      ASSERT_NE(at, r.processed_frames.begin()) << "the shown frame had a frame before it";
+      const std::uint64_t previous = *(at - 1);
+      const auto want = cpu_screen_with(s, bridge, bridge.distinct_of(r.screen_frame),
+                                        gains_of(bridge.distinct_of(previous)));
+      ASSERT_EQ(r.screen.size(), want.size());
+      EXPECT_LE(worst_difference(r.screen, want), 1)
+          << "the screen is not frame " << r.screen_frame << " with frame " << previous
+          << "'s gains through the CPU pipeline";
+    }
+  }
+}
+
+TEST(camera_fused, counts_corrupt_frames_and_never_shows_them) {
+  RESIDENT_REQUIRE_GPU();
+  const camera_settings s = fused(small_camera(200.0), "previous-frame");
+  const std::size_t line = io::csi2::line_bytes(s.sensor.format, s.sensor.width);
+  for (const auto mode : {"while", "host-graph", "tail"}) {
+    camera_run_options o;
+    o.frames = 40;
+    int step = 0;
+    o.during = [&](io::sensor_bridge& b, const loop_counters& c) {
+      if (step == 0 && c.processed >= 5) {  // two flipped bits in line 10's header
+        b.inject({io::bridge_fault::kind::flip_bits, 4 + 10 * (line + 6) + 1, 0x03});
+        ++step;
+      } else if (step == 1 && c.processed >= 15) {  // a payload bit: line 20's CRC fails
+        b.inject({io::bridge_fault::kind::flip_bits, 4 + 20 * (line + 6) + 4 + 7, 0x40});
+        ++step;
+      } else if (step == 2 && c.processed >= 25) {  // the last line's footer CRC
+        b.inject({io::bridge_fault::kind::flip_bits,
+                  4 + (s.sensor.height - 1) * (line + 6) + 4 + line, 0x01});
+        ++step;
+      }
+    };
+    const camera_result r = run(s, mode, o);
+    expect_exact_accounting(r);
+    ASSERT_EQ(r.faulty_frames.size(), 3U) << mode;
+    const std::set<std::uint64_t> processed(r.processed_frames.begin(), r.processed_frames.end());
+    std::uint64_t faulty_processed = 0;
+    for (const auto f : r.faulty_frames) {
+      faulty_processed += processed.count(f);
+      EXPECT_EQ(std::count(r.shown_frames.begin(), r.shown_frames.end(), f), 0)
+          << mode << ": corrupt frame " << f << " was shown";
+    }
+    EXPECT_EQ(r.display.corrupt_frames, faulty_processed) << mode;
+    EXPECT_GT(r.displayed, 10U) << mode << ": the loop kept showing frames after the faults";
+  }
+}
+
+TEST(camera_fused, tears_down_mid_stream_with_exact_accounting) {
+  RESIDENT_REQUIRE_GPU();
+  const camera_settings s = fused(small_camera(3000.0), "previous-frame");
+  for (const auto mode : {"host-graph", "while", "tail"}) {
+    camera_run_options o;
+    o.frames = 100'000'000;
+    o.timeout = std::chrono::seconds(1);
+    const camera_result r = run(s, mode, o);
+    expect_exact_accounting(r);
+    EXPECT_GT(r.counters.processed, 100U) << mode;
+  }
+}
+
 }  // namespace
 }  // namespace resident::testing
 #endif

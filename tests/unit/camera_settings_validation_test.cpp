@@ -93,5 +93,25 @@ TEST(camera_settings_limits, a_duplicated_key_names_the_key_and_both_lines) {
   }
 }
 
+TEST(camera_settings_isp, fused_and_its_statistics_are_read_and_checked) {
+  const camera_settings s = parse_camera_settings(
+      "camera: {width: 64, height: 32}\npipeline: {isp: fused, statistics: same-frame}\n",
+      "cam.yaml");
+  EXPECT_EQ(s.isp, "fused");
+  EXPECT_EQ(s.statistics, "same-frame");
+  const camera_settings d = parse_camera_settings("camera: {width: 64, height: 32}\n", "cam.yaml");
+  EXPECT_EQ(d.isp, "unfused");
+  EXPECT_EQ(d.statistics, "previous-frame");
+  EXPECT_THAT(error_of("width: 64, height: 32", "pipeline: {isp: fast}\n"),
+              AllOf(HasSubstr("pipeline.isp"), HasSubstr("unfused"), HasSubstr("fused")));
+  EXPECT_THAT(error_of("width: 64, height: 32", "pipeline: {statistics: next-frame}\n"),
+              HasSubstr("previous-frame"));
+  EXPECT_THAT(error_of("width: 64, height: 32", "pipeline: {isp: fused, demosaic: npp}\n"),
+              HasSubstr("'npp' needs isp: unfused"));
+  EXPECT_THAT(error_of("width: 64, height: 32",
+                       "pipeline: {isp: fused}\ndisplay: {present: front_buffer}\n"),
+              HasSubstr("needs display.present 'flip'"));
+}
+
 }  // namespace
 }  // namespace resident::camera

@@ -422,6 +422,22 @@ TEST(raw_isp_reference, without_white_balance_it_removes_black_and_stretches_the
 
 // ---- bilinear resize --------------------------------------------------------------------------
 
+TEST(raw_isp_reference, correct_raw_with_the_frames_own_multipliers_is_the_isp) {
+  constexpr std::uint32_t w = 16;
+  constexpr std::uint32_t h = 8;
+  std::vector<std::uint16_t> raw(w * h);
+  for (std::size_t i = 0; i < raw.size(); ++i)
+    raw[i] = static_cast<std::uint16_t>(200 + i * 29 % 3800);
+  const isp_result isp = raw_isp(raw, w, h, io::bayer_order::gbrg, 12, 256, true);
+  EXPECT_EQ(correct_raw(raw, w, h, io::bayer_order::gbrg, 12, 256, isp.multipliers), isp.raw);
+  // Another frame's gains give another image (the previous-frame statistics' reference).
+  const std::array<std::uint64_t, 3> unity{isp.multipliers[1], isp.multipliers[1],
+                                           isp.multipliers[1]};
+  EXPECT_NE(correct_raw(raw, w, h, io::bayer_order::gbrg, 12, 256, unity), isp.raw);
+  EXPECT_THROW((void)correct_raw(raw, w, h + 2, io::bayer_order::gbrg, 12, 256, unity),
+               std::invalid_argument);
+}
+
 TEST(resize_reference, same_size_is_the_identity_and_halving_averages_pairs) {
   const std::vector<double> in{0, 10, 20, 30, 40, 50, 60, 70};  // 4x2, one channel
   EXPECT_EQ(resize_bilinear(in, 4, 2, 1, 4, 2), in);

@@ -38,6 +38,17 @@ void camera_app::compose() {
   const auto bits = static_cast<std::int64_t>(k.format);
   const std::string order(io::to_string(k.order));
   auto rx = make_operator<io::frame_rx>("rx", _bridge);
+  register_data_ready_handler(_bridge->make_handler(rx));
+  if (_settings.isp == "fused") {
+    auto isp = make_operator<im::camera_isp>(
+        "isp", _display, arg("width", w), arg("height", h),
+        arg("format", std::string(io::csi2::to_string(k.format))), arg("order", order),
+        arg("black_level", static_cast<std::int64_t>(k.black_level)),
+        arg("white_balance", _settings.white_balance), arg("demosaic", _settings.demosaic),
+        arg("gamma", _settings.gamma), arg("statistics", _settings.statistics));
+    add_flow(rx, isp, {{"frame", "frame"}});
+    return;
+  }
   auto rec = make_operator<im::csi2_reconstruct>(
       "reconstruct", arg("width", w), arg("height", h),
       arg("format", std::string(io::csi2::to_string(k.format))), arg("order", order));
@@ -62,7 +73,6 @@ void camera_app::compose() {
   }
   auto tx = make_operator<io::display_tx>("display", _display, arg("gamma", _settings.gamma),
                                           arg("input", std::string("rgba16")));
-  register_data_ready_handler(_bridge->make_handler(rx));
   add_flow(rx, rec, {{"frame", "frame"}});
   add_flow(rec, isp, {{"bayer", "in"}});
   add_flow(isp, dem, {{"out", "bayer"}});

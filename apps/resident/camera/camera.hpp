@@ -56,6 +56,10 @@ inline constexpr double max_gamma = 10.0;
 struct camera_settings {
   io::sensor_config sensor;                 // shape, format, Bayer order, rate, ring
   std::string photo{"astronaut"};           // a photograph of the set (lab png.hpp) or a PNG path
+  // unfused: csi2_reconstruct -> raw_isp -> demosaic -> display_tx; fused: one camera_isp pass
+  // (persistent mode runs only the unfused chain so far).
+  std::string isp{"unfused"};
+  std::string statistics{"previous-frame"};  // fused: previous-frame | same-frame white balance
   std::string demosaic{"malvar"};           // malvar | bilinear | npp
   std::string white_balance{"grey_world"};  // grey_world | none
   double gamma{2.2};

@@ -140,7 +140,16 @@ void read_camera(const std::string& origin, const YAML::Node& c, camera_settings
 }
 
 void read_pipeline(const std::string& origin, const YAML::Node& p, camera_settings& s) {
-  check_keys(origin, p, "pipeline", {"demosaic", "white_balance", "gamma"});
+  check_keys(origin, p, "pipeline", {"isp", "statistics", "demosaic", "white_balance", "gamma"});
+  if (p["isp"]) {
+    s.isp = choose<std::string>(origin, p["isp"], "pipeline.isp",
+                                {{"unfused", "unfused"}, {"fused", "fused"}});
+  }
+  if (p["statistics"]) {
+    s.statistics =
+        choose<std::string>(origin, p["statistics"], "pipeline.statistics",
+                            {{"previous-frame", "previous-frame"}, {"same-frame", "same-frame"}});
+  }
   if (p["demosaic"]) {
     s.demosaic =
         choose<std::string>(origin, p["demosaic"], "pipeline.demosaic",
@@ -258,6 +267,15 @@ camera_settings parse_camera_settings(std::string_view yaml, const std::string& 
   if (root["display"]) read_display(origin, root["display"], s);
   if (root["loop"]) read_loop(origin, root["loop"], s);
   check_shape(origin, root["camera"], s);
+  if (s.isp == "fused" && s.demosaic == "npp") {
+    fail(origin, root["pipeline"],
+         "pipeline.isp 'fused' demosaics itself (malvar or bilinear); 'npp' needs isp: unfused");
+  }
+  if (s.isp == "fused" && s.display.mode != io::present_mode::flip) {
+    fail(origin, root["display"],
+         "pipeline.isp 'fused' needs display.present 'flip': it learns whether a frame is sound "
+         "only after writing it, so a front buffer would show a corrupt frame");
+  }
   if (s.display.min_refresh_hz > s.display.refresh_hz) {
     fail(origin, root["display"],
          "display.min_refresh_hz (" + number_text(s.display.min_refresh_hz) +

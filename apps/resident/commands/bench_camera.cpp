@@ -24,6 +24,9 @@ void add_lists(CLI::App& app, bench_camera_command_settings& s) {
   app.add_option("--displays", s.displays,
                  "photon runs: vrr240-flip, vrr240-front (GPU-resident modes), fixed60-flip "
                  "(default: all)");
+  app.add_option("--pipelines", s.pipelines,
+                 "software runs: unfused (csi2_reconstruct, raw_isp, demosaic, display_tx), "
+                 "fused (camera_isp; not in persistent or cpu-hostmem) (default: unfused)");
 }
 
 void add_numbers(CLI::App& app, bench::camera_bench_settings& c) {
@@ -117,6 +120,7 @@ bench::camera_bench_settings bench_camera_command_settings::resolve() const {
   take(contention, out.contention);
   take(modes, out.modes);
   take(displays, out.displays);
+  take(pipelines, out.pipelines);
   out.realtime = !no_fifo;
   out.validate();
   return out;

@@ -19,6 +19,7 @@ struct bench_camera_command_settings {
   std::string contention;
   std::string modes;
   std::string displays;
+  std::string pipelines;
   bool quick{false};
   bool no_fifo{false};
   std::string out{"bench-out/camera.json"};

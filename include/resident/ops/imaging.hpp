@@ -5,6 +5,7 @@
 // same kernels for fused pipelines and benchmarks.
 
 #include "resident/ops/imaging/common.hpp"
+#include "resident/ops/imaging/camera_isp.hpp"
 #include "resident/ops/imaging/convert_resize.hpp"
 #include "resident/ops/imaging/csi2_math.hpp"
 #include "resident/ops/imaging/csi2_reconstruct.hpp"

@@ -225,6 +225,28 @@ isp_result raw_isp(std::span<const std::uint16_t> raw, std::uint32_t width, std:
   return r;
 }
 
+std::vector<std::uint16_t> correct_raw(std::span<const std::uint16_t> raw, std::uint32_t width,
+                                       std::uint32_t height, io::bayer_order order, unsigned bits,
+                                       std::uint32_t black_level,
+                                       const std::array<std::uint64_t, 3>& multipliers) {
+  namespace math = ops::imaging::isp_math;
+  if (raw.size() != std::size_t{width} * height || (bits != 8 && bits != 10 && bits != 12)) {
+    throw std::invalid_argument("correct_raw reference: " + std::to_string(raw.size()) +
+                                " samples for " + std::to_string(width) + "x" +
+                                std::to_string(height) + ", " + std::to_string(bits) + " bits");
+  }
+  const std::uint32_t max = (1U << bits) - 1U;
+  std::vector<std::uint16_t> out(raw.size());
+  for (std::uint32_t y = 0; y < height; ++y) {
+    for (std::uint32_t x = 0; x < width; ++x) {
+      const std::size_t i = std::size_t{y} * width + x;
+      const auto c = static_cast<std::size_t>(io::bayer_channel(order, x, y));
+      out[i] = math::correct(raw[i], black_level, multipliers[c], max);
+    }
+  }
+  return out;
+}
+
 namespace {
 
 struct tap {

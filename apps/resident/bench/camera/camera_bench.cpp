@@ -35,6 +35,7 @@ const std::vector<std::string> known_resolutions{"1080p", "4k"};
 const std::vector<std::string> known_formats{"raw10", "raw12"};
 const std::vector<std::string> known_levels{"none", "stress"};
 const std::vector<std::string> known_displays{"vrr240-flip", "vrr240-front", "fixed60-flip"};
+const std::vector<std::string> known_pipelines{"unfused", "fused"};
 
 constexpr std::size_t series_buckets = 200;
 constexpr std::size_t software_bins = 60;
@@ -118,6 +119,7 @@ void camera_bench_settings::validate() const {
   check_list("--formats", formats, known_formats, "format");
   check_list("--contention", contention, known_levels, "contention level");
   check_list("--displays", displays, known_displays, "display");
+  check_list("--pipelines", pipelines, known_pipelines, "pipeline");
   if (modes.empty()) throw std::invalid_argument("--modes: name at least one mode");
   std::set<std::string> seen;
   for (const auto& m : modes) {
@@ -155,7 +157,8 @@ bool camera_bench_settings::has_part(const std::string& part) const {
 }
 
 std::string camera_case::workload() const {
-  return part == "photon" ? "photon " + display : resolution + " " + format;
+  if (part == "photon") return "photon " + display;
+  return resolution + " " + format + (pipeline == "fused" ? " fused" : "");
 }
 
 bool camera_case::judged_on_median() const {
@@ -169,10 +172,15 @@ std::vector<camera_case> software_cases(const camera_bench_settings& s,
   std::vector<camera_case> out;
   for (const auto& r : s.resolutions) {
     for (const auto& f : s.formats) {
-      for (const auto& m : s.modes) {
-        camera_case c{"software", r, f, contention, m, "vrr240-flip", 1};
-        c.runs = c.judged_on_median() ? s.repeats : 1;
-        out.push_back(std::move(c));
+      for (const auto& p : s.pipelines) {
+        for (const auto& m : s.modes) {
+          // The fused pass has no persistent form yet, and reads the slot where it lies
+          // (host memory for cpu-hostmem would make it a PCIe benchmark).
+          if (p == "fused" && (m == "persistent" || m == "cpu-hostmem")) continue;
+          camera_case c{"software", r, f, contention, m, "vrr240-flip", 1, p};
+          c.runs = c.judged_on_median() ? s.repeats : 1;
+          out.push_back(std::move(c));
+        }
       }
     }
   }
@@ -212,6 +220,8 @@ camera::camera_settings camera_settings_for(const camera_case& c, const camera_b
   k.black_level = static_cast<std::uint16_t>(256U >> (12U - static_cast<unsigned>(k.format)));
   if (c.part == "photon") k.distinct_frames = camera_photon_distinct_frames;
   cs.photo = s.photo;
+  cs.isp = c.pipeline;
+  cs.statistics = "previous-frame";
   cs.demosaic = "malvar";
   cs.white_balance = "grey_world";
   cs.gamma = 2.2;
@@ -270,23 +280,23 @@ camera_run measured_run(const camera::camera_result& r, const camera_case& c, st
 namespace {
 
 json run_entry(std::size_t index, const camera_run& r) {
-  json e = {{"run", index + 1},
-            {"n", r.us.size()},
-            {"requested_samples", r.requested},
-            {"produced", r.produced},
-            {"processed", r.processed},
-            {"dropped", r.dropped},
-            {"repeated", r.repeated},
-            {"deadline_misses", r.counters.deadline_misses},
-            {"max_response_us", static_cast<double>(r.counters.max_response_ns) / 1e3},
-            {"max_arrival_response_us",
-             static_cast<double>(r.counters.max_arrival_response_ns) / 1e3},
-            {"corrupt", r.corrupt},
-            {"written", r.written},
-            {"displayed", r.displayed},
-            {"marked", r.marked},
-            {"late_sensor_frames", r.late_sensor_frames},
-            {"threads", r.threads}};
+  json e = {
+      {"run", index + 1},
+      {"n", r.us.size()},
+      {"requested_samples", r.requested},
+      {"produced", r.produced},
+      {"processed", r.processed},
+      {"dropped", r.dropped},
+      {"repeated", r.repeated},
+      {"deadline_misses", r.counters.deadline_misses},
+      {"max_response_us", static_cast<double>(r.counters.max_response_ns) / 1e3},
+      {"max_arrival_response_us", static_cast<double>(r.counters.max_arrival_response_ns) / 1e3},
+      {"corrupt", r.corrupt},
+      {"written", r.written},
+      {"displayed", r.displayed},
+      {"marked", r.marked},
+      {"late_sensor_frames", r.late_sensor_frames},
+      {"threads", r.threads}};
   if (!r.us.empty()) e.update(measure::summary_fields(measure::summarize(r.us)));
   if (!r.error.empty()) e["error"] = r.error;
   return e;
@@ -349,6 +359,7 @@ json case_result(const camera_case& c, const std::vector<camera_run>& runs) {
   result["resolution"] = c.resolution;
   result["format"] = c.format;
   result["display"] = c.display;
+  result["pipeline"] = c.pipeline;
   result["width"] = w;
   result["height"] = h;
   result["aggregate"] = runs.size() == 1

@@ -40,6 +40,9 @@ struct camera_bench_settings {
   /// Photon runs' displays: vrr240-flip (the paper's setup), vrr240-front (GPU-resident modes
   /// only), fixed60-flip (vblank quantization).
   std::vector<std::string> displays{"vrr240-flip", "vrr240-front", "fixed60-flip"};
+  /// Software runs' camera passes: unfused (four operators) and fused (camera_isp; GPU modes
+  /// other than persistent).
+  std::vector<std::string> pipelines{"unfused"};
   double rate_hz{2000.0};       // software runs: sensor frame rate
   std::int64_t frames{20000};   // software runs: measured frames per run
   std::int64_t warmup{200};     // software runs: processed first, not measured
@@ -72,6 +75,7 @@ struct camera_case {
   std::string mode;        // a camera mode (camera::parse_camera_mode)
   std::string display;     // vrr240-flip | vrr240-front | fixed60-flip
   int runs{1};
+  std::string pipeline{"unfused"};  // unfused | fused (pipeline.isp)
 
   /// What the receipt's results group by: "1080p raw12" (software), "photon vrr240-flip".
   [[nodiscard]] std::string workload() const;

@@ -61,6 +61,13 @@ struct isp_result {
                                  std::uint32_t height, io::bayer_order order, unsigned bits,
                                  std::uint32_t black_level, bool grey_world);
 
+/// The per-pixel step alone with given Q16 multipliers (red, green, blue): what the fused
+/// camera pass does to frame F with the gains of an earlier frame (previous-frame statistics).
+[[nodiscard]] std::vector<std::uint16_t> correct_raw(
+    std::span<const std::uint16_t> raw, std::uint32_t width, std::uint32_t height,
+    io::bayer_order order, unsigned bits, std::uint32_t black_level,
+    const std::array<std::uint64_t, 3>& multipliers);
+
 // ---- bilinear resize (ops::imaging::convert_resize) -------------------------------------------
 
 /// Bilinear resize of an interleaved image of `channels` values a pixel, pixel centres aligned:

@@ -1,0 +1,569 @@
+// camera_isp: the fused camera pass (see camera_isp.hpp).
+
+#include "resident/ops/imaging/camera_isp.hpp"
+
+#include <cuda/atomic>
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "io/display_forms.cuh"
+#include "launch.cuh"
+#include "params.hpp"
+#include "resident/app/error.hpp"
+#include "resident/app/loop_device.cuh"
+#include "resident/cuda/error.hpp"
+#include "resident/ops/imaging/csi2_math.hpp"
+#include "resident/ops/imaging/demosaic_math.hpp"
+#include "resident/ops/imaging/isp_math.hpp"
+
+namespace resident::ops::imaging {
+
+namespace detail {
+
+struct fused_args {
+  const io::frame_ref* frame;
+  io::frame_integrity* integrity;
+  const std::uint16_t* factors;  // csi2_workspace: each chunk's CRC shift factor
+  std::uint32_t* line_crc;       // per line: XOR of the tiles' CRC terms, zero between frames
+  unsigned long long* sums;      // replicas x (count, sum of levels) per channel
+  std::uint64_t* multipliers;
+  const std::uint8_t* lut;  // rgba16 level -> gamma-encoded 8 bits
+  unsigned* done;           // [0] statistics pass, [1] fused pass
+  io::display_view view;
+  loop_state* loop;
+  std::uint64_t stream_bytes;
+  std::uint32_t width;
+  std::uint32_t height;
+  std::uint32_t line_bytes;
+  std::uint32_t chunks;
+  std::uint32_t black;
+  std::uint32_t max;
+  int max_sum;
+  float scale;
+  int rx;
+  int ry;
+  std::uint16_t seed_term;
+  std::uint8_t bits;
+  std::uint8_t data_type;
+  io::bayer_order order;
+  bool malvar;
+  bool grey_world;
+  bool same_frame;
+};
+
+}  // namespace detail
+
+namespace {
+
+namespace math = csi2_math;
+using detail::fused_args;
+using io::detail::display_form::choose_target;
+using io::detail::display_form::commit_frame;
+using word_ref = cuda::atomic_ref<std::uint32_t, cuda::thread_scope_device>;
+
+constexpr int cells_x = 32;
+constexpr int cells_y = 8;
+constexpr int threads = cells_x * cells_y;
+constexpr int tile_w = 2 * cells_x;
+constexpr int tile_h = 2 * cells_y;
+constexpr int apron = 2;
+constexpr int shared_w = tile_w + 2 * apron;
+constexpr int shared_h = tile_h + 2 * apron;
+constexpr int shared_words = shared_w / 2;
+constexpr std::uint32_t packet_overhead = 6;
+constexpr std::uint32_t chunk_pixels = detail::csi2_chunk_pixels;
+constexpr int chunks_per_tile = tile_w / static_cast<int>(chunk_pixels);
+constexpr unsigned replicas = camera_isp_workspace::sum_replicas;
+constexpr unsigned sum_words = camera_isp_workspace::sum_words;
+constexpr int stats_threads = 256;
+static_assert(chunks_per_tile * tile_h <= threads, "a thread per chunk of the tile's rows");
+
+struct crc_table {
+  std::uint16_t entry[256];
+};
+constexpr crc_table make_crc_table() {
+  crc_table t{};
+  for (unsigned i = 0; i < 256; ++i)
+    t.entry[i] = math::crc16_update(0, static_cast<std::uint8_t>(i));
+  return t;
+}
+__device__ const crc_table fused_crc_table = make_crc_table();
+
+__device__ inline const std::uint8_t* packet_of(const fused_args& a, const std::uint8_t* packets,
+                                                std::uint32_t y) {
+  return packets + 4 + std::uint64_t{y} * (a.line_bytes + packet_overhead);
+}
+
+/// Raw sample x of a line's payload.
+__device__ __forceinline__ std::uint32_t raw_sample(const fused_args& a,
+                                                    const std::uint8_t* payload, std::uint32_t x) {
+  const unsigned gp = math::group_pixels(a.bits);
+  return math::unpack_pixel(a.bits, payload + x / gp * math::group_bytes(a.bits), x % gp);
+}
+
+/// Channel (0 red, 1 green, 2 blue) of pixel (x, y).
+__device__ __forceinline__ int channel_of(const fused_args& a, std::uint32_t x, std::uint32_t y) {
+  return io::bayer_channel(a.order, x, y);
+}
+
+/// Adds a sample's level to this thread's channel counters.
+__device__ __forceinline__ void count_level(std::uint32_t (&c)[sum_words], int channel,
+                                            std::uint32_t level) {
+  c[0] += channel == 0 ? 1U : 0U;
+  c[1] += channel == 0 ? level : 0U;
+  c[2] += channel == 1 ? 1U : 0U;
+  c[3] += channel == 1 ? level : 0U;
+  c[4] += channel == 2 ? 1U : 0U;
+  c[5] += channel == 2 ? level : 0U;
+}
+
+/// The block's counters (every thread's `c`) added into replica `replica` of the sums.
+__device__ void merge_counts(const fused_args& a, std::uint32_t (&c)[sum_words],
+                             unsigned long long* block_sums, unsigned replica) {
+  for (unsigned i = 0; i < sum_words; ++i) {
+    std::uint32_t v = c[i];
+    for (int offset = 16; offset > 0; offset /= 2) v += __shfl_down_sync(0xFFFFFFFFU, v, offset);
+    if (threadIdx.x % 32 == 0 && v != 0)
+      atomicAdd(&block_sums[i], static_cast<unsigned long long>(v));
+  }
+  __syncthreads();
+  if (threadIdx.x < sum_words && block_sums[threadIdx.x] != 0) {
+    atomicAdd(a.sums + replica * sum_words + threadIdx.x, block_sums[threadIdx.x]);
+  }
+}
+
+/// The replicas' totals (read past L1, left zero) and the grey-world multipliers from them; by
+/// the first sum_words threads of one block.
+__device__ void write_multipliers(const fused_args& a, unsigned long long* totals) {
+  if (threadIdx.x < sum_words) {
+    unsigned long long t = 0;
+    for (unsigned r = 0; r < replicas; ++r) {
+      t += __ldcg(a.sums + r * sum_words + threadIdx.x);
+      a.sums[r * sum_words + threadIdx.x] = 0;
+    }
+    totals[threadIdx.x] = t;
+  }
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    for (int c = 0; c < 3; ++c) {
+      const double gain =
+          isp_math::grey_world_gain(totals[2 * c + 1], totals[2 * c], totals[3], totals[2]);
+      a.multipliers[c] = isp_math::multiplier_q16(gain, a.black, a.max);
+    }
+  }
+}
+
+/// Loads the tile at (x0, y0) and its apron, corrected, into `tile`; counts the levels of the
+/// tile's own samples into `c` when `count`.
+__device__ void load_tile(const fused_args& a, const std::uint8_t* packets, int x0, int y0,
+                          std::uint32_t (&tile)[shared_h][shared_words],
+                          const std::uint64_t (&m)[3], bool count, std::uint32_t (&c)[sum_words]) {
+  auto* samples = reinterpret_cast<std::uint16_t*>(tile);
+  const int w = static_cast<int>(a.width);
+  const int h = static_cast<int>(a.height);
+  for (int i = static_cast<int>(threadIdx.x); i < shared_h * shared_w; i += threads) {
+    const int r = i / shared_w;
+    const int col = i % shared_w;
+    const auto y = static_cast<std::uint32_t>(demosaic_math::mirror(y0 - apron + r, h));
+    const auto x = static_cast<std::uint32_t>(demosaic_math::mirror(x0 - apron + col, w));
+    const std::uint32_t v = raw_sample(a, packet_of(a, packets, y) + 4, x);
+    const int channel = channel_of(a, x, y);
+    samples[r * shared_w + col] = isp_math::correct(v, a.black, m[channel], a.max);
+    const bool own = r >= apron && r < apron + tile_h && col >= apron && col < apron + tile_w &&
+                     y0 - apron + r < h && x0 - apron + col < w;
+    if (count && own) count_level(c, channel, isp_math::bin_of(v, a.black, a.max));
+  }
+}
+
+/// XOR of the CRC terms of the tile's chunks on each of its rows, into the rows' line words.
+__device__ void add_crc_terms(const fused_args& a, const std::uint8_t* packets, int x0, int y0,
+                              const std::uint16_t* table) {
+  if (threadIdx.x >= chunks_per_tile * tile_h) return;  // whole warps
+  const int r = static_cast<int>(threadIdx.x) / chunks_per_tile;
+  const auto j = static_cast<std::uint32_t>(x0) / chunk_pixels +
+                 static_cast<std::uint32_t>(threadIdx.x) % chunks_per_tile;
+  const auto y = static_cast<std::uint32_t>(y0 + r);
+  unsigned term = 0;
+  if (y < a.height && j < a.chunks) {
+    const unsigned gp = math::group_pixels(a.bits);
+    const unsigned gb = math::group_bytes(a.bits);
+    const std::uint32_t pixels = min(chunk_pixels, a.width - j * chunk_pixels);
+    const std::uint8_t* b = packet_of(a, packets, y) + 4 + j * (chunk_pixels / gp * gb);
+    std::uint16_t crc = 0;
+    for (std::uint32_t k = 0; k < pixels / gp * gb; ++k) {
+      crc = static_cast<std::uint16_t>((crc >> 8) ^ table[(crc ^ b[k]) & 0xFFU]);
+    }
+    term = math::crc16_multiply(crc, a.factors[j]);
+  }
+  for (int offset = chunks_per_tile / 2; offset > 0; offset /= 2) {
+    term ^= __shfl_xor_sync(0xFFFFFFFFU, term, offset);
+  }
+  if (threadIdx.x % chunks_per_tile == 0 && term != 0 && y < a.height) {
+    atomicXor(a.line_crc + y, term);
+  }
+}
+
+/// Pixel pair (x, y), (x + 1, y) as RGBA8 after demosaic, the rgba16 level and the gamma table.
+__device__ __forceinline__ uint2 encode_pair(const fused_args& a, const int (&left)[3],
+                                             const int (&right)[3]) {
+  const auto level = [&](int s) {
+    const float v = static_cast<float>(s < 0 ? 0 : s > a.max_sum ? a.max_sum : s) * a.scale;
+    return unsigned{__ldg(a.lut + __float2uint_rn(v))};
+  };
+  uint2 p;
+  p.x = level(left[0]) | level(left[1]) << 8 | level(left[2]) << 16 | 0xFF000000U;
+  p.y = level(right[0]) | level(right[1]) << 8 | level(right[2]) << 16 | 0xFF000000U;
+  return p;
+}
+
+/// This thread's 2x2 cell of the tile, demosaiced, encoded and stored in `out`.
+__device__ void write_cell(const fused_args& a, const std::uint32_t (&tile)[shared_h][shared_words],
+                           int x0, int y0, std::uint8_t* out) {
+  const int cx = static_cast<int>(threadIdx.x) % cells_x;
+  const int cy = static_cast<int>(threadIdx.x) / cells_x;
+  const int x = x0 + 2 * cx;
+  const int y = y0 + 2 * cy;
+  if (x >= static_cast<int>(a.width) || y >= static_cast<int>(a.height)) return;
+  demosaic_math::neighbourhood n;
+#pragma unroll
+  for (int r = 0; r < 6; ++r) {
+#pragma unroll
+    for (int k = 0; k < 3; ++k) {
+      const std::uint32_t word = tile[2 * cy + r][cx + k];
+      n.n[r][2 * k] = static_cast<int>(word & 0xFFFFU);
+      n.n[r][2 * k + 1] = static_cast<int>(word >> 16);
+    }
+  }
+#pragma unroll
+  for (int py = 0; py < 2; ++py) {
+    int left[3];
+    int right[3];
+    demosaic_math::pixel_rgb(n, 0, py, a.rx, a.ry, a.malvar, left);
+    demosaic_math::pixel_rgb(n, 1, py, a.rx, a.ry, a.malvar, right);
+    auto* row = out + static_cast<std::size_t>(y + py) * a.view.pitch;
+    *reinterpret_cast<uint2*>(row + static_cast<std::size_t>(x) * 4) = encode_pair(a, left, right);
+  }
+}
+
+/// The frame's verdict from every line's header, CRC and the frame's ends, by the last block
+/// (every thread). Leaves the line words zero.
+__device__ io::frame_integrity decide_frame(const fused_args& a, bool stream_ok) {
+  __shared__ unsigned counts[5];  // lines, corrected, corrupt, crc, format
+  if (threadIdx.x < 5) counts[threadIdx.x] = 0;
+  __syncthreads();
+  const io::frame_ref* ref = a.frame;
+  math::frame_counts mine;
+  for (std::uint32_t y = threadIdx.x; y < a.height; y += blockDim.x) {
+    const auto terms = static_cast<std::uint16_t>(__ldcg(a.line_crc + y));
+    a.line_crc[y] = 0;
+    if (stream_ok) {
+      const std::uint8_t* packet = packet_of(a, ref->packets, y);
+      mine.add(math::line_verdict(packet, a.data_type, a.line_bytes,
+                                  static_cast<std::uint16_t>(a.seed_term ^ terms)));
+    }
+  }
+  const unsigned values[5] = {mine.lines, mine.corrected_headers, mine.corrupt_headers,
+                              mine.crc_errors, mine.format_errors};
+  for (int i = 0; i < 5; ++i) {
+    if (values[i] != 0) atomicAdd(&counts[i], values[i]);
+  }
+  __syncthreads();
+  math::frame_counts total{counts[0], counts[1], counts[2], counts[3], counts[4]};
+  if (stream_ok) {
+    const std::uint8_t* fs = ref->packets;
+    const std::uint8_t* fe = ref->packets + a.stream_bytes - 4;
+    const std::uint8_t start[4] = {fs[0], fs[1], fs[2], fs[3]};
+    const std::uint8_t end[4] = {fe[0], fe[1], fe[2], fe[3]};
+    math::check_frame_ends(start, end, io::csi2_frame_number(ref->frame), total);
+  } else {
+    total.format_errors = 1;  // a stream of the wrong length is not read at all
+  }
+  io::frame_integrity out{};
+  out.frame = ref->frame;
+  out.bridge_status = ref->status;
+  out.expected_lines = a.height;
+  out.lines = total.lines;
+  out.corrected_headers = total.corrected_headers;
+  out.corrupt_headers = total.corrupt_headers;
+  out.crc_errors = total.crc_errors;
+  out.format_errors = total.format_errors;
+  if (ref->slot_frame != nullptr) {
+    // Every block's packet reads came before its fenced arrival, which this block saw.
+    cuda::atomic_thread_fence(cuda::memory_order_seq_cst, cuda::thread_scope_system);
+    out.overwritten = ::resident::device::load_acquire_system(*ref->slot_frame) != out.frame;
+  }
+  return out;
+}
+
+/// After every block: the verdict, the integrity record, the commit (or the count of a
+/// corrupt frame), the next gains (previous-frame statistics, a sound frame only).
+__device__ void finish_frame(const fused_args& a, bool stream_ok, std::uint32_t target) {
+  __shared__ unsigned long long totals[sum_words];
+  __shared__ bool ok;
+  const io::frame_integrity verdict = decide_frame(a, stream_ok);
+  if (threadIdx.x == 0) {
+    *a.integrity = verdict;
+    ok = verdict.ok();
+  }
+  __syncthreads();
+  const bool gather = a.grey_world && !a.same_frame;
+  if (gather && ok) {
+    write_multipliers(a, totals);
+  } else if (gather && threadIdx.x < replicas * sum_words) {
+    a.sums[threadIdx.x] = 0;  // a corrupt frame's statistics are dropped
+  }
+  if (threadIdx.x != 0) return;
+  io::detail::display_shared* sh = a.view.shared;
+  if (ok) {
+    __threadfence();  // every block's pixels (seen through the counter) before the flip
+    commit_frame(a.view, target, a.loop);
+  } else {
+    ++sh->corrupt_frames;  // never flipped to: never displayed
+  }
+  sh->arrived = 0;
+  sh->ready = 0;
+  a.done[1] = 0;  // ready for the next frame (the next launch starts after this kernel)
+}
+
+/// The buffer this frame writes, chosen once for the grid by the first block to arrive (it is
+/// running, so the others' wait is bounded).
+__device__ std::uint32_t grid_target(const fused_args& a) {
+  io::detail::display_shared* sh = a.view.shared;
+  if (atomicAdd(&sh->arrived, 1U) == 0U) {
+    sh->target = choose_target(a.view);
+    word_ref(sh->ready).store(1U, cuda::memory_order_release);
+  } else {
+    while (word_ref(sh->ready).load(cuda::memory_order_acquire) == 0U) {
+    }
+  }
+  return *const_cast<volatile std::uint32_t*>(&sh->target);
+}
+
+__global__ void __launch_bounds__(threads) fused_kernel(fused_args a) {
+  resident::device::let_next_kernel_start();
+  resident::device::wait_for_previous_kernels();
+  __shared__ std::uint32_t tile[shared_h][shared_words];
+  __shared__ std::uint16_t table[256];
+  __shared__ unsigned long long block_sums[sum_words];
+  __shared__ std::uint32_t target;
+  __shared__ bool last;
+  const io::frame_ref* ref = a.frame;
+  const bool stream_ok = ref->bytes == a.stream_bytes;
+  if (threadIdx.x == 0 && stream_ok) target = grid_target(a);
+  if (threadIdx.x < sum_words) block_sums[threadIdx.x] = 0;
+  for (unsigned i = threadIdx.x; i < 256; i += blockDim.x) table[i] = fused_crc_table.entry[i];
+  __syncthreads();
+  const int x0 = static_cast<int>(blockIdx.x) * tile_w;
+  const int y0 = static_cast<int>(blockIdx.y) * tile_h;
+  const bool count = a.grey_world && !a.same_frame;
+  std::uint32_t c[sum_words] = {0, 0, 0, 0, 0, 0};
+  if (stream_ok) {
+    const std::uint64_t m[3] = {a.multipliers[0], a.multipliers[1], a.multipliers[2]};
+    load_tile(a, ref->packets, x0, y0, tile, m, count, c);
+    add_crc_terms(a, ref->packets, x0, y0, table);
+  }
+  __syncthreads();
+  if (stream_ok) write_cell(a, tile, x0, y0, a.view.buffers[target]);
+  if (count) merge_counts(a, c, block_sums, (blockIdx.y * gridDim.x + blockIdx.x) % replicas);
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    __threadfence();  // the block's pixels, line words and sums before its arrival
+    last = atomicAdd(&a.done[1], 1U) == gridDim.x * gridDim.y - 1;
+    if (last) __threadfence();
+  }
+  __syncthreads();
+  if (last) finish_frame(a, stream_ok, target);
+}
+
+/// same-frame statistics: every sample's level counted (groups of 8 pixels, grid-stride), the
+/// last block derives the multipliers the fused pass then uses.
+__global__ void __launch_bounds__(stats_threads) statistics_kernel(fused_args a) {
+  resident::device::let_next_kernel_start();
+  resident::device::wait_for_previous_kernels();
+  __shared__ unsigned long long block_sums[sum_words];
+  __shared__ unsigned long long totals[sum_words];
+  __shared__ bool last;
+  if (threadIdx.x < sum_words) block_sums[threadIdx.x] = 0;
+  __syncthreads();
+  const io::frame_ref* ref = a.frame;
+  std::uint32_t c[sum_words] = {0, 0, 0, 0, 0, 0};
+  if (ref->bytes == a.stream_bytes) {
+    const std::uint32_t groups = (a.width + 7) / 8;
+    const std::uint64_t total = std::uint64_t{groups} * a.height;
+    for (std::uint64_t g = std::uint64_t{blockIdx.x} * blockDim.x + threadIdx.x; g < total;
+         g += std::uint64_t{gridDim.x} * blockDim.x) {
+      const auto y = static_cast<std::uint32_t>(g / groups);
+      const auto x0 = static_cast<std::uint32_t>(g % groups) * 8;
+      const std::uint8_t* payload = packet_of(a, ref->packets, y) + 4;
+      for (std::uint32_t x = x0; x < x0 + 8 && x < a.width; ++x) {
+        count_level(c, channel_of(a, x, y),
+                    isp_math::bin_of(raw_sample(a, payload, x), a.black, a.max));
+      }
+    }
+  }
+  merge_counts(a, c, block_sums, blockIdx.x % replicas);
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    __threadfence();
+    last = atomicAdd(&a.done[0], 1U) == gridDim.x - 1;
+    if (last) __threadfence();
+  }
+  __syncthreads();
+  if (!last) return;
+  write_multipliers(a, totals);
+  if (threadIdx.x == 0) a.done[0] = 0;
+}
+
+fused_args make_args(const io::frame_ref* frame, io::frame_integrity* integrity,
+                     const camera_isp_workspace& ws, const io::display_view& view,
+                     loop_state* loop) {
+  const camera_isp_config& k = ws.config();
+  const csi2_workspace& csi2 = ws.csi2();
+  fused_args a{};
+  a.frame = frame;
+  a.integrity = integrity;
+  a.factors = csi2.chunk_factors();
+  a.line_crc = ws.line_crc();
+  a.sums = ws.sums();
+  a.multipliers = ws.multipliers();
+  a.lut = ws.lut();
+  a.done = ws.done();
+  a.view = view;
+  a.loop = loop;
+  a.stream_bytes = io::csi2::frame_packet_bytes(k.format, k.width, k.height);
+  a.width = k.width;
+  a.height = k.height;
+  a.line_bytes = csi2.line_bytes();
+  a.chunks = csi2.chunks();
+  a.black = k.black_level;
+  a.bits = static_cast<std::uint8_t>(k.format);
+  a.max = (1U << a.bits) - 1U;
+  a.max_sum = static_cast<int>(16 * a.max);
+  a.scale = 65535.0F / static_cast<float>(16 * a.max);
+  a.rx = k.order == io::bayer_order::grbg || k.order == io::bayer_order::bggr ? 1 : 0;
+  a.ry = k.order == io::bayer_order::gbrg || k.order == io::bayer_order::bggr ? 1 : 0;
+  a.seed_term = csi2.seed_term();
+  a.data_type = static_cast<std::uint8_t>(io::csi2::data_type_of(k.format));
+  a.order = k.order;
+  a.malvar = k.malvar;
+  a.grey_world = k.grey_world;
+  a.same_frame = k.statistics == isp_statistics::same_frame;
+  return a;
+}
+
+}  // namespace
+
+// ---- workspace ---------------------------------------------------------------------------------
+
+camera_isp_workspace::camera_isp_workspace(const camera_isp_config& config)
+    : _config(config), _csi2(config.format, config.width, config.height) {
+  _line_crc = device_buffer(std::size_t{config.height} * sizeof(std::uint32_t));
+  RESIDENT_CUDA_TRY(cudaMemset(_line_crc.data(), 0, _line_crc.size()));
+  _sums = device_buffer(std::size_t{sum_replicas} * sum_words * sizeof(unsigned long long));
+  RESIDENT_CUDA_TRY(cudaMemset(_sums.data(), 0, _sums.size()));
+  const std::uint32_t max = (1U << static_cast<unsigned>(config.format)) - 1U;
+  const std::uint64_t unity = isp_math::multiplier_q16(1.0, config.black_level, max);
+  const std::uint64_t m[3] = {unity, unity, unity};
+  _multipliers = device_buffer(sizeof(m));
+  RESIDENT_CUDA_TRY(cudaMemcpy(_multipliers.data(), m, sizeof(m), cudaMemcpyHostToDevice));
+  std::vector<std::uint8_t> lut(65536);
+  for (std::uint32_t v = 0; v < lut.size(); ++v) lut[v] = io::gamma_encode(v, 65535, config.gamma);
+  _lut = device_buffer(lut.size());
+  RESIDENT_CUDA_TRY(cudaMemcpy(_lut.data(), lut.data(), lut.size(), cudaMemcpyHostToDevice));
+  _done = device_buffer(2 * sizeof(unsigned));
+  RESIDENT_CUDA_TRY(cudaMemset(_done.data(), 0, _done.size()));
+}
+
+std::array<std::uint64_t, 3> camera_isp_workspace::read_multipliers() const {
+  std::array<std::uint64_t, 3> m{};
+  RESIDENT_CUDA_TRY(cudaMemcpy(m.data(), _multipliers.data(), sizeof(m), cudaMemcpyDeviceToHost));
+  return m;
+}
+
+namespace detail {
+
+void launch_camera_isp(const io::frame_ref* frame, io::frame_integrity* integrity,
+                       const camera_isp_workspace& ws, const io::display_view& view,
+                       loop_state* loop, cudaStream_t s) {
+  const fused_args a = make_args(frame, integrity, ws, view, loop);
+  if (a.same_frame && a.grey_world) {
+    const std::uint64_t groups = (std::uint64_t{a.width} + 7) / 8 * a.height;
+    const auto blocks = static_cast<unsigned>(
+        std::min<std::uint64_t>((groups + stats_threads - 1) / stats_threads, 1024));
+    statistics_kernel<<<blocks, stats_threads, 0, s>>>(a);
+    RESIDENT_CUDA_CHECK_LAUNCH("camera_isp statistics_kernel");
+  }
+  const dim3 grid((a.width + tile_w - 1) / tile_w, (a.height + tile_h - 1) / tile_h);
+  fused_kernel<<<grid, threads, 0, s>>>(a);
+  RESIDENT_CUDA_CHECK_LAUNCH("camera_isp fused_kernel");
+}
+
+}  // namespace detail
+
+// ---- operator ----------------------------------------------------------------------------------
+
+void camera_isp::setup(OperatorSpec& spec) {
+  auto& k = _config;
+  k.width = params::side(spec, "width", 1920, true, "frame width in pixels");
+  k.height = params::side(spec, "height", 1080, true, "frame height in lines");
+  k.format = params::named(spec, "format", io::csi2::raw_format::raw12, io::csi2::all_raw_formats,
+                           "CSI-2 pixel packing");
+  k.order = params::order(spec);
+  const auto bits = static_cast<unsigned>(k.format);
+  const auto black = spec.param<std::int64_t>("black_level", 256, "sensor black level");
+  const std::int64_t max = (std::int64_t{1} << bits) - 1;
+  if (black < 0 || black >= max) {
+    params::fail(spec, "black_level",
+                 "must be in [0, " + std::to_string(max) + ") for " + std::to_string(bits) +
+                     "-bit samples, got " + std::to_string(black));
+  }
+  k.black_level = static_cast<std::uint32_t>(black);
+  k.grey_world = params::choice(spec, "white_balance", "grey_world", {"grey_world", "none"},
+                                "white balance: grey-world gains, or none") == 0;
+  k.malvar = params::choice(spec, "demosaic", "malvar", {"malvar", "bilinear"},
+                            "Malvar-He-Cutler or bilinear interpolation") == 0;
+  k.gamma = spec.param<double>("gamma", 2.2, "display gamma: out = 255 * (v / full)^(1 / gamma)");
+  if (!(k.gamma > 0) || !std::isfinite(k.gamma)) {
+    params::fail(spec, "gamma", "must be positive, got " + std::to_string(k.gamma));
+  }
+  k.statistics =
+      params::choice(spec, "statistics", "previous-frame", {"previous-frame", "same-frame"},
+                     "white-balance statistics: the previous sound frame's (one pass) "
+                     "or this frame's (a statistics pass first)") == 0
+          ? isp_statistics::previous_frame
+          : isp_statistics::same_frame;
+  if (_display == nullptr) params::fail(spec, "display", "is missing (camera_isp needs a display)");
+  const io::display_config& d = _display->config();
+  if (d.width != k.width || d.height != k.height) {
+    params::fail(spec, "width",
+                 "and height must be the display's " + std::to_string(d.width) + "x" +
+                     std::to_string(d.height) + ", got " + std::to_string(k.width) + "x" +
+                     std::to_string(k.height));
+  }
+  if (d.mode != io::present_mode::flip) {
+    throw composition_error(
+        "operator '" + spec.operator_name() +
+        "' (camera_isp): a front-buffer display is refused: the fused pass learns whether a "
+        "frame is sound only after writing it, so a corrupt frame would be on screen; use "
+        "present: flip, or the unfused chain");
+  }
+  spec.device_input("frame", sizeof(io::frame_ref));
+  spec.device_output("integrity", sizeof(io::frame_integrity));
+}
+
+void camera_isp::initialize() { _workspace = std::make_unique<camera_isp_workspace>(_config); }
+
+void camera_isp::compute(CaptureContext& ctx) {
+  if (_workspace == nullptr) {
+    throw composition_error("operator '" + ctx.operator_name() +
+                            "' (camera_isp): compute() before initialize()");
+  }
+  detail::launch_camera_isp(ctx.device_memory<const io::frame_ref>("frame"),
+                            ctx.device_memory<io::frame_integrity>("integrity"), *_workspace,
+                            _display->device_view(), ctx.loop(), ctx.stream());
+}
+
+}  // namespace resident::ops::imaging
