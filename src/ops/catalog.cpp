@@ -83,7 +83,7 @@ std::vector<operator_kind> make_catalog() {
       {"imaging.camera_isp",
        "CSI-2 slot -> display scanout in one pass: reconstruction with every check, black "
        "level, white balance, demosaic, gamma; the commit waits for the frame's verdict",
-       kind_input::display, false,
+       kind_input::display, true,
        [](const kind_inputs& in) -> std::shared_ptr<Operator> {
          return std::make_shared<imaging::camera_isp>(
              need(in.display, "imaging.camera_isp", "a display"));

@@ -305,7 +305,7 @@ TEST(camera_fused, same_frame_statistics_show_the_unfused_chains_bytes_in_every_
   const camera_result base = run(unfused, "while", o);
   expect_exact_accounting(base);
   ASSERT_FALSE(base.screen.empty());
-  for (const auto mode : {"eager", "host-graph", "while", "tail"}) {
+  for (const auto mode : {"eager", "host-graph", "while", "tail", "persistent"}) {
     const camera_result r = run(fused(unfused, "same-frame"), mode, o);
     expect_exact_accounting(r);
     ASSERT_GE(r.counters.processed, 30U) << mode;
@@ -328,7 +328,7 @@ TEST(camera_fused, previous_frame_statistics_are_the_cpu_pipeline_with_the_previ
                                        s.sensor.order, bits, s.sensor.black_level, true)
         .multipliers;
   };
-  for (const auto mode : {"host-graph", "while", "tail"}) {
+  for (const auto mode : {"host-graph", "while", "tail", "persistent"}) {
     for (const std::uint64_t frames : {37U, 50U}) {
       SCOPED_TRACE(std::string(mode) + ", " + std::to_string(frames) + " frames");
       camera_run_options o;
@@ -356,7 +356,7 @@ TEST(camera_fused, counts_corrupt_frames_and_never_shows_them) {
   RESIDENT_REQUIRE_GPU();
   const camera_settings s = fused(small_camera(200.0), "previous-frame");
   const std::size_t line = io::csi2::line_bytes(s.sensor.format, s.sensor.width);
-  for (const auto mode : {"while", "host-graph", "tail"}) {
+  for (const auto mode : {"while", "host-graph", "tail", "persistent"}) {
     camera_run_options o;
     o.frames = 40;
     int step = 0;
@@ -391,7 +391,7 @@ TEST(camera_fused, counts_corrupt_frames_and_never_shows_them) {
 TEST(camera_fused, tears_down_mid_stream_with_exact_accounting) {
   RESIDENT_REQUIRE_GPU();
   const camera_settings s = fused(small_camera(3000.0), "previous-frame");
-  for (const auto mode : {"host-graph", "while", "tail"}) {
+  for (const auto mode : {"host-graph", "while", "tail", "persistent"}) {
     camera_run_options o;
     o.frames = 100'000'000;
     o.timeout = std::chrono::seconds(1);

@@ -99,14 +99,12 @@ TEST(cli_run_check, a_camera_option_on_the_lab_pipeline_is_an_error_and_the_reve
   EXPECT_THAT(err, HasSubstr("--elements does not apply here: this is a camera configuration"));
 }
 
-TEST(cli_run_check, the_fused_camera_pass_in_persistent_mode_is_refused_by_name) {
+TEST(cli_run_check, the_fused_camera_pass_is_accepted_in_every_mode) {
   const temp_file cam("cli_validation_camera_fused.yaml",
                       "camera: {width: 640, height: 480}\npipeline: {isp: fused}\n");
-  auto [rc, err] = resident({"run", cam.path(), "--check", "--mode", "persistent"});
-  EXPECT_EQ(rc, 1);
-  EXPECT_THAT(err, HasSubstr("pipeline.isp 'fused' has no persistent-mode device form"));
-  EXPECT_EQ(resident({"run", cam.path(), "--check", "--mode", "while"}).first, 0);
-  EXPECT_EQ(resident({"run", cam.path(), "--check"}).first, 0) << "the compared four run fused";
+  for (const char* mode : {"persistent", "while", "all"}) {
+    EXPECT_EQ(resident({"run", cam.path(), "--check", "--mode", mode}).first, 0) << mode;
+  }
 }
 
 // ---- paths and CPUs ---------------------------------------------------------------------------

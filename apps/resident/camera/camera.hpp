@@ -56,8 +56,7 @@ inline constexpr double max_gamma = 10.0;
 struct camera_settings {
   io::sensor_config sensor;                 // shape, format, Bayer order, rate, ring
   std::string photo{"astronaut"};           // a photograph of the set (lab png.hpp) or a PNG path
-  // unfused: csi2_reconstruct -> raw_isp -> demosaic -> display_tx; fused: one camera_isp pass
-  // (persistent mode runs only the unfused chain so far).
+  // unfused: csi2_reconstruct -> raw_isp -> demosaic -> display_tx; fused: one camera_isp pass.
   std::string isp{"unfused"};
   std::string statistics{"previous-frame"};  // fused: previous-frame | same-frame white balance
   std::string demosaic{"malvar"};           // malvar | bilinear | npp

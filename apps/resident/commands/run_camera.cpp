@@ -44,13 +44,6 @@ int run_camera_command(const run_settings& s) {
   } else {
     modes.push_back(camera::parse_camera_mode(s.mode));
   }
-  for (const auto& m : modes) {
-    if (settings.isp == "fused" && m.mode == execution_mode::persistent) {
-      throw config_error(s.config +
-                         ": pipeline.isp 'fused' has no persistent-mode device form "
-                         "yet; run persistent with pipeline.isp: unfused");
-    }
-  }
   const sample_policy policy = parse_sample_policy(s.policy);
   const capture_order capture = parse_capture_order(s.capture);
   const io::rgb8_image photo = photo_for(settings);

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "io/display_forms.cuh"
+#include "io/sensor_bridge_forms.cuh"
 #include "launch.cuh"
 #include "params.hpp"
 #include "resident/app/error.hpp"
@@ -52,6 +53,7 @@ struct fused_args {
   bool malvar;
   bool grey_world;
   bool same_frame;
+  bool block_gains;  // persistent: each block derives same-frame gains from the replicas
 };
 
 }  // namespace detail
@@ -66,7 +68,7 @@ using word_ref = cuda::atomic_ref<std::uint32_t, cuda::thread_scope_device>;
 
 constexpr int cells_x = 32;
 constexpr int cells_y = 8;
-constexpr int threads = cells_x * cells_y;
+constexpr int tile_threads = cells_x * cells_y;
 constexpr int tile_w = 2 * cells_x;
 constexpr int tile_h = 2 * cells_y;
 constexpr int apron = 2;
@@ -79,7 +81,7 @@ constexpr int chunks_per_tile = tile_w / static_cast<int>(chunk_pixels);
 constexpr unsigned replicas = camera_isp_workspace::sum_replicas;
 constexpr unsigned sum_words = camera_isp_workspace::sum_words;
 constexpr int stats_threads = 256;
-static_assert(chunks_per_tile * tile_h <= threads, "a thread per chunk of the tile's rows");
+static_assert(chunks_per_tile * tile_h <= tile_threads, "a thread per chunk of the tile's rows");
 
 struct crc_table {
   std::uint16_t entry[256];
@@ -135,36 +137,45 @@ __device__ void merge_counts(const fused_args& a, std::uint32_t (&c)[sum_words],
   }
 }
 
-/// The replicas' totals (read past L1, left zero) and the grey-world multipliers from them; by
-/// the first sum_words threads of one block.
-__device__ void write_multipliers(const fused_args& a, unsigned long long* totals) {
+/// The replicas' totals into `totals` (by the first sum_words threads; `clear`: left zero).
+__device__ void sum_replicas(const fused_args& a, unsigned long long* totals, bool clear) {
   if (threadIdx.x < sum_words) {
     unsigned long long t = 0;
-    for (unsigned r = 0; r < replicas; ++r) {
-      t += __ldcg(a.sums + r * sum_words + threadIdx.x);
-      a.sums[r * sum_words + threadIdx.x] = 0;
+    for (unsigned r = 0; r < replicas; ++r) t += __ldcg(a.sums + r * sum_words + threadIdx.x);
+    if (clear) {
+      for (unsigned r = 0; r < replicas; ++r) a.sums[r * sum_words + threadIdx.x] = 0;
     }
     totals[threadIdx.x] = t;
   }
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    for (int c = 0; c < 3; ++c) {
-      const double gain =
-          isp_math::grey_world_gain(totals[2 * c + 1], totals[2 * c], totals[3], totals[2]);
-      a.multipliers[c] = isp_math::multiplier_q16(gain, a.black, a.max);
-    }
-  }
 }
 
-/// Loads the tile at (x0, y0) and its apron, corrected, into `tile`; counts the levels of the
-/// tile's own samples into `c` when `count`.
+/// Channel c's grey-world Q16 multiplier from the frame's totals.
+__device__ std::uint64_t multiplier_of(const fused_args& a, const unsigned long long* totals,
+                                       int c) {
+  const double gain =
+      isp_math::grey_world_gain(totals[2 * c + 1], totals[2 * c], totals[3], totals[2]);
+  return isp_math::multiplier_q16(gain, a.black, a.max);
+}
+
+/// The replicas' totals (left zero) and the multipliers from them, by one block.
+__device__ void write_multipliers(const fused_args& a, unsigned long long* totals) {
+  sum_replicas(a, totals, true);
+  __syncthreads();
+  if (threadIdx.x < 3) a.multipliers[threadIdx.x] = multiplier_of(a, totals, threadIdx.x);
+}
+
+using tile_t = std::uint32_t[shared_h][shared_words];
+
+/// Loads tile `t` (64 x 16 pixels, row-major over the frame) and its apron, corrected, into
+/// `tile`, by threads `tid` 0..tile_threads-1; counts the levels of the tile's own samples into
+/// `c` when `count`.
 __device__ void load_tile(const fused_args& a, const std::uint8_t* packets, int x0, int y0,
-                          std::uint32_t (&tile)[shared_h][shared_words],
-                          const std::uint64_t (&m)[3], bool count, std::uint32_t (&c)[sum_words]) {
+                          tile_t& tile, const std::uint64_t* m, bool count,
+                          std::uint32_t (&c)[sum_words], int tid) {
   auto* samples = reinterpret_cast<std::uint16_t*>(tile);
   const int w = static_cast<int>(a.width);
   const int h = static_cast<int>(a.height);
-  for (int i = static_cast<int>(threadIdx.x); i < shared_h * shared_w; i += threads) {
+  for (int i = tid; i < shared_h * shared_w; i += tile_threads) {
     const int r = i / shared_w;
     const int col = i % shared_w;
     const auto y = static_cast<std::uint32_t>(demosaic_math::mirror(y0 - apron + r, h));
@@ -178,13 +189,14 @@ __device__ void load_tile(const fused_args& a, const std::uint8_t* packets, int 
   }
 }
 
-/// XOR of the CRC terms of the tile's chunks on each of its rows, into the rows' line words.
+/// XOR of the CRC terms of the tile's chunks on each of its rows, into the rows' line words
+/// (threads tid < 128 of the tile's, whole warps).
 __device__ void add_crc_terms(const fused_args& a, const std::uint8_t* packets, int x0, int y0,
-                              const std::uint16_t* table) {
-  if (threadIdx.x >= chunks_per_tile * tile_h) return;  // whole warps
-  const int r = static_cast<int>(threadIdx.x) / chunks_per_tile;
+                              const std::uint16_t* table, int tid) {
+  if (tid >= chunks_per_tile * tile_h) return;
+  const int r = tid / chunks_per_tile;
   const auto j = static_cast<std::uint32_t>(x0) / chunk_pixels +
-                 static_cast<std::uint32_t>(threadIdx.x) % chunks_per_tile;
+                 static_cast<std::uint32_t>(tid % chunks_per_tile);
   const auto y = static_cast<std::uint32_t>(y0 + r);
   unsigned term = 0;
   if (y < a.height && j < a.chunks) {
@@ -201,9 +213,7 @@ __device__ void add_crc_terms(const fused_args& a, const std::uint8_t* packets, 
   for (int offset = chunks_per_tile / 2; offset > 0; offset /= 2) {
     term ^= __shfl_xor_sync(0xFFFFFFFFU, term, offset);
   }
-  if (threadIdx.x % chunks_per_tile == 0 && term != 0 && y < a.height) {
-    atomicXor(a.line_crc + y, term);
-  }
+  if (tid % chunks_per_tile == 0 && term != 0 && y < a.height) atomicXor(a.line_crc + y, term);
 }
 
 /// Pixel pair (x, y), (x + 1, y) as RGBA8 after demosaic, the rgba16 level and the gamma table.
@@ -219,11 +229,11 @@ __device__ __forceinline__ uint2 encode_pair(const fused_args& a, const int (&le
   return p;
 }
 
-/// This thread's 2x2 cell of the tile, demosaiced, encoded and stored in `out`.
-__device__ void write_cell(const fused_args& a, const std::uint32_t (&tile)[shared_h][shared_words],
-                           int x0, int y0, std::uint8_t* out) {
-  const int cx = static_cast<int>(threadIdx.x) % cells_x;
-  const int cy = static_cast<int>(threadIdx.x) / cells_x;
+/// Thread `tid`'s 2x2 cell of the tile, demosaiced, encoded and stored in `out`.
+__device__ void write_cell(const fused_args& a, const tile_t& tile, int x0, int y0,
+                           std::uint8_t* out, int tid) {
+  const int cx = tid % cells_x;
+  const int cy = tid / cells_x;
   const int x = x0 + 2 * cx;
   const int y = y0 + 2 * cy;
   if (x >= static_cast<int>(a.width) || y >= static_cast<int>(a.height)) return;
@@ -298,38 +308,39 @@ __device__ io::frame_integrity decide_frame(const fused_args& a, bool stream_ok)
   return out;
 }
 
-/// After every block: the verdict, the integrity record, the commit (or the count of a
-/// corrupt frame), the next gains (previous-frame statistics, a sound frame only).
-__device__ void finish_frame(const fused_args& a, bool stream_ok, std::uint32_t target) {
+/// After every block's tiles, by the last block (every thread): the verdict, the integrity
+/// record, the commit (or the count of a corrupt frame), the statistics' totals (previous-frame:
+/// the next gains, from a sound frame only; same-frame in persistent mode: cleared).
+__device__ void finish_frame(const fused_args& a, loop_state* loop) {
   __shared__ unsigned long long totals[sum_words];
   __shared__ bool ok;
+  const bool stream_ok = a.frame->bytes == a.stream_bytes;
   const io::frame_integrity verdict = decide_frame(a, stream_ok);
   if (threadIdx.x == 0) {
     *a.integrity = verdict;
     ok = verdict.ok();
   }
   __syncthreads();
-  const bool gather = a.grey_world && !a.same_frame;
-  if (gather && ok) {
+  const bool previous = a.grey_world && !a.same_frame;
+  if (previous && ok) {
     write_multipliers(a, totals);
-  } else if (gather && threadIdx.x < replicas * sum_words) {
-    a.sums[threadIdx.x] = 0;  // a corrupt frame's statistics are dropped
+  } else if ((previous || (a.same_frame && a.block_gains)) && threadIdx.x < replicas * sum_words) {
+    a.sums[threadIdx.x] = 0;  // dropped: a corrupt frame's, or this frame's (used already)
   }
   if (threadIdx.x != 0) return;
   io::detail::display_shared* sh = a.view.shared;
   if (ok) {
-    __threadfence();  // every block's pixels (seen through the counter) before the flip
-    commit_frame(a.view, target, a.loop);
+    __threadfence();  // every block's pixels (seen through the arrivals) before the flip
+    commit_frame(a.view, *const_cast<volatile std::uint32_t*>(&sh->target), loop);
   } else {
     ++sh->corrupt_frames;  // never flipped to: never displayed
   }
   sh->arrived = 0;
   sh->ready = 0;
-  a.done[1] = 0;  // ready for the next frame (the next launch starts after this kernel)
 }
 
 /// The buffer this frame writes, chosen once for the grid by the first block to arrive (it is
-/// running, so the others' wait is bounded).
+/// running, so the others' wait is bounded). Thread 0 of each block.
 __device__ std::uint32_t grid_target(const fused_args& a) {
   io::detail::display_shared* sh = a.view.shared;
   if (atomicAdd(&sh->arrived, 1U) == 0U) {
@@ -342,50 +353,63 @@ __device__ std::uint32_t grid_target(const fused_args& a) {
   return *const_cast<volatile std::uint32_t*>(&sh->target);
 }
 
-__global__ void __launch_bounds__(threads) fused_kernel(fused_args a) {
-  resident::device::let_next_kernel_start();
-  resident::device::wait_for_previous_kernels();
-  __shared__ std::uint32_t tile[shared_h][shared_words];
-  __shared__ std::uint16_t table[256];
-  __shared__ unsigned long long block_sums[sum_words];
-  __shared__ std::uint32_t target;
-  __shared__ bool last;
-  const io::frame_ref* ref = a.frame;
-  const bool stream_ok = ref->bytes == a.stream_bytes;
-  if (threadIdx.x == 0 && stream_ok) target = grid_target(a);
-  if (threadIdx.x < sum_words) block_sums[threadIdx.x] = 0;
-  for (unsigned i = threadIdx.x; i < 256; i += blockDim.x) table[i] = fused_crc_table.entry[i];
+/// What a block holds while it makes tiles: the gains, the buffer, the CRC table, the sums.
+struct block_state {
+  std::uint64_t m[3];
+  unsigned long long sums[sum_words];
+  unsigned long long totals[sum_words];
+  std::uint16_t table[256];
+  std::uint32_t target;
+};
+
+/// The block's set-up before its tiles (every thread): the buffer, the table, the gains (the
+/// workspace's, or with block_gains this frame's from the statistics pass's replicas).
+__device__ void begin_tiles(const fused_args& a, block_state& b, bool stream_ok) {
+  if (threadIdx.x == 0 && stream_ok) b.target = grid_target(a);
+  if (threadIdx.x < sum_words) b.sums[threadIdx.x] = 0;
+  for (unsigned i = threadIdx.x; i < 256; i += blockDim.x) b.table[i] = fused_crc_table.entry[i];
+  const bool local_gains = a.block_gains && a.same_frame && a.grey_world;
+  if (local_gains) sum_replicas(a, b.totals, false);
   __syncthreads();
-  const int x0 = static_cast<int>(blockIdx.x) * tile_w;
-  const int y0 = static_cast<int>(blockIdx.y) * tile_h;
-  const bool count = a.grey_world && !a.same_frame;
-  std::uint32_t c[sum_words] = {0, 0, 0, 0, 0, 0};
-  if (stream_ok) {
-    const std::uint64_t m[3] = {a.multipliers[0], a.multipliers[1], a.multipliers[2]};
-    load_tile(a, ref->packets, x0, y0, tile, m, count, c);
-    add_crc_terms(a, ref->packets, x0, y0, table);
+  if (threadIdx.x < 3) {
+    b.m[threadIdx.x] =
+        local_gains ? multiplier_of(a, b.totals, threadIdx.x) : __ldcg(a.multipliers + threadIdx.x);
   }
   __syncthreads();
-  if (stream_ok) write_cell(a, tile, x0, y0, a.view.buffers[target]);
-  if (count) merge_counts(a, c, block_sums, (blockIdx.y * gridDim.x + blockIdx.x) % replicas);
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    __threadfence();  // the block's pixels, line words and sums before its arrival
-    last = atomicAdd(&a.done[1], 1U) == gridDim.x * gridDim.y - 1;
-    if (last) __threadfence();
-  }
-  __syncthreads();
-  if (last) finish_frame(a, stream_ok, target);
 }
 
-/// same-frame statistics: every sample's level counted (groups of 8 pixels, grid-stride), the
-/// last block derives the multipliers the fused pass then uses.
-__global__ void __launch_bounds__(stats_threads) statistics_kernel(fused_args a) {
-  resident::device::let_next_kernel_start();
-  resident::device::wait_for_previous_kernels();
-  __shared__ unsigned long long block_sums[sum_words];
-  __shared__ unsigned long long totals[sum_words];
-  __shared__ bool last;
+/// Tiles first, first + step, ... in turns of `halves` tiles a block (every thread calls it;
+/// the block's thread h * tile_threads + tid makes half h's tile), then the block's sums.
+__device__ void run_tiles(const fused_args& a, block_state& b, tile_t* tiles, int first, int step,
+                          unsigned replica) {
+  const io::frame_ref* ref = a.frame;
+  const bool stream_ok = ref->bytes == a.stream_bytes;
+  begin_tiles(a, b, stream_ok);
+  const bool count = a.grey_world && !a.same_frame;
+  std::uint32_t c[sum_words] = {0, 0, 0, 0, 0, 0};
+  const int tiles_x = static_cast<int>((a.width + tile_w - 1) / tile_w);
+  const int total = tiles_x * static_cast<int>((a.height + tile_h - 1) / tile_h);
+  const int half = static_cast<int>(threadIdx.x) / tile_threads;
+  const int tid = static_cast<int>(threadIdx.x) % tile_threads;
+  for (int base = first; stream_ok && base < total; base += step) {
+    const int t = base + half;
+    const int x0 = t % tiles_x * tile_w;
+    const int y0 = t / tiles_x * tile_h;
+    if (t < total) {
+      load_tile(a, ref->packets, x0, y0, tiles[half], b.m, count, c, tid);
+      add_crc_terms(a, ref->packets, x0, y0, b.table, tid);
+    }
+    __syncthreads();
+    if (t < total) write_cell(a, tiles[half], x0, y0, a.view.buffers[b.target], tid);
+    __syncthreads();  // the tile is read before the next turn loads over it
+  }
+  if (count) merge_counts(a, c, b.sums, replica);
+}
+
+/// Every sample's level counted (groups of 8 pixels from `first` by `stride`) and the block's
+/// counts added into a replica: same-frame statistics.
+__device__ void count_frame(const fused_args& a, unsigned long long* block_sums,
+                            std::uint64_t first, std::uint64_t stride, unsigned replica) {
   if (threadIdx.x < sum_words) block_sums[threadIdx.x] = 0;
   __syncthreads();
   const io::frame_ref* ref = a.frame;
@@ -393,8 +417,7 @@ __global__ void __launch_bounds__(stats_threads) statistics_kernel(fused_args a)
   if (ref->bytes == a.stream_bytes) {
     const std::uint32_t groups = (a.width + 7) / 8;
     const std::uint64_t total = std::uint64_t{groups} * a.height;
-    for (std::uint64_t g = std::uint64_t{blockIdx.x} * blockDim.x + threadIdx.x; g < total;
-         g += std::uint64_t{gridDim.x} * blockDim.x) {
+    for (std::uint64_t g = first; g < total; g += stride) {
       const auto y = static_cast<std::uint32_t>(g / groups);
       const auto x0 = static_cast<std::uint32_t>(g % groups) * 8;
       const std::uint8_t* payload = packet_of(a, ref->packets, y) + 4;
@@ -404,7 +427,39 @@ __global__ void __launch_bounds__(stats_threads) statistics_kernel(fused_args a)
       }
     }
   }
-  merge_counts(a, c, block_sums, blockIdx.x % replicas);
+  merge_counts(a, c, block_sums, replica);
+}
+
+__global__ void __launch_bounds__(tile_threads) fused_kernel(fused_args a) {
+  resident::device::let_next_kernel_start();
+  resident::device::wait_for_previous_kernels();
+  __shared__ tile_t tile[1];
+  __shared__ block_state b;
+  __shared__ bool last;
+  const auto t = static_cast<int>(blockIdx.x);
+  run_tiles(a, b, tile, t, static_cast<int>(gridDim.x), blockIdx.x % replicas);
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    __threadfence();  // the block's pixels, line words and sums before its arrival
+    last = atomicAdd(&a.done[1], 1U) == gridDim.x - 1;
+    if (last) __threadfence();
+  }
+  __syncthreads();
+  if (!last) return;
+  finish_frame(a, a.loop);
+  if (threadIdx.x == 0) a.done[1] = 0;  // for the next frame (its launch starts after this one)
+}
+
+/// same-frame statistics in kernel mode: the counts, then the last block derives the
+/// multipliers the fused kernel uses.
+__global__ void __launch_bounds__(stats_threads) statistics_kernel(fused_args a) {
+  resident::device::let_next_kernel_start();
+  resident::device::wait_for_previous_kernels();
+  __shared__ unsigned long long block_sums[sum_words];
+  __shared__ unsigned long long totals[sum_words];
+  __shared__ bool last;
+  count_frame(a, block_sums, std::uint64_t{blockIdx.x} * blockDim.x + threadIdx.x,
+              std::uint64_t{gridDim.x} * blockDim.x, blockIdx.x % replicas);
   __syncthreads();
   if (threadIdx.x == 0) {
     __threadfence();
@@ -416,6 +471,35 @@ __global__ void __launch_bounds__(stats_threads) statistics_kernel(fused_args a)
   write_multipliers(a, totals);
   if (threadIdx.x == 0) a.done[0] = 0;
 }
+
+// ---- persistent mode ---------------------------------------------------------------------------
+
+/// imaging.camera_isp's device form (blocks of persistent_block_threads: two tiles at a time).
+/// previous-frame or no white balance: one phase, the tiles, ending with last-block work (the
+/// verdict and the commit) instead of a grid barrier. same-frame: the statistics pass first (a
+/// grid barrier), then the tiles with the gains each block derives from the replicas.
+struct camera_isp_form {
+  static constexpr const char* name = "imaging.camera_isp";
+  using args = detail::fused_args;
+  __device__ static void run(const args& a, const form_context& ctx) {
+    __shared__ block_state b;
+    auto* tiles = reinterpret_cast<tile_t*>(ctx.scratch);
+    const bool statistics_pass = a.same_frame && a.grey_world;
+    if (statistics_pass && ctx.phase == 0) {
+      count_frame(a, b.sums, std::uint64_t{blockIdx.x} * blockDim.x + threadIdx.x,
+                  std::uint64_t{gridDim.x} * blockDim.x, blockIdx.x % replicas);
+      return;
+    }
+    constexpr int halves = persistent_block_threads / tile_threads;
+    run_tiles(a, b, tiles, static_cast<int>(blockIdx.x) * halves,
+              static_cast<int>(gridDim.x) * halves, blockIdx.x % replicas);
+  }
+  __device__ static void finish(const args& a, const form_context& ctx) {
+    finish_frame(a, ctx.loop);
+  }
+};
+
+static_assert(persistent_block_threads % tile_threads == 0);
 
 fused_args make_args(const io::frame_ref* frame, io::frame_integrity* integrity,
                      const camera_isp_workspace& ws, const io::display_view& view,
@@ -496,8 +580,8 @@ void launch_camera_isp(const io::frame_ref* frame, io::frame_integrity* integrit
     statistics_kernel<<<blocks, stats_threads, 0, s>>>(a);
     RESIDENT_CUDA_CHECK_LAUNCH("camera_isp statistics_kernel");
   }
-  const dim3 grid((a.width + tile_w - 1) / tile_w, (a.height + tile_h - 1) / tile_h);
-  fused_kernel<<<grid, threads, 0, s>>>(a);
+  const unsigned tiles = (a.width + tile_w - 1) / tile_w * ((a.height + tile_h - 1) / tile_h);
+  fused_kernel<<<tiles, tile_threads, 0, s>>>(a);
   RESIDENT_CUDA_CHECK_LAUNCH("camera_isp fused_kernel");
 }
 
@@ -552,6 +636,25 @@ void camera_isp::setup(OperatorSpec& spec) {
   }
   spec.device_input("frame", sizeof(io::frame_ref));
   spec.device_output("integrity", sizeof(io::frame_integrity));
+}
+
+std::optional<device_form> camera_isp::persistent_form() const {
+  if (_workspace == nullptr) {
+    throw composition_error("operator '" + name() +
+                            "': persistent mode found it not initialized (no workspace)");
+  }
+  fused_args a =
+      make_args(bound<const io::frame_ref>("frame"), bound<io::frame_integrity>("integrity"),
+                *_workspace, _display->device_view(), nullptr);
+  a.block_gains = true;
+  const std::uint32_t phases = a.same_frame && a.grey_world ? 2 : 1;
+  // The camera's handler (io.frame_rx) and this form, in a kernel of their own: two blocks an SM.
+  static const persistent_kernel_set& kernels =
+      resident::detail::persistent_kernel_set_of<2, io::frame_rx_form, camera_isp_form>::set;
+  return device_form::of<camera_isp_form>(a, &kernels)
+      .with_phases(phases)
+      .with_phase_end(phases - 1, phase_end::last_block)
+      .with_shared_bytes(persistent_block_threads / tile_threads * sizeof(tile_t));
 }
 
 void camera_isp::initialize() { _workspace = std::make_unique<camera_isp_workspace>(_config); }

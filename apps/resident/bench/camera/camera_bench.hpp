@@ -40,8 +40,8 @@ struct camera_bench_settings {
   /// Photon runs' displays: vrr240-flip (the paper's setup), vrr240-front (GPU-resident modes
   /// only), fixed60-flip (vblank quantization).
   std::vector<std::string> displays{"vrr240-flip", "vrr240-front", "fixed60-flip"};
-  /// Software runs' camera passes: unfused (four operators) and fused (camera_isp; GPU modes
-  /// other than persistent).
+  /// Software runs' camera passes: unfused (four operators) and fused (camera_isp; not in
+  /// cpu-hostmem, the unfused chain's CPU-driven baseline).
   std::vector<std::string> pipelines{"unfused"};
   double rate_hz{2000.0};       // software runs: sensor frame rate
   std::int64_t frames{20000};   // software runs: measured frames per run

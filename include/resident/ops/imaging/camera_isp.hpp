@@ -102,6 +102,9 @@ class camera_isp final : public Operator {
   void setup(OperatorSpec& spec) override;
   void initialize() override;
   void compute(CaptureContext& ctx) override;
+  /// One phase (previous-frame statistics or none) ending with last-block work, or two
+  /// (same-frame: the statistics pass, a grid barrier, the tiles).
+  [[nodiscard]] std::optional<device_form> persistent_form() const override;
   [[nodiscard]] const camera_isp_config& config() const noexcept { return _config; }
   /// Its device memory (after initialize(); null before).
   [[nodiscard]] const camera_isp_workspace* workspace() const noexcept { return _workspace.get(); }
