@@ -9,6 +9,7 @@
 #include <atomic>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <iostream>
 #include <map>
@@ -218,6 +219,8 @@ json minutes_json(std::span<const minute_summary> m) {
 struct shared_state {
   std::mutex mutex;  // guards everything below
   loop_counters camera;
+  bool camera_running{false};  // the camera loop's first counters came in
+  bool camera_ended{false};    // run_camera returned or threw
   std::uint64_t reconciliations{0};
   std::uint64_t reconcile_failures{0};
 };
@@ -287,6 +290,30 @@ std::uint64_t resident_set_bytes() {
   return resident * static_cast<std::uint64_t>(sysconf(_SC_PAGESIZE));
 }
 
+// How long the camera's set-up may take before the soak gives up on it.
+constexpr auto camera_start_limit = std::chrono::seconds(120);
+
+/// Waits until the camera loop runs (or its run ended). A set-up stuck in a CUDA call cannot
+/// be interrupted: the soak says so and ends the process (exit status 3) instead of hanging.
+void wait_for_camera_start(shared_state& state, std::ostream& log) {
+  const auto start = clock_type::now();
+  for (;;) {
+    {
+      std::lock_guard lock(state.mutex);
+      if (state.camera_running || state.camera_ended) return;
+    }
+    if (clock_type::now() - start > camera_start_limit) {
+      log << "bench soak: the camera loop did not start within " << camera_start_limit.count()
+          << " s (its set-up is waiting in a CUDA call); giving "
+          << "up without a receipt\n"
+          << std::flush;
+      std::fflush(nullptr);
+      std::_Exit(3);
+    }
+    std::this_thread::sleep_for(10ms);
+  }
+}
+
 measure::receipt run_soak_bench(const soak_settings& s, std::ostream& log, bool& ok) {
   s.validate();
   measure::receipt receipt("soak", s.command);
@@ -323,29 +350,24 @@ measure::receipt run_soak_bench(const soak_settings& s, std::ostream& log, bool&
   camera_side cside;
   cside.expected = expected_screens(cam, photo);
 
-  // The mailbox loop.
   lab_pipeline app(s.elements, true);
   const sample_pool pool = make_pool(s.elements);
   mailbox_side mside;
   mside.publish_ns.assign(1 << 16, 0);
   mside.latencies.assign(static_cast<std::size_t>(s.mailbox_rate_hz * seconds * 1.05) + 1024, {});
-  run_options mopts;
-  mopts.deadline = deadline;
-  mopts.persistent_blocks = 1;
-  auto mrun = run_async(app, resident_mode(s.mailbox_mode, "--mailbox-mode"), mopts);
-  const std::uint64_t base = app.mailbox->published();
-  const auto t0 = clock_type::now();
-  std::atomic<bool> done{false};
-  std::thread actuator([&] { run_actuator(*app.mailbox, base, pool, mside, done, t0); });
 
-  // The camera, on a thread of its own (run_camera returns when its frames are done).
+  // The camera first, on a thread of its own (run_camera returns when its frames are done): its
+  // set-up allocates (the bridge's ring, the display, the telemetry sized by the run's length),
+  // and an allocation beside a running resident loop may wait for the device to be idle, which
+  // it never is. The mailbox loop starts once the camera loop runs.
   shared_state state;
   camera::camera_result cres;
   std::string camera_failure;
   std::thread camera_thread([&] {
     try {
       camera::camera_run_options o;
-      o.frames = static_cast<std::uint64_t>(cam.sensor.rate_hz * seconds);
+      // It starts before the mailbox and t0: a few seconds more keep it running to the end.
+      o.frames = static_cast<std::uint64_t>(cam.sensor.rate_hz * (seconds + 10.0));
       o.progress = false;
       o.timeout = std::chrono::seconds(static_cast<std::int64_t>(seconds) + 60);
       o.deadline = deadline;
@@ -356,12 +378,26 @@ measure::receipt run_soak_bench(const soak_settings& s, std::ostream& log, bool&
         }
         std::lock_guard lock(state.mutex);
         state.camera = c;
+        state.camera_running = true;
       };
       cres = camera::run_camera(cam, camera::parse_camera_mode(s.camera_mode), o, photo);
     } catch (const std::exception& e) {
       camera_failure = e.what();
     }
+    std::lock_guard lock(state.mutex);
+    state.camera_ended = true;
   });
+  wait_for_camera_start(state, log);
+
+  // The mailbox loop (its application and mailbox were made before the camera started).
+  run_options mopts;
+  mopts.deadline = deadline;
+  mopts.persistent_blocks = 1;
+  auto mrun = run_async(app, resident_mode(s.mailbox_mode, "--mailbox-mode"), mopts);
+  const std::uint64_t base = app.mailbox->published();
+  const auto t0 = clock_type::now();
+  std::atomic<bool> done{false};
+  std::thread actuator([&] { run_actuator(*app.mailbox, base, pool, mside, done, t0); });
 
   // The sensor (this thread): publishes at the rate; every second it reconciles both loops'
   // counters; every health_every_s it writes a health line.
