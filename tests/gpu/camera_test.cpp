@@ -316,6 +316,39 @@ TEST(camera_fused, same_frame_statistics_show_the_unfused_chains_bytes_in_every_
   }
 }
 
+// Every RAW format and Bayer order, on a frame whose sides are not whole tiles (200 x 90: the
+// last tile column and row are partial), bit for bit the unfused chain's screen.
+TEST(camera_fused, every_format_and_bayer_order_on_partial_tiles_equals_the_unfused_chain) {
+  RESIDENT_REQUIRE_GPU();
+  for (const auto format :
+       {io::csi2::raw_format::raw8, io::csi2::raw_format::raw10, io::csi2::raw_format::raw12}) {
+    for (const auto order : {io::bayer_order::rggb, io::bayer_order::bggr, io::bayer_order::grbg,
+                             io::bayer_order::gbrg}) {
+      camera_settings s = small_camera(500.0, 1);
+      s.sensor.width = 200;
+      s.sensor.height = 90;
+      s.sensor.format = format;
+      s.sensor.order = order;
+      s.sensor.black_level = format == io::csi2::raw_format::raw8    ? 16
+                             : format == io::csi2::raw_format::raw10 ? 64
+                                                                     : 256;
+      SCOPED_TRACE(std::string(io::csi2::to_string(format)) + " " +
+                   std::string(io::to_string(order)));
+      camera_run_options o;
+      o.frames = 10;
+      o.keep_screen = true;
+      const camera_result base = run(s, "while", o);
+      const camera_result r = run(fused(s, "same-frame"), "while", o);
+      expect_exact_accounting(base);
+      expect_exact_accounting(r);
+      ASSERT_FALSE(base.screen.empty());
+      ASSERT_EQ(r.screen.size(), base.screen.size());
+      EXPECT_TRUE(r.screen == base.screen)
+          << "differs by up to " << worst_difference(r.screen, base.screen) << " LSB";
+    }
+  }
+}
+
 // Frames that differ (the photograph pans, the LED blinks): the screen is the CPU pipeline of
 // the frame tagged on it, corrected with the grey-world gains of the frame processed before it.
 TEST(camera_fused, previous_frame_statistics_are_the_cpu_pipeline_with_the_previous_frames_gains) {

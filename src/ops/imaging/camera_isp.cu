@@ -166,26 +166,78 @@ __device__ void write_multipliers(const fused_args& a, unsigned long long* total
 
 using tile_t = std::uint32_t[shared_h][shared_words];
 
-/// Loads tile `t` (64 x 16 pixels, row-major over the frame) and its apron, corrected, into
-/// `tile`, by threads `tid` 0..tile_threads-1; counts the levels of the tile's own samples into
-/// `c` when `count`.
+/// The pair of raw samples at (x, y), (x + 1, y), x even, from a line's payload: one packing
+/// group's bytes (RAW12: the pair is the group; RAW10: half of it and the low-bits byte).
+template <unsigned Bits>
+__device__ __forceinline__ uint2 raw_pair(const std::uint8_t* payload, std::uint32_t x) {
+  constexpr unsigned gp = math::group_pixels(Bits);
+  constexpr unsigned gb = math::group_bytes(Bits);
+  const std::uint8_t* g = payload + x / gp * gb;
+  if constexpr (Bits == 8) return make_uint2(g[0], g[1]);  // a byte a sample
+  const unsigned k = x % gp;
+  return make_uint2(math::unpack_pixel(Bits, g, k), math::unpack_pixel(Bits, g, k + 1));
+}
+
+/// Loads tile (x0, y0) (64 x 16 pixels) and its apron, corrected, into `tile`, a pair of samples
+/// (one shared word) per step, by threads `tid` 0..tile_threads-1; counts the levels of the
+/// tile's own samples into `c` when `count`. An interior tile reads each pair's bytes once; at
+/// the frame's edges each sample is mirrored on its own (mirroring keeps a column's parity, so
+/// its channel).
+template <unsigned Bits>
+__device__ void load_tile_bits(const fused_args& a, const std::uint8_t* packets, int x0, int y0,
+                               tile_t& tile, const std::uint64_t* m, bool count,
+                               std::uint32_t (&c)[sum_words], int tid) {
+  const int w = static_cast<int>(a.width);
+  const int h = static_cast<int>(a.height);
+  const bool interior =
+      x0 >= apron && y0 >= apron && x0 + tile_w + apron <= w && y0 + tile_h + apron <= h;
+  for (int i = tid; i < shared_h * shared_words; i += tile_threads) {
+    const int r = i / shared_words;
+    const int p = i % shared_words;
+    const int yy = y0 - apron + r;
+    const int xx = x0 - apron + 2 * p;  // even
+    uint2 v;
+    std::uint32_t y;
+    if (interior) {
+      y = static_cast<std::uint32_t>(yy);
+      v = raw_pair<Bits>(packet_of(a, packets, y) + 4, static_cast<std::uint32_t>(xx));
+    } else {
+      y = static_cast<std::uint32_t>(demosaic_math::mirror(yy, h));
+      const std::uint8_t* payload = packet_of(a, packets, y) + 4;
+      const auto xa = static_cast<std::uint32_t>(demosaic_math::mirror(xx, w));
+      const auto xb = static_cast<std::uint32_t>(demosaic_math::mirror(xx + 1, w));
+      constexpr unsigned gp = math::group_pixels(Bits);
+      constexpr unsigned gb = math::group_bytes(Bits);
+      v = make_uint2(math::unpack_pixel(Bits, payload + xa / gp * gb, xa % gp),
+                     math::unpack_pixel(Bits, payload + xb / gp * gb, xb % gp));
+    }
+    const int even = channel_of(a, 0, y);
+    const int odd = channel_of(a, 1, y);
+    tile[r][p] = static_cast<std::uint32_t>(isp_math::correct(v.x, a.black, m[even], a.max)) |
+                 static_cast<std::uint32_t>(isp_math::correct(v.y, a.black, m[odd], a.max)) << 16;
+    // The tile's own samples: rows [apron, apron + tile_h), pairs [1, 1 + tile_w / 2), inside
+    // the frame (an edge tile's own part may end before the tile does).
+    if (count && r >= apron && r < apron + tile_h && p >= apron / 2 && p < apron / 2 + tile_w / 2 &&
+        yy < h && xx < w) {
+      count_level(c, even, isp_math::bin_of(v.x, a.black, a.max));
+      count_level(c, odd, isp_math::bin_of(v.y, a.black, a.max));
+    }
+  }
+}
+
 __device__ void load_tile(const fused_args& a, const std::uint8_t* packets, int x0, int y0,
                           tile_t& tile, const std::uint64_t* m, bool count,
                           std::uint32_t (&c)[sum_words], int tid) {
-  auto* samples = reinterpret_cast<std::uint16_t*>(tile);
-  const int w = static_cast<int>(a.width);
-  const int h = static_cast<int>(a.height);
-  for (int i = tid; i < shared_h * shared_w; i += tile_threads) {
-    const int r = i / shared_w;
-    const int col = i % shared_w;
-    const auto y = static_cast<std::uint32_t>(demosaic_math::mirror(y0 - apron + r, h));
-    const auto x = static_cast<std::uint32_t>(demosaic_math::mirror(x0 - apron + col, w));
-    const std::uint32_t v = raw_sample(a, packet_of(a, packets, y) + 4, x);
-    const int channel = channel_of(a, x, y);
-    samples[r * shared_w + col] = isp_math::correct(v, a.black, m[channel], a.max);
-    const bool own = r >= apron && r < apron + tile_h && col >= apron && col < apron + tile_w &&
-                     y0 - apron + r < h && x0 - apron + col < w;
-    if (count && own) count_level(c, channel, isp_math::bin_of(v, a.black, a.max));
+  switch (a.bits) {
+    case 12:
+      load_tile_bits<12>(a, packets, x0, y0, tile, m, count, c, tid);
+      break;
+    case 10:
+      load_tile_bits<10>(a, packets, x0, y0, tile, m, count, c, tid);
+      break;
+    default:
+      load_tile_bits<8>(a, packets, x0, y0, tile, m, count, c, tid);
+      break;
   }
 }
 
