@@ -11,6 +11,7 @@
 
 #include "bench/camera/camera_bench.hpp"
 #include "bench/camera/camera_report.hpp"
+#include "bench/camera/camera_stages.hpp"
 #include "commands/bench_camera.hpp"
 
 namespace resident::bench {
@@ -50,6 +51,24 @@ TEST(camera_bench_settings, defaults_cover_the_full_matrix_and_repeat_the_target
   EXPECT_EQ(runs_of(quiet, "1080p raw10", "while"), 1);
   EXPECT_EQ(runs_of(quiet, "4k raw12", "while"), 1);
   EXPECT_EQ(runs_of(software_cases(s, "stress"), "1080p raw12", "tail"), 3);
+}
+
+TEST(camera_bench_settings, fused_pipelines_run_beside_the_unfused_ones_but_not_cpu_hostmem) {
+  camera_bench_settings s;
+  s.pipelines = {"unfused", "fused"};
+  s.modes = {"cpu-hostmem", "while", "persistent"};
+  s.resolutions = {"1080p"};
+  s.formats = {"raw12"};
+  EXPECT_EQ(error_of(s), "");
+  const auto cases = software_cases(s, "none");
+  ASSERT_EQ(cases.size(), 3U + 2U);
+  EXPECT_EQ(runs_of(cases, "1080p raw12 fused", "while"), 3);
+  EXPECT_EQ(runs_of(cases, "1080p raw12 fused", "persistent"), 3);
+  EXPECT_EQ(runs_of(cases, "1080p raw12 fused", "cpu-hostmem"), 0);
+  EXPECT_EQ(camera_settings_for(cases.back(), s).isp, "fused");
+  EXPECT_EQ(camera_settings_for(cases.front(), s).isp, "unfused");
+  s.pipelines = {"fast"};
+  EXPECT_THAT(error_of(s), ::testing::HasSubstr("--pipelines"));
 }
 
 TEST(camera_bench_settings, photon_cases_put_front_buffer_beside_flip_for_gpu_resident_modes) {
@@ -481,6 +500,31 @@ TEST(camera_report, the_modes_of_a_group_share_their_plots_axes) {
   EXPECT_EQ(anchored_texts(hist_while, "middle"), anchored_texts(hist_host, "middle"));
 }
 
+// Runs that carry a stage breakdown draw one stacked bar per mode (p50 of each stage of the
+// plotted run), on one scale: the widest bar is the group's slowest mode.
+TEST(camera_report, the_stage_breakdown_is_a_stacked_bar_per_mode) {
+  measure::receipt rc = small_receipt();
+  EXPECT_THAT(render_camera_report(rc), Not(HasSubstr("Where a frame's time goes")));
+  const auto with_stages = [](json& result, double queue, double dag) {
+    for (auto& run : result["runs"]) {
+      run["stages"] = {{"n", 100},
+                       {"stages_us",
+                        {{"queue", {{"p50", queue}, {"p99", queue}, {"max", queue}}},
+                         {"sighting", {{"p50", 1.0}, {"p99", 1.0}, {"max", 1.0}}},
+                         {"controller", {{"p50", 0.5}, {"p99", 0.5}, {"max", 0.5}}},
+                         {"dag", {{"p50", dag}, {"p99", dag}, {"max", dag}}}}},
+                       {"slowest", json::array()}};
+    }
+  };
+  with_stages(rc.results[0], 0.0, 28.5);   // while
+  with_stages(rc.results[1], 20.0, 28.5);  // host-graph
+  const std::string html = render_camera_report(rc);
+  EXPECT_THAT(html, HasSubstr("Where a frame's time goes"));
+  EXPECT_THAT(html, HasSubstr("full bar 50.00 &#181;s"));  // host-graph: 20 + 1 + 0.5 + 28.5
+  EXPECT_THAT(html, HasSubstr("<title>queue 20.00 &#181;s</title>"));
+  EXPECT_THAT(html, HasSubstr("<title>dag 28.50 &#181;s</title>"));
+}
+
 // A mode that occurs twice in one group: "mode (run k of n)" in the table, the box plot and the
 // plots' titles; the others keep their names.
 TEST(camera_report, repeated_runs_of_a_mode_are_labelled) {
@@ -575,4 +619,45 @@ TEST(bench_camera_cli, from_judges_a_receipt_again_and_draws_its_report_without_
 }
 
 }  // namespace
+// ---- stage breakdown -------------------------------------------------------------------------
+
+camera::frame_stages stamped(std::uint64_t frame, std::uint64_t arrival, std::uint64_t start,
+                             std::uint64_t detect, std::uint64_t release, std::uint64_t commit,
+                             std::uint64_t late = 0) {
+  return {frame, arrival - 1000, late, arrival, start, detect, release, commit};
+}
+
+TEST(stage_breakdown, splits_each_frame_and_names_where_the_slowest_waited) {
+  const std::vector<camera::frame_stages> frames = {
+      stamped(1, 100'000, 90'000, 101'000, 101'500, 150'000),  // warm-up: left out
+      stamped(2, 600'000, 590'000, 601'000, 601'500, 650'000),
+      // Landed while the loop was busy with frame 2: 30 us in the queue.
+      stamped(3, 620'000, 650'000, 651'000, 651'500, 700'000, 45'000),
+      stamped(4, 1'100'000, 1'090'000, 1'101'000, 0, 1'150'000),  // no controller stamp
+      stamped(5, 0, 1'590'000, 1'601'000, 1'601'500, 1'650'000),  // no arrival: not counted
+  };
+  const auto b = stage_breakdown(frames, 2, 2);
+  ASSERT_FALSE(b.is_null());
+  EXPECT_EQ(b["n"], 3);
+  EXPECT_DOUBLE_EQ(b["stages_us"]["queue"]["max"].get<double>(), 30.0);
+  EXPECT_DOUBLE_EQ(b["stages_us"]["sighting"]["max"].get<double>(), 1.0);
+  EXPECT_DOUBLE_EQ(b["stages_us"]["dag"]["max"].get<double>(), 49.0);
+  ASSERT_EQ(b["slowest"].size(), 2U);
+  const auto& worst = b["slowest"][0];
+  EXPECT_EQ(worst["frame"], 3);
+  EXPECT_DOUBLE_EQ(worst["total_us"].get<double>(), 80.0);
+  EXPECT_DOUBLE_EQ(worst["queue_us"].get<double>(), 30.0);
+  EXPECT_DOUBLE_EQ(worst["controller_us"].get<double>(), 0.5);
+  EXPECT_DOUBLE_EQ(worst["dag_us"].get<double>(), 48.5);
+  EXPECT_DOUBLE_EQ(worst["sensor_late_us"].get<double>(), 45.0);
+  EXPECT_DOUBLE_EQ(worst["arrival_gap_us"].get<double>(), 20.0) << "it landed 20 us after frame 2";
+  EXPECT_TRUE(b["slowest"][1]["frame"] == 2 || b["slowest"][1]["frame"] == 4);
+  EXPECT_TRUE(stage_breakdown(frames, 6).is_null()) << "no frame from 6 on";
+  // Frame 4 has no controller stamp: its DAG is counted from the sighting.
+  const auto only4 = stage_breakdown({frames[3]}, 0);
+  EXPECT_DOUBLE_EQ(only4["slowest"][0]["controller_us"].get<double>(), 0.0);
+  EXPECT_DOUBLE_EQ(only4["slowest"][0]["dag_us"].get<double>(), 49.0);
+  EXPECT_TRUE(only4["slowest"][0]["arrival_gap_us"].is_null());
+}
+
 }  // namespace resident::bench

@@ -172,6 +172,37 @@ void software_latency(const std::vector<telemetry_entry>& t, camera_result& r) {
   }
 }
 
+}  // namespace
+
+std::vector<frame_stages> stages_of(const std::vector<telemetry_entry>& telemetry,
+                                    const std::vector<io::frame_log>& log) {
+  std::map<std::uint64_t, const io::frame_log*> by_frame;
+  for (const auto& f : log) by_frame[f.frame] = &f;
+  const auto at = [](const telemetry_entry& e, stage s) {
+    return e.stamp_ns[static_cast<std::size_t>(s)];
+  };
+  std::vector<frame_stages> out;
+  out.reserve(telemetry.size());
+  for (const auto& e : telemetry) {
+    if (e.repeat != 0) continue;
+    frame_stages f;
+    f.frame = e.seq;
+    if (const auto it = by_frame.find(e.seq); it != by_frame.end()) {
+      f.sensor_start_ns = it->second->frame_start_ns;
+      f.sensor_late_ns = it->second->late_ns;
+    }
+    f.arrival_ns = at(e, stage::arrival);
+    f.handler_start_ns = at(e, stage::handler_start);
+    f.detect_ns = at(e, stage::detect);
+    f.release_ns = at(e, stage::controller_end);
+    f.commit_ns = at(e, stage::commit);
+    out.push_back(f);
+  }
+  return out;
+}
+
+namespace {
+
 // Photon to display per marked frame the photodiode saw: its edge minus the LED's switch-on at
 // the frame's start.
 void photon_latency(const std::vector<io::photodiode_event>& edges,
@@ -266,6 +297,7 @@ camera_result run_camera(const camera_settings& s, const camera_mode& m,
   screen_dumps dumps;
   std::vector<io::scanout_event> scanouts;
   std::vector<io::photodiode_event> edges;
+  std::vector<telemetry_entry> telemetry;
   {
     // Touched before the run (resize, then clear keeps the capacity), so that collecting the
     // events of a long run does not grow the process while it is measured (bench soak).
@@ -323,8 +355,9 @@ camera_result run_camera(const camera_settings& s, const camera_mode& m,
     r.phases = rep.phases;
     r.error = rep.error;
     if (!rep.stopped && r.error.empty()) r.error = "the loop did not stop";
-    software_latency(run.telemetry(), r);
-    for (const auto& e : run.telemetry()) {
+    telemetry = run.telemetry();
+    software_latency(telemetry, r);
+    for (const auto& e : telemetry) {
       if (e.repeat == 0) r.processed_frames.push_back(e.seq);
     }
     if (!o.dump.empty()) take_shot(*display, dumps, r.counters.processed);
@@ -343,6 +376,7 @@ camera_result run_camera(const camera_settings& s, const camera_mode& m,
   collect_frames(scanouts, log, r);
   r.displayed = r.shown_frames.size();
   photon_latency(edges, log, r);
+  r.stages = stages_of(telemetry, log);
   if (!bridge->failure().empty()) r.error += (r.error.empty() ? "" : "; ") + bridge->failure();
   if (!o.dump.empty()) write_dumps(o.dump, *display, dumps, r);
   return r;

@@ -54,13 +54,13 @@ inline constexpr double max_gamma = 10.0;
 }  // namespace limits
 
 struct camera_settings {
-  io::sensor_config sensor;                 // shape, format, Bayer order, rate, ring
-  std::string photo{"astronaut"};           // a photograph of the set (lab png.hpp) or a PNG path
+  io::sensor_config sensor;        // shape, format, Bayer order, rate, ring
+  std::string photo{"astronaut"};  // a photograph of the set (lab png.hpp) or a PNG path
   // unfused: csi2_reconstruct -> raw_isp -> demosaic -> display_tx; fused: one camera_isp pass.
   std::string isp{"unfused"};
   std::string statistics{"previous-frame"};  // fused: previous-frame | same-frame white balance
-  std::string demosaic{"malvar"};           // malvar | bilinear | npp
-  std::string white_balance{"grey_world"};  // grey_world | none
+  std::string demosaic{"malvar"};            // malvar | bilinear | npp
+  std::string white_balance{"grey_world"};   // grey_world | none
   double gamma{2.2};
   io::display_config display;  // rate, sync, present mode (size and probe follow the sensor)
   double deadline_us{0};       // loop.deadline_us: the loop's deadline (0: none)
@@ -127,6 +127,19 @@ struct camera_run_options {
   std::chrono::nanoseconds deadline{0};  // run_options::deadline
 };
 
+/// One processed frame's path, device clock in nanoseconds (0 where nothing stamped it): where a
+/// late frame spent its time (bench camera's stage breakdown).
+struct frame_stages {
+  std::uint64_t frame{0};
+  std::uint64_t sensor_start_ns{0};   // the sensor began the frame (the bridge's log)
+  std::uint64_t sensor_late_ns{0};    // how late the sensor thread enqueued it
+  std::uint64_t arrival_ns{0};        // the bridge's metadata record landed
+  std::uint64_t handler_start_ns{0};  // the handler pass that took it began polling
+  std::uint64_t detect_ns{0};         // ... and saw it
+  std::uint64_t release_ns{0};        // the controller released the DAG
+  std::uint64_t commit_ns{0};         // the scanout buffer was written
+};
+
 /// What one run measured. Times are microseconds.
 struct camera_result {
   std::string mode;
@@ -149,7 +162,12 @@ struct camera_result {
   std::vector<std::uint8_t> screen;             // keep_screen: the front buffer at the end
   std::uint64_t screen_frame{0};                // keep_screen: the frame tagged on it
   std::vector<phase_time> phases;               // phase_times: per phase of a DAG pass
+  std::vector<frame_stages> stages;             // per processed frame, in order
 };
+
+/// Each processed frame's stages from the loop's telemetry and the bridge's log.
+[[nodiscard]] std::vector<frame_stages> stages_of(const std::vector<telemetry_entry>& telemetry,
+                                                  const std::vector<io::frame_log>& log);
 
 /// Builds the bridge and display for `s`, runs the pipeline in `m` until `o.frames` frames were
 /// processed (or the timeout), and tears everything down. Throws for a bad configuration.

@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "bench/camera/camera_operators.hpp"
+#include "bench/camera/camera_stages.hpp"
 #include "bench/common.hpp"
 #include "resident/cuda/device.hpp"
 #include "resident/imaging/png.hpp"
@@ -273,6 +274,9 @@ camera_run measured_run(const camera::camera_result& r, const camera_case& c, st
   }
   if (run.us.empty()) add_error("no latency samples after the warm-up");
   if (!r.sensor_grant.policy.empty()) run.threads["sensor"] = measure::to_json(r.sensor_grant);
+  if (!photon && warmup < r.software_frames.size()) {
+    run.stages = stage_breakdown(r.stages, r.software_frames[warmup]);
+  }
   return run;
 }
 
@@ -298,6 +302,7 @@ json run_entry(std::size_t index, const camera_run& r) {
       {"threads", r.threads}};
   if (!r.us.empty()) e.update(measure::summary_fields(measure::summarize(r.us)));
   if (!r.error.empty()) e["error"] = r.error;
+  if (!r.stages.is_null()) e["stages"] = r.stages;
   return e;
 }
 

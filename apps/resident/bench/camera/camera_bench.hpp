@@ -115,6 +115,7 @@ struct camera_run {
   std::uint64_t late_sensor_frames{0};
   std::string error;  // empty: the loop ran, stopped cleanly and its accounting adds up
   nlohmann::json threads = nlohmann::json::object();
+  nlohmann::json stages;  // software runs: stage_breakdown of the measured frames (or null)
 };
 
 /// The run's latency samples (software or photon per the case) with the first `warmup` dropped,

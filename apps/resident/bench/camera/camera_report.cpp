@@ -413,6 +413,71 @@ void group_plots(std::ostringstream& html, const result_group& g, bool photon) {
   html << "</div>\n";
 }
 
+/// The plotted run's stage breakdown of a result (null when it has none).
+const json& plotted_stages(const json& r) {
+  static const json none;
+  const auto plotted = r.value("plotted_run", std::size_t{1});
+  const auto& all = r.find("runs");
+  if (all == r.end() || plotted == 0 || plotted > all->size()) return none;
+  const auto& run = (*all)[plotted - 1];
+  const auto it = run.find("stages");
+  return it == run.end() ? none : *it;
+}
+
+/// One stacked bar per mode: the p50 of each stage of the plotted run (queue, sighting,
+/// controller, DAG), on one axis; the slowest frames' stages in a table below.
+void stage_bars(std::ostringstream& html, const result_group& g) {
+  static constexpr std::array<const char*, 4> stages = {"queue", "sighting", "controller", "dag"};
+  static constexpr std::array<const char*, 4> colours = {"#9467bd", "#ff7f0e", "#2ca02c",
+                                                         "#1f77b4"};
+  std::vector<std::pair<std::string, std::array<double, 4>>> bars;
+  double widest = 0;
+  for (std::size_t i = 0; i < g.results.size(); ++i) {
+    const json& st = plotted_stages(*g.results[i]);
+    if (st.is_null() || !st.contains("stages_us")) continue;
+    std::array<double, 4> v{};
+    for (std::size_t k = 0; k < stages.size(); ++k) {
+      v[k] = st["stages_us"].value(stages[k], json::object()).value("p50", 0.0);
+    }
+    widest = std::max(widest, v[0] + v[1] + v[2] + v[3]);
+    bars.emplace_back(text(*g.results[i], "mode"), v);
+  }
+  if (bars.empty() || widest <= 0) return;
+  constexpr double left = 110;
+  constexpr double width = 520;
+  constexpr double row = 22;
+  const double height = row * static_cast<double>(bars.size()) + 40;
+  html << "<figure><svg width=\"" << left + width + 20 << "\" height=\"" << height
+       << "\" viewBox=\"0 0 " << left + width + 20 << " " << height << "\">\n";
+  for (std::size_t b = 0; b < bars.size(); ++b) {
+    const double y = 8 + row * static_cast<double>(b);
+    html << "<text x=\"4\" y=\"" << y + 14 << "\">" << html_escape(bars[b].first) << "</text>";
+    double x = left;
+    for (std::size_t k = 0; k < stages.size(); ++k) {
+      const double w = width * bars[b].second[k] / widest;
+      html << "<rect x=\"" << x << "\" y=\"" << y << "\" width=\"" << w
+           << "\" height=\"16\" fill=\"" << colours[k] << "\"><title>" << stages[k] << " "
+           << measure::detail::format_us(bars[b].second[k]) << " &#181;s</title></rect>";
+      x += w;
+    }
+    html << "\n";
+  }
+  const double legend_y = height - 10;
+  for (std::size_t k = 0; k < stages.size(); ++k) {
+    const double x = left + 130.0 * static_cast<double>(k);
+    html << "<rect x=\"" << x << "\" y=\"" << legend_y - 10 << "\" width=\"10\" height=\"10\" "
+         << "fill=\"" << colours[k] << "\"/><text x=\"" << x + 14 << "\" y=\"" << legend_y << "\">"
+         << stages[k] << "</text>";
+  }
+  html << "\n</svg><figcaption class=\"legend\">Where a frame's time goes, p50 of each stage "
+          "(device clock, the plotted run), full bar "
+       << measure::detail::format_us(widest)
+       << " &#181;s: queue (landed while the loop was busy with an earlier frame), sighting "
+          "(the handler seeing it), controller (releasing the DAG), DAG (the operators and the "
+          "egress). The receipt lists each run's slowest frames with these stages, the sensor "
+          "thread's lateness and the gap since the frame before.</figcaption></figure>\n";
+}
+
 void latency_section(std::ostringstream& html, const json& results, bool photon) {
   const auto groups = groups_of(results, photon ? "photon" : "software");
   if (groups.empty()) return;
@@ -440,6 +505,7 @@ void latency_section(std::ostringstream& html, const json& results, bool photon)
               "arrives (no faster than 240 Hz).</p>\n";
     }
     latency_table(html, g, photon);
+    if (!photon) stage_bars(html, g);
     group_plots(html, g, photon);
   }
 }

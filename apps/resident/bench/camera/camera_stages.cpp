@@ -1,0 +1,92 @@
+// bench camera's stage breakdown (see camera_stages.hpp).
+
+#include "bench/camera/camera_stages.hpp"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <numeric>
+
+#include "resident/measure/statistics.hpp"
+
+namespace resident::bench {
+
+namespace {
+
+using nlohmann::json;
+
+constexpr std::array<const char*, 4> stage_names = {"queue", "sighting", "controller", "dag"};
+
+struct split {
+  std::uint64_t frame{0};
+  double total{0};
+  std::array<double, 4> stage{};  // stage_names' order, µs
+  double sensor_late{0};
+  double arrival_gap{-1};  // -1: no frame before it in the run
+};
+
+double us(std::uint64_t later, std::uint64_t earlier) {
+  return later > earlier ? static_cast<double>(later - earlier) / 1e3 : 0.0;
+}
+
+/// A frame's split, or none when it lacks the arrival, detect or commit stamp.
+bool split_of(const camera::frame_stages& f, split& out) {
+  if (f.arrival_ns == 0 || f.detect_ns == 0 || f.commit_ns < f.arrival_ns) return false;
+  const std::uint64_t ready = std::max(f.arrival_ns, f.handler_start_ns);
+  const std::uint64_t released = f.release_ns >= f.detect_ns ? f.release_ns : f.detect_ns;
+  out.frame = f.frame;
+  out.total = us(f.commit_ns, f.arrival_ns);
+  out.stage = {us(f.handler_start_ns, f.arrival_ns), us(f.detect_ns, ready),
+               us(released, f.detect_ns), us(f.commit_ns, released)};
+  out.sensor_late = static_cast<double>(f.sensor_late_ns) / 1e3;
+  return true;
+}
+
+double round_ns(double v) { return std::round(v * 1000.0) / 1000.0; }
+
+}  // namespace
+
+json stage_breakdown(const std::vector<camera::frame_stages>& frames, std::uint64_t first_frame,
+                     std::size_t slowest) {
+  std::vector<split> splits;
+  std::uint64_t previous_arrival = 0;
+  for (const auto& f : frames) {
+    split s;
+    const bool ok = split_of(f, s);
+    if (ok && f.frame >= first_frame) {
+      if (previous_arrival != 0) s.arrival_gap = us(f.arrival_ns, previous_arrival);
+      splits.push_back(s);
+    }
+    if (f.arrival_ns != 0) previous_arrival = f.arrival_ns;
+  }
+  if (splits.empty()) return nullptr;
+  json stages = json::object();
+  for (std::size_t k = 0; k < stage_names.size(); ++k) {
+    std::vector<double> v;
+    v.reserve(splits.size());
+    for (const auto& s : splits) v.push_back(s.stage[k]);
+    const measure::summary m = measure::summarize(v);
+    stages[stage_names[k]] = {
+        {"p50", round_ns(m.p50)}, {"p99", round_ns(m.p99)}, {"max", round_ns(m.max)}};
+  }
+  std::vector<std::size_t> order(splits.size());
+  std::iota(order.begin(), order.end(), std::size_t{0});
+  const std::size_t shown = std::min(slowest, order.size());
+  std::partial_sort(
+      order.begin(), order.begin() + static_cast<std::ptrdiff_t>(shown), order.end(),
+      [&](std::size_t a, std::size_t b) { return splits[a].total > splits[b].total; });
+  json slow = json::array();
+  for (std::size_t i = 0; i < shown; ++i) {
+    const split& s = splits[order[i]];
+    json e = {{"frame", s.frame}, {"total_us", round_ns(s.total)}};
+    for (std::size_t k = 0; k < stage_names.size(); ++k) {
+      e[std::string(stage_names[k]) + "_us"] = round_ns(s.stage[k]);
+    }
+    e["sensor_late_us"] = round_ns(s.sensor_late);
+    e["arrival_gap_us"] = s.arrival_gap < 0 ? json(nullptr) : json(round_ns(s.arrival_gap));
+    slow.push_back(std::move(e));
+  }
+  return {{"n", splits.size()}, {"stages_us", stages}, {"slowest", slow}};
+}
+
+}  // namespace resident::bench

@@ -1,0 +1,33 @@
+#pragma once
+// bench camera's stage breakdown: where each measured frame spent its time on the device clock,
+// so a receipt says which stage a late frame waited in.
+//
+//   queue       arrival -> the handler pass that took it began (the loop was still busy with an
+//               earlier frame when it landed)
+//   sighting    the later of arrival and that pass's start -> the handler saw it
+//   controller  seen -> the DAG released (0 stamps where a mode has no controller stamp)
+//   dag         released (or seen) -> scanout buffer written: the operators and the egress
+//
+// Beside each of the slowest frames: the sensor thread's lateness (the emulated sensor's host
+// thread, outside the loop) and the gap since the frame before it arrived (two frames landing
+// together show as a short gap).
+
+#include <nlohmann/json.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "camera/camera.hpp"
+
+namespace resident::bench {
+
+/// Per stage p50, p99 and max (µs) over the frames numbered `first_frame` and later that carry
+/// arrival and commit stamps, and the `slowest` of them (arrival -> commit) with their stages:
+/// {"n", "stages_us": {stage: {"p50", "p99", "max"}}, "slowest": [{"frame", "total_us",
+/// "queue_us", "sighting_us", "controller_us", "dag_us", "sensor_late_us", "arrival_gap_us"}]}.
+/// Null when no frame qualifies.
+[[nodiscard]] nlohmann::json stage_breakdown(const std::vector<camera::frame_stages>& frames,
+                                             std::uint64_t first_frame, std::size_t slowest = 5);
+
+}  // namespace resident::bench
