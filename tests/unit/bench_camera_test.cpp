@@ -12,6 +12,7 @@
 #include "bench/camera/camera_bench.hpp"
 #include "bench/camera/camera_report.hpp"
 #include "bench/camera/camera_stages.hpp"
+#include "bench/camera/camera_statistics.hpp"
 #include "commands/bench_camera.hpp"
 
 namespace resident::bench {
@@ -658,6 +659,54 @@ TEST(stage_breakdown, splits_each_frame_and_names_where_the_slowest_waited) {
   EXPECT_DOUBLE_EQ(only4["slowest"][0]["controller_us"].get<double>(), 0.0);
   EXPECT_DOUBLE_EQ(only4["slowest"][0]["dag_us"].get<double>(), 49.0);
   EXPECT_TRUE(only4["slowest"][0]["arrival_gap_us"].is_null());
+}
+
+// ---- white-balance statistics ----------------------------------------------------------------
+
+io::rgb8_image striped_photo(std::uint32_t w, std::uint32_t h) {
+  io::rgb8_image p{w, h, std::vector<std::uint8_t>(std::size_t{w} * h * 3)};
+  for (std::uint32_t y = 0; y < h; ++y) {
+    for (std::uint32_t x = 0; x < w; ++x) {
+      auto* px = &p.rgb[(std::size_t{y} * w + x) * 3];
+      px[0] = static_cast<std::uint8_t>(60 + (x * 7 + y) % 120);
+      px[1] = static_cast<std::uint8_t>(70 + (x / 4 + y / 4) % 2 * 90);
+      px[2] = static_cast<std::uint8_t>(50 + y * 150 / h);
+    }
+  }
+  return p;
+}
+
+TEST(statistics_study, previous_frame_gains_lag_one_frame_behind_a_change_of_illuminant) {
+  statistics_study_options o;
+  o.frames = 6;
+  o.step_at = 3;
+  const json r = statistics_study(striped_photo(64, 48), "stripes", o);
+  EXPECT_EQ(r["kind"], "statistics");
+  ASSERT_EQ(r["psnr_same_db"].size(), 6U);
+  const auto same = r["psnr_same_db"].get<std::vector<double>>();
+  const auto previous = r["psnr_previous_db"].get<std::vector<double>>();
+  // Frame 0 runs with gain 1 under a strong cast: far worse than its own gains.
+  EXPECT_LT(previous[0], same[0] - 1.0);
+  // The step frame runs with the old illuminant's gains; the frame after has caught up.
+  EXPECT_LT(previous[3], same[3] - 1.0);
+  EXPECT_NEAR(previous[4], same[4], 0.5) << "one frame of lag on a slowly panning scene";
+  EXPECT_EQ(r["settle_frames"], 1);
+  EXPECT_NEAR(r["step_loss_db"].get<double>(), same[3] - previous[3], 1e-9);
+  EXPECT_LT(r["mean_previous_db"].get<double>(), r["mean_same_db"].get<double>());
+  o.step_at = 0;
+  EXPECT_THROW((void)statistics_study(striped_photo(64, 48), "stripes", o), std::invalid_argument);
+}
+
+TEST(judge_camera_targets, previous_frame_statistics_are_judged_against_same_frame) {
+  json results = json::array();
+  results.push_back({{"kind", "statistics"}, {"mean_same_db", 30.0}, {"mean_previous_db", 29.8}});
+  results.push_back({{"kind", "statistics"}, {"mean_same_db", 28.0}, {"mean_previous_db", 27.0}});
+  const camera_verdicts v = judge_camera_targets(results);
+  const json* t = target(v, "PSNR previous-frame statistics");
+  ASSERT_NE(t, nullptr);
+  EXPECT_NEAR((*t)["value"].get<double>(), 0.6, 1e-9);
+  EXPECT_FALSE((*t)["met"].get<bool>());
+  EXPECT_TRUE(not_judged(judge_camera_targets(json::array()), "PSNR previous-frame statistics"));
 }
 
 }  // namespace resident::bench

@@ -31,7 +31,8 @@ namespace {
 using nlohmann::json;
 using namespace std::chrono_literals;
 
-const std::vector<std::string> known_parts{"software", "photon", "operators", "demosaic"};
+const std::vector<std::string> known_parts{"software", "photon", "operators", "demosaic",
+                                           "statistics"};
 const std::vector<std::string> known_resolutions{"1080p", "4k"};
 const std::vector<std::string> known_formats{"raw10", "raw12"};
 const std::vector<std::string> known_levels{"none", "stress"};
@@ -155,6 +156,11 @@ void camera_bench_settings::validate() const {
 
 bool camera_bench_settings::has_part(const std::string& part) const {
   return std::find(parts.begin(), parts.end(), part) != parts.end();
+}
+
+bool camera_bench_settings::needs_gpu() const {
+  return std::any_of(parts.begin(), parts.end(),
+                     [](const std::string& p) { return p != "statistics"; });
 }
 
 std::string camera_case::workload() const {
@@ -517,6 +523,32 @@ void judge_demosaic_speed(camera_verdicts& v, const json& results) {
   }
 }
 
+void judge_statistics(camera_verdicts& v, const json& results) {
+  const std::string name = "PSNR previous-frame statistics >= same-frame - 0.5 dB";
+  double same = 0;
+  double previous = 0;
+  std::size_t n = 0;
+  for (const auto& r : results) {
+    if (r.value("kind", "") != "statistics") continue;
+    same += r["mean_same_db"].get<double>();
+    previous += r["mean_previous_db"].get<double>();
+    ++n;
+  }
+  if (n == 0) {
+    v.not_judged.push_back({{"name", name}, {"why", "statistics part not run"}});
+    return;
+  }
+  const double gap = (same - previous) / static_cast<double>(n);
+  v.targets.push_back({{"name", name + " (mean over " + std::to_string(n) + " photographs)"},
+                       {"value", gap},
+                       {"target", 0.5},
+                       {"op", "<="},
+                       {"unit", "dB"},
+                       {"same_frame_db", same / static_cast<double>(n)},
+                       {"previous_frame_db", previous / static_cast<double>(n)},
+                       {"met", gap <= 0.5}});
+}
+
 void judge_quality(camera_verdicts& v, const json& results) {
   std::vector<double> malvar;
   std::vector<double> bilinear;
@@ -600,6 +632,7 @@ camera_verdicts judge_camera_targets(const json& results) {
   for (const auto& t : latency_targets()) judge_latency(v, results, t);
   judge_demosaic_speed(v, results);
   judge_quality(v, results);
+  judge_statistics(v, results);
   // The paper: software processing J 170x lower GPU-resident; photon-to-display J 0.66 ms
   // against 4.83 ms CPU-driven with GPUDirect.
   add_ratios(v, results, "software", "1080p raw12", "software 1080p RAW12", 170.0);

@@ -8,6 +8,8 @@
 //                   front buffer beside it for the GPU-resident modes) and a fixed 60 Hz one
 //   operators       each imaging operator's kernels alone, CUDA events (camera_operators.hpp)
 //   demosaic        our demosaic against NPP's: PSNR on photographs (times: operators)
+//   statistics      previous-frame against same-frame white balance: PSNR on photographs
+//                   panned under a change of illuminant (CPU pipeline; camera_statistics.hpp)
 //
 // The receipt holds one result per configuration and the camera pipeline's targets, each
 // judged (judge_camera_targets); camera_report.hpp draws the HTML report from the receipt alone.
@@ -32,7 +34,7 @@ inline constexpr std::uint32_t camera_photon_distinct_frames = 4;
 inline constexpr std::size_t camera_photon_warmup_samples = 2;
 
 struct camera_bench_settings {
-  std::vector<std::string> parts{"software", "photon", "operators", "demosaic"};
+  std::vector<std::string> parts{"software", "photon", "operators", "demosaic", "statistics"};
   std::vector<std::string> resolutions{"1080p", "4k"};
   std::vector<std::string> formats{"raw10", "raw12"};
   std::vector<std::string> contention{"none", "stress"};
@@ -64,6 +66,8 @@ struct camera_bench_settings {
   /// Throws std::invalid_argument naming the flag and the bad value.
   void validate() const;
   [[nodiscard]] bool has_part(const std::string& part) const;
+  /// Whether a part needs a GPU (all but statistics, which runs the CPU pipeline).
+  [[nodiscard]] bool needs_gpu() const;
 };
 
 /// One measured configuration: a software or photon run of one mode.

@@ -12,6 +12,7 @@
 
 #include "bench/camera/camera_bench.hpp"
 #include "bench/camera/camera_operators.hpp"
+#include "bench/camera/camera_statistics.hpp"
 #include "bench/common.hpp"
 #include "resident/cuda/device.hpp"
 #include "resident/imaging/png.hpp"
@@ -250,14 +251,14 @@ json camera_settings_json(const camera_bench_settings& s) {
 
 measure::receipt run_camera_bench(const camera_bench_settings& s, std::ostream& log) {
   s.validate();
-  if (device_count() == 0) {
+  if (s.needs_gpu() && device_count() == 0) {
     throw std::runtime_error("bench camera needs a CUDA GPU; none is usable here (" +
                              no_device_reason() + ")");
   }
   const auto started = std::chrono::steady_clock::now();
   const io::rgb8_image photo = camera::load_photo(s.photo);
   std::vector<std::filesystem::path> photos;
-  if (s.has_part("demosaic")) photos = quality_photos(s);
+  if (s.has_part("demosaic") || s.has_part("statistics")) photos = quality_photos(s);
   const auto cpus = measure::assign_cpus({{"sensor", s.sensor_cpu}, {"loop", s.loop_cpu}});
   // Every other thread started from here on (run supervisors, CUDA's helpers, the hogs) stays
   // off the sensor's and the loop thread's cores.
@@ -283,6 +284,17 @@ measure::receipt run_camera_bench(const camera_bench_settings& s, std::ostream& 
   }
   if (s.has_part("demosaic")) {
     for (auto& r : demosaic_quality(photos, log)) receipt.results.push_back(std::move(r));
+  }
+  if (s.has_part("statistics")) {
+    for (const auto& path : photos) {
+      json r = statistics_study(imaging::read_png(path), path.stem().string());
+      log << "camera: statistics " << r["photo"].get<std::string>() << ": same-frame " << std::fixed
+          << std::setprecision(2) << r["mean_same_db"].get<double>() << " dB, previous-frame "
+          << r["mean_previous_db"].get<double>() << " dB (the step frame "
+          << r["step_loss_db"].get<double>() << " dB lower), settled after "
+          << r["settle_frames"].get<std::uint32_t>() << " frame(s)\n";
+      receipt.results.push_back(std::move(r));
+    }
   }
   camera_runner runner(s, cpus, photo, log);
   run_loops(s, runner, others, receipt, log);
