@@ -12,6 +12,7 @@
 #include "io/display_forms.cuh"
 #include "io/sensor_bridge_forms.cuh"
 #include "launch.cuh"
+#include "ops/imaging/csi2_forms.cuh"
 #include "params.hpp"
 #include "resident/app/error.hpp"
 #include "resident/app/loop_device.cuh"
@@ -310,20 +311,18 @@ __device__ void write_cell(const fused_args& a, const tile_t& tile, int x0, int 
   }
 }
 
-/// The frame's verdict from every line's header, CRC and the frame's ends, by the last block
-/// (every thread). Leaves the line words zero.
-__device__ io::frame_integrity decide_frame(const fused_args& a, bool stream_ok) {
+/// Every line's verdict (header, data type, word count, CRC from its tiles' terms), counted by
+/// the last block (every thread; the sums for every thread). Leaves the line words zero.
+__device__ math::frame_counts count_lines(const fused_args& a, bool stream_ok) {
   __shared__ unsigned counts[5];  // lines, corrected, corrupt, crc, format
   if (threadIdx.x < 5) counts[threadIdx.x] = 0;
   __syncthreads();
-  const io::frame_ref* ref = a.frame;
   math::frame_counts mine;
   for (std::uint32_t y = threadIdx.x; y < a.height; y += blockDim.x) {
     const auto terms = static_cast<std::uint16_t>(__ldcg(a.line_crc + y));
     a.line_crc[y] = 0;
     if (stream_ok) {
-      const std::uint8_t* packet = packet_of(a, ref->packets, y);
-      mine.add(math::line_verdict(packet, a.data_type, a.line_bytes,
+      mine.add(math::line_verdict(packet_of(a, a.frame->packets, y), a.data_type, a.line_bytes,
                                   static_cast<std::uint16_t>(a.seed_term ^ terms)));
     }
   }
@@ -333,31 +332,7 @@ __device__ io::frame_integrity decide_frame(const fused_args& a, bool stream_ok)
     if (values[i] != 0) atomicAdd(&counts[i], values[i]);
   }
   __syncthreads();
-  math::frame_counts total{counts[0], counts[1], counts[2], counts[3], counts[4]};
-  if (stream_ok) {
-    const std::uint8_t* fs = ref->packets;
-    const std::uint8_t* fe = ref->packets + a.stream_bytes - 4;
-    const std::uint8_t start[4] = {fs[0], fs[1], fs[2], fs[3]};
-    const std::uint8_t end[4] = {fe[0], fe[1], fe[2], fe[3]};
-    math::check_frame_ends(start, end, io::csi2_frame_number(ref->frame), total);
-  } else {
-    total.format_errors = 1;  // a stream of the wrong length is not read at all
-  }
-  io::frame_integrity out{};
-  out.frame = ref->frame;
-  out.bridge_status = ref->status;
-  out.expected_lines = a.height;
-  out.lines = total.lines;
-  out.corrected_headers = total.corrected_headers;
-  out.corrupt_headers = total.corrupt_headers;
-  out.crc_errors = total.crc_errors;
-  out.format_errors = total.format_errors;
-  if (ref->slot_frame != nullptr) {
-    // Every block's packet reads came before its fenced arrival, which this block saw.
-    cuda::atomic_thread_fence(cuda::memory_order_seq_cst, cuda::thread_scope_system);
-    out.overwritten = ::resident::device::load_acquire_system(*ref->slot_frame) != out.frame;
-  }
-  return out;
+  return {counts[0], counts[1], counts[2], counts[3], counts[4]};
 }
 
 /// After every block's tiles, by the last block (every thread): the verdict, the integrity
@@ -367,8 +342,10 @@ __device__ void finish_frame(const fused_args& a, loop_state* loop) {
   __shared__ unsigned long long totals[sum_words];
   __shared__ bool ok;
   const bool stream_ok = a.frame->bytes == a.stream_bytes;
-  const io::frame_integrity verdict = decide_frame(a, stream_ok);
+  const math::frame_counts lines = count_lines(a, stream_ok);
   if (threadIdx.x == 0) {
+    const io::frame_integrity verdict =
+        detail::csi2_form::integrity_record(a.frame, a.height, a.stream_bytes, lines, stream_ok);
     *a.integrity = verdict;
     ok = verdict.ok();
   }

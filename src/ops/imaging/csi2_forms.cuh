@@ -99,14 +99,39 @@ __device__ inline void unpack_line(const reconstruct_args& a, const std::uint8_t
   }
 }
 
-/// Frame start and end packets (4 bytes each, at the stream's two ends).
-__device__ inline void check_frame_ends_of(const reconstruct_args& a, const io::frame_ref* ref,
-                                           math::frame_counts& total) {
-  const std::uint8_t* fs = ref->packets;
-  const std::uint8_t* fe = ref->packets + a.stream_bytes - 4;
-  const std::uint8_t start[4] = {fs[0], fs[1], fs[2], fs[3]};
-  const std::uint8_t end[4] = {fe[0], fe[1], fe[2], fe[3]};
-  math::check_frame_ends(start, end, io::csi2_frame_number(ref->frame), total);
+/// The integrity record of frame `ref` from its lines' counts `total`: the frame start and end
+/// packets (4 bytes each, at the stream's two ends) when the stream had its length (else one
+/// format error: nothing was read), the bridge's status, the slot re-read. By one thread, after
+/// every packet read of every block (each block's reads are ordered before its fenced arrival,
+/// which this thread's block observed): a slot counter that changed since means the bridge
+/// rewrote the slot while it was being read. csi2_reconstruct and camera_isp both write it.
+__device__ inline io::frame_integrity integrity_record(const io::frame_ref* ref,
+                                                       std::uint32_t height,
+                                                       std::uint64_t stream_bytes,
+                                                       math::frame_counts total, bool stream_ok) {
+  if (stream_ok) {
+    const std::uint8_t* fs = ref->packets;
+    const std::uint8_t* fe = ref->packets + stream_bytes - 4;
+    const std::uint8_t start[4] = {fs[0], fs[1], fs[2], fs[3]};
+    const std::uint8_t end[4] = {fe[0], fe[1], fe[2], fe[3]};
+    math::check_frame_ends(start, end, io::csi2_frame_number(ref->frame), total);
+  } else {
+    total.format_errors = 1;  // a stream of the wrong length is not read at all
+  }
+  io::frame_integrity out{};
+  out.frame = ref->frame;
+  out.bridge_status = ref->status;
+  out.expected_lines = height;
+  out.lines = total.lines;
+  out.corrected_headers = total.corrected_headers;
+  out.corrupt_headers = total.corrupt_headers;
+  out.crc_errors = total.crc_errors;
+  out.format_errors = total.format_errors;
+  if (ref->slot_frame != nullptr) {
+    cuda::atomic_thread_fence(cuda::memory_order_seq_cst, cuda::thread_scope_system);
+    out.overwritten = ::resident::device::load_acquire_system(*ref->slot_frame) != out.frame;
+  }
+  return out;
 }
 
 /// After every line (the kernel's last block; the persistent form's block 0): the lines' verdicts,
@@ -128,30 +153,8 @@ __device__ inline void finish_frame(const reconstruct_args& a, bool stream_ok) {
   }
   __syncthreads();
   if (threadIdx.x != 0) return;
-  const io::frame_ref* ref = a.frame;
-  math::frame_counts total{counts[0], counts[1], counts[2], counts[3], counts[4]};
-  if (stream_ok) {
-    check_frame_ends_of(a, ref, total);
-  } else {
-    total.format_errors = 1;  // a stream of the wrong length is not read at all
-  }
-  io::frame_integrity out{};
-  out.frame = ref->frame;
-  out.bridge_status = ref->status;
-  out.expected_lines = a.height;
-  out.lines = total.lines;
-  out.corrected_headers = total.corrected_headers;
-  out.corrupt_headers = total.corrupt_headers;
-  out.crc_errors = total.crc_errors;
-  out.format_errors = total.format_errors;
-  if (ref->slot_frame != nullptr) {
-    // Every packet read of every block happened before this point (each block's reads are
-    // ordered before its fenced increment of `done`, which this block observed): a slot
-    // counter that changed since means the bridge rewrote the slot while it was being read.
-    cuda::atomic_thread_fence(cuda::memory_order_seq_cst, cuda::thread_scope_system);
-    out.overwritten = ::resident::device::load_acquire_system(*ref->slot_frame) != out.frame;
-  }
-  *a.integrity = out;
+  const math::frame_counts total{counts[0], counts[1], counts[2], counts[3], counts[4]};
+  *a.integrity = integrity_record(a.frame, a.height, a.stream_bytes, total, stream_ok);
   *a.done = 0;  // ready for the next launch (kernel boundaries order it)
 }
 
