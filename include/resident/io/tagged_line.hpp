@@ -1,0 +1,64 @@
+#pragma once
+// A small sample in one 64-byte line whose every 8-byte word carries the sample's number, so a
+// reader that loads the whole line at once (a warp's one wide load over PCIe, or a host thread's
+// eight relaxed loads) knows whether it got one write's words: the building block of the
+// mailbox's path for samples that fit a cache line, which needs one round trip per read instead
+// of three (sequence word, payload, sequence again) and no fence between the payload and its
+// number on either side.
+//
+//   word 0     the number (a sample's sequence or a commit's number), all 64 bits
+//   words 1-7  7 payload bytes (little-endian, bits 0..55) and the number's low byte (56..63)
+//
+// Each word is written and read as one aligned 8-byte access, which both the CPU's and the
+// GPU's memory models make single-copy atomic, so a word is wholly one write's. A reader accepts
+// a line when every word's tag is word 0's low byte: a line mixing two writes whose numbers
+// differ by less than 256 is always refused. (A reader whose read spans 256 writes of the same
+// line could be fooled; at a microsecond a read and a microsecond a write, that is a read held
+// up for 256 microseconds with the writer running at full speed the whole time.)
+
+#include <cstddef>
+#include <cstdint>
+
+#include "resident/io/frame.hpp"  // RESIDENT_HD
+
+namespace resident::io::tagged_line {
+
+inline constexpr std::size_t words = 8;
+inline constexpr std::size_t bytes_per_word = 7;
+/// The most payload bytes one line carries.
+inline constexpr std::size_t capacity = (words - 1) * bytes_per_word;  // 49
+
+/// Word `i` (1..7) of a line numbered `number` holding payload bytes [7(i-1), 7i) of `payload`
+/// (`size` bytes in all; bytes past it are zero).
+RESIDENT_HD constexpr std::uint64_t payload_word(const unsigned char* payload, std::size_t size,
+                                                 std::size_t i, std::uint64_t number) noexcept {
+  std::uint64_t w = 0;
+  const std::size_t first = (i - 1) * bytes_per_word;
+  for (std::size_t b = 0; b < bytes_per_word && first + b < size; ++b) {
+    w |= std::uint64_t{payload[first + b]} << (8 * b);
+  }
+  return w | (number & 0xFFU) << 56;
+}
+
+/// The eight words of a line numbered `number` carrying `payload` (`size` <= capacity bytes).
+RESIDENT_HD constexpr void encode(std::uint64_t number, const unsigned char* payload,
+                                  std::size_t size, std::uint64_t* line) noexcept {
+  line[0] = number;
+  for (std::size_t i = 1; i < words; ++i) line[i] = payload_word(payload, size, i, number);
+}
+
+/// The line's number when all its words are one write's (every tag is word 0's low byte), else
+/// 0; on success its first `size` payload bytes are copied to `out`.
+RESIDENT_HD constexpr std::uint64_t decode(const std::uint64_t* line, unsigned char* out,
+                                           std::size_t size) noexcept {
+  const std::uint64_t number = line[0];
+  for (std::size_t i = 1; i < words; ++i) {
+    if ((line[i] >> 56) != (number & 0xFFU)) return 0;
+  }
+  for (std::size_t k = 0; k < size; ++k) {
+    out[k] = static_cast<unsigned char>(line[1 + k / bytes_per_word] >> (8 * (k % bytes_per_word)));
+  }
+  return number;
+}
+
+}  // namespace resident::io::tagged_line
