@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -320,8 +321,139 @@ void wait_for_camera_start(shared_state& state, std::ostream& log) {
   }
 }
 
-measure::receipt run_soak_bench(const soak_settings& s, std::ostream& log, bool& ok) {
-  s.validate();
+/// Ends the process with `what` (exit status 3) unless disarmed within `limit`: a set-up stuck
+/// in a CUDA call beside a running loop cannot be interrupted, and a soak must not hang.
+class setup_watchdog {
+ public:
+  setup_watchdog(std::ostream& log, std::string what, std::chrono::seconds limit)
+      : _thread([this, &log, what = std::move(what), limit] {
+          std::unique_lock lock(_mutex);
+          if (_cv.wait_for(lock, limit, [this] { return _disarmed; })) return;
+          log << "bench soak: " << what << " did not finish within " << limit.count()
+              << " s (waiting in a CUDA call); giving up without a receipt\n"
+              << std::flush;
+          std::fflush(nullptr);
+          std::_Exit(3);
+        }) {}
+  setup_watchdog(const setup_watchdog&) = delete;
+  setup_watchdog& operator=(const setup_watchdog&) = delete;
+  ~setup_watchdog() {
+    {
+      std::lock_guard lock(_mutex);
+      _disarmed = true;
+    }
+    _cv.notify_all();
+    _thread.join();
+  }
+
+ private:
+  std::mutex _mutex;
+  std::condition_variable _cv;
+  bool _disarmed{false};
+  std::thread _thread;
+};
+
+struct soak_memory {
+  std::uint64_t rss_warm{0};  // host RSS after the warm-up
+  std::uint64_t rss_end{0};
+  std::uint64_t free_warm{0};  // free device memory after the warm-up
+  std::uint64_t free_end{0};
+};
+
+/// What the run left to judge.
+struct soak_outcome {
+  const camera::camera_result& camera;
+  const std::string& camera_failure;
+  const camera_side& screens;
+  const mailbox_side& mailbox;
+  const tear_down_report& mailbox_report;
+  std::uint64_t published;
+  soak_memory memory;
+};
+
+/// The receipt's results and judgments from the run's outcome; `ok` when every check passed.
+void record_soak(measure::receipt& receipt, const soak_settings& s, double camera_rate_hz,
+                 const soak_outcome& o, const shared_state& state, bool& ok) {
+  // Camera latency per minute from its telemetry (arrival -> scanout written, device clock),
+  // filed by the frame's place in the run.
+  std::vector<timed_latency> camera_lat;
+  for (std::size_t i = 0; i < o.camera.software_us.size(); ++i) {
+    const double t =
+        static_cast<double>(o.camera.software_frames[i] - o.camera.counters.start_seq) /
+        camera_rate_hz;
+    camera_lat.push_back({t, o.camera.software_us[i]});
+  }
+  const auto camera_minutes = per_minute(camera_lat);
+  const auto mailbox_minutes =
+      per_minute(std::span<const timed_latency>(o.mailbox.latencies).first(o.mailbox.filled));
+  const double camera_drift = p99_drift(camera_minutes, s.warmup_s);
+  const double mailbox_drift = p99_drift(mailbox_minutes, s.warmup_s);
+  const std::int64_t rss_growth =
+      static_cast<std::int64_t>(o.memory.rss_end) - static_cast<std::int64_t>(o.memory.rss_warm);
+  const std::int64_t device_moved =
+      static_cast<std::int64_t>(o.memory.free_warm) - static_cast<std::int64_t>(o.memory.free_end);
+
+  json mailbox = {{"pipeline", "mailbox"},
+                  {"mode", s.mailbox_mode},
+                  {"published", o.published},
+                  {"counters", counters_json(o.mailbox_report.counters)},
+                  {"stopped", o.mailbox_report.stopped},
+                  {"error", o.mailbox_report.error},
+                  {"checked", o.mailbox.checked.load()},
+                  {"mismatches", o.mailbox.mismatches.load()},
+                  {"minutes", minutes_json(mailbox_minutes)},
+                  {"p99_drift", mailbox_drift}};
+  json camera = {{"pipeline", "camera"},
+                 {"mode", s.camera_mode},
+                 {"produced", o.camera.produced},
+                 {"counters", counters_json(o.camera.counters)},
+                 {"error", o.camera_failure.empty() ? o.camera.error : o.camera_failure},
+                 {"corrupt_frames", o.camera.display.corrupt_frames},
+                 {"frames_written", o.camera.display.frames_written},
+                 {"screens_checked", o.screens.checked},
+                 {"screens_busy", o.screens.busy},
+                 {"screen_mismatches", o.screens.mismatches},
+                 {"worst_screen_lsb", o.screens.worst_lsb},
+                 {"minutes", minutes_json(camera_minutes)},
+                 {"p99_drift", camera_drift}};
+  receipt.results.push_back(mailbox);
+  receipt.results.push_back(camera);
+  receipt.results.push_back({{"memory",
+                              {{"rss_after_warmup_bytes", o.memory.rss_warm},
+                               {"o.memory.rss_end_bytes", o.memory.rss_end},
+                               {"rss_growth_bytes", rss_growth},
+                               {"free_device_after_warmup_bytes", o.memory.free_warm},
+                               {"free_device_end_bytes", o.memory.free_end},
+                               {"free_device_moved_bytes", device_moved}}},
+                             {"reconciliations", state.reconciliations},
+                             {"reconcile_failures", state.reconcile_failures}});
+  const bool camera_ok = o.camera_failure.empty() && o.camera.error.empty() &&
+                         accounted(o.camera.counters) && o.screens.mismatches == 0 &&
+                         o.screens.checked > 0;
+  const bool mailbox_ok = o.mailbox_report.stopped && o.mailbox_report.error.empty() &&
+                          accounted(o.mailbox_report.counters) && o.mailbox.mismatches == 0 &&
+                          o.mailbox.checked > 0;
+  json judgments = json::array();
+  judgments.push_back(judged("mailbox: every output checked matches, counters exact", mailbox_ok,
+                             o.mailbox.mismatches.load()));
+  judgments.push_back(judged("camera: every shown frame checked matches, counters exact", camera_ok,
+                             o.screens.mismatches));
+  judgments.push_back(judged("counters reconciled every second", state.reconcile_failures == 0,
+                             state.reconcile_failures));
+  judgments.push_back(
+      judged("host RSS grows <= 1 MiB after warm-up", rss_growth <= (1 << 20), rss_growth));
+  judgments.push_back(judged("free device memory moves <= 2 MiB after warm-up",
+                             std::abs(device_moved) <= (2 << 20), device_moved));
+  judgments.push_back(
+      judged("mailbox per-minute p99 drifts <= 5%", mailbox_drift <= 0.05, mailbox_drift));
+  judgments.push_back(
+      judged("camera per-minute p99 drifts <= 5%", camera_drift <= 0.05, camera_drift));
+  receipt.results.push_back({{"judgments", judgments}});
+  ok = camera_ok && mailbox_ok && state.reconcile_failures == 0;
+}
+
+/// The receipt's header: the machine and the settings.
+measure::receipt soak_receipt(const soak_settings& s) {
   measure::receipt receipt("soak", s.command);
   describe_machine(receipt);
   receipt.settings = {{"minutes", s.minutes},
@@ -333,7 +465,12 @@ measure::receipt run_soak_bench(const soak_settings& s, std::ostream& log, bool&
                       {"check_every", s.check_every},
                       {"deadline_us", s.deadline_us},
                       {"warmup_s", s.warmup_s}};
-  const camera::camera_settings cam = camera::load_camera_settings(s.camera_config);
+  return receipt;
+}
+
+/// The camera's configuration, refused when the soak cannot check what it shows.
+camera::camera_settings soak_camera(const soak_settings& s) {
+  camera::camera_settings cam = camera::load_camera_settings(s.camera_config);
   if (cam.demosaic == "npp") {
     throw std::invalid_argument(
         "bench soak: the camera's demosaic 'npp' has no CPU reference to "
@@ -345,14 +482,25 @@ measure::receipt run_soak_bench(const soak_settings& s, std::ostream& log, bool&
         "the gains of whichever frame the loop processed before it, which the soak's check does "
         "not follow yet; use statistics: same-frame (or isp: unfused)");
   }
-  io::rgb8_image photo;
+  return cam;
+}
+
+/// The camera's photograph, or the built-in test card where the photograph set is missing.
+io::rgb8_image soak_photo(const camera::camera_settings& cam, std::ostream& log) {
   try {
-    photo = camera::load_photo(cam.photo);
+    return camera::load_photo(cam.photo);
   } catch (const config_error& e) {
     if (cam.photo.ends_with(".png")) throw;
     log << "note: " << e.what() << "; using the built-in test card\n";
-    photo = camera::test_card(640, 480);
+    return camera::test_card(640, 480);
   }
+}
+
+measure::receipt run_soak_bench(const soak_settings& s, std::ostream& log, bool& ok) {
+  s.validate();
+  measure::receipt receipt = soak_receipt(s);
+  const camera::camera_settings cam = soak_camera(s);
+  const io::rgb8_image photo = soak_photo(cam, log);
   const auto deadline = std::chrono::nanoseconds(static_cast<std::int64_t>(s.deadline_us * 1e3));
   const double seconds = s.minutes * 60.0;
 
@@ -405,7 +553,11 @@ measure::receipt run_soak_bench(const soak_settings& s, std::ostream& log, bool&
   run_options mopts;
   mopts.deadline = deadline;
   mopts.persistent_blocks = 1;
-  auto mrun = run_async(app, resident_mode(s.mailbox_mode, "--mailbox-mode"), mopts);
+  std::unique_ptr<run_handle> mrun;
+  {
+    const setup_watchdog guard(log, "the mailbox loop's set-up", std::chrono::seconds(120));
+    mrun = run_async(app, resident_mode(s.mailbox_mode, "--mailbox-mode"), mopts);
+  }
   const std::uint64_t base = app.mailbox->published();
   const auto t0 = clock_type::now();
   std::atomic<bool> done{false};
@@ -472,79 +624,14 @@ measure::receipt run_soak_bench(const soak_settings& s, std::ostream& log, bool&
   log << "bench soak: " << total_s << " s, " << published << " mailbox samples, "
       << cres.counters.processed << " camera frames\n";
 
-  // Camera latency per minute from its telemetry (arrival -> scanout written, device clock),
-  // filed by the frame's place in the run.
-  std::vector<timed_latency> camera_lat;
-  for (std::size_t i = 0; i < cres.software_us.size(); ++i) {
-    const double t =
-        static_cast<double>(cres.software_frames[i] - cres.counters.start_seq) / cam.sensor.rate_hz;
-    camera_lat.push_back({t, cres.software_us[i]});
-  }
-  const auto camera_minutes = per_minute(camera_lat);
-  const auto mailbox_minutes =
-      per_minute(std::span<const timed_latency>(mside.latencies).first(mside.filled));
-  const double camera_drift = p99_drift(camera_minutes, s.warmup_s);
-  const double mailbox_drift = p99_drift(mailbox_minutes, s.warmup_s);
-  const std::int64_t rss_growth =
-      static_cast<std::int64_t>(rss_end) - static_cast<std::int64_t>(rss_warm);
-  const std::int64_t device_moved =
-      static_cast<std::int64_t>(free_warm) - static_cast<std::int64_t>(free_end);
-
-  json mailbox = {{"pipeline", "mailbox"},
-                  {"mode", s.mailbox_mode},
-                  {"published", published},
-                  {"counters", counters_json(mrep.counters)},
-                  {"stopped", mrep.stopped},
-                  {"error", mrep.error},
-                  {"checked", mside.checked.load()},
-                  {"mismatches", mside.mismatches.load()},
-                  {"minutes", minutes_json(mailbox_minutes)},
-                  {"p99_drift", mailbox_drift}};
-  json camera = {{"pipeline", "camera"},
-                 {"mode", s.camera_mode},
-                 {"produced", cres.produced},
-                 {"counters", counters_json(cres.counters)},
-                 {"error", camera_failure.empty() ? cres.error : camera_failure},
-                 {"corrupt_frames", cres.display.corrupt_frames},
-                 {"frames_written", cres.display.frames_written},
-                 {"screens_checked", cside.checked},
-                 {"screens_busy", cside.busy},
-                 {"screen_mismatches", cside.mismatches},
-                 {"worst_screen_lsb", cside.worst_lsb},
-                 {"minutes", minutes_json(camera_minutes)},
-                 {"p99_drift", camera_drift}};
-  receipt.results.push_back(mailbox);
-  receipt.results.push_back(camera);
-  receipt.results.push_back({{"memory",
-                              {{"rss_after_warmup_bytes", rss_warm},
-                               {"rss_end_bytes", rss_end},
-                               {"rss_growth_bytes", rss_growth},
-                               {"free_device_after_warmup_bytes", free_warm},
-                               {"free_device_end_bytes", free_end},
-                               {"free_device_moved_bytes", device_moved}}},
-                             {"reconciliations", state.reconciliations},
-                             {"reconcile_failures", state.reconcile_failures}});
-  const bool camera_ok = camera_failure.empty() && cres.error.empty() && accounted(cres.counters) &&
-                         cside.mismatches == 0 && cside.checked > 0;
-  const bool mailbox_ok = mrep.stopped && mrep.error.empty() && accounted(mrep.counters) &&
-                          mside.mismatches == 0 && mside.checked > 0;
-  json judgments = json::array();
-  judgments.push_back(judged("mailbox: every output checked matches, counters exact", mailbox_ok,
-                             mside.mismatches.load()));
-  judgments.push_back(judged("camera: every shown frame checked matches, counters exact", camera_ok,
-                             cside.mismatches));
-  judgments.push_back(judged("counters reconciled every second", state.reconcile_failures == 0,
-                             state.reconcile_failures));
-  judgments.push_back(
-      judged("host RSS grows <= 1 MiB after warm-up", rss_growth <= (1 << 20), rss_growth));
-  judgments.push_back(judged("free device memory moves <= 2 MiB after warm-up",
-                             std::abs(device_moved) <= (2 << 20), device_moved));
-  judgments.push_back(
-      judged("mailbox per-minute p99 drifts <= 5%", mailbox_drift <= 0.05, mailbox_drift));
-  judgments.push_back(
-      judged("camera per-minute p99 drifts <= 5%", camera_drift <= 0.05, camera_drift));
-  receipt.results.push_back({{"judgments", judgments}});
-  ok = camera_ok && mailbox_ok && state.reconcile_failures == 0;
+  soak_outcome outcome{cres,
+                       camera_failure,
+                       cside,
+                       mside,
+                       mrep,
+                       published,
+                       {rss_warm, rss_end, free_warm, free_end}};
+  record_soak(receipt, s, cam.sensor.rate_hz, outcome, state, ok);
   return receipt;
 }
 
