@@ -4,6 +4,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <numeric>
@@ -113,6 +114,30 @@ TEST(series_svg, draws_a_band_a_mean_line_and_points_with_an_escaped_title) {
   EXPECT_EQ(count(svg, "<circle"), 2U);
   EXPECT_THAT(svg, HasSubstr("while &lt;1080p&gt;"));
   EXPECT_THAT(svg, Not(HasSubstr("<1080p>")));
+}
+
+// 1,000 buckets in a 480-px plot are drawn as at most one per 3 px, and a one-bucket spike
+// still reaches the top of the band.
+TEST(series_svg, draws_dense_buckets_merged_and_keeps_a_spike) {
+  time_buckets b;
+  for (int i = 0; i < 1000; ++i) {
+    b.t.push_back(i * 0.01);
+    b.min.push_back(10.0);
+    b.mean.push_back(11.0);
+    b.max.push_back(i == 637 ? 90.0 : 12.0);
+  }
+  const std::string svg = series_svg({.title = "dense", .buckets = b});
+  const auto band = svg.find("<polygon");
+  ASSERT_NE(band, std::string::npos);
+  const std::string points = svg.substr(band, svg.find("/>", band) - band);
+  const auto vertices = static_cast<std::size_t>(std::count(points.begin(), points.end(), ','));
+  EXPECT_LE(vertices, 2U * 137U);
+  EXPECT_GE(vertices, 2U * 100U);
+  const auto spiked =
+      series_svg({.title = "dense", .buckets = b, .y_range = plot_range{0.0, 100.0}});
+  b.max[637] = 12.0;
+  const auto flat = series_svg({.title = "dense", .buckets = b, .y_range = plot_range{0.0, 100.0}});
+  EXPECT_NE(spiked, flat) << "the spike's bucket is drawn";
 }
 
 TEST(series_svg, says_so_when_there_is_nothing_to_draw) {

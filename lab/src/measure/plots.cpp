@@ -114,6 +114,37 @@ std::string px(double v) {
   return std::string(text.data(), static_cast<std::size_t>(std::max(n, 0)));
 }
 
+/// A data vertex's coordinate: whole pixels (a series is drawn at most one bucket per 3 px).
+std::string vertex(double v) {
+  std::array<char, 32> text{};
+  const int n = std::snprintf(text.data(), text.size(), "%.0f", v);
+  return std::string(text.data(), static_cast<std::size_t>(std::max(n, 0)));
+}
+
+/// `b` with groups of consecutive buckets merged so that at most `at_most` remain: each group's
+/// first time, smallest min, largest max and the mean of its means. Unchanged when small enough.
+time_buckets coarsen(const time_buckets& b, std::size_t at_most) {
+  if (at_most == 0 || b.t.size() <= at_most) return b;
+  const std::size_t k = (b.t.size() + at_most - 1) / at_most;
+  time_buckets out;
+  for (std::size_t i = 0; i < b.t.size(); i += k) {
+    const std::size_t end = std::min(b.t.size(), i + k);
+    double lo = b.min[i];
+    double hi = b.max[i];
+    double sum = 0;
+    for (std::size_t j = i; j < end; ++j) {
+      lo = std::min(lo, b.min[j]);
+      hi = std::max(hi, b.max[j]);
+      sum += b.mean[j];
+    }
+    out.t.push_back(b.t[i]);
+    out.min.push_back(lo);
+    out.max.push_back(hi);
+    out.mean.push_back(sum / static_cast<double>(end - i));
+  }
+  return out;
+}
+
 std::string label(double v) {
   std::array<char, 32> text{};
   const int n = std::snprintf(text.data(), text.size(), "%g", v);
@@ -204,7 +235,9 @@ std::string no_data(const frame& f, const std::string& title, const char* what) 
 
 std::string series_svg(const series_plot& p) {
   const frame f;
-  const time_buckets& b = p.buckets;
+  // No more buckets than the plot can show apart (3 px each): a spike survives in its group's
+  // max, and the page stays small.
+  const time_buckets b = coarsen(p.buckets, static_cast<std::size_t>((f.x1() - f.x0()) / 3.0));
   std::vector<double> ys = b.min;
   ys.insert(ys.end(), b.max.begin(), b.max.end());
   const auto xs = extent(b.t, p.points_x);
@@ -227,20 +260,20 @@ std::string series_svg(const series_plot& p) {
     // The band: along the maxima, then back along the minima.
     svg << "<polygon class=\"band\" fill=\"" << color << "\" points=\"";
     for (std::size_t i = 0; i < b.t.size(); ++i)
-      svg << px(x(b.t[i])) << "," << px(y(b.max[i])) << " ";
+      svg << vertex(x(b.t[i])) << "," << vertex(y(b.max[i])) << " ";
     for (std::size_t i = b.t.size(); i-- > 0;)
-      svg << px(x(b.t[i])) << "," << px(y(b.min[i])) << " ";
+      svg << vertex(x(b.t[i])) << "," << vertex(y(b.min[i])) << " ";
     svg << "\"/>\n<polyline class=\"mean-line\" stroke=\"" << color << "\" points=\"";
     for (std::size_t i = 0; i < b.t.size(); ++i) {
-      svg << px(x(b.t[i])) << "," << px(y(b.mean[i])) << (i + 1 < b.t.size() ? " " : "");
+      svg << vertex(x(b.t[i])) << "," << vertex(y(b.mean[i])) << (i + 1 < b.t.size() ? " " : "");
     }
     svg << "\"/>\n";
   }
   // One fill for the whole group: a page holds thousands of these elements.
   svg << "<g fill=\"" << color << "\">";
   for (std::size_t i = 0; i < p.points_x.size(); ++i) {
-    svg << "<circle class=\"point\" cx=\"" << px(x(p.points_x[i])) << "\" cy=\""
-        << px(y(p.points_y[i])) << "\" r=\"2.2\"/>";
+    svg << "<circle class=\"point\" cx=\"" << vertex(x(p.points_x[i])) << "\" cy=\""
+        << vertex(y(p.points_y[i])) << "\" r=\"2.2\"/>";
     if (i % 8 == 7) svg << "\n";
   }
   svg << "</g>\n</svg>";

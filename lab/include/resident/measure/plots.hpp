@@ -61,7 +61,9 @@ struct plot_range {
 };
 
 /// A latency over time: the band from each bucket's min to its max, a line through the means,
-/// and single points (for runs with few samples, e.g. one per marked frame).
+/// and single points (for runs with few samples, e.g. one per marked frame). Buckets closer than
+/// 3 px are drawn merged (min of the mins, max of the maxes, mean of the means), vertices in
+/// whole pixels.
 struct series_plot {
   std::string title;
   std::string x_label{"time (s)"};
