@@ -8,6 +8,7 @@
 #include <memory>
 #include <string>
 
+#include "bench/lab/endpoint_stub.hpp"
 #include "fuzz_support.hpp"
 #include "resident/app/application.hpp"
 #include "resident/app/error.hpp"
@@ -45,35 +46,15 @@ class vector_op final : public Operator {
   kind _kind;
 };
 
-/// run.cpp's endpoint_stub: a mailbox end's name and port, no parameters.
-class endpoint final : public Operator {
- public:
-  endpoint(port_direction direction, std::string port, std::size_t bytes)
-      : _direction(direction), _port(std::move(port)), _bytes(bytes) {}
-  void setup(OperatorSpec& spec) override {
-    if (_direction == port_direction::output) {
-      spec.device_output(_port, _bytes);
-    } else {
-      spec.device_input(_port, _bytes);
-    }
-  }
-  void compute(CaptureContext&) override {}
-
- private:
-  port_direction _direction;
-  std::string _port;
-  std::size_t _bytes;
-};
-
 /// run.cpp's lab_pipeline as `resident run --check` builds it (--elements at its default).
 class lab_pipeline final : public Application {
  public:
   lab_pipeline() : Application("lab") {}
   void compose() override {
     constexpr std::int64_t elements = 4096;
-    auto rx = make_operator<endpoint>("rx", port_direction::output, "sample",
-                                      static_cast<std::size_t>(elements) * sizeof(float));
-    auto tx = make_operator<endpoint>("tx", port_direction::input, "in", sizeof(float));
+    auto rx = make_operator<bench::endpoint_stub>(
+        "rx", port_direction::output, "sample", static_cast<std::size_t>(elements) * sizeof(float));
+    auto tx = make_operator<bench::endpoint_stub>("tx", port_direction::input, "in", sizeof(float));
     data_ready_handler handler;
     handler.operators = {rx};
     register_data_ready_handler(std::move(handler));

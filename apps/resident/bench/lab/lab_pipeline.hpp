@@ -11,35 +11,13 @@
 #include <string>
 
 #include "app/checked_bytes.hpp"
+#include "bench/lab/endpoint_stub.hpp"
 #include "resident/app/application.hpp"
 #include "resident/app/operator.hpp"
 #include "resident/io/mailbox.hpp"
 #include "resident/ops.hpp"
 
 namespace resident::bench {
-
-/// Stands in for a mailbox end when the pipeline is only checked (a mailbox needs a GPU): the
-/// same name and port, and nothing to run.
-class endpoint_stub final : public Operator {
- public:
-  endpoint_stub(port_direction direction, std::string port, std::size_t bytes)
-      : _direction(direction), _port(std::move(port)), _bytes(bytes) {}
-  void setup(OperatorSpec& spec) override {
-    if (_direction == port_direction::output) {
-      spec.device_output(_port, _bytes);
-    } else {
-      spec.device_input(_port, _bytes);
-    }
-  }
-  void compute(CaptureContext& /*ctx*/) override {
-    throw std::logic_error("endpoint_stub: a checked pipeline does not run");
-  }
-
- private:
-  port_direction _direction;
-  std::string _port;
-  std::size_t _bytes;
-};
 
 // Without a mailbox (a check), rx and tx are stand-ins with the same ports.
 class lab_pipeline final : public Application {
