@@ -35,6 +35,27 @@ __device__ inline std::uint32_t choose_target(const display_view& v) {
   }
 }
 
+// The buffer a frame written by a grid of blocks goes to, chosen once: the first block to
+// arrive chooses (it is running, so the others' wait on it is bounded). Thread 0 of every block
+// calls it; after the grid's last block, reset_target_choice makes it ready for the next frame.
+__device__ inline std::uint32_t choose_target_once(const display_view& v) {
+  using word = cuda::atomic_ref<std::uint32_t, cuda::thread_scope_device>;
+  display_shared* sh = v.shared;
+  if (atomicAdd(&sh->arrived, 1U) == 0U) {
+    sh->target = choose_target(v);
+    word(sh->ready).store(1U, cuda::memory_order_release);
+  } else {
+    while (word(sh->ready).load(cuda::memory_order_acquire) == 0U) {
+    }
+  }
+  return *const_cast<volatile std::uint32_t*>(&sh->target);
+}
+
+__device__ inline void reset_target_choice(display_shared* sh) {
+  sh->arrived = 0;
+  sh->ready = 0;
+}
+
 // The frame's control step, by one thread after every block wrote its pixels: tag the buffer,
 // request the flip (release: the pixels and the tag before it), record the commit.
 __device__ inline void commit_frame(const display_view& v, std::uint32_t target, loop_state* loop) {

@@ -12,8 +12,8 @@
 #include <cstdint>
 
 #include "display_forms.cuh"
-#include "resident/app/loop_device.cuh"
 #include "resident/app/error.hpp"
+#include "resident/app/loop_device.cuh"
 #include "resident/cuda/error.hpp"
 #include "resident/io/display.hpp"
 
@@ -25,8 +25,6 @@ using namespace display_form;  // NOLINT: the egress device code (display_forms.
 using resident::device::load_acquire_system;
 using resident::device::store_relaxed_system;
 using resident::device::store_release_system;
-
-using word_ref = cuda::atomic_ref<std::uint32_t, cuda::thread_scope_device>;
 
 constexpr int engine_threads = 256;
 constexpr int egress_threads = 256;
@@ -235,18 +233,7 @@ __global__ void __launch_bounds__(egress_threads)
   display_shared* sh = v.shared;
   if (threadIdx.x == 0) {
     ok = integrity->ok();
-    if (ok) {
-      // The first block to arrive decides the buffer for the whole grid; it is running, so
-      // the others' wait on it is bounded.
-      if (atomicAdd(&sh->arrived, 1U) == 0U) {
-        sh->target = choose_target(v);
-        word_ref(sh->ready).store(1U, cuda::memory_order_release);
-      } else {
-        while (word_ref(sh->ready).load(cuda::memory_order_acquire) == 0U) {
-        }
-      }
-      target = *const_cast<volatile std::uint32_t*>(&sh->target);
-    }
+    if (ok) target = choose_target_once(v);
   }
   __syncthreads();
   if (ok) {
@@ -268,8 +255,7 @@ __global__ void __launch_bounds__(egress_threads)
     ++sh->corrupt_frames;  // nothing written, nothing stamped: never displayed
   }
   // Ready for the next frame (the next launch starts after this kernel ends).
-  sh->arrived = 0;
-  sh->ready = 0;
+  reset_target_choice(sh);
   sh->done = 0;
 }
 
@@ -329,8 +315,7 @@ std::optional<device_form> display_tx::persistent_form() const {
   }
   detail::display_tx_args a{_display->device_view(), bound_memory("rgb"), lut(),
                             bound<const frame_integrity>("integrity"), _rgba16};
-  return device_form::of<display_tx_form>(a, nullptr)
-      .with_phases(detail::display_form_phases);
+  return device_form::of<display_tx_form>(a, nullptr).with_phases(detail::display_form_phases);
 }
 
 }  // namespace resident::io

@@ -63,9 +63,8 @@ namespace {
 
 namespace math = csi2_math;
 using detail::fused_args;
-using io::detail::display_form::choose_target;
+using io::detail::display_form::choose_target_once;
 using io::detail::display_form::commit_frame;
-using word_ref = cuda::atomic_ref<std::uint32_t, cuda::thread_scope_device>;
 
 constexpr int cells_x = 32;
 constexpr int cells_y = 8;
@@ -364,22 +363,7 @@ __device__ void finish_frame(const fused_args& a, loop_state* loop) {
   } else {
     ++sh->corrupt_frames;  // never flipped to: never displayed
   }
-  sh->arrived = 0;
-  sh->ready = 0;
-}
-
-/// The buffer this frame writes, chosen once for the grid by the first block to arrive (it is
-/// running, so the others' wait is bounded). Thread 0 of each block.
-__device__ std::uint32_t grid_target(const fused_args& a) {
-  io::detail::display_shared* sh = a.view.shared;
-  if (atomicAdd(&sh->arrived, 1U) == 0U) {
-    sh->target = choose_target(a.view);
-    word_ref(sh->ready).store(1U, cuda::memory_order_release);
-  } else {
-    while (word_ref(sh->ready).load(cuda::memory_order_acquire) == 0U) {
-    }
-  }
-  return *const_cast<volatile std::uint32_t*>(&sh->target);
+  io::detail::display_form::reset_target_choice(sh);
 }
 
 /// What a block holds while it makes tiles: the gains, the buffer, the CRC table, the sums.
@@ -394,7 +378,7 @@ struct block_state {
 /// The block's set-up before its tiles (every thread): the buffer, the table, the gains (the
 /// workspace's, or with block_gains this frame's from the statistics pass's replicas).
 __device__ void begin_tiles(const fused_args& a, block_state& b, bool stream_ok) {
-  if (threadIdx.x == 0 && stream_ok) b.target = grid_target(a);
+  if (threadIdx.x == 0 && stream_ok) b.target = choose_target_once(a.view);
   if (threadIdx.x < sum_words) b.sums[threadIdx.x] = 0;
   for (unsigned i = threadIdx.x; i < 256; i += blockDim.x) b.table[i] = fused_crc_table.entry[i];
   const bool local_gains = a.block_gains && a.same_frame && a.grey_world;
