@@ -297,30 +297,6 @@ std::uint64_t resident_set_bytes() {
   return resident * static_cast<std::uint64_t>(sysconf(_SC_PAGESIZE));
 }
 
-// How long the camera's set-up may take before the soak gives up on it.
-constexpr auto camera_start_limit = std::chrono::seconds(120);
-
-/// Waits until the camera loop runs (or its run ended). A set-up stuck in a CUDA call cannot
-/// be interrupted: the soak says so and ends the process (exit status 3) instead of hanging.
-void wait_for_camera_start(shared_state& state, std::ostream& log) {
-  const auto start = clock_type::now();
-  for (;;) {
-    {
-      std::lock_guard lock(state.mutex);
-      if (state.camera_running || state.camera_ended) return;
-    }
-    if (clock_type::now() - start > camera_start_limit) {
-      log << "bench soak: the camera loop did not start within " << camera_start_limit.count()
-          << " s (its set-up is waiting in a CUDA call); giving "
-          << "up without a receipt\n"
-          << std::flush;
-      std::fflush(nullptr);
-      std::_Exit(3);
-    }
-    std::this_thread::sleep_for(10ms);
-  }
-}
-
 /// Ends the process with `what` (exit status 3) unless disarmed within `limit`: a set-up stuck
 /// in a CUDA call beside a running loop cannot be interrupted, and a soak must not hang.
 class setup_watchdog {
@@ -496,6 +472,21 @@ io::rgb8_image soak_photo(const camera::camera_settings& cam, std::ostream& log)
   }
 }
 
+// How long either loop's set-up may take before the soak gives up on it.
+constexpr auto setup_limit = std::chrono::seconds(120);
+
+/// Waits until the camera loop runs (or its run ended), watched like any set-up.
+void wait_for_camera_start(shared_state& state, std::ostream& log) {
+  const setup_watchdog guard(log, "the camera loop's set-up", setup_limit);
+  for (;;) {
+    {
+      std::lock_guard lock(state.mutex);
+      if (state.camera_running || state.camera_ended) return;
+    }
+    std::this_thread::sleep_for(10ms);
+  }
+}
+
 measure::receipt run_soak_bench(const soak_settings& s, std::ostream& log, bool& ok) {
   s.validate();
   measure::receipt receipt = soak_receipt(s);
@@ -555,7 +546,7 @@ measure::receipt run_soak_bench(const soak_settings& s, std::ostream& log, bool&
   mopts.persistent_blocks = 1;
   std::unique_ptr<run_handle> mrun;
   {
-    const setup_watchdog guard(log, "the mailbox loop's set-up", std::chrono::seconds(120));
+    const setup_watchdog guard(log, "the mailbox loop's set-up", setup_limit);
     mrun = run_async(app, resident_mode(s.mailbox_mode, "--mailbox-mode"), mopts);
   }
   const std::uint64_t base = app.mailbox->published();
