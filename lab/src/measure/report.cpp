@@ -727,29 +727,6 @@ std::vector<std::string> run_labels(const std::vector<std::string>& modes) {
 
 namespace {
 
-constexpr const char* style = R"(body{font-family:system-ui,sans-serif;color:#222}
-body{margin:2em auto;max-width:1100px;padding:0 1em}
-h1{font-size:1.5em}h3{font-size:1.05em;margin-top:1.5em}
-h2{font-size:1.25em;border-bottom:2px solid #ccc;padding-bottom:.2em;margin-top:2em}
-table{border-collapse:collapse;margin:.4em 0 .8em}
-th,td{padding:.2em .6em;border-bottom:1px solid #ddd;text-align:left;vertical-align:top}
-th{background:#f4f4f4}td.num,th.num{text-align:right;font-variant-numeric:tabular-nums}
-table.meta th{background:none;color:#555;font-weight:normal}
-table.kv,table.list{margin:0}table.kv>tbody>tr>th{background:none;color:#555;font-weight:normal}
-td.met{color:#176d2c;font-weight:bold}td.missed{color:#b00;font-weight:bold}
-code{font-family:ui-monospace,monospace;font-size:.9em;word-break:break-all}
-.legend{color:#555;font-size:.9em}
-figure{margin:.4em 0 1.2em}
-svg{display:block;max-width:100%;height:auto}
-svg text{font-size:12px;fill:#222}
-svg .axis,svg .tick{stroke:#444}svg .grid{stroke:#e6e6e6}
-svg .whisker,svg .cap{stroke:#333}
-svg .box{stroke:#333;fill-opacity:.6}
-svg .median{stroke:#000;stroke-width:2}
-svg .mean{fill:#fff;stroke:#000}
-svg .extreme{stroke:#b00;stroke-width:1.5;fill:none}
-)";
-
 // Every table sits in a box that scrolls sideways when the table is wider than the page.
 void open_scroll(std::ostringstream& html) {
   html << "<div class=\"" << detail::table_scroll_class << "\">\n";
@@ -964,8 +941,8 @@ std::string render_html(const std::vector<receipt>& receipts, const report_optio
   html << "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
        << "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<title>"
        << html_escape(title) << "</title>\n<style>\n"
-       << style << detail::table_scroll_css << "\n</style>\n</head>\n<body>\n<h1>"
-       << html_escape(title) << "</h1>\n";
+       << detail::page_css << "\n</style>\n</head>\n<body>\n<h1>" << html_escape(title)
+       << "</h1>\n";
   html << "<p class=\"legend\">Box plots: the box spans p25 to p75, the bar is the median, the "
           "diamond the mean; whiskers reach the furthest samples within 1.5 IQR of the box "
           "(Tukey); red crosses mark min and max. Times in &#181;s; the axis is logarithmic when "

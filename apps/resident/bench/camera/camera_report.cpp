@@ -181,26 +181,12 @@ namespace {
 
 // ---- HTML ------------------------------------------------------------------------------------
 
-constexpr const char* style = R"(body{font-family:system-ui,sans-serif;color:#222}
-body{margin:2em auto;max-width:1200px;padding:0 1em}
-h1{font-size:1.5em}h3{font-size:1.05em;margin-top:1.6em}
-h2{font-size:1.25em;border-bottom:2px solid #ccc;padding-bottom:.2em;margin-top:2em}
-table{border-collapse:collapse;margin:.4em 0 .8em}
-th,td{padding:.2em .6em;border-bottom:1px solid #ddd;text-align:left;vertical-align:top}
-th{background:#f4f4f4}td.num,th.num{text-align:right;font-variant-numeric:tabular-nums}
-table.meta th{background:none;color:#555;font-weight:normal}
-td.met{color:#176d2c;font-weight:bold}td.missed{color:#b00;font-weight:bold}
-table.kv,table.list{margin:0}table.kv>tbody>tr>th{background:none;color:#555;font-weight:normal}
-code{font-family:ui-monospace,monospace;font-size:.85em}
-.legend{color:#555;font-size:.9em}
+// Rules after measure::detail::page_css: a wider page, smaller plot text, the series and
+// histogram plots.
+constexpr const char* style = R"(body{max-width:1200px}h3{margin-top:1.6em}
+code{font-size:.85em;word-break:normal}figure{margin:.4em 0 1em}
 .plots{display:flex;flex-wrap:wrap;gap:.6em}
-figure{margin:.4em 0 1em}
-svg{display:block;max-width:100%;height:auto}
-svg text{font-size:11px;fill:#222}svg text.title{font-size:12px;font-weight:bold}
-svg .axis,svg .tick{stroke:#444}svg .grid{stroke:#eee}
-svg .whisker,svg .cap{stroke:#333}svg .box{stroke:#333;fill-opacity:.6}
-svg .median{stroke:#000;stroke-width:2}svg .mean{fill:#fff;stroke:#000}
-svg .extreme{stroke:#b00;stroke-width:1.5;fill:none}
+svg text{font-size:11px}svg text.title{font-size:12px;font-weight:bold}svg .grid{stroke:#eee}
 svg .band{fill-opacity:.28;stroke:none}svg .mean-line{fill:none;stroke-width:1.2}
 svg .point{fill-opacity:.8}svg .bar{fill-opacity:.75}
 )";
@@ -598,7 +584,7 @@ std::string render_camera_report(const measure::receipt& rc) {
   html << "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
        << "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
        << "<title>resident bench camera</title>\n<style>\n"
-       << style << measure::detail::table_scroll_css
+       << measure::detail::page_css << style
        << "\n</style>\n</head>\n<body>\n<h1>resident bench camera</h1>\n";
   html << "<p class=\"legend\">The camera-to-display pipeline (emulated sensor bridge, CSI-2 "
           "reconstruction, ISP, demosaic, gamma egress, emulated display) in each execution "

@@ -43,8 +43,30 @@ namespace detail {
 /// The HTML class of the box every report table sits in: it scrolls horizontally when the table
 /// is wider than the page.
 inline constexpr const char* table_scroll_class = "table-scroll";
-/// Its CSS rule, for a page's style sheet.
-inline constexpr const char* table_scroll_css = ".table-scroll{overflow-x:auto;max-width:100%}";
+/// The reports' style sheet (render_html's; bench camera's page adds its own rules after it):
+/// page, tables (table_scroll_class included), box plots.
+inline constexpr const char* page_css = R"(body{font-family:system-ui,sans-serif;color:#222}
+body{margin:2em auto;max-width:1100px;padding:0 1em}
+h1{font-size:1.5em}h3{font-size:1.05em;margin-top:1.5em}
+h2{font-size:1.25em;border-bottom:2px solid #ccc;padding-bottom:.2em;margin-top:2em}
+table{border-collapse:collapse;margin:.4em 0 .8em}
+th,td{padding:.2em .6em;border-bottom:1px solid #ddd;text-align:left;vertical-align:top}
+th{background:#f4f4f4}td.num,th.num{text-align:right;font-variant-numeric:tabular-nums}
+table.meta th{background:none;color:#555;font-weight:normal}
+table.kv,table.list{margin:0}table.kv>tbody>tr>th{background:none;color:#555;font-weight:normal}
+td.met{color:#176d2c;font-weight:bold}td.missed{color:#b00;font-weight:bold}
+code{font-family:ui-monospace,monospace;font-size:.9em;word-break:break-all}
+.legend{color:#555;font-size:.9em}
+figure{margin:.4em 0 1.2em}
+svg{display:block;max-width:100%;height:auto}
+svg text{font-size:12px;fill:#222}
+svg .axis,svg .tick{stroke:#444}svg .grid{stroke:#e6e6e6}
+svg .whisker,svg .cap{stroke:#333}
+svg .box{stroke:#333;fill-opacity:.6}
+svg .median{stroke:#000;stroke-width:2}
+svg .mean{fill:#fff;stroke:#000}
+svg .extreme{stroke:#b00;stroke-width:1.5;fill:none}
+.table-scroll{overflow-x:auto;max-width:100%})";
 
 /// A JSON value as HTML (escaped): an object becomes a key/value table (nested objects nested
 /// tables), an array of objects a table with the union of their keys as columns and one row per
