@@ -107,12 +107,7 @@ using detail::axis;
 using detail::axis_position;
 using detail::choose_axis;
 using detail::html_escape;
-
-std::string px(double v) {
-  std::array<char, 32> text{};
-  const int n = std::snprintf(text.data(), text.size(), "%.1f", v);
-  return std::string(text.data(), static_cast<std::size_t>(std::max(n, 0)));
-}
+using detail::px;
 
 /// A data vertex's coordinate: whole pixels (a series is drawn at most one bucket per 3 px).
 std::string vertex(double v) {

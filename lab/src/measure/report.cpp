@@ -152,14 +152,13 @@ constexpr std::array<const char*, 10> palette = {"#4e79a7", "#f28e2b", "#59a14f"
 
 const char* palette_color(std::size_t index) noexcept { return palette[index % palette.size()]; }
 
-namespace {
-
-// SVG coordinates with one decimal: enough for pixels, short enough to read.
 std::string px(double v) {
   std::array<char, 32> text{};
   const int n = std::snprintf(text.data(), text.size(), "%.1f", v);
   return std::string(text.data(), static_cast<std::size_t>(std::max(n, 0)));
 }
+
+namespace {
 
 std::string line(const char* cls, double x1, double y1, double x2, double y2) {
   return std::string("<line class=\"") + cls + "\" x1=\"" + px(x1) + "\" y1=\"" + px(y1) +

@@ -79,6 +79,8 @@ svg .extreme{stroke:#b00;stroke-width:1.5;fill:none}
 /// keeps its name, one that occurs n > 1 times becomes "mode (run k of n)" at its k-th
 /// occurrence, so repeated runs can be told apart.
 [[nodiscard]] std::vector<std::string> run_labels(const std::vector<std::string>& modes);
+/// An SVG coordinate with one decimal: enough for pixels, short enough to read.
+[[nodiscard]] std::string px(double v);
 /// Microseconds as the report prints them: two decimals ("12.34").
 [[nodiscard]] std::string format_us(double value);
 
