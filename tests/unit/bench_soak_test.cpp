@@ -34,9 +34,46 @@ TEST(soak_minutes, drift_is_the_spread_of_the_p99s_after_warm_up) {
                                       {1, 10, 5, 10, 10},
                                       {2, 10, 5, 10.4, 11},
                                       {3, 10, 5, 10.2, 11}};
-  EXPECT_NEAR(p99_drift(m, 30.0), 0.04, 1e-12);
-  EXPECT_NEAR(p99_drift(m, 0.0), 9.0, 1e-12) << "with minute 0: (100 - 10) / 10";
-  EXPECT_EQ(p99_drift(std::vector<minute_summary>{{1, 1, 1, 1, 1}}, 0.0), 0.0);
+  EXPECT_NEAR(p99_drift(m, 30.0, 240.0).value(), 0.04, 1e-12);
+  EXPECT_NEAR(p99_drift(m, 0.0, 240.0).value(), 9.0, 1e-12) << "with minute 0: (100 - 10) / 10";
+  EXPECT_FALSE(p99_drift(std::vector<minute_summary>{{1, 1, 1, 1, 1}}, 0.0, 120.0))
+      << "one minute has nothing to drift from";
+}
+
+TEST(soak_minutes, a_last_minute_the_run_did_not_fill_is_not_judged) {
+  // An 8-minute run's ninth minute holds the samples of its last fraction of a second: a p99 of
+  // a handful of samples, lower than any whole minute's.
+  const std::vector<minute_summary> m{{1, 1000, 5, 40, 50}, {2, 1000, 5, 41, 50},
+                                      {3, 1000, 5, 40.5, 50}, {4, 1, 28, 28, 28}};
+  EXPECT_NEAR(p99_drift(m, 20.0, 240.5).value(), 0.025, 1e-12);
+  EXPECT_NEAR(p99_drift(m, 20.0, 300.0).value(), (41.0 - 28.0) / 28.0, 1e-12)
+      << "a whole fifth minute counts";
+  EXPECT_FALSE(p99_drift(m, 20.0, 100.0)) << "only minute 1 is whole: nothing to compare";
+}
+
+TEST(soak_minutes, in_loop_latency_is_sighting_to_commit_filed_by_sequence) {
+  auto entry = [](std::uint64_t seq, std::uint64_t repeat, std::uint64_t detect,
+                  std::uint64_t commit) {
+    telemetry_entry e{};
+    e.seq = seq;
+    e.repeat = repeat;
+    e.stamp_ns[static_cast<std::size_t>(stage::detect)] = detect;
+    e.stamp_ns[static_cast<std::size_t>(stage::commit)] = commit;
+    return e;
+  };
+  const std::vector<telemetry_entry> t{
+      entry(101, 0, 1000, 4500),     // 3.5 us, 1st sample after base 100
+      entry(101, 1, 2000, 9000),     // a repeat: not a response
+      entry(100, 0, 1000, 2000),     // before the run's base
+      entry(4101, 0, 0, 5000),       // no sighting stamp
+      entry(4101, 0, 7000, 6000),    // commit before sighting: not a response
+      entry(4102, 0, 10000, 12250)}; // 2.25 us, 4002nd sample: 2.001 s at 2 kHz
+  const auto l = in_loop_latencies(t, 100, 2000.0);
+  ASSERT_EQ(l.size(), 2U);
+  EXPECT_DOUBLE_EQ(l[0].t_s, 1.0 / 2000.0);
+  EXPECT_DOUBLE_EQ(l[0].us, 3.5);
+  EXPECT_DOUBLE_EQ(l[1].t_s, 4002.0 / 2000.0);
+  EXPECT_DOUBLE_EQ(l[1].us, 2.25);
 }
 
 TEST(soak_memory, the_resident_set_is_read_and_grows_with_touched_memory) {

@@ -8,10 +8,12 @@
 
 #include <cstdint>
 #include <iosfwd>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
 
+#include "resident/app/loop.hpp"
 #include "resident/measure/receipt.hpp"
 
 namespace resident::bench {
@@ -61,8 +63,17 @@ struct minute_summary {
 [[nodiscard]] std::vector<minute_summary> per_minute(std::span<const timed_latency> samples);
 
 /// How far the per-minute p99 moved over the run, ignoring minutes that start before
-/// `warmup_s`: (max p99 - min p99) / min p99; 0 with fewer than two minutes.
-[[nodiscard]] double p99_drift(std::span<const minute_summary> minutes, double warmup_s);
+/// `warmup_s` and a last minute the run of `run_s` seconds did not fill (its few samples would
+/// make a p99 of their own): (max p99 - min p99) / min p99; nothing with fewer than two minutes
+/// left to compare (a run too short to judge drift).
+[[nodiscard]] std::optional<double> p99_drift(std::span<const minute_summary> minutes,
+                                              double warmup_s, double run_s);
+
+/// The loop's own response per sample from its telemetry: the handler's sighting of the sample
+/// to the egress's commit, on the device clock (no host on it), filed at (seq - base) / rate_hz
+/// seconds into the run. Repeats and entries missing either stamp are left out.
+[[nodiscard]] std::vector<timed_latency> in_loop_latencies(
+    std::span<const telemetry_entry> telemetry, std::uint64_t base, double rate_hz);
 
 /// Resident set size of this process in bytes (/proc/self/statm; 0 where unreadable).
 [[nodiscard]] std::uint64_t resident_set_bytes();
