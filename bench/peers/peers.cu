@@ -15,6 +15,7 @@
 #include "exec/capture.hpp"  // detail::add_conditional: the CUDA calls that add a conditional node
 #include "peers.hpp"
 #include "resident/app/loop_device.cuh"
+#include "resident/cuda/block_sync.cuh"
 #include "resident/cuda/buffers.hpp"
 #include "resident/cuda/device.hpp"
 #include "resident/cuda/error.hpp"
@@ -83,7 +84,7 @@ __device__ std::uint64_t take_newest(const io::mailbox_view& mb, std::uint64_t l
       }
       chosen = pick;
     }
-    __syncthreads();
+    resident::device::sync_block();
     const std::uint64_t pick = chosen;
     if (pick == 0) return 0;
     const std::byte* slot = mb.slots + (pick % mb.depth) * mb.slot_stride;
@@ -92,11 +93,11 @@ __device__ std::uint64_t take_newest(const io::mailbox_view& mb, std::uint64_t l
           reinterpret_cast<const volatile unsigned char*>(slot + slot_header_bytes)[i]);
     }
     cuda::atomic_thread_fence(cuda::memory_order_acquire, cuda::thread_scope_system);
-    __syncthreads();
+    resident::device::sync_block();
     if (threadIdx.x == 0) {
       consistent = load_acquire_system(*reinterpret_cast<const std::uint64_t*>(slot)) == pick;
     }
-    __syncthreads();
+    resident::device::sync_block();
     if (consistent) return pick;
   }
 }
@@ -112,12 +113,12 @@ __device__ void commit(peer_state* s, std::uint64_t seq) {
     store_relaxed_system(*mb.out_begin, number);
     __threadfence_system();
   }
-  __syncthreads();
+  resident::device::sync_block();
   for (std::size_t i = threadIdx.x; i < mb.output_bytes; i += blockDim.x) {
     reinterpret_cast<volatile unsigned char*>(mb.out_payload)[i] =
         static_cast<unsigned char>(s->out[i]);
   }
-  __syncthreads();
+  resident::device::sync_block();
   if (threadIdx.x == 0) {
     store_relaxed_system(*mb.out_seq, seq);
     __threadfence_system();
@@ -194,11 +195,11 @@ __global__ void persistent_kernel(peer_state* s) {
     const std::uint64_t pick = take_newest(s->mb, s->last, s->poll_ns, s->sample);
     if (pick != 0) {
       commit(s, pick);
-      __syncthreads();  // s->last is thread 0's write: every thread polls after it
+      resident::device::sync_block();  // s->last is thread 0's write: every thread polls after it
       continue;
     }
     if (threadIdx.x == 0) quit = quit_requested(s);
-    __syncthreads();
+    resident::device::sync_block();
     if (quit) break;
   }
   if (threadIdx.x == 0) mark_stopped(s);
@@ -226,6 +227,7 @@ struct matmul_body {
       products.emplace_back(bytes);
     }
     probe = device_buffer(8);
+    RESIDENT_CUDA_TRY(cudaMemset(probe.data(), 0, probe.size()));  // read before the first run
     workspace = device_buffer(4U << 20);
     check_cublas(cublasCreate(&handle), "cublasCreate");
     check_cublas(cublasSetMathMode(handle, CUBLAS_PEDANTIC_MATH), "cublasSetMathMode");
@@ -312,6 +314,8 @@ struct peer_loop::impl {
           "peer 'persistent' runs the empty body only (cuBLAS cannot run inside a kernel)");
     }
     if (config.body == peer_body::matmul6) body = std::make_unique<matmul_body>();
+    // Zeros until the first sample lands: an iteration that took none commits what is there.
+    RESIDENT_CUDA_TRY(cudaMemset(sample.data(), 0, sample.size()));
     state.mb = mb.device_view();
     state.poll_ns = config.poll_ns;
     state.sample = sample.data_as<std::byte>();

@@ -36,6 +36,7 @@
 #include <vector>
 
 #include "probe_check.hpp"
+#include "resident/cuda/block_sync.cuh"
 #include "resident/sched/be_kernels.hpp"
 #include "resident/sched/preemptible.hpp"
 
@@ -106,7 +107,7 @@ __global__ void __launch_bounds__(256)
   for (int t = blockIdx.x;; t += gridDim.x) {
     if (t >= tiles) t %= tiles;
     if (tid == 0) quit = stopped(stop) ? 1U : 0U;
-    __syncthreads();  // one decision for the block: it syncs inside the tile
+    resident::device::sync_block();  // one decision for the block: it syncs inside the tile
     if (quit != 0U) break;
     const int row0 = (t / tiles_n) * 128;
     const int col0 = (t % tiles_n) * 128;
@@ -125,7 +126,7 @@ __global__ void __launch_bounds__(256)
         *reinterpret_cast<float4*>(&bs[kb][cb]) =
             __ldg(reinterpret_cast<const float4*>(b + (k0 + kb) * n + col0 + cb));
       }
-      __syncthreads();
+      resident::device::sync_block();
 #pragma unroll
       for (int kk = 0; kk < 8; ++kk) {
         float ra[8];
@@ -140,7 +141,7 @@ __global__ void __launch_bounds__(256)
           for (int j = 0; j < 8; ++j) acc[i][j] = fmaf(ra[i], rb[j], acc[i][j]);
         }
       }
-      __syncthreads();
+      resident::device::sync_block();
     }
     for (int i = 0; i < 8; ++i) {
       for (int j = 0; j < 8; j += 4) {

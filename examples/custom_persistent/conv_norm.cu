@@ -6,6 +6,7 @@
 #include <cmath>
 #include <stdexcept>
 
+#include "resident/cuda/block_sync.cuh"
 #include "resident/cuda/error.hpp"
 #include "resident/io/mailbox_forms.cuh"  // resident::persistent_kernels<...>()
 
@@ -43,7 +44,7 @@ __device__ void convolve_tiles(const conv_norm_args& a, float* patch) {
       const int y = y0 - 1 + i / halo;
       patch[i] = x >= 0 && y >= 0 && x < a.width && y < a.height ? a.in[y * a.width + x] : 0.0F;
     }
-    __syncthreads();
+    resident::device::sync_block();
     for (int i = threadIdx.x; i < tile * tile; i += blockDim.x) {
       const int x = x0 + i % tile;
       const int y = y0 + i / tile;
@@ -55,7 +56,7 @@ __device__ void convolve_tiles(const conv_norm_args& a, float* patch) {
       }
       a.conv[y * a.width + x] = sum;
     }
-    __syncthreads();
+    resident::device::sync_block();
     if (threadIdx.x == 0) {
       float squares = 0.0F;
       for (int y = y0; y < min(y0 + tile, a.height); ++y) {
@@ -77,7 +78,7 @@ __device__ void normalize(const conv_norm_args& a, float* shared_rms) {
     for (int t = 0; t < tile_count(a); ++t) total = __fadd_rn(total, a.tile_sums[t]);
     *shared_rms = sqrtf(__fadd_rn(__fdiv_rn(total, static_cast<float>(a.width * a.height)), 1e-6F));
   }
-  __syncthreads();
+  resident::device::sync_block();
   const float rms = *shared_rms;
   const int n = a.width * a.height;
   for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {

@@ -5,6 +5,7 @@
 #include "app/config.hpp"
 #include "resident/cuda/buffers.hpp"
 #include "resident/cuda/device.hpp"
+#include "resident/cuda/stream.hpp"
 
 namespace resident {
 
@@ -168,14 +169,20 @@ void Application::materialize(int device) {
   const dag_plan& p = plan();
   auto buffers = std::make_shared<std::vector<device_buffer>>();
   std::vector<void*> pointers;
+  // Port memory starts as zeros: a port read before anything wrote it (an egress in an
+  // iteration that took no sample, a kernel reading a tail it does not use) reads zeros, not
+  // what the allocator left there. On a stream of its own: a loop may run meanwhile.
+  const stream zeroing;
   for (const auto& b : p.buffers) {
     if (b.external != nullptr) {
       pointers.push_back(b.external);
     } else {
       buffers->emplace_back(b.bytes);
+      buffers->back().fill_bytes(0, zeroing);
       pointers.push_back(buffers->back().data());
     }
   }
+  zeroing.synchronize();
   for (const auto& op : _operators) {
     for (auto& port : op->spec().ports()) {
       port.bound = pointers.at(p.buffer_of(*op, port.name));

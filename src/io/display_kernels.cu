@@ -14,6 +14,7 @@
 #include "display_forms.cuh"
 #include "resident/app/error.hpp"
 #include "resident/app/loop_device.cuh"
+#include "resident/cuda/block_sync.cuh"
 #include "resident/cuda/error.hpp"
 #include "resident/io/display.hpp"
 
@@ -138,7 +139,7 @@ __device__ std::uint64_t probe_luma_sum(const display_view& v, std::uint32_t buf
                                         const led_marker& probe) {
   __shared__ unsigned long long sum;
   if (threadIdx.x == 0) sum = 0;
-  __syncthreads();
+  resident::device::sync_block();
   const std::uint8_t* base = v.buffers[buffer];
   const std::uint32_t n = probe.width * probe.height;
   unsigned long long mine = 0;
@@ -153,7 +154,7 @@ __device__ std::uint64_t probe_luma_sum(const display_view& v, std::uint32_t buf
     mine += (54U * r + 183U * g + 19U * b + 128U) >> 8;
   }
   atomicAdd(&sum, mine);
-  __syncthreads();
+  resident::device::sync_block();
   return sum;
 }
 
@@ -201,7 +202,7 @@ __global__ void __launch_bounds__(engine_threads)
         }
       }
     }
-    __syncthreads();
+    resident::device::sync_block();
     if (command == 0) break;
     if (command == 1) {
       const std::uint64_t sum = probe_luma_sum(v, shown, p.probe);
@@ -217,7 +218,7 @@ __global__ void __launch_bounds__(engine_threads)
         lit = now_lit;
       }
     }
-    __syncthreads();
+    resident::device::sync_block();
   }
 }
 
@@ -235,18 +236,18 @@ __global__ void __launch_bounds__(egress_threads)
     ok = integrity->ok();
     if (ok) target = choose_target_once(v);
   }
-  __syncthreads();
+  resident::device::sync_block();
   if (ok) {
     encode_pixels<Rgba16>(rgb, v.buffers[target], std::size_t{v.width} * v.height, lut);
   }
-  __syncthreads();
+  resident::device::sync_block();
   if (threadIdx.x == 0) {
     // The block's pixels (ordered before this by the barrier; the fence is cumulative) at
     // device scope before its arrival: one fence per block, not one per thread.
     __threadfence();
     last = atomicAdd(&sh->done, 1U) == gridDim.x - 1;
   }
-  __syncthreads();
+  resident::device::sync_block();
   if (!last || threadIdx.x != 0) return;
   __threadfence();  // every block's pixels (seen through the counter) before the flip
   if (ok) {

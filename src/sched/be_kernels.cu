@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "ops/launch.cuh"
+#include "resident/cuda/block_sync.cuh"
 #include "resident/cuda/device.hpp"
 #include "resident/cuda/error.hpp"
 #include "resident/sched/be_kernels.cuh"
@@ -235,9 +236,9 @@ __device__ void counter_loop(const be_launch_view& v, const Args& a) {
     be_block probe(v, -1);
     if (probe.stop_requested()) return;
     if (threadIdx.x == 0) item = take_item(v, total, hands_back, step);
-    __syncthreads();
+    resident::device::sync_block();
     const std::int32_t t = item;
-    __syncthreads();
+    resident::device::sync_block();
     if (t == take_leave) return;
     if (t == take_wait) {
       __nanosleep(1000);
@@ -275,7 +276,7 @@ template <class Args>
 __global__ void __launch_bounds__(be_block_threads, 4) be_counter_kernel(be_launch_view v, Args a) {
   __shared__ std::int32_t rt_sm;
   if (threadIdx.x == 0) rt_sm = enter_rt_sm(v);
-  __syncthreads();
+  resident::device::sync_block();
   if (rt_sm != rt_sm_full) counter_loop(v, a);
   // Whatever way the loop ended, the block leaves its SM now.
   if (threadIdx.x == 0 && rt_sm >= 0) atomicSub(v.rt_sm_load + rt_sm, 1U);

@@ -7,6 +7,7 @@
 #include <cuda/atomic>
 
 #include "ops/launch.cuh"
+#include "resident/cuda/block_sync.cuh"
 #include "resident/cuda/error.hpp"
 #include "resident/sched/be_kernels.cuh"
 #include "resident/sched/padded.hpp"
@@ -108,9 +109,9 @@ __global__ void __launch_bounds__(be_block_threads)
     }
     role = r;
   }
-  __syncthreads();
+  resident::device::sync_block();
   const std::uint32_t r = role;
-  __syncthreads();
+  resident::device::sync_block();
   if (r < rt_count) {
     be_launch_view v;
     v.done = job.rt_done;
@@ -123,9 +124,9 @@ __global__ void __launch_bounds__(be_block_threads)
       if (threadIdx.x == 0) {
         be_index = atomicAdd(state + be_taken, 1U) < budget ? atomicAdd(job.cursor, 1ULL) : ~0ULL;
       }
-      __syncthreads();
+      resident::device::sync_block();
       const unsigned long long taken = be_index;
-      __syncthreads();
+      resident::device::sync_block();
       if (taken == ~0ULL) break;
       be_launch_view v;
       v.done = job.done;
@@ -136,7 +137,7 @@ __global__ void __launch_bounds__(be_block_threads)
       if (blk.begin()) BeBody(be, blk);
     }
   }
-  __syncthreads();  // the whole block's work is done
+  resident::device::sync_block();  // the whole block's work is done
   if (threadIdx.x == 0 && r < rt_count && stamps != nullptr) {
     atomicMax(reinterpret_cast<unsigned long long*>(state + rt_end_ns),
               static_cast<unsigned long long>(now_ns()));

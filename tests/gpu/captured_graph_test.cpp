@@ -38,8 +38,10 @@ class sgemm_graph {
     cublas_check(cublasSetMathMode(_handle, CUBLAS_PEDANTIC_MATH), "cublasSetMathMode");
     cublas_check(cublasSetPointerMode(_handle, CUBLAS_POINTER_MODE_HOST), "cublasSetPointerMode");
     RESIDENT_CUDA_TRY(cudaMemcpy(_b.data(), _b_host.data(), matrix_bytes, cudaMemcpyHostToDevice));
-    // Once before capturing, so cuBLAS sets itself up (kernels, attributes) outside the graph.
+    // Once before capturing, so cuBLAS sets itself up (kernels, attributes) outside the graph;
+    // on zeros, not on whatever the allocator left in A.
     const stream warm;
+    _a.fill_bytes(0, warm);
     enqueue(warm.get());
     warm.synchronize();
     _graph = ops::captured_graph::capture([this](cudaStream_t s) { enqueue(s); });
@@ -176,6 +178,9 @@ class one_graph_app final : public Application {
   explicit one_graph_app(std::function<void(cudaStream_t)> extra)
       : Application("one_graph"),
         mailbox(std::make_shared<io::mailbox>(io::mailbox::config{bytes, bytes, 4})) {
+    // The graph's own memory (the application's port memory it replaces starts as zeros too):
+    // an iteration without a sample copies what is there.
+    RESIDENT_CUDA_TRY(cudaMemset(_in.data(), 0, bytes));
     _graph = ops::captured_graph::capture([&](cudaStream_t s) {
       RESIDENT_CUDA_TRY(
           cudaMemcpyAsync(_out.data(), _in.data(), bytes, cudaMemcpyDeviceToDevice, s));

@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "gpu/support.hpp"
+#include "resident/cuda/block_sync.cuh"
 #include "resident/io/mailbox_forms.cuh"
 
 namespace resident::testing {
@@ -58,12 +59,12 @@ __device__ void carry_finish(const carry_args& a) {
 __global__ void carry_kernel(carry_args a, unsigned* arrivals) {
   carry_tiles(a);
   __shared__ bool last;
-  __syncthreads();
+  resident::device::sync_block();
   if (threadIdx.x == 0) {
     cuda::atomic_ref<unsigned, cuda::thread_scope_device> count(*arrivals);
     last = count.fetch_add(1U, cuda::memory_order_acq_rel) + 1U == gridDim.x;
   }
-  __syncthreads();
+  resident::device::sync_block();
   if (!last) return;
   carry_finish(a);
   if (threadIdx.x == 0) *arrivals = 0U;

@@ -12,6 +12,7 @@
 #include <random>
 #include <thread>
 
+#include "resident/cuda/block_sync.cuh"
 #include "resident/sched/be_kernels.cuh"
 #include "resident/sched/be_models.hpp"
 #include "resident/sched/preemptible.cuh"
@@ -798,7 +799,7 @@ __global__ void hold_sm_kernel(const volatile std::uint32_t* release, std::uint3
     atomicAdd(arrived, 1U);
     while (*release == 0U) __nanosleep(1000);
   }
-  __syncthreads();
+  resident::device::sync_block();
 }
 
 // An RT gemm launched while other work holds all SMs but two: alone, its 8 blocks double up on

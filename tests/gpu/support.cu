@@ -1,4 +1,8 @@
+#include <execinfo.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <csignal>
 #include <cstdlib>
 #include <cstring>
 #include <string_view>
@@ -6,6 +10,7 @@
 
 #include "gpu/support.hpp"
 #include "resident/app/loop_device.cuh"
+#include "resident/cuda/block_sync.cuh"
 #include "resident/io/mailbox_forms.cuh"
 
 namespace resident::testing {
@@ -15,6 +20,31 @@ namespace {
 // start loops and launch other kernels beside them. lazy_loading.* tests run in a process of
 // their own with CUDA_MODULE_LOADING=LAZY set (scripts/gpu-check), which this keeps.
 [[maybe_unused]] const bool eager_loading = resident::request_eager_module_loading();
+
+// A crash in the suite (a tool such as compute-sanitizer only says the process died) leaves the
+// faulting thread's stack on stderr (addresses: `addr2line -e resident_gpu_tests` names them),
+// then goes on to whatever handler was there before (a tool's own, or the default).
+struct sigaction previous_segv {};
+struct sigaction previous_bus {};
+
+void print_stack_then_chain(int sig) {
+  constexpr char head[] = "resident_gpu_tests: fatal signal; the faulting thread's stack:\n";
+  (void)!write(STDERR_FILENO, head, sizeof head - 1);
+  void* frames[64];
+  backtrace_symbols_fd(frames, backtrace(frames, 64), STDERR_FILENO);
+  (void)sigaction(sig, sig == SIGBUS ? &previous_bus : &previous_segv, nullptr);
+  (void)raise(sig);
+}
+
+[[maybe_unused]] const bool crash_stacks = [] {
+  struct sigaction a {};
+  a.sa_handler = print_stack_then_chain;
+  sigemptyset(&a.sa_mask);
+  a.sa_flags = SA_RESETHAND;
+  void* warm[1];
+  (void)backtrace(warm, 1);  // loads what backtrace needs now, not inside the handler
+  return sigaction(SIGSEGV, &a, &previous_segv) == 0 && sigaction(SIGBUS, &a, &previous_bus) == 0;
+}();
 
 /// Where a GPU is expected, a test that ends skipped (for want of cores, SMs or anything else)
 /// fails. The failure is added while the test is still current, so every printer and the exit
@@ -109,7 +139,7 @@ __global__ void slow_copy_kernel(const float* in, float* out, std::int64_t n, st
     while (device::globaltimer_ns() - start < static_cast<std::uint64_t>(ns)) {
     }
   }
-  __syncthreads();  // no thread copies before the spin is over
+  resident::device::sync_block();  // no thread copies before the spin is over
   for (std::int64_t i = threadIdx.x; i < n; i += blockDim.x) out[i] = in[i];
 }
 
@@ -120,7 +150,7 @@ __global__ void slow_every_kernel(const loop_state* loop, const float* in, float
     while (device::globaltimer_ns() - start < static_cast<std::uint64_t>(ns)) {
     }
   }
-  __syncthreads();
+  resident::device::sync_block();
   for (std::int64_t i = threadIdx.x; i < n; i += blockDim.x) out[i] = in[i];
 }
 

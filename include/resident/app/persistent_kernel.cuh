@@ -35,6 +35,7 @@
 
 #include "resident/app/device_form.hpp"
 #include "resident/app/loop_control.cuh"
+#include "resident/cuda/block_sync.cuh"
 #include "resident/cuda/error.hpp"
 
 namespace resident {
@@ -85,7 +86,7 @@ __device__ inline void barrier() {
   if constexpr (Grid) {
     cooperative_groups::this_grid().sync();
   } else {
-    __syncthreads();
+    resident::device::sync_block();
   }
 }
 
@@ -95,15 +96,15 @@ __device__ inline void barrier() {
 template <class... Forms>
 __device__ void finish_by_last_block(const form_step& s, const form_context& ctx) {
   __shared__ bool last;
-  __syncthreads();  // the block's work of the phase is done
+  resident::device::sync_block();  // the block's work of the phase is done
   if (threadIdx.x == 0) {
     cuda::atomic_ref<std::uint32_t, cuda::thread_scope_device> arrivals(*s.arrivals);
     last = arrivals.fetch_add(1U, cuda::memory_order_acq_rel) + 1U == gridDim.x;
   }
-  __syncthreads();
+  resident::device::sync_block();
   if (!last) return;
   run_form_finish<Forms...>(s, ctx);
-  __syncthreads();
+  resident::device::sync_block();
   if (threadIdx.x == 0) {
     cuda::atomic_ref<std::uint32_t, cuda::thread_scope_device>(*s.arrivals)
         .store(0U, cuda::memory_order_relaxed);

@@ -9,6 +9,7 @@
 
 #include "resident/app/loop_device.cuh"
 #include "resident/app/persistent_kernel.cuh"
+#include "resident/cuda/block_sync.cuh"
 #include "resident/io/mailbox.hpp"
 
 namespace resident::io::detail {
@@ -84,7 +85,7 @@ __device__ inline void mailbox_rx_pass(const mailbox_view& mb, loop_state* loop,
       }
       chosen = pick;
     }
-    __syncthreads();
+    resident::device::sync_block();
     const std::uint64_t pick = chosen;
     if (threadIdx.x == 0 && pick != 0) {
       device::stamp(loop, stage::detect);
@@ -112,7 +113,7 @@ __device__ inline void mailbox_rx_pass(const mailbox_view& mb, loop_state* loop,
     // Sequence lock, reader side: every copying thread orders its own payload loads before the
     // second stamp read (its fence), and the barrier orders all of them before thread 0's read.
     cuda::atomic_thread_fence(cuda::memory_order_acquire, cuda::thread_scope_system);
-    __syncthreads();
+    resident::device::sync_block();
     if (threadIdx.x == 0) {
       consistent = load_acquire_system(slot_seq(mb, pick)) == pick;
       if (consistent) {
@@ -121,7 +122,7 @@ __device__ inline void mailbox_rx_pass(const mailbox_view& mb, loop_state* loop,
         device::stamp(loop, stage::handler_end);
       }
     }
-    __syncthreads();
+    resident::device::sync_block();
     if (consistent) return;
     // The sensor lapped the ring and rewrote this slot while we copied it: choose again.
   }
@@ -150,9 +151,9 @@ __device__ inline void mailbox_tx_commit(const mailbox_view& mb, loop_state* loo
     __threadfence_system();  // the begin stamp lands before any payload word
   }
   if (mb.output_bytes > 0) {
-    __syncthreads();
+    resident::device::sync_block();
     block_copy<false>(mb.out_payload, in, mb.output_bytes);
-    __syncthreads();
+    resident::device::sync_block();
   }
   if (threadIdx.x == 0) {
     store_relaxed_system(*mb.out_seq, seq);

@@ -14,6 +14,7 @@
 
 #include <cstdint>
 
+#include "resident/cuda/block_sync.cuh"
 #include "resident/sched/be_kernels.hpp"
 #include "resident/sched/preemptible.cuh"
 
@@ -188,12 +189,12 @@ __device__ inline void gemm_tile(const gemm_args& args, be_block& blk, const Out
             gk < args.k && gc < args.n ? args.b[std::int64_t{gk} * args.n + gc] : 0.0F;
       }
     }
-    __syncthreads();
+    resident::device::sync_block();
     if constexpr (Loads == gemm_loads::prefetched) {
       if (k0 + be_k_step < args.k) prefetch(k0 + be_k_step);
     }
     multiply_tile(a_tile, b_tile, row_lane, col_lane, acc);
-    __syncthreads();  // the next step overwrites the tiles
+    resident::device::sync_block();  // the next step overwrites the tiles
   }
 
 #pragma unroll
@@ -283,9 +284,9 @@ __device__ inline void conv2d_block(const conv2d_args& args, be_block& blk) {
       const std::int32_t gc = col0 + c;
       b_tile[kk][c] = red < crs && gc < sh.k ? args.filter[std::int64_t{gc} * crs + red] : 0.0F;
     }
-    __syncthreads();
+    resident::device::sync_block();
     multiply_tile(a_tile, b_tile, row_lane, col_lane, acc);
-    __syncthreads();  // the next step overwrites the tiles
+    resident::device::sync_block();  // the next step overwrites the tiles
   }
 
 #pragma unroll

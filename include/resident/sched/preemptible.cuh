@@ -14,13 +14,14 @@
 //     blk.commit();                             // recorded: never runs again on resume
 //   }
 //
-// Every member is block-uniform and contains __syncthreads(): call them from all threads of
-// the block, never from divergent code.
+// Every member is block-uniform and contains resident::device::sync_block(): call them from all
+// threads of the block, never from divergent code.
 
 #include <cuda/atomic>
 
 #include <cstdint>
 
+#include "resident/cuda/block_sync.cuh"
 #include "resident/sched/preemptible.hpp"
 
 namespace resident::sched {
@@ -90,9 +91,9 @@ class be_block {
       }
       verdict = run;
     }
-    __syncthreads();
+    resident::device::sync_block();
     const std::uint32_t got = verdict;
-    __syncthreads();  // `verdict` may be reused by the next call
+    resident::device::sync_block();  // `verdict` may be reused by the next call
     if (got == 2U) _stopped = true;
     return got == 1U;
   }
@@ -107,9 +108,9 @@ class be_block {
     if (_v.preempt == nullptr) return false;
     __shared__ std::uint32_t verdict;
     if (threadIdx.x == 0) verdict = raised() ? 1U : 0U;
-    __syncthreads();
+    resident::device::sync_block();
     const bool stop = verdict != 0U;
-    __syncthreads();
+    resident::device::sync_block();
     return stop;
   }
 
@@ -122,9 +123,9 @@ class be_block {
       verdict = raised() ? 1U : 0U;
       if (verdict != 0U) note_exit();
     }
-    __syncthreads();
+    resident::device::sync_block();
     const bool stop = verdict != 0U;
-    __syncthreads();
+    resident::device::sync_block();
     if (stop) _stopped = true;
     return stop;
   }
@@ -152,7 +153,7 @@ class be_block {
   /// Block-uniform, after every thread stored its part of the state in saved_state(): the
   /// checkpoint now covers `steps` K-steps. The caller then returns (it stopped).
   __device__ void checkpoint(std::uint32_t steps) {
-    __syncthreads();  // every thread's part is stored before the record
+    resident::device::sync_block();  // every thread's part is stored before the record
     if (threadIdx.x == 0) {
       __threadfence();
       store(_v.progress + _index, steps);
@@ -163,7 +164,7 @@ class be_block {
 
   /// After every output write of the block: records the block as committed by this attempt.
   __device__ void commit() {
-    __syncthreads();  // every thread's writes are issued before the record
+    resident::device::sync_block();  // every thread's writes are issued before the record
     if (threadIdx.x == 0) {
       // Outputs before the record for any reader on the device. The host reads the records only
       // after the launch has drained, which makes everything the launch wrote visible, so no

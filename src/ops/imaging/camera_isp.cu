@@ -16,6 +16,7 @@
 #include "params.hpp"
 #include "resident/app/error.hpp"
 #include "resident/app/loop_device.cuh"
+#include "resident/cuda/block_sync.cuh"
 #include "resident/cuda/error.hpp"
 #include "resident/ops/imaging/csi2_math.hpp"
 #include "resident/ops/imaging/demosaic_math.hpp"
@@ -131,7 +132,7 @@ __device__ void merge_counts(const fused_args& a, std::uint32_t (&c)[sum_words],
     if (threadIdx.x % 32 == 0 && v != 0)
       atomicAdd(&block_sums[i], static_cast<unsigned long long>(v));
   }
-  __syncthreads();
+  resident::device::sync_block();
   if (threadIdx.x < sum_words && block_sums[threadIdx.x] != 0) {
     atomicAdd(a.sums + replica * sum_words + threadIdx.x, block_sums[threadIdx.x]);
   }
@@ -160,7 +161,7 @@ __device__ std::uint64_t multiplier_of(const fused_args& a, const unsigned long 
 /// The replicas' totals (left zero) and the multipliers from them, by one block.
 __device__ void write_multipliers(const fused_args& a, unsigned long long* totals) {
   sum_replicas(a, totals, true);
-  __syncthreads();
+  resident::device::sync_block();
   if (threadIdx.x < 3) a.multipliers[threadIdx.x] = multiplier_of(a, totals, threadIdx.x);
 }
 
@@ -315,7 +316,7 @@ __device__ void write_cell(const fused_args& a, const tile_t& tile, int x0, int 
 __device__ math::frame_counts count_lines(const fused_args& a, bool stream_ok) {
   __shared__ unsigned counts[5];  // lines, corrected, corrupt, crc, format
   if (threadIdx.x < 5) counts[threadIdx.x] = 0;
-  __syncthreads();
+  resident::device::sync_block();
   math::frame_counts mine;
   for (std::uint32_t y = threadIdx.x; y < a.height; y += blockDim.x) {
     const auto terms = static_cast<std::uint16_t>(__ldcg(a.line_crc + y));
@@ -330,7 +331,7 @@ __device__ math::frame_counts count_lines(const fused_args& a, bool stream_ok) {
   for (int i = 0; i < 5; ++i) {
     if (values[i] != 0) atomicAdd(&counts[i], values[i]);
   }
-  __syncthreads();
+  resident::device::sync_block();
   return {counts[0], counts[1], counts[2], counts[3], counts[4]};
 }
 
@@ -348,7 +349,7 @@ __device__ void finish_frame(const fused_args& a, loop_state* loop) {
     *a.integrity = verdict;
     ok = verdict.ok();
   }
-  __syncthreads();
+  resident::device::sync_block();
   const bool previous = a.grey_world && !a.same_frame;
   if (previous && ok) {
     write_multipliers(a, totals);
@@ -383,12 +384,12 @@ __device__ void begin_tiles(const fused_args& a, block_state& b, bool stream_ok)
   for (unsigned i = threadIdx.x; i < 256; i += blockDim.x) b.table[i] = fused_crc_table.entry[i];
   const bool local_gains = a.block_gains && a.same_frame && a.grey_world;
   if (local_gains) sum_replicas(a, b.totals, false);
-  __syncthreads();
+  resident::device::sync_block();
   if (threadIdx.x < 3) {
     b.m[threadIdx.x] =
         local_gains ? multiplier_of(a, b.totals, threadIdx.x) : __ldcg(a.multipliers + threadIdx.x);
   }
-  __syncthreads();
+  resident::device::sync_block();
 }
 
 /// Tiles first, first + step, ... in turns of `halves` tiles a block (every thread calls it;
@@ -412,9 +413,9 @@ __device__ void run_tiles(const fused_args& a, block_state& b, tile_t* tiles, in
       load_tile(a, ref->packets, x0, y0, tiles[half], b.m, count, c, tid);
       add_crc_terms(a, ref->packets, x0, y0, b.table, tid);
     }
-    __syncthreads();
+    resident::device::sync_block();
     if (t < total) write_cell(a, tiles[half], x0, y0, a.view.buffers[b.target], tid);
-    __syncthreads();  // the tile is read before the next turn loads over it
+    resident::device::sync_block();  // the tile is read before the next turn loads over it
   }
   if (count) merge_counts(a, c, b.sums, replica);
 }
@@ -424,7 +425,7 @@ __device__ void run_tiles(const fused_args& a, block_state& b, tile_t* tiles, in
 __device__ void count_frame(const fused_args& a, unsigned long long* block_sums,
                             std::uint64_t first, std::uint64_t stride, unsigned replica) {
   if (threadIdx.x < sum_words) block_sums[threadIdx.x] = 0;
-  __syncthreads();
+  resident::device::sync_block();
   const io::frame_ref* ref = a.frame;
   std::uint32_t c[sum_words] = {0, 0, 0, 0, 0, 0};
   if (ref->bytes == a.stream_bytes) {
@@ -451,13 +452,13 @@ __global__ void __launch_bounds__(tile_threads) fused_kernel(fused_args a) {
   __shared__ bool last;
   const auto t = static_cast<int>(blockIdx.x);
   run_tiles(a, b, tile, t, static_cast<int>(gridDim.x), blockIdx.x % replicas);
-  __syncthreads();
+  resident::device::sync_block();
   if (threadIdx.x == 0) {
     __threadfence();  // the block's pixels, line words and sums before its arrival
     last = atomicAdd(&a.done[1], 1U) == gridDim.x - 1;
     if (last) __threadfence();
   }
-  __syncthreads();
+  resident::device::sync_block();
   if (!last) return;
   finish_frame(a, a.loop);
   if (threadIdx.x == 0) a.done[1] = 0;  // for the next frame (its launch starts after this one)
@@ -473,13 +474,13 @@ __global__ void __launch_bounds__(stats_threads) statistics_kernel(fused_args a)
   __shared__ bool last;
   count_frame(a, block_sums, std::uint64_t{blockIdx.x} * blockDim.x + threadIdx.x,
               std::uint64_t{gridDim.x} * blockDim.x, blockIdx.x % replicas);
-  __syncthreads();
+  resident::device::sync_block();
   if (threadIdx.x == 0) {
     __threadfence();
     last = atomicAdd(&a.done[0], 1U) == gridDim.x - 1;
     if (last) __threadfence();
   }
-  __syncthreads();
+  resident::device::sync_block();
   if (!last) return;
   write_multipliers(a, totals);
   if (threadIdx.x == 0) a.done[0] = 0;

@@ -8,6 +8,7 @@
 
 #include "ops/imaging/forms.hpp"
 #include "resident/app/loop_device.cuh"
+#include "resident/cuda/block_sync.cuh"
 #include "resident/ops/imaging/csi2_math.hpp"
 
 namespace resident::ops::imaging::detail {
@@ -140,7 +141,7 @@ __device__ inline io::frame_integrity integrity_record(const io::frame_ref* ref,
 __device__ inline void finish_frame(const reconstruct_args& a, bool stream_ok) {
   __shared__ unsigned counts[5];  // lines, corrected, corrupt, crc, format
   if (threadIdx.x < 5) counts[threadIdx.x] = 0;
-  __syncthreads();
+  resident::device::sync_block();
   math::frame_counts mine;
   for (std::uint32_t y = threadIdx.x; stream_ok && y < a.height; y += blockDim.x) {
     // Written by other blocks before their fenced increment of `done`: read past L1.
@@ -151,7 +152,7 @@ __device__ inline void finish_frame(const reconstruct_args& a, bool stream_ok) {
   for (int i = 0; i < 5; ++i) {
     if (values[i] != 0) atomicAdd(&counts[i], values[i]);
   }
-  __syncthreads();
+  resident::device::sync_block();
   if (threadIdx.x != 0) return;
   const math::frame_counts total{counts[0], counts[1], counts[2], counts[3], counts[4]};
   *a.integrity = integrity_record(a.frame, a.height, a.stream_bytes, total, stream_ok);
@@ -168,18 +169,18 @@ __device__ inline std::uint8_t reconstruct_line(const reconstruct_args& a, std::
   const std::uint8_t* packet =
       a.frame->packets + 4 + std::uint64_t{y} * (a.line_bytes + packet_overhead);
   const std::uint32_t head = stage_packet(packet, a.line_bytes + packet_overhead, staged);
-  __syncthreads();
+  resident::device::sync_block();
   const std::uint8_t* staged_packet = staged + head;
   const unsigned terms =
       __reduce_xor_sync(0xFFFFFFFFU, chunk_crc_terms(a, staged_packet + 4, table));
   if (threadIdx.x % 32 == 0) warp_terms[threadIdx.x / 32] = static_cast<std::uint16_t>(terms);
-  __syncthreads();
+  resident::device::sync_block();
   if (threadIdx.x == 0) {
     std::uint16_t crc = a.seed_term;
     for (unsigned w = 0; w < blockDim.x / 32; ++w) crc ^= warp_terms[w];
     verdict = math::line_verdict(staged_packet, a.data_type, a.line_bytes, crc);
   }
-  __syncthreads();
+  resident::device::sync_block();
   const std::uint8_t v = verdict;
   if ((v & verdict_line) != 0) unpack_line(a, staged_packet + 4, y);
   return v;
@@ -213,7 +214,7 @@ __device__ inline void run(const reconstruct_args& a, unsigned phase, std::byte*
       const std::uint8_t v = reconstruct_line(a, y, staged, table, warp_terms, *verdict);
       if (threadIdx.x == 0) a.verdicts[y] = v;
     }
-    __syncthreads();  // the staged line is read before the next one is staged
+    resident::device::sync_block();  // the staged line is read before the next one is staged
   }
 }
 

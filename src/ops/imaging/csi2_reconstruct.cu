@@ -10,6 +10,7 @@
 #include "csi2_forms.cuh"
 #include "launch.cuh"
 #include "params.hpp"
+#include "resident/cuda/block_sync.cuh"
 #include "resident/ops/imaging/common.hpp"
 #include "resident/ops/imaging/csi2_math.hpp"
 
@@ -57,7 +58,7 @@ __global__ void __launch_bounds__(threads) reconstruct_kernel(reconstruct_args a
     last = atomicAdd(a.done, 1U) == gridDim.x - 1;
     if (last) __threadfence();
   }
-  __syncthreads();
+  resident::device::sync_block();
   if (last) finish_frame(a, stream_ok);
 }
 

@@ -5,6 +5,7 @@
 #include "demosaic_forms.cuh"
 #include "launch.cuh"
 #include "params.hpp"
+#include "resident/cuda/block_sync.cuh"
 #include "resident/ops/imaging/common.hpp"
 #include "resident/ops/imaging/demosaic_math.hpp"
 
@@ -23,7 +24,7 @@ __global__ void __launch_bounds__(cells_x* cells_y) demosaic_kernel(demosaic_arg
   const int y0 = static_cast<int>(blockIdx.y) * tile_h;
   load_tile(a, x0, y0, tile, static_cast<int>(threadIdx.y * cells_x + threadIdx.x),
             cells_x * cells_y);
-  __syncthreads();
+  resident::device::sync_block();
   demosaic_cell<Out>(a, tile, static_cast<int>(threadIdx.x), static_cast<int>(threadIdx.y), x0, y0,
                      RX, RY, Malvar);
 }

@@ -4,6 +4,7 @@
 // makes two tiles at a time). Include only from .cu files.
 
 #include "ops/imaging/forms.hpp"
+#include "resident/cuda/block_sync.cuh"
 #include "resident/ops/imaging/demosaic_math.hpp"
 
 namespace resident::ops::imaging::detail::demosaic_form {
@@ -159,11 +160,11 @@ __device__ void run_tiles(const demosaic_args& a, std::byte* scratch) {
     const int x0 = t % tiles_x * tile_w;
     const int y0 = t / tiles_x * tile_h;
     if (t < tiles) load_tile(a, x0, y0, tile, tid, tile_threads);
-    __syncthreads();
+    resident::device::sync_block();
     if (t < tiles) {
       demosaic_cell<Out>(a, tile, tid % cells_x, tid / cells_x, x0, y0, a.rx, a.ry, a.malvar);
     }
-    __syncthreads();  // the tile is read before the next turn loads over it
+    resident::device::sync_block();  // the tile is read before the next turn loads over it
   }
 }
 

@@ -8,6 +8,7 @@
 #include <cub/block/block_histogram.cuh>
 
 #include "ops/imaging/forms.hpp"
+#include "resident/cuda/block_sync.cuh"
 #include "resident/ops/imaging/isp_math.hpp"
 
 namespace resident::ops::imaging::detail::isp_form {
@@ -66,7 +67,7 @@ __device__ void histogram_pass(const stats_args& a, unsigned* counts,
                                typename block_histogram<Threads>::TempStorage& storage) {
   block_histogram<Threads> histogram(storage);
   histogram.InitHistogram(counts);
-  __syncthreads();
+  resident::device::sync_block();
   const std::uint32_t groups = (a.width + stats_items - 1) / stats_items;
   const std::uint64_t total = std::uint64_t{groups} * a.height;
   const std::uint64_t step = std::uint64_t{gridDim.x} * blockDim.x;
@@ -81,7 +82,7 @@ __device__ void histogram_pass(const stats_args& a, unsigned* counts,
     }
     histogram.Composite(bins, counts);
   }
-  __syncthreads();
+  resident::device::sync_block();
   for (int i = threadIdx.x; i < counted_bins; i += blockDim.x) {
     if (counts[i] != 0) atomicAdd(a.histogram + i, static_cast<int>(counts[i]));
   }
@@ -108,7 +109,7 @@ __device__ inline void write_gains(const stats_args& a) {
       v[i] += __shfl_down_sync(0xFFFFFFFFU, v[i], offset);
     if (threadIdx.x % 32 == 0) partial[threadIdx.x / 32][i] = v[i];
   }
-  __syncthreads();
+  resident::device::sync_block();
   if (threadIdx.x != 0) return;
   unsigned long long total[6] = {0, 0, 0, 0, 0, 0};
   for (unsigned w = 0; w < blockDim.x / 32; ++w) {
@@ -171,7 +172,7 @@ __device__ inline void run(const isp_args& a, unsigned phase, std::byte* scratch
     auto* storage = reinterpret_cast<typename block_histogram<max_threads>::TempStorage*>(
         scratch + (counted_bins + 1) * sizeof(unsigned) + 16);
     histogram_pass<max_threads>(a.stats, counts, *storage);
-    __syncthreads();  // the counts are read before the scratch is used again
+    resident::device::sync_block();  // the counts are read before the scratch is used again
   } else if (phase == 1) {
     if (blockIdx.x == 0) write_gains(a.stats);
   } else {

@@ -7,6 +7,7 @@
 #include "isp_forms.cuh"
 #include "launch.cuh"
 #include "params.hpp"
+#include "resident/cuda/block_sync.cuh"
 #include "resident/cuda/device.hpp"
 #include "resident/ops/imaging/common.hpp"
 #include "resident/ops/imaging/isp_math.hpp"
@@ -30,13 +31,13 @@ __global__ void __launch_bounds__(stats_threads) statistics_kernel(stats_args a)
   __shared__ unsigned counts[counted_bins + 1];
   __shared__ bool last;
   histogram_pass<stats_threads>(a, counts, storage);
-  __syncthreads();
+  resident::device::sync_block();
   if (threadIdx.x == 0) {
     __threadfence();  // the block's additions (ordered by the barrier) before its count
     last = atomicAdd(a.done, 1U) == gridDim.x - 1;
     if (last) __threadfence();
   }
-  __syncthreads();
+  resident::device::sync_block();
   if (last) write_gains(a);
 }
 

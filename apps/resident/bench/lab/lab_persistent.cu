@@ -26,9 +26,10 @@
 #include "bench/common.hpp"
 #include "bench/lab/lab_bench.hpp"
 #include "bench/lab/lab_common.hpp"
-#include "resident/ops/vector_forms.cuh"
 #include "resident/app/loop_device.cuh"
+#include "resident/cuda/block_sync.cuh"
 #include "resident/cuda/error.hpp"
+#include "resident/ops/vector_forms.cuh"
 
 namespace resident::bench {
 
@@ -77,15 +78,15 @@ __global__ void __launch_bounds__(worker_threads)
       n = s.elements;
       quit = s.quit != 0U;
     }
-    __syncthreads();
+    resident::device::sync_block();
     work_slot& s = slots[ticket % queue_capacity];
     if (!quit) {
       ops::detail::copy_range(in, work, n, threadIdx.x, blockDim.x);
-      __syncthreads();
+      resident::device::sync_block();
       ops::detail::affine_range(work, affine, n, 2.0F, 1.0F, threadIdx.x, blockDim.x);
-      __syncthreads();
+      resident::device::sync_block();
       ops::detail::square_range(affine, squared, n, threadIdx.x, blockDim.x);
-      __syncthreads();
+      resident::device::sync_block();
       ops::detail::sum_reduce_block(squared, out, n);
     }
     if (threadIdx.x == 0) {
@@ -96,7 +97,8 @@ __global__ void __launch_bounds__(worker_threads)
       if (!quit) busy_ns[blockIdx.x] += globaltimer_ns() - started;
     }
     const bool leave = quit;
-    __syncthreads();  // the shared descriptor is rewritten only after every thread read it
+    resident::device::sync_block();  // the shared descriptor is rewritten only after every thread
+                                     // read it
     if (leave) return;
   }
 }
