@@ -186,3 +186,56 @@ TEST(cli_report, a_receipt_without_results_is_an_error) {
 
 }  // namespace
 }  // namespace resident::cli
+
+// ---- pipeline files ---------------------------------------------------------------------------
+
+namespace resident::cli {
+namespace {
+
+const std::string pipeline_yaml = R"(mailbox: {input_bytes: 64, output_bytes: 4, depth: 4}
+operators:
+  rx:  {kind: io.mailbox_rx}
+  sq:  {kind: ops.square, elements: 16}
+  sum: {kind: ops.sum_reduce, elements: 16}
+  tx:  {kind: io.mailbox_tx}
+flows:
+  - rx.sample -> sq.in
+  - sq -> sum
+  - sum -> tx
+)";
+
+TEST(cli_pipeline_file, a_valid_file_checks_and_options_it_ignores_are_named) {
+  const temp_file f("resident-cli-pipeline.yaml", pipeline_yaml);
+  EXPECT_EQ(resident({"run", f.path(), "--check"}).first, 0);
+  EXPECT_EQ(
+      resident({"run", f.path(), "--check", "--mode", "persistent", "--persistent-blocks", "2"})
+          .first,
+      0);
+  for (const auto& [flag, value] : std::vector<std::pair<std::string, std::string>>{
+           {"--rate", "100"}, {"--elements", "16"}, {"--frames", "10"}, {"--wcet-us", "10"}}) {
+    const auto [rc, err] = resident({"run", f.path(), "--check", flag, value});
+    EXPECT_EQ(rc, 1) << flag;
+    EXPECT_THAT(err, HasSubstr(flag + " does not apply: this is a pipeline file")) << flag;
+  }
+  const auto [rc, err] =
+      resident({"run", f.path(), "--check", "--mode", "while", "--persistent-blocks", "2"});
+  EXPECT_EQ(rc, 1);
+  EXPECT_THAT(err, HasSubstr("--persistent-blocks does not apply"));
+}
+
+TEST(cli_pipeline_file, a_bad_file_is_named_with_its_line) {
+  std::string bad = pipeline_yaml;
+  bad.replace(bad.find("elements: 16}\n  tx"), 12, "elements: 17");
+  const temp_file f("resident-cli-pipeline-bad.yaml", bad);
+  const auto [rc, err] = resident({"run", f.path(), "--check"});
+  EXPECT_EQ(rc, 1);
+  EXPECT_THAT(err, HasSubstr("resident-cli-pipeline-bad.yaml:9"));
+  const temp_file no_tx("resident-cli-pipeline-notx.yaml",
+                        "mailbox: {input_bytes: 64, output_bytes: 4}\noperators:\n"
+                        "  rx: {kind: io.mailbox_rx}\n");
+  EXPECT_THAT(resident({"run", no_tx.path(), "--check"}).second,
+              HasSubstr("needs an io.mailbox_rx (the sensor's end), an io.mailbox_tx"));
+}
+
+}  // namespace
+}  // namespace resident::cli

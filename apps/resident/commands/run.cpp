@@ -18,6 +18,7 @@
 #include "resident/exec/run_handle.hpp"
 #include "resident/io/mailbox.hpp"
 #include "resident/ops.hpp"
+#include "resident/ops/pipeline_config.hpp"
 
 namespace resident::cli {
 
@@ -108,7 +109,10 @@ bool run_mode(const run_settings& s, lab_pipeline& app, execution_mode mode,
 CLI::App* add_run_options(CLI::App& root, run_settings& s) {
   auto* app = root.add_subcommand(
       "run", "run the lab pipeline (affine, square, sum) between an emulated sensor and actuator");
-  app->add_option("config", s.config, "YAML file of operator parameters")->check(CLI::ExistingFile);
+  app->add_option("config", s.config,
+                  "YAML file: operator parameters of the lab pipeline, a camera configuration, "
+                  "or a pipeline file (operators by kind and their flows)")
+      ->check(CLI::ExistingFile);
   app->add_option("--mode", s.mode,
                   "eager, host-graph, while, tail, persistent or all (the four "
                   "graph and host modes)")
@@ -216,6 +220,9 @@ checked_run check_run(const run_settings& s) {
 int run_run(const run_settings& given) {
   if (!given.config.empty() && camera::is_camera_config(given.config)) {
     return run_camera_command(given);
+  }
+  if (!given.config.empty() && ops::is_pipeline_config(given.config)) {
+    return run_pipeline_command(given);
   }
   const run_settings s = with_loop_section(given);
   const checked_run checked = check_run(s);

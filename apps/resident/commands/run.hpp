@@ -4,7 +4,8 @@
 // configuration and the options are checked first, without a GPU; --check stops there.
 // A configuration with a `camera` section (examples/camera.yaml) runs the camera-to-display
 // pipeline instead: --frames per mode, --dump DIR for the first and last frames and a contact
-// sheet as PNG.
+// sheet as PNG. A pipeline file (an `operators` section, examples/config/pipeline.yaml) runs
+// the pipeline it describes, --samples inputs one at a time per mode, outputs compared.
 
 #include <cstdint>
 #include <set>
@@ -74,6 +75,9 @@ void print_deadline_line(const run_settings& settings, const loop_counters& coun
 
 /// The camera-to-display pipeline of a `camera` configuration (commands/run_camera.cpp).
 [[nodiscard]] int run_camera_command(const run_settings& settings);
+/// A pipeline file (an `operators` section: resident/ops/pipeline_config.hpp), fed one sample
+/// at a time in each mode, outputs compared across modes (commands/run_pipeline.cpp).
+[[nodiscard]] int run_pipeline_command(const run_settings& settings);
 
 /// Registers `run`'s options on `run_settings`.
 CLI::App* add_run_options(CLI::App& root, run_settings& settings);
