@@ -21,6 +21,7 @@
 #include "resident/cuda/error.hpp"
 #include "resident/cuda/graph.hpp"
 #include "resident/cuda/stream.hpp"
+#include "resident/io/mailbox_forms.cuh"
 #include "resident/ops/matmul.hpp"
 
 namespace resident::peers {
@@ -88,6 +89,16 @@ __device__ std::uint64_t take_newest(const io::mailbox_view& mb, std::uint64_t l
     const std::uint64_t pick = chosen;
     if (pick == 0) return 0;
     const std::byte* slot = mb.slots + (pick % mb.depth) * mb.slot_stride;
+    if (mb.lines) {  // one tagged line (mailbox_format::lines): warp 0 reads and checks it
+      if (threadIdx.x < 32) {
+        const std::uint64_t w = io::detail::load_line_word(slot, threadIdx.x);
+        const bool whole = io::detail::take_slot_line(mb, pick, w, threadIdx.x, dst);
+        if (threadIdx.x == 0) consistent = whole;
+      }
+      resident::device::sync_block();
+      if (consistent) return pick;
+      continue;
+    }
     for (std::size_t i = threadIdx.x; i < mb.input_bytes; i += blockDim.x) {
       dst[i] = static_cast<std::byte>(
           reinterpret_cast<const volatile unsigned char*>(slot + slot_header_bytes)[i]);
@@ -110,8 +121,22 @@ __device__ void commit(peer_state* s, std::uint64_t seq) {
   if (threadIdx.x == 0) {
     number = io::detail::next_commit(*mb.commits, mb.commit_floor);  // above host commits
     *mb.commits = number;
-    store_relaxed_system(*mb.out_begin, number);
-    __threadfence_system();
+    if (!mb.lines) {
+      store_relaxed_system(*mb.out_begin, number);
+      __threadfence_system();
+    }
+  }
+  if (mb.lines) {  // one tagged line (mailbox_format::lines), stored by warp 0's lanes 0-7
+    if (threadIdx.x < 32) {
+      number = __shfl_sync(io::detail::full_warp, number, 0);
+      io::detail::store_output_line(mb, number, seq, s->out, threadIdx.x);
+    }
+    if (threadIdx.x == 0) {
+      s->last = seq;
+      store_relaxed_system(s->words->processed, ++s->processed);
+      store_release_system(s->words->last_seq, seq);
+    }
+    return;
   }
   resident::device::sync_block();
   for (std::size_t i = threadIdx.x; i < mb.output_bytes; i += blockDim.x) {

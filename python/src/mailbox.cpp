@@ -130,11 +130,20 @@ void commit_output(io::mailbox& mb, std::uint64_t seq, const py::object& payload
 void bind_mailbox(py::module_& m) {
   bind_stamp(m);
   py::class_<io::mailbox, std::shared_ptr<io::mailbox>>(m, "Mailbox")
-      .def(py::init([](std::size_t input_bytes, std::size_t output_bytes, std::size_t depth) {
-             return std::make_shared<io::mailbox>(io::mailbox::config{
-                 .input_bytes = input_bytes, .output_bytes = output_bytes, .depth = depth});
+      .def(py::init([](std::size_t input_bytes, std::size_t output_bytes, std::size_t depth,
+                       const std::string& format) {
+             return std::make_shared<io::mailbox>(
+                 io::mailbox::config{.input_bytes = input_bytes,
+                                     .output_bytes = output_bytes,
+                                     .depth = depth,
+                                     .format = io::parse_mailbox_format(format)});
            }),
-           py::arg("input_bytes"), py::arg("output_bytes"), py::arg("depth") = 4)
+           py::arg("input_bytes"), py::arg("output_bytes"), py::arg("depth") = 4,
+           py::arg("format") = "automatic",
+           "format: 'automatic' (one tagged line per sample and for the output where they fit: "
+           "samples up to 49 bytes, outputs up to 42), 'lines' or 'sequence-lock'")
+      .def_property_readonly(
+          "format", [](const io::mailbox& mb) { return std::string(io::to_string(mb.format())); })
       .def("publish", &publish, py::arg("payload"))
       .def_property_readonly("published", &io::mailbox::published)
       .def_property_readonly("output_seq", &io::mailbox::output_seq)

@@ -154,6 +154,20 @@ def test_publish_checks_the_size():
         mb.read_output(out=bytearray(4))
 
 
+def test_mailbox_format_is_chosen_by_size_and_named():
+    assert resident.Mailbox(8, 8).format == "lines"
+    assert resident.Mailbox(64, 8).format == "sequence-lock"
+    assert resident.Mailbox(8, 8, format="sequence-lock").format == "sequence-lock"
+    with pytest.raises(ValueError, match="formats: automatic, lines, sequence-lock"):
+        resident.Mailbox(8, 8, format="line")
+    with pytest.raises(resident.CompositionError, match="at most 49 bytes"):
+        resident.Mailbox(64, 8, format="lines")
+    mb = resident.Mailbox(12, 12)  # lines: a host commit and its read, both one line
+    mb.commit_output(5, b"abcdefghijkl")
+    stamp, payload = mb.read_output()
+    assert (stamp.seq, stamp.commit, payload) == (5, 1, b"abcdefghijkl")
+
+
 def test_output_into_a_reused_buffer():
     app = MailboxApp()
     out = bytearray(4 * ELEMENTS)

@@ -21,11 +21,19 @@ mailbox::config checked(mailbox::config c) {
         "sensor writes the next), got " +
         std::to_string(c.depth));
   }
+  try {
+    (void)detail::resolve_format(c.format, c.input_bytes, c.output_bytes);
+  } catch (const std::invalid_argument& e) {
+    throw composition_error(e.what());
+  }
   return c;
 }
 
 detail::mailbox_layout layout_of(const mailbox::config& c) {
-  return {.input_bytes = c.input_bytes, .output_bytes = c.output_bytes, .depth = c.depth};
+  return {.input_bytes = c.input_bytes,
+          .output_bytes = c.output_bytes,
+          .depth = c.depth,
+          .lines = detail::resolve_format(c.format, c.input_bytes, c.output_bytes)};
 }
 
 }  // namespace
@@ -50,6 +58,7 @@ mailbox::mailbox(config c)
   _view.slot_stride = l.slot_stride();
   _view.depth = _config.depth;
   _view.input_bytes = _config.input_bytes;
+  _view.lines = l.lines;
 }
 
 std::uint64_t mailbox::publish(std::span<const std::byte> payload) {

@@ -1,5 +1,7 @@
 #include <gmock/gmock.h>
 
+#include <map>
+
 #include "gpu/support.hpp"
 
 namespace resident::testing {
@@ -116,6 +118,44 @@ TEST(mailbox, loops_after_host_commits_number_their_commits_above_them) {
     mb.commit_output_from_host(mb.published(), host_output);
     EXPECT_EQ(mb.latest_output().commit, newest + 1);
     newest = mb.latest_output().commit;
+  }
+}
+
+// Samples and outputs that fit a line take the lines format by themselves (one tagged line per
+// slot and for the output: one PCIe round trip per read); the loop gives the same outputs as
+// the CPU reference in every mode, persistent included, with the same bits in each.
+TEST(mailbox, small_samples_take_the_lines_format_in_every_mode) {
+  RESIDENT_REQUIRE_GPU();
+  EXPECT_EQ(io::mailbox({52, 4, 4}).format(), io::mailbox_format::sequence_lock);
+  EXPECT_EQ(io::mailbox({8, 43, 4}).format(), io::mailbox_format::sequence_lock);
+  EXPECT_EQ(io::mailbox({49, 42, 4}).format(), io::mailbox_format::lines);
+  EXPECT_EQ(io::mailbox({8, 8, 4, io::mailbox_format::sequence_lock}).format(),
+            io::mailbox_format::sequence_lock);
+  EXPECT_THROW(io::mailbox({50, 4, 4, io::mailbox_format::lines}), composition_error);
+  lab_app app(12);  // 48 bytes in, 4 out
+  ASSERT_EQ(app.mailbox()->format(), io::mailbox_format::lines);
+  std::vector<std::vector<float>> samples;
+  for (int i = 0; i < 40; ++i) samples.push_back(random_floats(12));
+  std::vector<execution_mode> modes(all_execution_modes.begin(), all_execution_modes.end());
+  modes.push_back(execution_mode::persistent);
+  std::map<execution_mode, std::vector<std::vector<std::byte>>> results;
+  for (const execution_mode mode : modes) {
+    SCOPED_TRACE(std::string(to_string(mode)));
+    auto run = run_async(app, mode);
+    const auto outputs = drive_lockstep(*app.mailbox(), samples);
+    const tear_down_report report = run->tear_down();
+    ASSERT_TRUE(report.stopped) << report.error;
+    EXPECT_TRUE(report.error.empty()) << report.error;
+    ASSERT_EQ(outputs.size(), samples.size());
+    for (std::size_t i = 0; i < samples.size(); ++i) {
+      const double want = lab_reference(samples[i]);
+      EXPECT_LT(std::abs(as_float(outputs[i]) - want), 1e-5 * std::max(1.0, std::abs(want))) << i;
+    }
+    EXPECT_EQ(report.counters.processed, samples.size());
+    results[mode] = outputs;
+  }
+  for (const execution_mode mode : modes) {
+    EXPECT_EQ(results[mode], results[execution_mode::eager]) << to_string(mode);
   }
 }
 

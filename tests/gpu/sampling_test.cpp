@@ -13,20 +13,22 @@
 namespace resident::testing {
 namespace {
 
-constexpr std::int64_t elements = 64;
+constexpr std::int64_t elements = 64;       // 256 bytes: the sequence-lock format
+constexpr std::int64_t line_elements = 12;  // 48 bytes: one tagged line (mailbox_format::lines)
 
 // rx -> busy_wait(50 us) ; rx -> sum -> tx. The sample's values encode its sequence number, so
 // each output can be checked against the sequence number committed with it.
 class slow_app final : public Application {
  public:
-  explicit slow_app(std::int64_t busy_ns)
+  explicit slow_app(std::int64_t busy_ns, std::int64_t n = elements)
       : _busy_ns(busy_ns),
+        _n(n),
         _mailbox(std::make_shared<io::mailbox>(
-            io::mailbox::config{elements * sizeof(float), sizeof(float), 4})) {}
+            io::mailbox::config{static_cast<std::size_t>(n) * sizeof(float), sizeof(float), 4})) {}
   void compose() override {
     auto rx = make_operator<io::mailbox_rx>("rx", _mailbox);
     auto slow = make_operator<busy_wait>("slow", arg("ns", _busy_ns));
-    auto sum = make_operator<ops::sum_reduce>("sum", arg("elements", elements));
+    auto sum = make_operator<ops::sum_reduce>("sum", arg("elements", _n));
     auto tx = make_operator<io::mailbox_tx>("tx", _mailbox);
     register_data_ready_handler(_mailbox->make_handler(rx));
     add_flow(rx, sum, {{"sample", "in"}});
@@ -34,17 +36,19 @@ class slow_app final : public Application {
     (void)slow;
   }
   std::int64_t _busy_ns;
+  std::int64_t _n;
   std::shared_ptr<io::mailbox> _mailbox;
 };
 
-std::vector<float> sample_for(std::uint64_t seq) {
-  return std::vector<float>(elements, static_cast<float>(seq));  // sum = seq * elements
+std::vector<float> sample_for(std::uint64_t seq, std::int64_t n = elements) {
+  return std::vector<float>(static_cast<std::size_t>(n), static_cast<float>(seq));  // sum: seq * n
 }
 
 struct sampling_case {
   execution_mode mode;
   sample_policy policy;
-  bool fuse{true};  // run_options::fuse: the same semantics with separate framework kernels
+  bool fuse{true};    // run_options::fuse: the same semantics with separate framework kernels
+  bool lines{false};  // samples small enough for the mailbox's lines format
 };
 
 class over_rate : public ::testing::TestWithParam<sampling_case> {};
@@ -55,22 +59,26 @@ std::vector<sampling_case> all_cases() {
     for (const auto policy : {sample_policy::skip_duplicate, sample_policy::every}) {
       cases.push_back({mode, policy});
       cases.push_back({mode, policy, false});
+      cases.push_back({mode, policy, true, true});
     }
   }
   return cases;
 }
 
 INSTANTIATE_TEST_SUITE_P(all, over_rate, ::testing::ValuesIn(all_cases()), [](const auto& info) {
-  std::string name = std::string(to_string(info.param.mode)) + "_" +
-                     std::string(to_string(info.param.policy)) +
-                     (info.param.fuse ? "" : "_separate_kernels");
+  std::string name =
+      std::string(to_string(info.param.mode)) + "_" + std::string(to_string(info.param.policy)) +
+      (info.param.fuse ? "" : "_separate_kernels") + (info.param.lines ? "_lines" : "");
   std::replace(name.begin(), name.end(), '-', '_');
   return name;
 });
 
 TEST_P(over_rate, counters_account_for_every_sample_and_outputs_are_consistent) {
   RESIDENT_REQUIRE_GPU();
-  slow_app app(50'000);
+  const std::int64_t n = GetParam().lines ? line_elements : elements;
+  slow_app app(50'000, n);
+  ASSERT_EQ(app._mailbox->format(),
+            GetParam().lines ? io::mailbox_format::lines : io::mailbox_format::sequence_lock);
   run_options options;
   options.policy = GetParam().policy;
   options.fuse = GetParam().fuse;
@@ -88,7 +96,7 @@ TEST_P(over_rate, counters_account_for_every_sample_and_outputs_are_consistent) 
     while (!stop.load()) {
       const io::output_stamp got = app._mailbox->wait_output(last, out, 10ms);
       if (got.empty()) continue;
-      if (as_float(out) != static_cast<float>(got.seq * elements)) ++torn;
+      if (as_float(out) != static_cast<float>(got.seq * n)) ++torn;
       if (got.seq <= last.seq || got.commit <= last.commit) ++out_of_order;
       ++seen;
       last = got;
@@ -104,7 +112,7 @@ TEST_P(over_rate, counters_account_for_every_sample_and_outputs_are_consistent) 
     if (c.processed + c.dropped != c.last_seq - c.start_seq) ++bad_snapshots;
   };
   for (std::uint64_t i = 1; i <= total; ++i) {
-    const auto s = sample_for(i);
+    const auto s = sample_for(i, n);
     ASSERT_EQ(app._mailbox->publish(as_bytes(s)), i);
     check_snapshot();
     if (i % 16 == 0) std::this_thread::sleep_for(10us);

@@ -6,10 +6,12 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <cstring>
+#include <random>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -291,6 +293,147 @@ TEST(mailbox_protocol, a_commit_that_never_completes_is_reported_after_the_bound
   // Commits go on above it: the host's next is 3, and then the output reads again.
   mb.protocol.commit_output_from_host(4, pattern(8, 4));
   EXPECT_EQ(mb.protocol.read_output(out, 5ms), (output_stamp{4, 3}));
+}
+
+// ---- the lines format ----------------------------------------------------------------------
+
+TEST(mailbox_lines, chosen_by_size_and_laid_out_one_line_per_slot) {
+  EXPECT_TRUE(resolve_format(mailbox_format::automatic, 49, 42));
+  EXPECT_FALSE(resolve_format(mailbox_format::automatic, 50, 42));
+  EXPECT_FALSE(resolve_format(mailbox_format::automatic, 8, 43));
+  EXPECT_FALSE(resolve_format(mailbox_format::sequence_lock, 8, 8));
+  EXPECT_TRUE(resolve_format(mailbox_format::lines, 1, 0));
+  try {
+    (void)resolve_format(mailbox_format::lines, 64, 8);
+    FAIL() << "a 64-byte sample was put in a line";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("at most 49 bytes"), std::string::npos) << e.what();
+  }
+  const mailbox_layout l{.input_bytes = 49, .output_bytes = 42, .depth = 5, .lines = true};
+  EXPECT_EQ(l.slot_stride(), mailbox_layout::line);
+  EXPECT_EQ(l.slots_at(), 2 * mailbox_layout::line) << "the output line holds the output";
+  EXPECT_EQ(l.total_bytes(), 7 * mailbox_layout::line);
+  EXPECT_EQ(slot_tag(7, 5), 1U);
+  EXPECT_EQ(slot_tag(5 * 256 + 3, 5), 0U) << "the lap's low byte";
+}
+
+TEST(mailbox_lines, samples_and_host_commits_round_trip_with_their_numbers) {
+  plain_mailbox mb({.input_bytes = 13, .output_bytes = 42, .depth = 3, .lines = true});
+  std::vector<std::byte> in(13);
+  EXPECT_EQ(mb.protocol.read_input(0, in, sample_policy::every), 0U);
+  for (std::uint64_t s = 1; s <= 7; ++s) EXPECT_EQ(mb.protocol.publish(pattern(13, s)), s);
+  EXPECT_EQ(mb.protocol.published(), 7U);
+  // every: the ring holds 5, 6, 7 (5 is the oldest left after 0); newest: 7.
+  EXPECT_EQ(mb.protocol.read_input(0, in, sample_policy::every), 5U);
+  EXPECT_EQ(in, pattern(13, 5));
+  EXPECT_EQ(mb.protocol.read_input(5, in, sample_policy::every), 6U);
+  EXPECT_EQ(in, pattern(13, 6));
+  EXPECT_EQ(mb.protocol.read_input(0, in, sample_policy::newest), 7U);
+  EXPECT_EQ(in, pattern(13, 7));
+  std::vector<std::byte> out(42);
+  EXPECT_TRUE(mb.protocol.latest_output().empty());
+  mb.protocol.commit_output_from_host(6, pattern(42, 60));
+  mb.protocol.commit_output_from_host(7, pattern(42, 70));
+  EXPECT_EQ(mb.protocol.output_commit(), 2U);
+  EXPECT_EQ(mb.protocol.latest_output(), (output_stamp{7, 2}));
+  EXPECT_EQ(mb.protocol.read_output(out), (output_stamp{7, 2}));
+  EXPECT_EQ(out, pattern(42, 70));
+  EXPECT_EQ(mb.protocol.wait_output({7, 1}, out, 10ms), (output_stamp{7, 2}));
+  EXPECT_TRUE(mb.protocol.wait_output({7, 2}, out, 1ms).empty()) << "nothing newer: a timeout";
+}
+
+// The loop's egress in the lines format (mailbox_tx_commit in resident/io/mailbox_forms.cuh):
+// eight lanes store the line's words at once, so they reach the host in any order. Here in a
+// random order each time, word 0 included.
+std::uint64_t commit_line_words(plain_mailbox& mb, std::uint64_t commit, std::uint64_t seq,
+                                std::span<const std::byte> payload, std::mt19937& rng) {
+  namespace tl = tagged_line;
+  std::uint64_t w[tl::words];
+  w[0] = commit;
+  w[1] = tl::tag_word(seq, commit);
+  tl::pack(reinterpret_cast<const unsigned char*>(payload.data()), payload.size(), w + 2,
+           tl::words - 2, commit);
+  std::array<std::size_t, tl::words> order{0, 1, 2, 3, 4, 5, 6, 7};
+  std::shuffle(order.begin(), order.end(), rng);
+  for (const std::size_t i : order) {
+    std::atomic_ref<std::uint64_t>(mb.word(mailbox_layout::out_begin_at + 8 * i))
+        .store(w[i], std::memory_order_relaxed);
+  }
+  return commit;
+}
+
+TEST(mailbox_lines, racing_readers_never_get_a_torn_sample_or_output) {
+  constexpr std::size_t in_bytes = 41;  // not a whole number of 7-byte words
+  constexpr std::size_t out_bytes = 42;
+  plain_mailbox mb({.input_bytes = in_bytes, .output_bytes = out_bytes, .depth = 3, .lines = true});
+  constexpr std::uint64_t samples = 5000;
+  constexpr std::uint64_t commits = 5000;
+  std::atomic<bool> done{false};
+  std::atomic<std::uint64_t> torn{0};
+  std::atomic<std::uint64_t> reads{0};
+  std::thread sensor([&] {
+    for (std::uint64_t s = 1; s <= samples; ++s) (void)mb.protocol.publish(pattern(in_bytes, s));
+  });
+  std::thread host_loop([&] {
+    std::vector<std::byte> in(in_bytes);
+    std::uint64_t last = 0;
+    while (last < samples) {
+      const std::uint64_t got = mb.protocol.read_input(last, in, sample_policy::skip_duplicate);
+      if (got == 0) continue;
+      if (got <= last || in != pattern(in_bytes, got)) torn.fetch_add(1);
+      last = got;
+      reads.fetch_add(1);
+    }
+  });
+  std::thread egress([&] {
+    std::mt19937 rng(7);
+    for (std::uint64_t c = 1; c <= commits; ++c) {
+      (void)commit_line_words(mb, c, c / 2, pattern(out_bytes, c), rng);
+      std::this_thread::yield();
+    }
+    done.store(true);
+  });
+  std::atomic<std::uint64_t> gave_up{0};
+  std::thread reader([&] {
+    std::vector<std::byte> out(out_bytes);
+    try {
+      while (!done.load()) {
+        const output_stamp s = mb.protocol.read_output(out);
+        if (s.empty()) continue;
+        reads.fetch_add(1);
+        if (s.seq != s.commit / 2 || out != pattern(out_bytes, s.commit)) torn.fetch_add(1);
+      }
+    } catch (const execution_error&) {
+      gave_up.fetch_add(1);
+    }
+  });
+  for (std::thread* t : {&sensor, &host_loop, &egress, &reader}) t->join();
+  EXPECT_EQ(torn.load(), 0U);
+  EXPECT_EQ(gave_up.load(), 0U);
+  EXPECT_GT(reads.load(), 0U);
+  std::vector<std::byte> out(out_bytes);
+  EXPECT_EQ(mb.protocol.read_output(out), (output_stamp{commits / 2, commits}));
+  EXPECT_EQ(out, pattern(out_bytes, commits));
+}
+
+// A line whose writer stopped midway (word 0 of the next commit landed, the rest did not) is
+// reported after the bound, not returned torn.
+TEST(mailbox_lines, a_commit_that_never_completes_is_reported_after_the_bound) {
+  plain_mailbox mb({.input_bytes = 8, .output_bytes = 8, .depth = 4, .lines = true});
+  mb.protocol.commit_output_from_host(1, pattern(8, 1));
+  std::atomic_ref<std::uint64_t>(mb.word(mailbox_layout::out_begin_at)).store(2);
+  EXPECT_EQ(mb.protocol.newest_commit(), 2U) << "the next commit must be numbered above 2";
+  std::vector<std::byte> out(8);
+  try {
+    (void)mb.protocol.read_output(out, 20ms);
+    FAIL() << "a torn output was returned";
+  } catch (const execution_error& e) {
+    EXPECT_NE(std::string(e.what()).find("held words of another commit"), std::string::npos)
+        << e.what();
+  }
+  mb.protocol.commit_output_from_host(4, pattern(8, 4));
+  EXPECT_EQ(mb.protocol.read_output(out, 5ms), (output_stamp{4, 3}));
+  EXPECT_EQ(out, pattern(8, 4));
 }
 
 }  // namespace

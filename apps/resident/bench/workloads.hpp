@@ -28,10 +28,14 @@ struct workload_shape {
 ///            released by rx (the probe sends back out[0][0..1]); matmulNxK likewise
 class io_app final : public Application {
  public:
-  explicit io_app(std::string workload);  // throws std::invalid_argument for other names
+  /// Throws std::invalid_argument for other workload names.
+  explicit io_app(std::string workload, io::mailbox_format format = io::mailbox_format::automatic);
   void compose() override;
 
   [[nodiscard]] const std::string& workload() const noexcept { return _workload; }
+  /// The workload's name in results: with the mailbox format where one was asked for
+  /// ("empty/lines"), the name alone for automatic.
+  [[nodiscard]] const std::string& label() const noexcept { return _label; }
   [[nodiscard]] io::mailbox& mailbox() const noexcept { return *_mailbox; }
   /// The token the sensor sends for sample `seq` (never 0, differs per sample).
   [[nodiscard]] static std::uint64_t token(std::uint64_t seq) noexcept;
@@ -41,6 +45,7 @@ class io_app final : public Application {
 
  private:
   std::string _workload;
+  std::string _label;
   workload_shape _shape;
   std::shared_ptr<io::mailbox> _mailbox;
   std::array<float, 2> _matmul_probe{};  // fp64 CPU reference, rounded to fp32

@@ -13,6 +13,10 @@ CLI::App* add_bench_io_options(CLI::App& bench, bench_io_command_settings& s) {
   app->add_option("--modes", s.modes, "comma-separated modes")->capture_default_str();
   app->add_option("--workloads", s.workloads, "empty, matmul6")->capture_default_str();
   app->add_option("--contention", s.contention, "none, stress")->capture_default_str();
+  app->add_option("--mailbox-formats", s.mailbox_formats,
+                  "the mailbox's formats, comma-separated: automatic (lines for the 8-byte "
+                  "samples here), lines, sequence-lock (the path for samples past a line)")
+      ->capture_default_str();
   app->add_option("--samples", io.samples, "measured samples per configuration")
       ->check(whole_in(1, 100'000'000))
       ->capture_default_str();
@@ -74,6 +78,7 @@ bench::io_settings bench_io_command_settings::resolve() const {
   out.modes = split_list(modes);
   out.workloads = split_list(workloads);
   out.contention = split_list(contention);
+  out.mailbox_formats = split_list(mailbox_formats);
   out.realtime = !no_fifo;
   out.fuse = !no_fuse;
   if (peers) out.peers = {"while", "tail", "host-graph", "persistent"};

@@ -12,6 +12,7 @@ struct bench_io_command_settings {
   bench::io_settings io;
   std::string modes{"while,tail,host-graph,eager"};
   std::string workloads{"empty,matmul6"};
+  std::string mailbox_formats{"automatic"};
   std::string contention{"none,stress"};
   bool quick{false};
   bool no_fifo{false};

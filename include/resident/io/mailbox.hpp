@@ -33,6 +33,7 @@ struct mailbox_view {
   std::size_t slot_stride;
   std::size_t depth;
   std::size_t input_bytes;
+  bool lines;  // the `lines` format: a slot is one tagged line, the output line holds it all
   // Output sequence lock (egress-written): begin and end hold the commit number, unique per
   // commit, so a repeat of one sample (sample_policy::newest) is a new version too.
   std::uint64_t* out_begin;
@@ -52,6 +53,9 @@ class mailbox {
     std::size_t input_bytes{8};   // payload of one sensor sample
     std::size_t output_bytes{8};  // payload of one actuator output (0: the sequence number only)
     std::size_t depth{4};         // ring slots: how far the sensor may run ahead of the loop
+    /// automatic: one tagged line per sample and for the output where both fit (samples up to
+    /// 49 bytes, outputs up to 42: one PCIe round trip per read), else the sequence lock.
+    mailbox_format format{mailbox_format::automatic};
   };
 
   explicit mailbox(config c);  // allocates host-mapped memory: needs a GPU
@@ -119,6 +123,10 @@ class mailbox {
   /// newest sample published before its launch.
   [[nodiscard]] data_ready_handler make_handler(std::shared_ptr<Operator> rx) const;
   [[nodiscard]] const config& settings() const noexcept { return _config; }
+  /// The format the mailbox resolved `settings().format` to: sequence_lock or lines.
+  [[nodiscard]] mailbox_format format() const noexcept {
+    return _protocol.layout().lines ? mailbox_format::lines : mailbox_format::sequence_lock;
+  }
 
  private:
   config _config;

@@ -11,6 +11,7 @@
 #include "resident/app/persistent_kernel.cuh"
 #include "resident/cuda/block_sync.cuh"
 #include "resident/io/mailbox.hpp"
+#include "resident/io/tagged_line.hpp"
 
 namespace resident::io::detail {
 
@@ -51,8 +52,120 @@ __device__ inline void block_copy(std::byte* dst, const std::byte* src, std::siz
   }
 }
 
+// ---- the lines format (mailbox_format::lines; io/tagged_line.hpp) ------------------------------
+// Warp 0 does the work: lanes 0-7 each load or store one word of a 64-byte line (one wide PCIe
+// transaction), and the tags decide, by a vote, whether the words are one write's.
+
+inline constexpr unsigned full_warp = 0xFFFFFFFFU;
+
+/// Lane `lane` (< 8) of warp 0: word `lane` of the line at `line` (read again from host memory
+/// every time); other lanes 0.
+__device__ inline std::uint64_t load_line_word(const std::byte* line, unsigned lane) {
+  if (lane >= tagged_line::words) return 0;
+  return __ldcv(reinterpret_cast<const unsigned long long*>(line) + lane);
+}
+
+/// Warp 0, every lane: whether the words lanes 0-7 hold are sample `pick`'s slot line (word 0
+/// is `pick`, the others carry its lap); when they are, lanes 1-7 unpack their 7 bytes into
+/// `dst` (`bytes` in all).
+__device__ inline bool take_slot_line(const mailbox_view& mb, std::uint64_t pick, std::uint64_t w,
+                                      unsigned lane, std::byte* dst) {
+  const bool mine = lane == 0                   ? w == pick
+                    : lane < tagged_line::words ? tagged_line::tag_of(w) == slot_tag(pick, mb.depth)
+                                                : true;
+  if (!__all_sync(full_warp, mine)) return false;
+  if (lane >= 1 && lane < tagged_line::words) {
+    const std::size_t first = (lane - 1) * tagged_line::bytes_per_word;
+    for (std::size_t b = 0; b < tagged_line::bytes_per_word && first + b < mb.input_bytes; ++b) {
+      dst[first + b] = static_cast<std::byte>(w >> (8 * b));
+    }
+  }
+  return true;
+}
+
+/// Warp 0, every lane: the output line of commit `commit` for sample `seq`, `src` its payload
+/// (output_bytes, device memory), stored by lanes 0-7 at once. No fence between the payload and
+/// the numbers: each word carries the commit's tag.
+__device__ inline void store_output_line(const mailbox_view& mb, std::uint64_t commit,
+                                         std::uint64_t seq, const std::byte* src, unsigned lane) {
+  if (lane >= tagged_line::words) return;
+  std::uint64_t w = commit;
+  if (lane == 1) w = tagged_line::tag_word(seq, commit);
+  if (lane >= 2) {
+    w = 0;
+    const std::size_t first = (lane - 2) * tagged_line::bytes_per_word;
+    for (std::size_t b = 0; b < tagged_line::bytes_per_word && first + b < mb.output_bytes; ++b) {
+      w |= std::uint64_t(static_cast<unsigned char>(src[first + b])) << (8 * b);
+    }
+    w = tagged_line::tag_word(w, commit);
+  }
+  __stwt(reinterpret_cast<unsigned long long*>(mb.out_begin) + lane,
+         static_cast<unsigned long long>(w));
+}
+
+/// The handler's pass in the lines format, warp 0 alone (the block's other threads return at
+/// once; nothing here waits for them). Each poll is one round trip: lanes 0-7 read the slot
+/// line of the sample after `last` while lane 8 reads the head, so a sample that came in order
+/// is taken with the same read that saw it; another (newest past a gap, a slot rewritten
+/// meanwhile) costs one more read of its line.
+__device__ inline void mailbox_rx_line_pass(const mailbox_view& mb, loop_state* loop,
+                                            std::byte* sample) {
+  if (threadIdx.x >= 32) return;
+  const unsigned lane = threadIdx.x;
+  const auto [last, have_processed, policy, poll_ns, preempt_hooked, raise_after_input] =
+      device::load_handler_words(loop);
+  const std::uint64_t start = __shfl_sync(full_warp, device::globaltimer_ns(), 0);
+  if (lane == 0) {
+    loop->stamp_ns[static_cast<std::size_t>(stage::handler_start)] = start;
+    device::note_sm(loop);
+  }
+  const bool anticipating = loop->preempt.anticipates();
+  const std::byte* guess_line = mb.slots + ((last + 1) % mb.depth) * mb.slot_stride;
+  std::uint64_t empty_at = 0;
+  for (;;) {
+    std::uint64_t w = load_line_word(guess_line, lane);
+    if (lane == 8) w = load_acquire_system(*mb.head);
+    const std::uint64_t head = __shfl_sync(full_warp, w, 8);
+    const std::uint64_t pick = select_sample(head, last, have_processed, policy, mb.depth);
+    if (pick == 0) {
+      empty_at = __shfl_sync(full_warp, device::globaltimer_ns(), 0);
+      if (anticipating && lane == 0) device::anticipate_preempt(loop, empty_at);
+      if (empty_at - start < poll_ns) continue;
+    }
+    if (lane == 0 && pick != 0) {
+      device::stamp(loop, stage::detect);
+      loop->stamp_ns[static_cast<std::size_t>(stage::last_empty_poll)] = empty_at;
+      if (pick != last && preempt_hooked && !raise_after_input) device::raise_preempt(loop);
+      if (pick != last && anticipating) {
+        device::note_sample_due(loop, loop->stamp_ns[static_cast<std::size_t>(stage::detect)]);
+      }
+    }
+    if (pick == 0 || pick == last) {  // nothing, or a repeat: the port holds its payload
+      if (lane == 0) {
+        device::publish(loop, pick);
+        device::stamp(loop, stage::handler_end);
+      }
+      return;
+    }
+    if (pick != last + 1) w = load_line_word(mb.slots + (pick % mb.depth) * mb.slot_stride, lane);
+    if (take_slot_line(mb, pick, w, lane, sample)) {
+      if (lane == 0) {
+        if (preempt_hooked && raise_after_input) device::raise_preempt(loop);
+        device::publish(loop, pick);
+        device::stamp(loop, stage::handler_end);
+      }
+      return;
+    }
+    // Not yet whole (the head ran ahead of the line) or rewritten meanwhile: look again.
+  }
+}
+
 __device__ inline void mailbox_rx_pass(const mailbox_view& mb, loop_state* loop,
                                        std::byte* sample) {
+  if (mb.lines) {
+    mailbox_rx_line_pass(mb, loop, sample);
+    return;
+  }
   __shared__ std::uint64_t chosen;
   __shared__ bool consistent;
   const auto [last, have_processed, policy, poll_ns, preempt_hooked, raise_after_input] =
@@ -139,6 +252,18 @@ __device__ inline void mailbox_tx_commit(const mailbox_view& mb, loop_state* loo
   const std::uint64_t seq = device::current_sample(loop);
   const std::uint64_t commits_before = threadIdx.x == 0 ? *mb.commits : 0;
   if (released == 0U) return;
+  if (mb.lines) {
+    // One line, stored by warp 0's lanes 0-7 at once: no begin word, no fences.
+    if (threadIdx.x >= 32) return;
+    const std::uint64_t commit =
+        __shfl_sync(full_warp, next_commit(commits_before, mb.commit_floor), 0);
+    store_output_line(mb, commit, seq, in, threadIdx.x);
+    if (threadIdx.x == 0) {
+      *mb.commits = commit;
+      device::stamp(loop, stage::commit);
+    }
+    return;
+  }
   // The commit number versions the output: unique per commit (device memory, this kernel is its
   // only writer), so a reader cannot mistake a repeat of the same sample, written over the
   // payload while it copied it, for the output it started reading. Above the view's floor too:

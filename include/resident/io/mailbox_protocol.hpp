@@ -12,10 +12,32 @@
 #include <cstddef>
 #include <cstdint>
 #include <span>
+#include <string_view>
 
 #include "resident/app/loop.hpp"
+#include "resident/io/tagged_line.hpp"
 
 namespace resident::io {
+
+/// How a mailbox lays out its samples and its output (mailbox::config::format).
+enum class mailbox_format : std::uint8_t {
+  /// `lines` where the sample and the output fit one line each, else `sequence_lock`.
+  automatic,
+  /// A slot holds a stamp line then the payload; the reader reads the stamp, the payload and the
+  /// stamp again, and the output is fenced between a begin and an end word: any size, and a
+  /// read of host-mapped memory from the GPU is three PCIe round trips.
+  sequence_lock,
+  /// A slot is one 64-byte line, its number in word 0 and the payload in the other seven words,
+  /// each tagged with the number (io/tagged_line.hpp); the output likewise (commit number, then
+  /// the sample's number and the payload, tagged with the commit). One wide read takes a sample
+  /// with its torn-read check, and a commit needs no fence between payload and number. Samples
+  /// up to 49 bytes, outputs up to 42.
+  lines,
+};
+
+[[nodiscard]] std::string_view to_string(mailbox_format f) noexcept;
+/// "automatic", "lines" or "sequence-lock"; std::invalid_argument naming them otherwise.
+[[nodiscard]] mailbox_format parse_mailbox_format(std::string_view name);
 
 /// Which output the actuator read: the sample it belongs to and its commit number (1, 2, ...;
 /// unique per commit, so a repeated sample has a new commit). Both 0: nothing yet, or a timeout.
@@ -62,7 +84,9 @@ __host__ __device__ constexpr std::uint64_t next_commit(std::uint64_t commits_be
 
 /// Where the mailbox's words lie: [header line: head] [output line: begin, end, seq]
 /// [output payload] [depth slots: a 64-byte header {seq}, then the payload], each part on whole
-/// 64-byte lines. Offsets in bytes from the start of the mailbox's memory.
+/// 64-byte lines. Offsets in bytes from the start of the mailbox's memory. In the `lines`
+/// format the output line holds the whole output (no payload lines follow it) and a slot is
+/// its header line alone.
 struct mailbox_layout {
   static constexpr std::size_t line = 64;
   static constexpr std::size_t head_at = 0;
@@ -70,18 +94,25 @@ struct mailbox_layout {
   static constexpr std::size_t out_end_at = line + 8;
   static constexpr std::size_t out_seq_at = line + 16;
   static constexpr std::size_t out_payload_at = 2 * line;
+  /// The `lines` format: the most bytes a slot's line and the output line carry.
+  static constexpr std::size_t input_line_capacity = tagged_line::capacity;  // 49
+  static constexpr std::size_t output_line_capacity =
+      (tagged_line::words - 2) * tagged_line::bytes_per_word;  // 42
 
   std::size_t input_bytes{8};
   std::size_t output_bytes{8};
   std::size_t depth{4};
+  bool lines{false};  // the `lines` format (resolve_format)
 
   [[nodiscard]] static constexpr std::size_t round_up(std::size_t n) {
     return (n + line - 1) / line * line;
   }
   [[nodiscard]] constexpr std::size_t slots_at() const {
-    return out_payload_at + round_up(output_bytes);
+    return out_payload_at + (lines ? 0 : round_up(output_bytes));
   }
-  [[nodiscard]] constexpr std::size_t slot_stride() const { return line + round_up(input_bytes); }
+  [[nodiscard]] constexpr std::size_t slot_stride() const {
+    return lines ? line : line + round_up(input_bytes);
+  }
   /// The slot sample `seq` is written to (its header; the payload follows a line later).
   [[nodiscard]] constexpr std::size_t slot_at(std::uint64_t seq) const {
     return slots_at() + static_cast<std::size_t>(seq % depth) * slot_stride();
@@ -90,6 +121,18 @@ struct mailbox_layout {
     return slots_at() + depth * slot_stride();
   }
 };
+
+/// Whether `format` gives the `lines` layout for these sizes; std::invalid_argument when
+/// `lines` is asked for and the sample or the output does not fit a line.
+[[nodiscard]] bool resolve_format(mailbox_format format, std::size_t input_bytes,
+                                  std::size_t output_bytes);
+
+/// The tag of a slot's words for sample `seq`: the slot's lap (how many times the ring went
+/// round), so two writes of the same slot differ (io/tagged_line.hpp). The output line's tag is
+/// its commit number's low byte.
+__host__ __device__ constexpr std::uint64_t slot_tag(std::uint64_t seq, std::size_t depth) {
+  return (seq / depth) & 0xFFU;
+}
 
 /// The host side of one mailbox over `memory` (layout.total_bytes(), zeroed, 8-byte aligned;
 /// it must outlive the protocol). One sensor thread publishes, actuator threads read the
@@ -136,6 +179,12 @@ class mailbox_protocol {
   }
   [[nodiscard]] std::byte* bytes_at(std::size_t at) const noexcept { return _memory + at; }
   [[noreturn]] void throw_torn(const char* what, std::chrono::nanoseconds bound) const;
+  // The `lines` format's halves of publish, read_output, read_input and the host commit.
+  void publish_line(std::uint64_t seq, std::span<const std::byte> payload);
+  output_stamp read_output_line(std::span<std::byte> out, std::chrono::nanoseconds bound,
+                                const char* what) const;
+  [[nodiscard]] bool read_slot_line(std::uint64_t pick, std::span<std::byte> out) const;
+  void commit_line(std::uint64_t commit, std::uint64_t seq, std::span<const std::byte> payload);
 
   mailbox_layout _layout;
   std::byte* _memory;

@@ -28,6 +28,45 @@ inline constexpr std::size_t bytes_per_word = 7;
 /// The most payload bytes one line carries.
 inline constexpr std::size_t capacity = (words - 1) * bytes_per_word;  // 49
 
+/// A word of 7 payload bytes or a 56-bit value (bits 0..55) and a tag (bits 56..63).
+RESIDENT_HD constexpr std::uint64_t tag_word(std::uint64_t low56, std::uint64_t tag) noexcept {
+  return (low56 & 0x00FF'FFFF'FFFF'FFFFULL) | (tag & 0xFFU) << 56;
+}
+RESIDENT_HD constexpr std::uint64_t tag_of(std::uint64_t word) noexcept { return word >> 56; }
+RESIDENT_HD constexpr std::uint64_t low56(std::uint64_t word) noexcept {
+  return word & 0x00FF'FFFF'FFFF'FFFFULL;
+}
+
+/// `size` payload bytes into `count` words of 7 bytes each, every word tagged `tag` (bytes past
+/// the payload are zero). `size` <= 7 * count.
+RESIDENT_HD constexpr void pack(const unsigned char* payload, std::size_t size, std::uint64_t* out,
+                                std::size_t count, std::uint64_t tag) noexcept {
+  for (std::size_t i = 0; i < count; ++i) {
+    std::uint64_t w = 0;
+    for (std::size_t b = 0; b < bytes_per_word && i * bytes_per_word + b < size; ++b) {
+      w |= std::uint64_t{payload[i * bytes_per_word + b]} << (8 * b);
+    }
+    out[i] = tag_word(w, tag);
+  }
+}
+
+/// Whether all `count` words carry `tag`.
+RESIDENT_HD constexpr bool tagged_alike(const std::uint64_t* w, std::size_t count,
+                                        std::uint64_t tag) noexcept {
+  for (std::size_t i = 0; i < count; ++i) {
+    if (tag_of(w[i]) != (tag & 0xFFU)) return false;
+  }
+  return true;
+}
+
+/// The first `size` payload bytes of words packed by pack().
+RESIDENT_HD constexpr void unpack(const std::uint64_t* w, unsigned char* out,
+                                  std::size_t size) noexcept {
+  for (std::size_t k = 0; k < size; ++k) {
+    out[k] = static_cast<unsigned char>(w[k / bytes_per_word] >> (8 * (k % bytes_per_word)));
+  }
+}
+
 /// Word `i` (1..7) of a line numbered `number` holding payload bytes [7(i-1), 7i) of `payload`
 /// (`size` bytes in all; bytes past it are zero).
 RESIDENT_HD constexpr std::uint64_t payload_word(const unsigned char* payload, std::size_t size,

@@ -42,6 +42,10 @@ void io_settings::validate() const {
       throw std::invalid_argument("unknown workload '" + w + "'; workloads: empty, matmul6");
     }
   }
+  if (mailbox_formats.empty()) {
+    throw std::invalid_argument("--mailbox-formats: name at least one format");
+  }
+  for (const auto& f : mailbox_formats) (void)io::parse_mailbox_format(f);
   if (contention.empty()) throw std::invalid_argument("--contention: name at least one level");
   for (const auto& c : contention) {
     if (c != "none" && c != "stress") {
@@ -368,7 +372,7 @@ nlohmann::json io_result(const io_run& run, const std::string& contention,
     accounting.add(0, run.samples, stamps, i, us);
     wrong += run.samples.wrong[i];
     if (csv != nullptr) {
-      csv->row({run.label(), run.app.workload(), contention, std::to_string(run.base + i),
+      csv->row({run.label(), run.app.label(), contention, std::to_string(run.base + i),
                 std::to_string(us)});
     }
   }
@@ -377,7 +381,7 @@ nlohmann::json io_result(const io_run& run, const std::string& contention,
   }
   const tear_down_report& report = run.report;
   nlohmann::json result = measure::latency_result(
-      run.label(), run.app.workload(), contention, measure::summarize(latencies),
+      run.label(), run.app.label(), contention, measure::summarize(latencies),
       report.counters.processed, report.counters.dropped, report.counters.repeated);
   const double wall = static_cast<double>(run.wall_ns) * 1e-9;
   result["released"] = run.total;
@@ -495,6 +499,7 @@ measure::receipt run_io_bench(const io_settings& s, std::ostream& log) {
                       {"policy", "skip-duplicate"},
                       {"modes", s.modes},
                       {"workloads", s.workloads},
+                      {"mailbox_formats", s.mailbox_formats},
                       {"contention", s.contention},
                       {"realtime_requested", s.realtime},
                       {"cpus", cpus},
@@ -514,20 +519,22 @@ measure::receipt run_io_bench(const io_settings& s, std::ostream& log) {
   receipt.settings["other_threads_cpus"] = others;
   io_runner runner(s, cpus, log);
 
-  for (const auto& workload : s.workloads) {
-    io_app app(workload);
-    app.plan();
-    for (const auto& level : s.contention) {
-      std::unique_ptr<measure::contention_generator> hogs;
-      nlohmann::json contention_detail = {{"kind", "none"}};
-      if (level == "stress") {
-        hogs = measure::start_stress(measure::remaining_cpus(used), s.stress_ng,
-                                     "sensor, actuator and loop threads");
+  for (const auto& format : s.mailbox_formats) {
+    for (const auto& workload : s.workloads) {
+      io_app app(workload, io::parse_mailbox_format(format));
+      app.plan();
+      for (const auto& level : s.contention) {
+        std::unique_ptr<measure::contention_generator> hogs;
+        nlohmann::json contention_detail = {{"kind", "none"}};
+        if (level == "stress") {
+          hogs = measure::start_stress(measure::remaining_cpus(used), s.stress_ng,
+                                       "sensor, actuator and loop threads");
+        }
+        for (int rep = 0; rep < s.repeats; ++rep) {
+          run_level(s, runner, app, level, rep, hogs.get(), csv.get(), receipt, log);
+        }
+        if (hogs) hogs->stop();
       }
-      for (int rep = 0; rep < s.repeats; ++rep) {
-        run_level(s, runner, app, level, rep, hogs.get(), csv.get(), receipt, log);
-      }
-      if (hogs) hogs->stop();
     }
   }
   add_peer_ratios(receipt.results);

@@ -15,6 +15,10 @@ struct io_settings {
   std::vector<std::string> modes{"while", "tail", "host-graph", "eager"};
   std::vector<std::string> workloads{"empty", "matmul6"};
   std::vector<std::string> contention{"none", "stress"};
+  /// The mailbox's formats to run (io::mailbox_format: automatic, lines, sequence-lock); each
+  /// but automatic labels its results' workload ("empty/lines"), and the targets are judged on
+  /// the automatic runs (an 8-byte sample: lines).
+  std::vector<std::string> mailbox_formats{"automatic"};
   /// Hand-written peers (bench/peers) run after the modes of each workload and contention level;
   /// each mode with a peer of its name gets `vs_peer` ratios (resident / peer). The persistent
   /// peer runs the empty workload only.
