@@ -162,6 +162,31 @@ TEST(camera_isp, same_frame_statistics_are_the_cpu_pipeline_in_every_format_and_
   }
 }
 
+// Graph modes launch as many blocks as fit at once, each taking tiles in turn; one block per
+// tile gives the same bytes, gains and verdict. 1080p: more tiles than blocks fit, so the blocks
+// do take several tiles each.
+TEST(camera_isp, a_resident_grid_and_one_block_per_tile_write_the_same_frame) {
+  RESIDENT_REQUIRE_GPU();
+  auto k =
+      config(raw_format::raw12, bayer_order::grbg, 1920, 1080, img::isp_statistics::same_frame);
+  isp_rig resident_grid(k);
+  k.resident_grid = false;
+  isp_rig per_tile(k);
+  const unsigned tiles = (1920 / 64) * ((1080 + 15) / 16);
+  ASSERT_LT(resident_grid.workspace().resident_blocks(), tiles);
+  for (std::uint32_t frame = 1; frame <= 2; ++frame) {
+    const auto raw = scene(k.width, k.height, k.order, 12, frame);
+    const auto a = resident_grid.run(raw, frame, 0);
+    EXPECT_TRUE(resident_grid.last_integrity.ok());
+    const auto b = per_tile.run(raw, frame, 0);
+    EXPECT_TRUE(per_tile.last_integrity.ok());
+    EXPECT_EQ(a, b) << "frame " << frame;
+    EXPECT_LE(worst(a, cpu_screen(k, raw, gains_of(k, raw))), 1) << "frame " << frame;
+    EXPECT_EQ(resident_grid.workspace().read_multipliers(),
+              per_tile.workspace().read_multipliers());
+  }
+}
+
 TEST(camera_isp, previous_frame_statistics_use_the_last_sound_frames_gains) {
   RESIDENT_REQUIRE_GPU();
   for (const bool malvar : {true, false}) {

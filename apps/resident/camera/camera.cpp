@@ -45,7 +45,8 @@ void camera_app::compose() {
         arg("format", std::string(io::csi2::to_string(k.format))), arg("order", order),
         arg("black_level", static_cast<std::int64_t>(k.black_level)),
         arg("white_balance", _settings.white_balance), arg("demosaic", _settings.demosaic),
-        arg("gamma", _settings.gamma), arg("statistics", _settings.statistics));
+        arg("gamma", _settings.gamma), arg("statistics", _settings.statistics),
+        arg("grid", _settings.isp_grid));
     add_flow(rx, isp, {{"frame", "frame"}});
     return;
   }

@@ -58,6 +58,7 @@ struct camera_settings {
   std::string photo{"astronaut"};  // a photograph of the set (lab png.hpp) or a PNG path
   // unfused: csi2_reconstruct -> raw_isp -> demosaic -> display_tx; fused: one camera_isp pass.
   std::string isp{"unfused"};
+  std::string isp_grid{"resident"};  // fused, graph modes: resident (blocks that fit) | tiles
   std::string statistics{"previous-frame"};  // fused: previous-frame | same-frame white balance
   std::string demosaic{"malvar"};            // malvar | bilinear | npp
   std::string white_balance{"grey_world"};   // grey_world | none

@@ -140,10 +140,15 @@ void read_camera(const std::string& origin, const YAML::Node& c, camera_settings
 }
 
 void read_pipeline(const std::string& origin, const YAML::Node& p, camera_settings& s) {
-  check_keys(origin, p, "pipeline", {"isp", "statistics", "demosaic", "white_balance", "gamma"});
+  check_keys(origin, p, "pipeline",
+             {"isp", "isp_grid", "statistics", "demosaic", "white_balance", "gamma"});
   if (p["isp"]) {
     s.isp = choose<std::string>(origin, p["isp"], "pipeline.isp",
                                 {{"unfused", "unfused"}, {"fused", "fused"}});
+  }
+  if (p["isp_grid"]) {
+    s.isp_grid = choose<std::string>(origin, p["isp_grid"], "pipeline.isp_grid",
+                                     {{"resident", "resident"}, {"tiles", "tiles"}});
   }
   if (p["statistics"]) {
     s.statistics =

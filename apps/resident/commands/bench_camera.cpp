@@ -27,7 +27,8 @@ void add_lists(CLI::App& app, bench_camera_command_settings& s) {
                  "(default: all)");
   app.add_option("--pipelines", s.pipelines,
                  "software runs: unfused (csi2_reconstruct, raw_isp, demosaic, display_tx), "
-                 "fused (camera_isp; not in cpu-hostmem) (default: unfused)");
+                 "fused (camera_isp; not in cpu-hostmem), fused-tiles (the same with one block "
+                 "per tile in graph modes) (default: unfused)");
 }
 
 void add_numbers(CLI::App& app, bench::camera_bench_settings& c) {

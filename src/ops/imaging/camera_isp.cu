@@ -17,6 +17,7 @@
 #include "resident/app/error.hpp"
 #include "resident/app/loop_device.cuh"
 #include "resident/cuda/block_sync.cuh"
+#include "resident/cuda/device.hpp"
 #include "resident/cuda/error.hpp"
 #include "resident/ops/imaging/csi2_math.hpp"
 #include "resident/ops/imaging/demosaic_math.hpp"
@@ -573,6 +574,13 @@ camera_isp_workspace::camera_isp_workspace(const camera_isp_config& config)
   RESIDENT_CUDA_TRY(cudaMemcpy(_lut.data(), lut.data(), lut.size(), cudaMemcpyHostToDevice));
   _done = device_buffer(2 * sizeof(unsigned));
   RESIDENT_CUDA_TRY(cudaMemset(_done.data(), 0, _done.size()));
+  int per_sm = 0;
+  RESIDENT_CUDA_TRY(
+      cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, fused_kernel, tile_threads, 0));
+  int sms = 0;
+  RESIDENT_CUDA_TRY(
+      cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, resident::current_device()));
+  _resident_blocks = static_cast<unsigned>(std::max(1, per_sm * sms));
 }
 
 std::array<std::uint64_t, 3> camera_isp_workspace::read_multipliers() const {
@@ -595,7 +603,10 @@ void launch_camera_isp(const io::frame_ref* frame, io::frame_integrity* integrit
     RESIDENT_CUDA_CHECK_LAUNCH("camera_isp statistics_kernel");
   }
   const unsigned tiles = (a.width + tile_w - 1) / tile_w * ((a.height + tile_h - 1) / tile_h);
-  fused_kernel<<<tiles, tile_threads, 0, s>>>(a);
+  // The blocks take tiles blockIdx, blockIdx + gridDim, ...: a resident grid does each block's
+  // set-up, sums merge and arrival once, not once a tile.
+  const unsigned blocks = ws.config().resident_grid ? std::min(tiles, ws.resident_blocks()) : tiles;
+  fused_kernel<<<blocks, tile_threads, 0, s>>>(a);
   RESIDENT_CUDA_CHECK_LAUNCH("camera_isp fused_kernel");
 }
 
@@ -633,6 +644,9 @@ void camera_isp::setup(OperatorSpec& spec) {
                      "or this frame's (a statistics pass first)") == 0
           ? isp_statistics::previous_frame
           : isp_statistics::same_frame;
+  k.resident_grid = params::choice(spec, "grid", "resident", {"resident", "tiles"},
+                                   "graph modes' launch: as many blocks as fit at once, taking "
+                                   "tiles in turn, or one block per tile") == 0;
   if (_display == nullptr) params::fail(spec, "display", "is missing (camera_isp needs a display)");
   const io::display_config& d = _display->config();
   if (d.width != k.width || d.height != k.height) {

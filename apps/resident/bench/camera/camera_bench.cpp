@@ -37,7 +37,7 @@ const std::vector<std::string> known_resolutions{"1080p", "4k"};
 const std::vector<std::string> known_formats{"raw10", "raw12"};
 const std::vector<std::string> known_levels{"none", "stress"};
 const std::vector<std::string> known_displays{"vrr240-flip", "vrr240-front", "fixed60-flip"};
-const std::vector<std::string> known_pipelines{"unfused", "fused"};
+const std::vector<std::string> known_pipelines{"unfused", "fused", "fused-tiles"};
 
 constexpr std::size_t series_buckets = 200;
 constexpr std::size_t software_bins = 60;
@@ -165,7 +165,7 @@ bool camera_bench_settings::needs_gpu() const {
 
 std::string camera_case::workload() const {
   if (part == "photon") return "photon " + display;
-  return resolution + " " + format + (pipeline == "fused" ? " fused" : "");
+  return resolution + " " + format + (pipeline == "unfused" ? "" : " " + pipeline);
 }
 
 bool camera_case::judged_on_median() const {
@@ -182,7 +182,7 @@ std::vector<camera_case> software_cases(const camera_bench_settings& s,
       for (const auto& p : s.pipelines) {
         for (const auto& m : s.modes) {
           // cpu-hostmem is the CPU-driven baseline of the unfused chain.
-          if (p == "fused" && m == "cpu-hostmem") continue;
+          if (p != "unfused" && m == "cpu-hostmem") continue;
           camera_case c{"software", r, f, contention, m, "vrr240-flip", 1, p};
           c.runs = c.judged_on_median() ? s.repeats : 1;
           out.push_back(std::move(c));
@@ -226,7 +226,8 @@ camera::camera_settings camera_settings_for(const camera_case& c, const camera_b
   k.black_level = static_cast<std::uint16_t>(256U >> (12U - static_cast<unsigned>(k.format)));
   if (c.part == "photon") k.distinct_frames = camera_photon_distinct_frames;
   cs.photo = s.photo;
-  cs.isp = c.pipeline;
+  cs.isp = c.pipeline == "unfused" ? "unfused" : "fused";
+  cs.isp_grid = c.pipeline == "fused-tiles" ? "tiles" : "resident";
   cs.statistics = "previous-frame";
   cs.demosaic = "malvar";
   cs.white_balance = "grey_world";

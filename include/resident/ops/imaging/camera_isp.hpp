@@ -56,6 +56,10 @@ struct camera_isp_config {
   bool malvar{true};
   double gamma{2.2};
   isp_statistics statistics{isp_statistics::previous_frame};
+  /// Graph modes' launch: as many blocks as fit on the GPU at once, each taking tiles in turn
+  /// (true), or one block per tile (false: thousands at 4K, each with its own set-up, sums
+  /// merge and arrival).
+  bool resident_grid{true};
 };
 
 /// Device memory of camera_isp besides its ports: the CSI-2 tables, a CRC word per line, the
@@ -83,6 +87,9 @@ class camera_isp_workspace {
   [[nodiscard]] const std::uint8_t* lut() const noexcept { return _lut.data_as<std::uint8_t>(); }
   /// [0] the statistics pass's finished blocks, [1] the main pass's.
   [[nodiscard]] unsigned* done() const noexcept { return _done.data_as<unsigned>(); }
+  /// Blocks of the fused kernel that fit on the current device at once (its occupancy times
+  /// the SMs): the graph modes' grid when config().resident_grid.
+  [[nodiscard]] unsigned resident_blocks() const noexcept { return _resident_blocks; }
   /// Copies the current multipliers to the host (a synchronous copy: tests and tools).
   [[nodiscard]] std::array<std::uint64_t, 3> read_multipliers() const;
 
@@ -94,6 +101,7 @@ class camera_isp_workspace {
   device_buffer _multipliers;
   device_buffer _lut;
   device_buffer _done;
+  unsigned _resident_blocks{1};
 };
 
 class camera_isp final : public Operator {
