@@ -96,24 +96,6 @@ std::vector<operator_kind> make_catalog() {
 
 }  // namespace
 
-std::string_view to_string(kind_input input) noexcept {
-  switch (input) {
-    case kind_input::none:
-      return "none";
-    case kind_input::mailbox:
-      return "mailbox";
-    case kind_input::sensor_bridge:
-      return "sensor bridge";
-    case kind_input::display:
-      return "display";
-    case kind_input::memory:
-      return "memory";
-    case kind_input::captured_graph:
-      return "captured graph";
-  }
-  return "?";
-}
-
 const std::vector<operator_kind>& operator_catalog() {
   static const std::vector<operator_kind> catalog = make_catalog();
   return catalog;

@@ -35,7 +35,23 @@ enum class kind_input : std::uint8_t {
   captured_graph,  // ops.captured_graph: a CUDA graph and its input and output ports
 };
 
-[[nodiscard]] std::string_view to_string(kind_input input) noexcept;
+[[nodiscard]] constexpr std::string_view to_string(kind_input input) noexcept {
+  switch (input) {
+    case kind_input::none:
+      return "none";
+    case kind_input::mailbox:
+      return "mailbox";
+    case kind_input::sensor_bridge:
+      return "sensor bridge";
+    case kind_input::display:
+      return "display";
+    case kind_input::memory:
+      return "memory";
+    case kind_input::captured_graph:
+      return "captured graph";
+  }
+  return "?";
+}
 
 /// The factory's inputs; only the member its kind_input names is read.
 struct kind_inputs {

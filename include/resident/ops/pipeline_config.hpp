@@ -20,6 +20,7 @@
 // give (a sensor bridge, a display, caller memory, a CUDA graph) are refused by name.
 
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -29,6 +30,7 @@
 #include "resident/app/application.hpp"
 #include "resident/app/parameters.hpp"
 #include "resident/io/mailbox.hpp"
+#include "resident/ops/catalog.hpp"
 
 namespace resident::ops {
 
@@ -57,10 +59,17 @@ struct pipeline_description {
   [[nodiscard]] const pipeline_operator* find(std::string_view name) const;
 };
 
+/// What a kind's factory needs (the catalog's operator_kind::input); throws composition_error
+/// naming an unknown kind and the known ones.
+using kind_input_lookup = std::function<kind_input(std::string_view kind)>;
+
 /// Parses and checks a pipeline file: every kind known and buildable from a file, every flow
 /// between operators the file names, one handler, a mailbox section where a mailbox kind is
-/// used. Throws config_error "file:line:col: ..." naming what is wrong.
+/// used. Throws config_error "file:line:col: ..." naming what is wrong. Kinds are looked up in
+/// the operator catalog, or with `lookup` (the fuzz harness's, which has no catalog).
 [[nodiscard]] pipeline_description parse_pipeline_text(std::string_view yaml, std::string origin);
+[[nodiscard]] pipeline_description parse_pipeline_text(std::string_view yaml, std::string origin,
+                                                       const kind_input_lookup& lookup);
 [[nodiscard]] pipeline_description parse_pipeline_file(const std::filesystem::path& file);
 
 /// Composes and plans the pipeline with stand-ins for the mailbox ends (no GPU): every
