@@ -5,34 +5,12 @@
 #include <map>
 
 #include "resident/app/error.hpp"
+#include "resident/app/port_stand_in.hpp"
 #include "resident/ops/catalog.hpp"
 
 namespace resident::ops {
 
 namespace {
-
-/// Stands in for a mailbox end when the pipeline is only checked (a mailbox needs a GPU): the
-/// same port, and nothing to run.
-class mailbox_end_stand_in final : public Operator {
- public:
-  mailbox_end_stand_in(port_direction direction, std::string port, std::size_t bytes)
-      : _direction(direction), _port(std::move(port)), _bytes(bytes) {}
-  void setup(OperatorSpec& spec) override {
-    if (_direction == port_direction::output) {
-      spec.device_output(_port, _bytes);
-    } else {
-      spec.device_input(_port, _bytes);
-    }
-  }
-  void compute(CaptureContext& /*ctx*/) override {
-    throw std::logic_error("a checked pipeline does not run");
-  }
-
- private:
-  port_direction _direction;
-  std::string _port;
-  std::size_t _bytes;
-};
 
 /// The operator `op` describes: through the catalog, or (checking only, no mailbox) a stand-in
 /// with the mailbox end's port.
@@ -42,9 +20,9 @@ std::shared_ptr<Operator> make_described(const pipeline_description& d, const pi
   if (kind.input == kind_input::mailbox && !mailbox) {
     const bool rx = op.kind == "io.mailbox_rx";
     const std::size_t out = d.mailbox->output_bytes;
-    return std::make_shared<mailbox_end_stand_in>(
-        rx ? port_direction::output : port_direction::input, rx ? "sample" : "in",
-        rx ? d.mailbox->input_bytes : (out == 0 ? 1 : out));
+    return std::make_shared<port_stand_in>(rx ? port_direction::output : port_direction::input,
+                                           rx ? "sample" : "in",
+                                           rx ? d.mailbox->input_bytes : (out == 0 ? 1 : out));
   }
   kind_inputs in;
   in.mailbox = mailbox;

@@ -8,10 +8,10 @@
 #include <memory>
 #include <string>
 
-#include "bench/lab/endpoint_stub.hpp"
 #include "fuzz_support.hpp"
 #include "resident/app/application.hpp"
 #include "resident/app/error.hpp"
+#include "resident/app/port_stand_in.hpp"
 
 namespace {
 
@@ -52,9 +52,9 @@ class lab_pipeline final : public Application {
   lab_pipeline() : Application("lab") {}
   void compose() override {
     constexpr std::int64_t elements = 4096;
-    auto rx = make_operator<bench::endpoint_stub>(
-        "rx", port_direction::output, "sample", static_cast<std::size_t>(elements) * sizeof(float));
-    auto tx = make_operator<bench::endpoint_stub>("tx", port_direction::input, "in", sizeof(float));
+    auto rx = make_operator<port_stand_in>("rx", port_direction::output, "sample",
+                                           static_cast<std::size_t>(elements) * sizeof(float));
+    auto tx = make_operator<port_stand_in>("tx", port_direction::input, "in", sizeof(float));
     data_ready_handler handler;
     handler.operators = {rx};
     register_data_ready_handler(std::move(handler));

@@ -11,9 +11,9 @@
 #include <string>
 
 #include "app/checked_bytes.hpp"
-#include "bench/lab/endpoint_stub.hpp"
 #include "resident/app/application.hpp"
 #include "resident/app/operator.hpp"
+#include "resident/app/port_stand_in.hpp"
 #include "resident/io/mailbox.hpp"
 #include "resident/ops.hpp"
 
@@ -38,8 +38,8 @@ class lab_pipeline final : public Application {
       tx = make_operator<io::mailbox_tx>("tx", mailbox);
       register_data_ready_handler(mailbox->make_handler(rx));
     } else {
-      rx = make_operator<endpoint_stub>("rx", port_direction::output, "sample", bytes);
-      tx = make_operator<endpoint_stub>("tx", port_direction::input, "in", sizeof(float));
+      rx = make_operator<port_stand_in>("rx", port_direction::output, "sample", bytes);
+      tx = make_operator<port_stand_in>("tx", port_direction::input, "in", sizeof(float));
       data_ready_handler handler;
       handler.operators = {rx};
       register_data_ready_handler(std::move(handler));
