@@ -524,6 +524,20 @@ TEST(camera_report, the_stage_breakdown_is_a_stacked_bar_per_mode) {
   EXPECT_THAT(html, HasSubstr("full bar 50.00 &#181;s"));  // host-graph: 20 + 1 + 0.5 + 28.5
   EXPECT_THAT(html, HasSubstr("<title>queue 20.00 &#181;s</title>"));
   EXPECT_THAT(html, HasSubstr("<title>dag 28.50 &#181;s</title>"));
+  EXPECT_THAT(html, Not(HasSubstr("late frames"))) << "no late-frame counts in these runs";
+  for (auto& run : rc.results[1]["runs"]) {
+    run["stages"]["late"] = {
+        {"margin_us", 20.0},
+        {"threshold_us", 70.0},
+        {"frames", 3},
+        {"by_stage", {{"queue", 2}, {"sighting", 0}, {"controller", 0}, {"dag", 1}}},
+        {"bunched", 2},
+        {"sensor_late", 1}};
+  }
+  const std::string with_late = render_camera_report(rc);
+  EXPECT_THAT(with_late, HasSubstr("<th>late frames</th>"));
+  EXPECT_THAT(with_late, HasSubstr("<tr><td>host-graph</td><td>3 of 100</td><td>2</td><td>0</td>"
+                                   "<td>0</td><td>1</td><td>2</td><td>1</td></tr>"));
 }
 
 // A mode that occurs twice in one group: "mode (run k of n)" in the table, the box plot and the
@@ -659,6 +673,32 @@ TEST(stage_breakdown, splits_each_frame_and_names_where_the_slowest_waited) {
   EXPECT_DOUBLE_EQ(only4["slowest"][0]["controller_us"].get<double>(), 0.0);
   EXPECT_DOUBLE_EQ(only4["slowest"][0]["dag_us"].get<double>(), 49.0);
   EXPECT_TRUE(only4["slowest"][0]["arrival_gap_us"].is_null());
+}
+
+// Late frames (arrival -> commit more than 20 us over the median) are filed under the stage that
+// exceeds its own median the most, and counted as bunched when they landed right after the frame
+// before (half the median gap or less).
+TEST(stage_breakdown, late_frames_are_filed_under_the_stage_they_waited_in) {
+  std::vector<camera::frame_stages> frames;
+  std::uint64_t t = 1'000'000;
+  // 40 regular frames 1 ms apart: 1 us queue, 1 us sighting, 0.5 us controller, 50 us DAG.
+  for (std::uint64_t f = 1; f <= 40; ++f, t += 1'000'000) {
+    frames.push_back(stamped(f, t, t + 1'000, t + 2'000, t + 2'500, t + 52'500));
+  }
+  // Frame 41 lands 100 us after frame 40 (bunched) and waits 60 us in the queue.
+  const std::uint64_t a41 = t - 1'000'000 + 100'000;
+  frames.push_back(stamped(41, a41, a41 + 60'000, a41 + 61'000, a41 + 61'500, a41 + 111'500));
+  // Frame 42, on time, with a DAG 40 us slower than usual, its sensor thread 30 us late.
+  const std::uint64_t a42 = t + 1'000'000;
+  frames.push_back(stamped(42, a42, a42 + 1'000, a42 + 2'000, a42 + 2'500, a42 + 92'500, 30'000));
+  const auto late = stage_breakdown(frames, 1)["late"];
+  EXPECT_DOUBLE_EQ(late["threshold_us"].get<double>(), 52.5 + late_margin_us);
+  EXPECT_EQ(late["frames"], 2);
+  EXPECT_EQ(late["by_stage"]["queue"], 1);
+  EXPECT_EQ(late["by_stage"]["dag"], 1);
+  EXPECT_EQ(late["by_stage"]["sighting"], 0);
+  EXPECT_EQ(late["bunched"], 1) << "frame 41 landed 0.1 ms after frame 40, the median gap 1 ms";
+  EXPECT_EQ(late["sensor_late"], 1) << "frame 42's sensor thread was 30 us late";
 }
 
 // ---- white-balance statistics ----------------------------------------------------------------

@@ -410,6 +410,34 @@ const json& plotted_stages(const json& r) {
   return it == run.end() ? none : *it;
 }
 
+/// Per mode, the plotted run's late frames (more than late_margin_us over the median) and the
+/// stage each waited in; bunched: landed right after the frame before (the sensor's thread).
+void late_table(std::ostringstream& html, const result_group& g) {
+  std::ostringstream rows;
+  double margin = 0;
+  for (std::size_t i = 0; i < g.results.size(); ++i) {
+    const json& st = plotted_stages(*g.results[i]);
+    if (st.is_null() || !st.contains("late")) continue;
+    const json& late = st["late"];
+    margin = late.value("margin_us", 0.0);
+    rows << "<tr><td>" << html_escape(text(*g.results[i], "mode")) << "</td><td>"
+         << late.value("frames", 0) << " of " << st.value("n", 0) << "</td>";
+    for (const char* s : {"queue", "sighting", "controller", "dag"}) {
+      rows << "<td>" << late["by_stage"].value(s, 0) << "</td>";
+    }
+    rows << "<td>" << late.value("bunched", 0) << "</td><td>" << late.value("sensor_late", 0)
+         << "</td></tr>\n";
+  }
+  if (rows.str().empty()) return;
+  html << "<table><tr><th>mode</th><th>late frames</th><th>queue</th><th>sighting</th>"
+          "<th>controller</th><th>DAG</th><th>bunched</th><th>sensor late</th></tr>\n"
+       << rows.str() << "</table><p class=\"legend\">Late: arrival &#8594; scanout more than "
+       << measure::detail::format_us(margin)
+       << " &#181;s over the run's median; each is counted under the stage most above its own "
+          "median. Bunched: it landed less than half the usual gap after the frame before; "
+          "sensor late: the emulated sensor's thread enqueued it late.</p>\n";
+}
+
 /// One stacked bar per mode: the p50 of each stage of the plotted run (queue, sighting,
 /// controller, DAG), on one axis; the slowest frames' stages in a table below.
 void stage_bars(std::ostringstream& html, const result_group& g) {
@@ -462,6 +490,7 @@ void stage_bars(std::ostringstream& html, const result_group& g) {
           "(the handler seeing it), controller (releasing the DAG), DAG (the operators and the "
           "egress). The receipt lists each run's slowest frames with these stages, the sensor "
           "thread's lateness and the gap since the frame before.</figcaption></figure>\n";
+  late_table(html, g);
 }
 
 void latency_section(std::ostringstream& html, const json& results, bool photon) {

@@ -44,6 +44,53 @@ bool split_of(const camera::frame_stages& f, split& out) {
 
 double round_ns(double v) { return std::round(v * 1000.0) / 1000.0; }
 
+double median_of(std::vector<double> v) {
+  if (v.empty()) return 0.0;
+  const auto mid = v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2);
+  std::nth_element(v.begin(), mid, v.end());
+  return *mid;
+}
+
+/// The late frames: which stage each waited in (most above that stage's median), how many
+/// landed bunched with the frame before, how many the sensor thread itself delivered late.
+json late_frames(const std::vector<split>& splits) {
+  std::vector<double> totals;
+  std::vector<double> gaps;
+  std::array<std::vector<double>, 4> per_stage;
+  for (const auto& s : splits) {
+    totals.push_back(s.total);
+    if (s.arrival_gap >= 0) gaps.push_back(s.arrival_gap);
+    for (std::size_t k = 0; k < per_stage.size(); ++k) per_stage[k].push_back(s.stage[k]);
+  }
+  std::array<double, 4> median{};
+  for (std::size_t k = 0; k < median.size(); ++k) median[k] = median_of(per_stage[k]);
+  const double threshold = median_of(totals) + late_margin_us;
+  const double gap = median_of(gaps);
+  std::array<std::uint64_t, 4> by_stage{};
+  std::uint64_t late = 0;
+  std::uint64_t bunched = 0;
+  std::uint64_t sensor_late = 0;
+  for (const auto& s : splits) {
+    if (s.total <= threshold) continue;
+    ++late;
+    std::size_t where = 0;
+    for (std::size_t k = 1; k < by_stage.size(); ++k) {
+      if (s.stage[k] - median[k] > s.stage[where] - median[where]) where = k;
+    }
+    ++by_stage[where];
+    if (s.arrival_gap >= 0 && s.arrival_gap < 0.5 * gap) ++bunched;
+    if (s.sensor_late > late_margin_us) ++sensor_late;
+  }
+  json stages = json::object();
+  for (std::size_t k = 0; k < by_stage.size(); ++k) stages[stage_names[k]] = by_stage[k];
+  return {{"margin_us", late_margin_us},
+          {"threshold_us", round_ns(threshold)},
+          {"frames", late},
+          {"by_stage", stages},
+          {"bunched", bunched},
+          {"sensor_late", sensor_late}};
+}
+
 }  // namespace
 
 json stage_breakdown(const std::vector<camera::frame_stages>& frames, std::uint64_t first_frame,
@@ -86,7 +133,10 @@ json stage_breakdown(const std::vector<camera::frame_stages>& frames, std::uint6
     e["arrival_gap_us"] = s.arrival_gap < 0 ? json(nullptr) : json(round_ns(s.arrival_gap));
     slow.push_back(std::move(e));
   }
-  return {{"n", splits.size()}, {"stages_us", stages}, {"slowest", slow}};
+  return {{"n", splits.size()},
+          {"stages_us", stages},
+          {"slowest", slow},
+          {"late", late_frames(splits)}};
 }
 
 }  // namespace resident::bench

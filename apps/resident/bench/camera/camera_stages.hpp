@@ -11,6 +11,11 @@
 // Beside each of the slowest frames: the sensor thread's lateness (the emulated sensor's host
 // thread, outside the loop) and the gap since the frame before it arrived (two frames landing
 // together show as a short gap).
+//
+// Late frames: those whose arrival -> commit exceeds the median by more than late_margin_us.
+// Each is filed under the stage that exceeds its own median the most, and counted as bunched
+// when it landed less than half the median arrival gap after the frame before it (the sensor's
+// host thread delivered two at once: a cause outside the loop).
 
 #include <nlohmann/json.hpp>
 
@@ -22,10 +27,16 @@
 
 namespace resident::bench {
 
+/// A frame later than the median by this much (µs) is late.
+inline constexpr double late_margin_us = 20.0;
+
 /// Per stage p50, p99 and max (µs) over the frames numbered `first_frame` and later that carry
 /// arrival and commit stamps, and the `slowest` of them (arrival -> commit) with their stages:
 /// {"n", "stages_us": {stage: {"p50", "p99", "max"}}, "slowest": [{"frame", "total_us",
-/// "queue_us", "sighting_us", "controller_us", "dag_us", "sensor_late_us", "arrival_gap_us"}]}.
+/// "queue_us", "sighting_us", "controller_us", "dag_us", "sensor_late_us", "arrival_gap_us"}],
+/// "late": {"margin_us", "threshold_us", "frames", "by_stage": {stage: count}, "bunched",
+/// "sensor_late"}} ("sensor_late": late frames whose sensor thread was itself late by more than
+/// the margin).
 /// Null when no frame qualifies.
 [[nodiscard]] nlohmann::json stage_breakdown(const std::vector<camera::frame_stages>& frames,
                                              std::uint64_t first_frame, std::size_t slowest = 5);
