@@ -10,6 +10,7 @@
 namespace resident::bench {
 namespace {
 
+using ::testing::AllOf;
 using ::testing::HasSubstr;
 
 TEST(soak_minutes, samples_are_summarized_per_whole_minute_in_order) {
@@ -93,6 +94,15 @@ TEST(soak_settings, ranges_and_modes_are_checked_by_name) {
   s.camera_mode = "host-graph";
   EXPECT_THAT([&] { s.validate(); }, ::testing::ThrowsMessage<std::invalid_argument>(
                                          HasSubstr("'host-graph' is not GPU-resident")));
+  s = {};
+  s.minutes = 24 * 60.0;  // a day at 2 kHz: 172.8 million samples' stamps, about 20 GB
+  EXPECT_THAT([&] { s.validate(); }, ::testing::ThrowsMessage<std::invalid_argument>(AllOf(
+                                         HasSubstr("publishes 1.728e+08 samples"),
+                                         HasSubstr("at most 66.6667 minutes"))));
+  s.minutes = 60.0;
+  EXPECT_NO_THROW(s.validate());
+  s.mailbox_rate_hz = 100'000.0;
+  EXPECT_THROW(s.validate(), std::invalid_argument) << "an hour at 100 kHz";
   s = {};
   s.warmup_s = 1e9;
   EXPECT_THROW(s.validate(), std::invalid_argument);

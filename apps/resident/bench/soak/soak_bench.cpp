@@ -258,6 +258,17 @@ void soak_settings::validate() const {
   range("--check-every", static_cast<double>(check_every), 1.0, 1e9);
   range("--deadline-us", deadline_us, 0.0, 1e6);
   range("--warmup-s", warmup_s, 0.0, minutes * 60.0);
+  if (minutes * 60.0 * mailbox_rate_hz > max_samples) {
+    std::ostringstream m;
+    m << "bench soak: --minutes " << minutes << " at --mailbox-rate " << mailbox_rate_hz
+      << " Hz publishes " << minutes * 60.0 * mailbox_rate_hz
+      << " samples; the soak keeps each one's stamps (about 120 bytes) for its per-minute "
+         "summaries, at most "
+      << max_samples << " (about 1 GB): shorten the run or lower the rate (at "
+      << mailbox_rate_hz << " Hz: at most " << max_samples / mailbox_rate_hz / 60.0
+      << " minutes)";
+    throw std::invalid_argument(m.str());
+  }
   range("--health-every-s", health_every_s, 0.0, 86400.0);
   (void)resident_mode(camera_mode, "--camera-mode");
   (void)resident_mode(mailbox_mode, "--mailbox-mode");

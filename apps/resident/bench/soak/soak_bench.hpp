@@ -19,6 +19,12 @@
 namespace resident::bench {
 
 struct soak_settings {
+  /// Mailbox samples a run may publish: each one's stamps (host latency and loop telemetry,
+  /// about 120 bytes) are kept for the per-minute summaries, so a run is bounded to about 1 GB
+  /// of them (66 minutes at the default 2 kHz). Summaries folded as the run goes, for runs of
+  /// days, are not built yet.
+  static constexpr double max_samples = 8'000'000.0;
+
   double minutes{8.0};
   std::string camera_config{"examples/camera.yaml"};
   std::string camera_mode{"while"};   // while | tail | persistent
