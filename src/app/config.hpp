@@ -17,7 +17,8 @@
 
 namespace YAML {
 class Node;
-}
+struct Mark;
+}  // namespace YAML
 
 namespace resident::detail {
 
@@ -32,6 +33,10 @@ struct config_values {
     return it == operator_where.end() ? origin : it->second;
   }
 };
+
+/// "origin:line:col" of a YAML position (1-based), or the origin alone where yaml-cpp has none:
+/// how every configuration error names its place.
+[[nodiscard]] std::string yaml_where(const std::string& origin, const YAML::Mark& mark);
 
 /// yaml-cpp keeps both entries of a map that gives a key twice (and a lookup finds the first):
 /// a config_error "origin:line:col: key 'k' is given twice (first at line L)" for the first

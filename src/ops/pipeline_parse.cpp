@@ -18,13 +18,11 @@ namespace resident::ops {
 
 namespace {
 
-std::string where(const std::string& origin, const YAML::Mark& mark) {
-  return origin + ":" + std::to_string(mark.line + 1) + ":" + std::to_string(mark.column + 1);
-}
+using resident::detail::yaml_where;
 
 std::string scalar(const YAML::Node& node, const std::string& origin, const std::string& what) {
   if (!node.IsScalar()) {
-    throw config_error(where(origin, node.Mark()) + ": " + what +
+    throw config_error(yaml_where(origin, node.Mark()) + ": " + what +
                        " must be a single value, not a list or map");
   }
   return node.Scalar();
@@ -41,7 +39,7 @@ std::size_t byte_count(const YAML::Node& section, const char* key, std::size_t l
   const char* end = text.data() + text.size();
   const auto [ptr, ec] = std::from_chars(text.data(), end, value);
   if (text.empty() || ec != std::errc() || ptr != end || value < least || value > most) {
-    throw config_error(where(origin, node.Mark()) + ": mailbox." + key +
+    throw config_error(yaml_where(origin, node.Mark()) + ": mailbox." + key +
                        " must be a whole number from " + std::to_string(least) + " to " +
                        std::to_string(most) + ", not '" + text + "'");
   }
@@ -50,14 +48,14 @@ std::size_t byte_count(const YAML::Node& section, const char* key, std::size_t l
 
 io::mailbox::config parse_mailbox(const YAML::Node& section, const std::string& origin) {
   if (!section.IsMap()) {
-    throw config_error(where(origin, section.Mark()) +
+    throw config_error(yaml_where(origin, section.Mark()) +
                        ": mailbox must map input_bytes, output_bytes and depth to numbers");
   }
   for (const auto& entry : section) {
     const std::string key = scalar(entry.first, origin, "a mailbox key");
     if (key != "input_bytes" && key != "output_bytes" && key != "depth") {
-      throw config_error(where(origin, entry.first.Mark()) + ": mailbox has no setting '" + key +
-                         "'; settings: input_bytes, output_bytes, depth");
+      throw config_error(yaml_where(origin, entry.first.Mark()) + ": mailbox has no setting '" +
+                         key + "'; settings: input_bytes, output_bytes, depth");
     }
   }
   io::mailbox::config c;
@@ -65,7 +63,7 @@ io::mailbox::config parse_mailbox(const YAML::Node& section, const std::string& 
   c.output_bytes = byte_count(section, "output_bytes", 0, c.output_bytes, origin);
   c.depth = byte_count(section, "depth", 2, c.depth, origin);
   if (c.depth > 4096) {
-    throw config_error(where(origin, section["depth"].Mark()) +
+    throw config_error(yaml_where(origin, section["depth"].Mark()) +
                        ": mailbox.depth must be at most 4096 ring slots");
   }
   return c;
@@ -75,38 +73,38 @@ pipeline_operator parse_operator(const YAML::Node& name, const YAML::Node& body,
                                  const std::string& origin, const kind_input_lookup& lookup) {
   pipeline_operator op;
   op.name = scalar(name, origin, "an operator name");
-  op.where = where(origin, name.Mark());
+  op.where = yaml_where(origin, name.Mark());
   if (op.name.empty() || op.name.find_first_of(". \t") != std::string::npos) {
     throw config_error(op.where + ": operator name '" + op.name +
                        "' must be a plain name (no dots or spaces: flows write name.port)");
   }
   if (!body.IsMap() || !body["kind"]) {
-    throw config_error(where(origin, body.Mark()) + ": operator '" + op.name +
+    throw config_error(yaml_where(origin, body.Mark()) + ": operator '" + op.name +
                        "' must be a map with its kind (e.g. {kind: ops.affine, elements: 1024})");
   }
   for (const auto& p : body) {
     const std::string key = scalar(p.first, origin, "a parameter name of '" + op.name + "'");
     if (p.second.IsNull()) {
-      throw config_error(where(origin, p.first.Mark()) + ": '" + op.name + "." + key +
+      throw config_error(yaml_where(origin, p.first.Mark()) + ": '" + op.name + "." + key +
                          "' has no value");
     }
     const std::string value = scalar(p.second, origin, "'" + op.name + "." + key + "'");
     if (key == "kind") {
       op.kind = value;
     } else {
-      op.params.push_back(arg::text(key, value, where(origin, p.second.Mark())));
+      op.params.push_back(arg::text(key, value, yaml_where(origin, p.second.Mark())));
     }
   }
   kind_input input = kind_input::none;
   try {
     input = lookup(op.kind);
   } catch (const composition_error& e) {
-    throw config_error(where(origin, body["kind"].Mark()) + ": operator '" + op.name +
+    throw config_error(yaml_where(origin, body["kind"].Mark()) + ": operator '" + op.name +
                        "': " + e.what());
   }
   if (input != kind_input::none && input != kind_input::mailbox) {
-    throw config_error(where(origin, body["kind"].Mark()) + ": operator '" + op.name + "': kind '" +
-                       op.kind + "' needs a " + std::string(to_string(input)) +
+    throw config_error(yaml_where(origin, body["kind"].Mark()) + ": operator '" + op.name +
+                       "': kind '" + op.kind + "' needs a " + std::string(to_string(input)) +
                        ", which a pipeline file cannot give; make it in C++ or Python (or use a "
                        "camera configuration for the camera's operators)");
   }
@@ -127,7 +125,7 @@ std::string trim(const std::string& s) {
 }
 
 pipeline_flow parse_flow(const YAML::Node& node, const pipeline_description& d) {
-  const std::string at = where(d.origin, node.Mark());
+  const std::string at = yaml_where(d.origin, node.Mark());
   const std::string text = scalar(node, d.origin, "a flow");
   const auto arrow = text.find("->");
   if (arrow == std::string::npos || text.find("->", arrow + 2) != std::string::npos) {
@@ -161,7 +159,7 @@ void choose_handler(const YAML::Node& root, pipeline_description& d) {
   if (const YAML::Node h = root["handler"]) {
     d.handler = scalar(h, d.origin, "handler");
     if (std::find(receivers.begin(), receivers.end(), d.handler) == receivers.end()) {
-      throw config_error(where(d.origin, h.Mark()) + ": handler '" + d.handler +
+      throw config_error(yaml_where(d.origin, h.Mark()) + ": handler '" + d.handler +
                          "' must name an io.mailbox_rx operator of the file");
     }
     return;
@@ -188,7 +186,7 @@ pipeline_description parse_pipeline_text(std::string_view yaml, std::string orig
   try {
     root = YAML::Load(std::string(yaml));
   } catch (const YAML::Exception& e) {
-    throw config_error(where(origin, e.mark) + ": not valid YAML: " + e.msg);
+    throw config_error(yaml_where(origin, e.mark) + ": not valid YAML: " + e.msg);
   }
   pipeline_description d;
   d.origin = std::move(origin);
@@ -202,13 +200,13 @@ pipeline_description parse_pipeline_text(std::string_view yaml, std::string orig
     const std::string key = scalar(entry.first, d.origin, "a top-level key");
     if (key != "operators" && key != "flows" && key != "mailbox" && key != "handler" &&
         key != detail::loop_section) {
-      throw config_error(where(d.origin, entry.first.Mark()) + ": unknown section '" + key +
+      throw config_error(yaml_where(d.origin, entry.first.Mark()) + ": unknown section '" + key +
                          "'; sections: operators, flows, mailbox, handler, loop");
     }
   }
   const YAML::Node ops = root["operators"];
   if (!ops.IsMap() || ops.size() == 0) {
-    throw config_error(where(d.origin, ops.Mark()) +
+    throw config_error(yaml_where(d.origin, ops.Mark()) +
                        ": operators must map names to {kind: ..., parameters...}");
   }
   bool uses_mailbox = false;
@@ -218,7 +216,7 @@ pipeline_description parse_pipeline_text(std::string_view yaml, std::string orig
   }
   if (const YAML::Node flows = root["flows"]) {
     if (!flows.IsSequence()) {
-      throw config_error(where(d.origin, flows.Mark()) +
+      throw config_error(yaml_where(d.origin, flows.Mark()) +
                          ": flows must be a list of 'from.port -> to.port'");
     }
     for (const auto& f : flows) d.flows.push_back(parse_flow(f, d));

@@ -8,6 +8,8 @@
 #include <iomanip>
 #include <sstream>
 
+#include "app/config.hpp"
+
 namespace resident::partition {
 
 std::string format_us(double value) {
@@ -294,14 +296,11 @@ loop_plan plan_loop(const loop_spec& loop, const overhead_model& o, const std::v
 
 using marks = std::map<std::string, YAML::Mark>;
 
-std::string where(const std::string& origin, const YAML::Mark& mark) {
-  if (mark.is_null()) return origin;
-  return origin + ":" + std::to_string(mark.line + 1) + ":" + std::to_string(mark.column + 1);
-}
+using resident::detail::yaml_where;
 
 [[noreturn]] void fail(const std::string& origin, const YAML::Mark& mark,
                        const std::string& message) {
-  throw plan_error(where(origin, mark) + ": " + message);
+  throw plan_error(yaml_where(origin, mark) + ": " + message);
 }
 
 /// The entries of a map, keys checked to be plain, known and given once; records each value's
@@ -468,7 +467,7 @@ std::map<execution_mode, overhead_model> parse_overheads(const YAML::Node& node,
   seen = reader.seen();
   std::map<execution_mode, overhead_model> out;
   if (!receipt.empty()) {
-    const std::string at = where(origin, seen.at("receipt"));
+    const std::string at = yaml_where(origin, seen.at("receipt"));
     try {
       if (!read_receipt) {
         throw plan_error(at +
@@ -755,7 +754,7 @@ taskset parse_taskset(std::string_view yaml, const std::string& origin,
     return parse_document(std::string(yaml), origin, base_dir, read_receipt);
   } catch (const YAML::Exception& e) {
     // Syntax errors and anything yaml-cpp rejects later still get the repo's origin:line:col.
-    throw plan_error(where(origin, e.mark) + ": not valid YAML: " + e.msg);
+    throw plan_error(yaml_where(origin, e.mark) + ": not valid YAML: " + e.msg);
   }
 }
 

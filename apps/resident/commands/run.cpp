@@ -190,6 +190,21 @@ void check_phase_times(const run_settings& s) {
   }
 }
 
+run_options mailbox_run_options(const run_settings& s) {
+  run_options o;
+  o.policy = parse_sample_policy(s.policy);
+  o.capture = parse_capture_order(s.capture);
+  o.idle_sleep_ns = s.sleep_ns;
+  o.poll_ns = s.poll_ns;
+  o.fuse = !s.no_fuse;
+  o.persistent_blocks = s.persistent_blocks < 0 ? 1 : s.persistent_blocks;
+  o.phase_times = s.phase_times;
+  o.deadline = std::chrono::nanoseconds(std::llround(s.deadline_us * 1e3));
+  o.validate();
+  if (!s.dot.empty()) o.dot_path = s.dot;
+  return o;
+}
+
 checked_run check_run(const run_settings& s) {
   check_phase_times(s);
   check_options_apply(s, false);
@@ -201,16 +216,7 @@ checked_run check_run(const run_settings& s) {
   } else {
     out.modes.push_back(parse_execution_mode(s.mode));
   }
-  out.options.policy = parse_sample_policy(s.policy);
-  out.options.capture = parse_capture_order(s.capture);
-  out.options.idle_sleep_ns = s.sleep_ns;
-  out.options.poll_ns = s.poll_ns;
-  out.options.fuse = !s.no_fuse;
-  out.options.persistent_blocks = s.persistent_blocks < 0 ? 1 : s.persistent_blocks;
-  out.options.phase_times = s.phase_times;
-  out.options.deadline = std::chrono::nanoseconds(std::llround(s.deadline_us * 1e3));
-  out.options.validate();
-  if (!s.dot.empty()) out.options.dot_path = s.dot;
+  out.options = mailbox_run_options(s);
   lab_pipeline check(s.elements, false);
   if (!s.config.empty()) check.load_config(s.config);
   (void)check.plan();

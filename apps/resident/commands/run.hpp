@@ -73,6 +73,11 @@ void check_deadline_options(const run_settings& settings);
 void print_deadline_line(const run_settings& settings, const loop_counters& counters,
                          const std::string& bound);
 
+/// The run options of a mailbox pipeline (the lab pipeline, a pipeline file) from the command
+/// line: policy, capture, polling, fusion, persistent blocks, phase times, deadline, --dot;
+/// validated (std::invalid_argument naming the option).
+[[nodiscard]] run_options mailbox_run_options(const run_settings& settings);
+
 /// The camera-to-display pipeline of a `camera` configuration (commands/run_camera.cpp).
 [[nodiscard]] int run_camera_command(const run_settings& settings);
 /// A pipeline file (an `operators` section: resident/ops/pipeline_config.hpp), fed one sample

@@ -159,17 +159,7 @@ int run_pipeline_command(const run_settings& given) {
     modes.assign(all_execution_modes.begin(), all_execution_modes.end());
     if (all_have_forms) modes.push_back(execution_mode::persistent);
   }
-  run_options options;
-  options.policy = parse_sample_policy(s.policy);
-  options.capture = parse_capture_order(s.capture);
-  options.idle_sleep_ns = s.sleep_ns;
-  options.poll_ns = s.poll_ns;
-  options.fuse = !s.no_fuse;
-  options.persistent_blocks = s.persistent_blocks < 0 ? 1 : s.persistent_blocks;
-  options.phase_times = s.phase_times;
-  options.deadline = std::chrono::nanoseconds(std::llround(s.deadline_us * 1e3));
-  if (!s.dot.empty()) options.dot_path = s.dot;
-  options.validate();
+  const run_options options = mailbox_run_options(s);
   if (s.check) {
     std::printf(
         "resident run: %s: %zu operators, %zu flows, handler '%s': valid, and the "

@@ -75,10 +75,7 @@ __device__ inline bool take_slot_line(const mailbox_view& mb, std::uint64_t pick
                                                 : true;
   if (!__all_sync(full_warp, mine)) return false;
   if (lane >= 1 && lane < tagged_line::words) {
-    const std::size_t first = (lane - 1) * tagged_line::bytes_per_word;
-    for (std::size_t b = 0; b < tagged_line::bytes_per_word && first + b < mb.input_bytes; ++b) {
-      dst[first + b] = static_cast<std::byte>(w >> (8 * b));
-    }
+    tagged_line::unpack_word(w, lane - 1, reinterpret_cast<unsigned char*>(dst), mb.input_bytes);
   }
   return true;
 }
@@ -89,16 +86,11 @@ __device__ inline bool take_slot_line(const mailbox_view& mb, std::uint64_t pick
 __device__ inline void store_output_line(const mailbox_view& mb, std::uint64_t commit,
                                          std::uint64_t seq, const std::byte* src, unsigned lane) {
   if (lane >= tagged_line::words) return;
-  std::uint64_t w = commit;
-  if (lane == 1) w = tagged_line::tag_word(seq, commit);
-  if (lane >= 2) {
-    w = 0;
-    const std::size_t first = (lane - 2) * tagged_line::bytes_per_word;
-    for (std::size_t b = 0; b < tagged_line::bytes_per_word && first + b < mb.output_bytes; ++b) {
-      w |= std::uint64_t(static_cast<unsigned char>(src[first + b])) << (8 * b);
-    }
-    w = tagged_line::tag_word(w, commit);
-  }
+  const std::uint64_t w = lane == 0 ? commit
+                          : lane == 1
+                              ? tagged_line::tag_word(seq, commit)
+                              : tagged_line::pack_word(reinterpret_cast<const unsigned char*>(src),
+                                                       mb.output_bytes, lane - 2, commit);
   __stwt(reinterpret_cast<unsigned long long*>(mb.out_begin) + lane,
          static_cast<unsigned long long>(w));
 }

@@ -16,18 +16,17 @@
 #include <stdexcept>
 #include <type_traits>
 
+#include "app/config.hpp"
+
 namespace resident::bench {
 
 namespace {
 
-std::string where(const std::string& origin, const YAML::Mark& mark) {
-  if (mark.is_null()) return origin;
-  return origin + ":" + std::to_string(mark.line + 1) + ":" + std::to_string(mark.column + 1);
-}
+using resident::detail::yaml_where;
 
 [[noreturn]] void fail(const std::string& origin, const YAML::Mark& mark,
                        const std::string& message) {
-  throw std::invalid_argument(where(origin, mark) + ": " + message);
+  throw std::invalid_argument(yaml_where(origin, mark) + ": " + message);
 }
 
 /// Reads one knob's value into the settings; throws through fail() naming the key.
