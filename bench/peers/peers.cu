@@ -73,17 +73,19 @@ __device__ std::uint64_t take_newest(const io::mailbox_view& mb, std::uint64_t l
   __shared__ bool consistent;
   const std::uint64_t start = now_ns();
   for (;;) {
-    if (threadIdx.x == 0) {
+    if (threadIdx.x < 32) {  // warp 0 polls as one and reaches the barrier converged
       std::uint64_t pick = 0;
+      const std::uint64_t began = device::from_lane_0(start);
       for (;;) {
-        const std::uint64_t head = load_acquire_system(*mb.head);
+        const std::uint64_t head = device::from_lane_0(
+            threadIdx.x == 0 ? load_acquire_system(*mb.head) : std::uint64_t{0});
         if (head > last) {
           pick = head;
           break;
         }
-        if (now_ns() - start >= budget_ns) break;
+        if (device::from_lane_0(now_ns()) - began >= budget_ns) break;
       }
-      chosen = pick;
+      if (threadIdx.x == 0) chosen = pick;
     }
     resident::device::sync_block();
     const std::uint64_t pick = chosen;
@@ -250,6 +252,8 @@ struct matmul_body {
       weights.emplace_back(bytes);
       RESIDENT_CUDA_TRY(cudaMemcpy(weights.back().data(), w.data(), bytes, cudaMemcpyHostToDevice));
       products.emplace_back(bytes);
+      // Zeroed at creation, like every buffer a loop reads (compute-sanitizer initcheck).
+      RESIDENT_CUDA_TRY(cudaMemset(products.back().data(), 0, bytes));
     }
     probe = device_buffer(8);
     RESIDENT_CUDA_TRY(cudaMemset(probe.data(), 0, probe.size()));  // read before the first run
