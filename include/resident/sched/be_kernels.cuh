@@ -99,6 +99,27 @@ enum class gemm_loads { per_load, prefetched };
 
 namespace detail {
 
+/// `act` applied to v, as PyTorch defines it (be_kernels.hpp, activation).
+__device__ inline float apply_activation(float v, activation act) {
+  switch (act) {
+    case activation::relu:
+      return fmaxf(v, 0.0F);
+    case activation::relu6:
+      return fminf(fmaxf(v, 0.0F), 6.0F);
+    case activation::silu:
+      return v / (1.0F + expf(-v));
+    case activation::sigmoid:
+      return 1.0F / (1.0F + expf(-v));
+    case activation::hardswish:
+      return v * fminf(fmaxf(v + 3.0F, 0.0F), 6.0F) / 6.0F;
+    case activation::hardsigmoid:
+      return fminf(fmaxf(v + 3.0F, 0.0F), 6.0F) / 6.0F;
+    case activation::none:
+      break;
+  }
+  return v;
+}
+
 // What a gemm block writes for accumulator `acc` of column `col`.
 struct plain_output {
   __device__ float operator()(float acc, std::int32_t) const { return acc; }
@@ -107,8 +128,7 @@ struct bias_act_output {
   const float* bias;
   activation act;
   __device__ float operator()(float acc, std::int32_t col) const {
-    const float v = acc + bias[col];
-    return act == activation::relu ? fmaxf(v, 0.0F) : v;
+    return apply_activation(acc + bias[col], act);
   }
 };
 
@@ -222,8 +242,20 @@ __device__ inline void gemm_bias_act_block(const gemm_bias_act_args& args, be_bl
                                           detail::bias_act_output{args.bias, args.act});
 }
 
-__device__ inline void conv2d_block(const conv2d_args& args, be_block& blk) {
-  using namespace detail;
+namespace detail {
+
+/// What a convolution block adds to the plain implicit GEMM (conv2d_layer_args): groups, a bias
+/// and an activation. The plain conv2d passes none, and its instantiation compiles to the plain
+/// code (one group, the accumulator written as it is).
+struct conv2d_extras {
+  const float* bias{};
+  activation act{activation::none};
+  std::int32_t groups{1};
+};
+
+template <bool Extras>
+__device__ inline void conv2d_tile(const conv2d_args& args, const conv2d_extras& extras,
+                                   be_block& blk) {
   __shared__ k_tile a_tile;  // [reduction][output pixel]
   __shared__ k_tile b_tile;  // [reduction][output channel]
   const conv2d_shape& sh = args.shape;
@@ -231,10 +263,18 @@ __device__ inline void conv2d_block(const conv2d_args& args, be_block& blk) {
   const std::int32_t pq = sh.p() * sh.q();
   const std::int32_t rows = sh.n * pq;
   const std::int32_t rs = sh.r * sh.s;
-  const std::int32_t crs = sh.c * rs;
-  const std::int32_t tiles_k = (sh.k + be_tile - 1) / be_tile;
-  const std::int32_t row0 = blk.index() / tiles_k * be_tile;
-  const std::int32_t col0 = blk.index() % tiles_k * be_tile;
+  // Group g reads input channels g*cg.. and writes output channels g*kg..; one group: g = 0.
+  const std::int32_t groups = Extras ? extras.groups : 1;
+  const std::int32_t cg = sh.c / groups;
+  const std::int32_t kg = sh.k / groups;
+  const std::int32_t crs = cg * rs;
+  const std::int32_t tiles_k = (kg + be_tile - 1) / be_tile;
+  const std::int32_t group_blocks = (rows + be_tile - 1) / be_tile * tiles_k;
+  const std::int32_t group = Extras ? blk.index() / group_blocks : 0;
+  const std::int32_t within_group = Extras ? blk.index() % group_blocks : blk.index();
+  const std::int32_t row0 = within_group / tiles_k * be_tile;
+  const std::int32_t col0 = within_group % tiles_k * be_tile;
+  const float* filter = args.filter + std::int64_t{group} * kg * crs;
   // Pixels run along the fast lane: neighbouring threads read neighbouring input columns and
   // write neighbouring output pixels (NKPQ keeps a channel's pixels contiguous).
   const int row_lane = t % tile_lanes;
@@ -250,7 +290,8 @@ __device__ inline void conv2d_block(const conv2d_args& args, be_block& blk) {
   const std::int32_t within = pixel_ok ? pixel % pq : 0;
   const std::int32_t ih0 = within / sh.q() * sh.stride - sh.pad;
   const std::int32_t iw0 = within % sh.q() * sh.stride - sh.pad;
-  const float* in_image = args.input + std::int64_t{image} * sh.c * sh.h * sh.w;
+  const float* in_image =
+      args.input + (std::int64_t{image} * sh.c + std::int64_t{group} * cg) * sh.h * sh.w;
 
   float acc[tile_per_lane][tile_per_lane] = {};
   const std::int32_t k_first = restore_tile(blk, acc);
@@ -282,7 +323,7 @@ __device__ inline void conv2d_block(const conv2d_args& args, be_block& blk) {
       const int c = e / be_k_step;
       const std::int32_t red = k0 + kk;
       const std::int32_t gc = col0 + c;
-      b_tile[kk][c] = red < crs && gc < sh.k ? args.filter[std::int64_t{gc} * crs + red] : 0.0F;
+      b_tile[kk][c] = red < crs && gc < kg ? filter[std::int64_t{gc} * crs + red] : 0.0F;
     }
     resident::device::sync_block();
     multiply_tile(a_tile, b_tile, row_lane, col_lane, acc);
@@ -298,10 +339,23 @@ __device__ inline void conv2d_block(const conv2d_args& args, be_block& blk) {
 #pragma unroll
     for (int j = 0; j < tile_per_lane; ++j) {
       const std::int32_t gc = col0 + col_lane + tile_lanes * j;
-      if (gc < sh.k) args.output[(std::int64_t{img} * sh.k + gc) * pq + pix] = acc[i][j];
+      if (gc >= kg) continue;
+      const std::int32_t channel = group * kg + gc;
+      float v = acc[i][j];
+      if constexpr (Extras) {
+        if (extras.bias != nullptr) v += extras.bias[channel];
+        v = apply_activation(v, extras.act);
+      }
+      args.output[(std::int64_t{img} * sh.k + channel) * pq + pix] = v;
     }
   }
   blk.commit();
+}
+
+}  // namespace detail
+
+__device__ inline void conv2d_block(const conv2d_args& args, be_block& blk) {
+  detail::conv2d_tile<false>(args, {}, blk);
 }
 
 namespace detail {
@@ -323,9 +377,8 @@ __device__ inline void for_chunk_elements(const be_block& blk, std::int64_t coun
 
 __device__ inline void bias_act_block(const bias_act_args& args, be_block& blk) {
   detail::for_chunk_elements(blk, args.elements, [&](std::int64_t e) {
-    float v = args.x[e] + args.bias[e / args.inner % args.channels];
-    if (args.act == activation::relu) v = v > 0.0F ? v : 0.0F;
-    args.x[e] = v;
+    args.x[e] = detail::apply_activation(args.x[e] + args.bias[e / args.inner % args.channels],
+                                         args.act);
   });
   blk.commit();
 }

@@ -32,7 +32,16 @@ inline constexpr std::int32_t be_tile_state_floats = be_tile * be_tile;
 /// columns of one row_sum block. Four per thread.
 inline constexpr std::int32_t be_chunk = be_block_threads * 4;
 
-enum class activation : std::int32_t { none, relu };
+/// What a layer applies to its outputs last (PyTorch's definitions): relu max(v, 0); relu6
+/// min(max(v, 0), 6); silu v * sigmoid(v); sigmoid 1 / (1 + e^-v); hardswish
+/// v * relu6(v + 3) / 6; hardsigmoid relu6(v + 3) / 6.
+enum class activation : std::int32_t { none, relu, relu6, silu, sigmoid, hardswish, hardsigmoid };
+
+/// Whether `a` is one of the activations above (a value cast from elsewhere may not be).
+[[nodiscard]] constexpr bool valid_activation(activation a) noexcept {
+  return static_cast<std::int32_t>(a) >= 0 &&
+         static_cast<std::int32_t>(a) <= static_cast<std::int32_t>(activation::hardsigmoid);
+}
 
 /// C[m x n] = A[m x k] * B[k x n]. Idempotent.
 struct gemm_args {
@@ -78,7 +87,8 @@ struct conv2d_shape {
 };
 
 /// Convolution as an implicit GEMM: rows are the n*p*q output pixels, columns the k output
-/// channels, the reduction runs over c*r*s. Idempotent.
+/// channels, the reduction runs over c*r*s. Idempotent. (Grouped, with a bias and an
+/// activation: conv2d_layer_args, be_layers.hpp.)
 struct conv2d_args {
   const float* input{};
   const float* filter{};
@@ -173,7 +183,7 @@ void launch_row_sum(cudaStream_t s, const be_launch_view& v, const row_sum_args&
                     launch_dependency d);
 void launch_fill(cudaStream_t s, const be_launch_view& v, const fill_args& a, launch_dependency d);
 
-/// Loads every kernel above into the current context (resident::load_kernel). Under lazy module
+/// Loads every kernel above, and be_layers.hpp's, into the current context (resident::load_kernel). Under lazy module
 /// loading a kernel's first launch can wait for the context to go idle, which never happens
 /// while a resident loop runs; be_runner calls this before it launches anything.
 void load_be_kernels();
