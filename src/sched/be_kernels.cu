@@ -17,7 +17,9 @@ __device__ inline void run_block(const gemm_bias_act_args& a, be_block& blk) {
 }
 __device__ inline void run_block(const conv2d_args& a, be_block& blk) { conv2d_block(a, blk); }
 __device__ inline void run_block(const bias_act_args& a, be_block& blk) { bias_act_block(a, blk); }
-__device__ inline void run_block(const maxpool2d_args& a, be_block& blk) { maxpool2d_block(a, blk); }
+__device__ inline void run_block(const maxpool2d_args& a, be_block& blk) {
+  maxpool2d_block(a, blk);
+}
 __device__ inline void run_block(const row_sum_args& a, be_block& blk) { row_sum_block(a, blk); }
 __device__ inline void run_block(const fill_args& a, be_block& blk) { fill_block(a, blk); }
 

@@ -138,7 +138,6 @@ inline void check_saved(const char* kernel, const be_launch_view& v) {
   }
 }
 
-
 // Separate kernels per argument type, so that launches without a work counter run exactly the
 // plain body (the counter loop costs registers, and fewer resident blocks per SM means more
 // pending blocks to drain when the word is raised). Both are held to 64 registers, four blocks
@@ -191,8 +190,8 @@ constexpr std::int32_t take_leave = -2;  // every logical block is finished (or 
 // an RT SM raises leaves (counter_loop), and if none is left to take a hand-back, the launch's
 // last block sees it and halts the stream (be_counter_kernel).
 // `step`: logical blocks one take hands out (the caller runs t, t + 1, ... below total).
-__device__ inline std::int32_t take_item(const be_launch_view& v, std::int32_t total, bool hands_back,
-                                  std::uint32_t step) {
+__device__ inline std::int32_t take_item(const be_launch_view& v, std::int32_t total,
+                                         bool hands_back, std::uint32_t step) {
   if (device_word(v.next).load(cuda::memory_order_relaxed) < static_cast<std::uint32_t>(total)) {
     const auto t = static_cast<std::int32_t>(atomicAdd(v.next, step));
     if (t < total) return t;
@@ -387,6 +386,5 @@ be_call call_for(std::string name, const Args& a, std::int32_t blocks, bool idem
   return {std::move(name), blocks, idempotent, saved_floats,
           [a, launcher](cudaStream_t s, const be_launch_view& v) { launcher(s, v, a); }};
 }
-
 
 }  // namespace resident::sched::be_detail

@@ -15,7 +15,9 @@ __device__ inline void run_block(const conv2d_layer_args& a, be_block& blk) {
 __device__ inline void run_block(const depthwise_conv2d_args& a, be_block& blk) {
   depthwise_conv2d_block(a, blk);
 }
-__device__ inline void run_block(const pointwise_args& a, be_block& blk) { pointwise_block(a, blk); }
+__device__ inline void run_block(const pointwise_args& a, be_block& blk) {
+  pointwise_block(a, blk);
+}
 __device__ inline void run_block(const pool2d_args& a, be_block& blk) { pool2d_block(a, blk); }
 __device__ inline void run_block(const global_avg_pool_args& a, be_block& blk) {
   global_avg_pool_block(a, blk);
@@ -39,12 +41,14 @@ void check_window(const char* kernel, std::int32_t h, std::int32_t w, std::int32
   require_positive(kernel, "stride", stride);
   if (pad < 0) reject(kernel, "pad", "must be >= 0, got " + std::to_string(pad));
   if (std::int64_t{h} + 2 * std::int64_t{pad} < r) {
-    reject(kernel, "window height", std::to_string(r) + " exceeds the padded height " +
-                                        std::to_string(std::int64_t{h} + 2 * pad));
+    reject(kernel, "window height",
+           std::to_string(r) + " exceeds the padded height " +
+               std::to_string(std::int64_t{h} + 2 * pad));
   }
   if (std::int64_t{w} + 2 * std::int64_t{pad} < s) {
-    reject(kernel, "window width", std::to_string(s) + " exceeds the padded width " +
-                                       std::to_string(std::int64_t{w} + 2 * pad));
+    reject(kernel, "window width",
+           std::to_string(s) + " exceeds the padded width " +
+               std::to_string(std::int64_t{w} + 2 * pad));
   }
 }
 
@@ -85,8 +89,8 @@ std::int32_t depthwise_conv2d_blocks(const depthwise_conv2d_args& a) {
   require_extent(kernel, "r", sh.r);
   require_extent(kernel, "s", sh.s);
   if (sh.k % sh.c != 0) {
-    reject(kernel, "k", std::to_string(sh.k) + " must be a multiple of c (" +
-                            std::to_string(sh.c) + ")");
+    reject(kernel, "k",
+           std::to_string(sh.k) + " must be a multiple of c (" + std::to_string(sh.c) + ")");
   }
   check_window(kernel, sh.h, sh.w, sh.r, sh.s, sh.stride, sh.pad);
   check_activation(kernel, a.act);

@@ -17,6 +17,7 @@
 
 #include "gpu/support.hpp"
 #include "resident/sched/be_kernels.hpp"
+#include "resident/sched/be_layers.hpp"
 #include "resident/sched/be_models.hpp"
 
 namespace resident::sched {
@@ -903,6 +904,322 @@ TEST(be_kernels, models_reject_an_input_of_the_wrong_size) {
   const std::vector<float> x(7, 0.0F);
   EXPECT_THROW(model.set_input(x), std::invalid_argument);
   EXPECT_THROW((void)model.reference(x), std::invalid_argument);
+}
+
+// ---- the layer kernels of translated CNNs (be_layers.hpp) --------------------------------------
+
+double activation_reference(double v, activation act) {
+  switch (act) {
+    case activation::relu:
+      return std::max(v, 0.0);
+    case activation::relu6:
+      return std::min(std::max(v, 0.0), 6.0);
+    case activation::silu:
+      return v / (1.0 + std::exp(-v));
+    case activation::sigmoid:
+      return 1.0 / (1.0 + std::exp(-v));
+    case activation::hardswish:
+      return v * std::min(std::max(v + 3.0, 0.0), 6.0) / 6.0;
+    case activation::hardsigmoid:
+      return std::min(std::max(v + 3.0, 0.0), 6.0) / 6.0;
+    case activation::none:
+      break;
+  }
+  return v;
+}
+
+/// Grouped convolution with a bias and an activation, fp64: NCHW input, [k, c / groups, r, s]
+/// filter.
+std::vector<double> conv_layer_reference(const std::vector<float>& x, const std::vector<float>& f,
+                                         const std::vector<float>& bias, const conv2d_shape& sh,
+                                         std::int32_t groups, activation act) {
+  const std::int32_t cg = sh.c / groups;
+  const std::int32_t kg = sh.k / groups;
+  std::vector<double> out(static_cast<std::size_t>(sh.n) * sh.k * sh.p() * sh.q());
+  std::size_t o = 0;
+  for (std::int32_t n = 0; n < sh.n; ++n) {
+    for (std::int32_t k = 0; k < sh.k; ++k) {
+      const std::int32_t g = k / kg;
+      for (std::int32_t p = 0; p < sh.p(); ++p) {
+        for (std::int32_t q = 0; q < sh.q(); ++q) {
+          double acc = bias.empty() ? 0.0 : bias[static_cast<std::size_t>(k)];
+          for (std::int32_t c = 0; c < cg; ++c) {
+            for (std::int32_t r = 0; r < sh.r; ++r) {
+              const std::int32_t ih = p * sh.stride - sh.pad + r;
+              if (ih < 0 || ih >= sh.h) continue;
+              for (std::int32_t t = 0; t < sh.s; ++t) {
+                const std::int32_t iw = q * sh.stride - sh.pad + t;
+                if (iw < 0 || iw >= sh.w) continue;
+                const std::size_t xi =
+                    ((static_cast<std::size_t>(n) * sh.c + g * cg + c) * sh.h + ih) * sh.w + iw;
+                const std::size_t fi =
+                    ((static_cast<std::size_t>(k) * cg + c) * sh.r + r) * sh.s + t;
+                acc += static_cast<double>(x[xi]) * f[fi];
+              }
+            }
+          }
+          out[o++] = activation_reference(acc, act);
+        }
+      }
+    }
+  }
+  return out;
+}
+
+std::size_t count(const conv2d_shape& sh) {
+  return static_cast<std::size_t>(sh.n) * sh.k * sh.p() * sh.q();
+}
+
+kernel_case conv2d_layer_case(const conv2d_shape& sh, std::int32_t groups, activation act) {
+  const auto x = random_floats(static_cast<std::size_t>(sh.n) * sh.c * sh.h * sh.w);
+  const auto f = random_floats(static_cast<std::size_t>(sh.k) * (sh.c / groups) * sh.r * sh.s);
+  const auto bias = random_floats(static_cast<std::size_t>(sh.k));
+  kernel_case c;
+  for (const auto* v : {&x, &f, &bias}) c.buffers.push_back(upload(*v));
+  c.buffers.push_back(upload(std::vector<float>(count(sh), sentinel)));
+  c.output = 3;
+  c.call = make_call("conv2d_layer", conv2d_layer_args{{c.buffers[0].data_as<float>(),
+                                                        c.buffers[1].data_as<float>(),
+                                                        c.buffers[3].data_as<float>(), sh},
+                                                       c.buffers[2].data_as<float>(),
+                                                       act,
+                                                       groups});
+  c.expected = conv_layer_reference(x, f, bias, sh, groups, act);
+  return c;
+}
+
+kernel_case depthwise_case(const conv2d_shape& sh, activation act, bool with_bias) {
+  const auto x = random_floats(static_cast<std::size_t>(sh.n) * sh.c * sh.h * sh.w);
+  const auto f = random_floats(static_cast<std::size_t>(sh.k) * sh.r * sh.s);
+  const auto bias =
+      with_bias ? random_floats(static_cast<std::size_t>(sh.k)) : std::vector<float>{};
+  kernel_case c;
+  c.buffers.push_back(upload(x));
+  c.buffers.push_back(upload(f));
+  c.buffers.push_back(upload(std::vector<float>(count(sh), sentinel)));
+  if (with_bias) c.buffers.push_back(upload(bias));
+  c.output = 2;
+  c.call =
+      make_call("depthwise_conv2d",
+                depthwise_conv2d_args{c.buffers[0].data_as<float>(), c.buffers[1].data_as<float>(),
+                                      with_bias ? c.buffers[3].data_as<float>() : nullptr,
+                                      c.buffers[2].data_as<float>(), sh, act});
+  c.expected = conv_layer_reference(x, f, bias, sh, sh.c, act);
+  return c;
+}
+
+/// pointwise on [n, channels, inner] with the given parts (scale and shift, y, gate).
+kernel_case pointwise_case(std::int32_t n, std::int32_t channels, std::int32_t inner, bool affine,
+                           bool residual, bool gated, activation act) {
+  const std::size_t elements = static_cast<std::size_t>(n) * channels * inner;
+  const auto x = random_floats(elements);
+  const auto y = random_floats(elements);
+  const auto scale = random_floats(static_cast<std::size_t>(channels));
+  const auto shift = random_floats(static_cast<std::size_t>(channels));
+  const auto gate = random_floats(static_cast<std::size_t>(n) * channels);
+  kernel_case c;
+  for (const auto* v : {&x, &y, &scale, &shift, &gate}) c.buffers.push_back(upload(*v));
+  c.buffers.push_back(upload(std::vector<float>(elements, sentinel)));
+  c.output = 5;
+  auto ptr = [&c](std::size_t i, bool on) { return on ? c.buffers[i].data_as<float>() : nullptr; };
+  c.call = make_call("pointwise",
+                     pointwise_args{ptr(0, true), ptr(1, residual), ptr(2, affine), ptr(3, affine),
+                                    ptr(4, gated), c.buffers[5].data_as<float>(),
+                                    static_cast<std::int64_t>(elements), inner, channels, act});
+  for (std::size_t e = 0; e < elements; ++e) {
+    const std::size_t ch = e / static_cast<std::size_t>(inner) % static_cast<std::size_t>(channels);
+    const std::size_t image = e / (static_cast<std::size_t>(inner) * channels);
+    double v = x[e];
+    if (affine) v = v * scale[ch] + shift[ch];
+    if (gated) v *= gate[image * static_cast<std::size_t>(channels) + ch];
+    if (residual) v += y[e];
+    c.expected.push_back(activation_reference(v, act));
+  }
+  return c;
+}
+
+kernel_case pool2d_case(const pool2d_args& shape, bool integers) {
+  const std::size_t in = static_cast<std::size_t>(shape.n) * shape.c * shape.h * shape.w;
+  const auto x = integers ? random_integers(in) : random_floats(in);
+  const std::size_t out = static_cast<std::size_t>(shape.n) * shape.c * shape.p() * shape.q();
+  kernel_case c;
+  c.buffers.push_back(upload(x));
+  c.buffers.push_back(upload(std::vector<float>(out, sentinel)));
+  c.output = 1;
+  pool2d_args a = shape;
+  a.input = c.buffers[0].data_as<float>();
+  a.output = c.buffers[1].data_as<float>();
+  c.call = make_call("pool2d", a);
+  for (std::int32_t plane = 0; plane < shape.n * shape.c; ++plane) {
+    for (std::int32_t p = 0; p < shape.p(); ++p) {
+      for (std::int32_t q = 0; q < shape.q(); ++q) {
+        double acc = shape.kind == pooling::max ? -INFINITY : 0.0;
+        int inside = 0;
+        for (std::int32_t i = 0; i < shape.kernel_h; ++i) {
+          for (std::int32_t j = 0; j < shape.kernel_w; ++j) {
+            const std::int32_t ih = p * shape.stride - shape.pad + i;
+            const std::int32_t iw = q * shape.stride - shape.pad + j;
+            if (ih < 0 || ih >= shape.h || iw < 0 || iw >= shape.w) continue;
+            const double v = x[(static_cast<std::size_t>(plane) * shape.h + ih) * shape.w + iw];
+            acc = shape.kind == pooling::max ? std::max(acc, v) : acc + v;
+            ++inside;
+          }
+        }
+        if (shape.kind == pooling::average) {
+          acc /= shape.count_include_pad ? shape.kernel_h * shape.kernel_w : inside;
+        }
+        c.expected.push_back(acc);
+      }
+    }
+  }
+  c.exact = shape.kind == pooling::max;
+  return c;
+}
+
+kernel_case global_avg_pool_case(std::int32_t planes, std::int32_t plane) {
+  const auto x = random_floats(static_cast<std::size_t>(planes) * plane);
+  kernel_case c;
+  c.buffers.push_back(upload(x));
+  c.buffers.push_back(upload(std::vector<float>(static_cast<std::size_t>(planes), sentinel)));
+  c.output = 1;
+  c.call = make_call("global_avg_pool",
+                     global_avg_pool_args{c.buffers[0].data_as<float>(),
+                                          c.buffers[1].data_as<float>(), planes, plane});
+  for (std::int32_t i = 0; i < planes; ++i) {
+    double sum = 0;
+    for (std::int32_t j = 0; j < plane; ++j) sum += x[static_cast<std::size_t>(i) * plane + j];
+    c.expected.push_back(sum / plane);
+  }
+  return c;
+}
+
+/// Copies [n, c, inner] into channels offset.. of [n, out_channels, inner]; the other channels
+/// keep their sentinel.
+kernel_case channel_copy_case(std::int32_t n, std::int32_t ch, std::int32_t inner,
+                              std::int32_t out_channels, std::int32_t offset) {
+  const auto x = random_floats(static_cast<std::size_t>(n) * ch * inner);
+  kernel_case c;
+  c.buffers.push_back(upload(x));
+  const std::size_t out = static_cast<std::size_t>(n) * out_channels * inner;
+  c.buffers.push_back(upload(std::vector<float>(out, sentinel)));
+  c.output = 1;
+  c.call = make_call("channel_copy",
+                     channel_copy_args{c.buffers[0].data_as<float>(), c.buffers[1].data_as<float>(),
+                                       n, ch, inner, out_channels, offset});
+  c.expected.assign(out, sentinel);
+  for (std::int32_t i = 0; i < n; ++i) {
+    for (std::int32_t k = 0; k < ch; ++k) {
+      for (std::int32_t j = 0; j < inner; ++j) {
+        c.expected[(static_cast<std::size_t>(i) * out_channels + offset + k) * inner + j] =
+            x[(static_cast<std::size_t>(i) * ch + k) * inner + j];
+      }
+    }
+  }
+  c.exact = true;
+  return c;
+}
+
+std::vector<kernel_case> every_layer_kernel() {
+  std::vector<kernel_case> cases;
+  cases.push_back(conv2d_layer_case({2, 8, 11, 9, 12, 3, 3, 2, 1}, 4, activation::relu6));
+  cases.push_back(depthwise_case({2, 6, 13, 11, 12, 3, 3, 2, 1}, activation::silu, true));
+  cases.push_back(pointwise_case(2, 7, 45, true, true, true, activation::hardswish));
+  cases.push_back(
+      pool2d_case({nullptr, nullptr, 2, 3, 15, 13, 3, 3, 2, 1, pooling::max, true}, false));
+  cases.push_back(global_avg_pool_case(19, 49));
+  cases.push_back(channel_copy_case(2, 5, 37, 12, 4));
+  return cases;
+}
+
+TEST(be_layers, a_grouped_convolution_with_bias_and_activation_matches_the_reference) {
+  RESIDENT_REQUIRE_GPU();
+  for (const activation act :
+       {activation::none, activation::relu, activation::relu6, activation::silu,
+        activation::sigmoid, activation::hardswish, activation::hardsigmoid}) {
+    SCOPED_TRACE(static_cast<int>(act));
+    expect_single_attempt(conv2d_layer_case({2, 8, 11, 9, 12, 3, 3, 2, 1}, 4, act));
+  }
+  expect_single_attempt(conv2d_layer_case({1, 3, 17, 17, 70, 7, 7, 2, 3}, 1, activation::relu));
+  expect_single_attempt(conv2d_layer_case({2, 64, 8, 8, 130, 1, 1, 1, 0}, 2, activation::none));
+}
+
+TEST(be_layers, depthwise_convolutions_match_the_reference_with_and_without_a_multiplier) {
+  RESIDENT_REQUIRE_GPU();
+  expect_single_attempt(depthwise_case({2, 6, 13, 11, 6, 3, 3, 1, 1}, activation::relu6, true));
+  expect_single_attempt(depthwise_case({1, 5, 16, 16, 5, 5, 5, 2, 2}, activation::silu, false));
+  expect_single_attempt(depthwise_case({2, 4, 9, 9, 8, 3, 3, 2, 1}, activation::none, true));
+}
+
+TEST(be_layers, pointwise_is_each_of_its_uses_alone_and_together) {
+  RESIDENT_REQUIRE_GPU();
+  expect_single_attempt(pointwise_case(2, 7, 45, true, false, false, activation::relu));
+  expect_single_attempt(pointwise_case(2, 7, 45, false, true, false, activation::relu));
+  expect_single_attempt(pointwise_case(3, 16, 49, false, false, true, activation::none));
+  expect_single_attempt(pointwise_case(1, 9, 1, false, false, false, activation::sigmoid));
+  expect_single_attempt(pointwise_case(2, 7, 45, true, true, true, activation::hardswish));
+}
+
+TEST(be_layers, pooling_of_any_window_matches_the_reference) {
+  RESIDENT_REQUIRE_GPU();
+  expect_single_attempt(
+      pool2d_case({nullptr, nullptr, 2, 3, 15, 13, 3, 3, 2, 1, pooling::max, true}, false));
+  expect_single_attempt(
+      pool2d_case({nullptr, nullptr, 2, 4, 14, 14, 2, 2, 2, 0, pooling::average, true}, false));
+  expect_single_attempt(
+      pool2d_case({nullptr, nullptr, 1, 3, 9, 7, 3, 3, 1, 1, pooling::average, false}, false));
+  // Integers: an average over a window that includes padding divides by the whole window.
+  expect_single_attempt(
+      pool2d_case({nullptr, nullptr, 1, 2, 5, 5, 3, 3, 2, 1, pooling::average, true}, true));
+}
+
+TEST(be_layers, global_average_pooling_and_concatenation_match_the_reference) {
+  RESIDENT_REQUIRE_GPU();
+  expect_single_attempt(global_avg_pool_case(19, 49));
+  expect_single_attempt(global_avg_pool_case(8, 12544));  // a 112 x 112 plane
+  expect_single_attempt(global_avg_pool_case(1, 1));
+  expect_single_attempt(channel_copy_case(2, 5, 37, 12, 4));
+  expect_single_attempt(channel_copy_case(1, 32, 49, 32, 0));
+}
+
+TEST(be_layers, a_resume_after_a_raised_word_computes_the_result) {
+  RESIDENT_REQUIRE_GPU();
+  for (const kernel_case& c : every_layer_kernel()) {
+    SCOPED_TRACE(c.call.name);
+    launch_record rec(c.call.blocks);
+    rec.raise(true);
+    stream s;
+    c.call.launch(s.get(), rec.view(1));
+    s.synchronize();
+    // Nothing written while the word was up.
+    const auto untouched = download(c.out());
+    EXPECT_EQ(std::count(untouched.begin(), untouched.end(), sentinel),
+              static_cast<std::ptrdiff_t>(untouched.size()));
+    rec.raise(false);
+    c.call.launch(s.get(), rec.view(2, 0, true));
+    s.synchronize();
+    expect_output(c);
+    expect_every(rec.done(), 2, "done");
+    expect_every(rec.runs(), 1, "runs");
+  }
+}
+
+TEST(be_layers, a_grouped_convolution_cut_mid_reduction_resumes_from_its_checkpoints_bit_exactly) {
+  RESIDENT_REQUIRE_GPU();
+  // 32 images of 32 x 32 pixels x 128 channels in 2 groups of 64: 1024 blocks; 64*3*3 = 576
+  // reductions a group, 36 K-steps each.
+  const conv2d_shape sh{32, 128, 32, 32, 128, 3, 3, 1, 1};
+  auto [whole, cut] = twins<conv2d_layer_args>(
+      {random_floats(std::size_t{32} * 128 * 32 * 32), random_floats(std::size_t{128} * 64 * 9),
+       random_floats(128)},
+      std::size_t{32} * 128 * 32 * 32, [sh](const kernel_case& c) {
+        return conv2d_layer_args{{c.buffers[0].data_as<float>(), c.buffers[1].data_as<float>(),
+                                  c.buffers[3].data_as<float>(), sh},
+                                 c.buffers[2].data_as<float>(),
+                                 activation::silu,
+                                 2};
+      });
+  EXPECT_EQ(cut.call.saved_floats, be_tile_state_floats);
+  expect_checkpointed_resume(whole, cut, (64 * 9 + be_k_step - 1) / be_k_step);
 }
 
 }  // namespace

@@ -27,8 +27,8 @@ std::string refusal(F&& f) {
 TEST(be_layer_args, a_grouped_convolution_is_a_gemm_per_group) {
   // [2, 8, 10, 10] -> 12 channels in 4 groups, 3x3 stride 1 pad 1: 200 output pixels (4 row
   // tiles), 3 channels a group (1 column tile): 4 groups x 4.
-  const conv2d_layer_args grouped{{dummy, dummy, dummy, {2, 8, 10, 10, 12, 3, 3, 1, 1}},
-                                  dummy, activation::relu6, 4};
+  const conv2d_layer_args grouped{
+      {dummy, dummy, dummy, {2, 8, 10, 10, 12, 3, 3, 1, 1}}, dummy, activation::relu6, 4};
   EXPECT_EQ(conv2d_layer_blocks(grouped), 4 * 4);
   // One group and no bias is conv2d's tiling.
   const conv2d_layer_args plain{{dummy, dummy, dummy, {2, 8, 10, 10, 130, 3, 3, 1, 1}}};
@@ -41,9 +41,10 @@ TEST(be_layer_args, a_grouped_convolution_is_a_gemm_per_group) {
 
 TEST(be_layer_args, the_short_layers_take_1024_outputs_per_block) {
   // Depthwise 3x3 stride 2 pad 1 on [1, 32, 112, 112]: 32 x 56 x 56 = 100352 outputs.
-  EXPECT_EQ(depthwise_conv2d_blocks(
-                {dummy, dummy, nullptr, dummy, {1, 32, 112, 112, 32, 3, 3, 2, 1}, activation::silu}),
-            98);
+  EXPECT_EQ(
+      depthwise_conv2d_blocks(
+          {dummy, dummy, nullptr, dummy, {1, 32, 112, 112, 32, 3, 3, 2, 1}, activation::silu}),
+      98);
   EXPECT_EQ(pointwise_blocks({dummy, other, nullptr, nullptr, nullptr, dummy + 1, 2 * 64 * 49, 49,
                               64, activation::relu}),
             7);
@@ -60,14 +61,17 @@ TEST(be_layer_args, the_short_layers_take_1024_outputs_per_block) {
 }
 
 TEST(be_layer_args, bad_layers_are_refused_by_kernel_and_field) {
-  EXPECT_EQ(refusal([] {
-              (void)conv2d_layer_blocks(
-                  {{dummy, dummy, dummy, {1, 6, 8, 8, 9, 3, 3, 1, 1}}, nullptr, activation::none, 4});
-            }),
-            "conv2d_layer: groups 4 must divide c (6) and k (9)");
+  EXPECT_EQ(
+      refusal([] {
+        (void)conv2d_layer_blocks(
+            {{dummy, dummy, dummy, {1, 6, 8, 8, 9, 3, 3, 1, 1}}, nullptr, activation::none, 4});
+      }),
+      "conv2d_layer: groups 4 must divide c (6) and k (9)");
   EXPECT_EQ(refusal([] {
               (void)conv2d_layer_blocks({{dummy, dummy, dummy, {1, 4, 8, 8, 4, 3, 3, 1, 1}},
-                                         nullptr, static_cast<activation>(42), 1});
+                                         nullptr,
+                                         static_cast<activation>(42),
+                                         1});
             }),
             "conv2d_layer: act is not an activation (42)");
   EXPECT_EQ(refusal([] {
@@ -76,13 +80,13 @@ TEST(be_layer_args, bad_layers_are_refused_by_kernel_and_field) {
             }),
             "depthwise_conv2d: k 6 must be a multiple of c (4)");
   EXPECT_EQ(refusal([] {
-              (void)pointwise_blocks({dummy, nullptr, nullptr, nullptr, nullptr, dummy, 16, 4, 4,
-                                      activation::none});
+              (void)pointwise_blocks(
+                  {dummy, nullptr, nullptr, nullptr, nullptr, dummy, 16, 4, 4, activation::none});
             }),
             "pointwise: out must not be x or y (a block run again would read its own output)");
   EXPECT_EQ(refusal([] {
-              (void)pointwise_blocks({dummy, nullptr, nullptr, nullptr, nullptr, other, 18, 4, 4,
-                                      activation::none});
+              (void)pointwise_blocks(
+                  {dummy, nullptr, nullptr, nullptr, nullptr, other, 18, 4, 4, activation::none});
             }),
             "pointwise: elements 18 is not a whole number of images of channels * inner = 16");
   EXPECT_EQ(refusal([] {
@@ -93,9 +97,13 @@ TEST(be_layer_args, bad_layers_are_refused_by_kernel_and_field) {
               (void)pool2d_blocks({dummy, dummy, 1, 1, 4, 4, 7, 7, 1, 1, pooling::average, true});
             }),
             "pool2d: window height 7 exceeds the padded height 6");
-  EXPECT_EQ(refusal([] { (void)global_avg_pool_blocks({dummy, nullptr, 4, 4}); }),
+  EXPECT_EQ(refusal([] {
+              (void)global_avg_pool_blocks({dummy, nullptr, 4, 4});
+            }),
             "global_avg_pool: output is null");
-  EXPECT_EQ(refusal([] { (void)channel_copy_blocks({dummy, dummy, 1, 32, 10, 64, 40}); }),
+  EXPECT_EQ(refusal([] {
+              (void)channel_copy_blocks({dummy, dummy, 1, 32, 10, 64, 40});
+            }),
             "channel_copy: offset 40 + c (32) must lie within out_channels (64)");
 }
 

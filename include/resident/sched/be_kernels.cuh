@@ -377,8 +377,8 @@ __device__ inline void for_chunk_elements(const be_block& blk, std::int64_t coun
 
 __device__ inline void bias_act_block(const bias_act_args& args, be_block& blk) {
   detail::for_chunk_elements(blk, args.elements, [&](std::int64_t e) {
-    args.x[e] = detail::apply_activation(args.x[e] + args.bias[e / args.inner % args.channels],
-                                         args.act);
+    args.x[e] =
+        detail::apply_activation(args.x[e] + args.bias[e / args.inner % args.channels], args.act);
   });
   blk.commit();
 }

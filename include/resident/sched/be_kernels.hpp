@@ -183,9 +183,9 @@ void launch_row_sum(cudaStream_t s, const be_launch_view& v, const row_sum_args&
                     launch_dependency d);
 void launch_fill(cudaStream_t s, const be_launch_view& v, const fill_args& a, launch_dependency d);
 
-/// Loads every kernel above, and be_layers.hpp's, into the current context (resident::load_kernel). Under lazy module
-/// loading a kernel's first launch can wait for the context to go idle, which never happens
-/// while a resident loop runs; be_runner calls this before it launches anything.
+/// Loads every kernel above, and be_layers.hpp's, into the current context (resident::load_kernel).
+/// Under lazy module loading a kernel's first launch can wait for the context to go idle, which
+/// never happens while a resident loop runs; be_runner calls this before it launches anything.
 void load_be_kernels();
 
 /// One kernel launch of a BE sequence, as the scheduler sees it.

@@ -95,7 +95,8 @@ __device__ inline void pool2d_block(const pool2d_args& args, be_block& blk) {
 __device__ inline void global_avg_pool_block(const global_avg_pool_args& args, be_block& blk) {
   constexpr int warps = be_block_threads / 32;
   const int lane = static_cast<int>(threadIdx.x % 32);
-  const std::int32_t plane_index = blk.index() * warps + static_cast<std::int32_t>(threadIdx.x / 32);
+  const std::int32_t plane_index =
+      blk.index() * warps + static_cast<std::int32_t>(threadIdx.x / 32);
   if (plane_index < args.planes) {  // whole warps: the shuffles below see every lane
     const float* in = args.input + std::int64_t{plane_index} * args.plane;
     float sum = 0.0F;

@@ -134,8 +134,7 @@ void launch_depthwise_conv2d(cudaStream_t s, const be_launch_view& v,
                              const depthwise_conv2d_args& a);
 void launch_pointwise(cudaStream_t s, const be_launch_view& v, const pointwise_args& a);
 void launch_pool2d(cudaStream_t s, const be_launch_view& v, const pool2d_args& a);
-void launch_global_avg_pool(cudaStream_t s, const be_launch_view& v,
-                            const global_avg_pool_args& a);
+void launch_global_avg_pool(cudaStream_t s, const be_launch_view& v, const global_avg_pool_args& a);
 void launch_channel_copy(cudaStream_t s, const be_launch_view& v, const channel_copy_args& a);
 
 /// Loads the kernels above into the current context (see load_be_kernels).
