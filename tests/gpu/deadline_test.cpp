@@ -115,7 +115,9 @@ TEST(deadline_persistent, counts_every_sample_against_a_deadline_below_any_respo
     EXPECT_GT(report.counters.max_response_ns, 0U);
     const bool all_miss = deadline.count() == 1;
     EXPECT_EQ(report.counters.deadline_misses, all_miss ? samples.size() : 0U);
-    if (all_miss) EXPECT_EQ(report.counters.worst_overrun_ns, report.counters.max_response_ns - 1);
+    if (all_miss) {
+      EXPECT_EQ(report.counters.worst_overrun_ns, report.counters.max_response_ns - 1);
+    }
   }
 }
 
