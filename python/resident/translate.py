@@ -90,6 +90,32 @@ class Plan:
                 "output_shape": list(self.output_shape), "counts": self.counts(),
                 "parameters": self.parameters(), "layers": [l.describe() for l in self.layers]}
 
+    def to_resident(self):
+        """The plan in device memory as resident's preemptible kernel calls
+        (resident._resident.TranslatedModel; needs a GPU). Its `calls` feed a best-effort
+        runner; `infer(x)` runs one unpreempted inference (see `infer`)."""
+        from . import _resident  # noqa: PLC0415 (the translator itself needs no native module)
+
+        layers = []
+        for layer in self.layers:
+            d: dict[str, Any] = {"kind": layer.kind, "name": layer.name,
+                                 "inputs": list(layer.inputs), "output": layer.output,
+                                 "shape": list(layer.shape)}
+            for key in ("kernel", "stride", "padding", "groups", "act", "count_include_pad"):
+                if key in layer.params:
+                    d[key] = layer.params[key]
+            for key, w in layer.weights.items():
+                d[key] = w.detach().to("cpu", torch.float32).contiguous().numpy()
+            layers.append(d)
+        return _resident.TranslatedModel(list(self.input_shape), layers, self.output)
+
+    def infer(self, model: Any, x: torch.Tensor) -> torch.Tensor:
+        """One unpreempted inference of `x` on `model` (from to_resident()), as a CPU tensor of
+        the plan's output shape."""
+        data = x.detach().to("cpu", torch.float32).contiguous().numpy()
+        out = torch.frombuffer(bytearray(model.infer(data)), dtype=torch.float32)
+        return out.reshape(self.output_shape)
+
     def reference(self, x: torch.Tensor) -> torch.Tensor:
         """The plan evaluated with PyTorch's operators (on x's device and dtype)."""
         if tuple(x.shape) != tuple(self.input_shape):

@@ -101,5 +101,6 @@ PYBIND11_MODULE(_resident, m) {
   bind_mailbox(m);
   bind_camera(m);
   bind_drive(m);
+  bind_translated(m);
   bind_run(m);
 }

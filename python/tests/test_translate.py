@@ -204,3 +204,12 @@ def test_torchvision_models_translate_to_their_own_function(name):
     for kind, n in MODELS[name].items():
         assert counts.get(kind) == n, (kind, counts)
     assert close(plan, model, torch.randn(1, 3, 224, 224)) <= 1e-5
+
+
+def test_a_plan_the_kernels_cannot_run_is_refused_by_layer_before_anything_is_allocated():
+    """No GPU needed: the native model checks the whole plan before its first CUDA call."""
+    plan = translate(randomize_batch_norms(Small(), 5), SHAPE)
+    plan.layers[0].weights["weight"] = plan.layers[0].weights["weight"][:1]
+    with pytest.raises(ValueError, match=r"layer 'stem' \(conv2d\): weight holds 27 values, "
+                                         r"the layer needs 216"):
+        plan.to_resident()
