@@ -275,5 +275,6 @@ class Application(_resident.Application):
         if previous is not None and previous.report is not None:
             previous._release()
         run = Run(_resident._run(self, mode, options), timeout_ms)
+        run._keep_alive = options.get("preempt")  # the loop raises its word
         self.__dict__["_last_run"] = weakref.ref(run)
         return run

@@ -12,5 +12,6 @@ void bind_mailbox(pybind11::module_& m);
 void bind_camera(pybind11::module_& m);
 void bind_drive(pybind11::module_& m);
 void bind_translated(pybind11::module_& m);
+void bind_sched(pybind11::module_& m);
 
 }  // namespace resident::python

@@ -102,5 +102,6 @@ PYBIND11_MODULE(_resident, m) {
   bind_camera(m);
   bind_drive(m);
   bind_translated(m);
+  bind_sched(m);
   bind_run(m);
 }

@@ -14,6 +14,7 @@
 
 #include "bindings.hpp"
 #include "resident/exec/run_handle.hpp"
+#include "resident/sched/preemption.hpp"
 
 namespace py = pybind11;
 
@@ -46,8 +47,8 @@ option_setter set_field(T run_options::*field) {
   return [field](run_options& o, const py::handle& v) { o.*field = v.cast<T>(); };
 }
 
-// run_options fields that make sense from Python. Callbacks (on_stall, on_loop_thread_start),
-// partitions and preemption hooks are C++ only: they would run on C++ threads (loop_cpu gives
+// run_options fields that make sense from Python. Callbacks (on_stall, on_loop_thread_start)
+// and partitions are C++ only: they would run on C++ threads (loop_cpu gives
 // on_loop_thread_start a C++ body).
 const std::map<std::string, option_setter>& option_setters() {
   static const std::map<std::string, option_setter> table{
@@ -83,6 +84,12 @@ const std::map<std::string, option_setter>& option_setters() {
       {"capture",
        [](run_options& o, const py::handle& v) {
          o.capture = parse_capture_order(v.cast<std::string>());
+       }},
+      // The word best-effort work yields to (PreemptSignal): the handler raises it when a sample
+      // comes. Run keeps the signal alive while the loop runs.
+      {"preempt",
+       [](run_options& o, const py::handle& v) {
+         o.preempt = v.cast<const sched::preempt_signal&>().hook();
        }},
       // Pins the host-driven modes' loop thread (a C++ callback: no Python on that thread).
       {"loop_cpu", [](run_options& o, const py::handle& v) { o.on_loop_thread_start = pin(v); }},

@@ -11,8 +11,7 @@
 #include <vector>
 
 #include "bindings.hpp"
-#include "resident/cuda/stream.hpp"
-#include "resident/sched/translated_model.hpp"
+#include "sched_bindings.hpp"
 
 namespace py = pybind11;
 
@@ -69,18 +68,19 @@ sched::plan_layer to_layer(const py::handle& item) {
   return l;
 }
 
-/// The model and the stream its unpreempted inferences run on.
-struct translated {
-  translated(std::vector<std::int32_t> input_shape, const py::list& layers, std::int32_t output)
-      : model(std::move(input_shape), convert(layers), output) {}
-  static std::vector<sched::plan_layer> convert(const py::list& layers) {
-    std::vector<sched::plan_layer> out;
-    for (const py::handle& item : layers) out.push_back(to_layer(item));
-    return out;
-  }
-  sched::translated_model model;
-  resident::stream s;
-};
+}  // namespace
+
+translated::translated(std::vector<std::int32_t> input_shape, const py::list& layers,
+                       std::int32_t output)
+    : model(std::move(input_shape), convert(layers), output) {}
+
+std::vector<sched::plan_layer> translated::convert(const py::list& layers) {
+  std::vector<sched::plan_layer> out;
+  for (const py::handle& item : layers) out.push_back(to_layer(item));
+  return out;
+}
+
+namespace {
 
 py::bytes infer(translated& t, const float_array& x) {
   std::vector<float> out;

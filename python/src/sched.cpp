@@ -1,0 +1,133 @@
+// Best-effort work from Python: the preempt word a real-time loop raises (PreemptSignal, also
+// the run option `preempt`), a translated model run over and over by a preempting runner
+// (BestEffortRunner), and a captured CUDA graph gated at its kernel boundaries (GatedGraph).
+
+#include <pybind11/stl.h>
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "bindings.hpp"
+#include "resident/sched/gated_graph.hpp"
+#include "resident/sched/preemption.hpp"
+#include "sched_bindings.hpp"
+
+namespace py = pybind11;
+
+namespace resident::python {
+
+namespace {
+
+/// A runner over a translated model's calls on a stream of its own (low priority: the stream
+/// priority range's lowest is 0).
+struct runner {
+  runner(const translated& m, const sched::preempt_signal& signal, std::size_t window,
+         std::int32_t bounded_grid_per_sm)
+      : work(0), r(m.model.calls(), work.get(), &signal, options(window, bounded_grid_per_sm)) {}
+  static sched::be_runner_options options(std::size_t window, std::int32_t bounded) {
+    sched::be_runner_options o;
+    o.name = "translated";
+    o.window = window;
+    o.bounded_grid_per_sm = bounded;
+    return o;
+  }
+  resident::stream work;
+  sched::be_runner r;
+};
+
+py::dict stats_dict(const sched::be_runner_stats& s) {
+  py::dict d;
+  d["sequences"] = s.sequences;
+  d["kernels"] = s.kernels;
+  d["preemptions"] = s.preemptions;
+  d["preempted_launches"] = s.preempted_launches;
+  d["resumed_launches"] = s.resumed_launches;
+  d["blocks_completed"] = s.blocks_completed;
+  d["blocks_rerun"] = s.blocks_rerun;
+  d["early_exits"] = s.early_exits;
+  d["checkpoints"] = s.checkpoints;
+  d["repeated_commits"] = s.repeated_commits;
+  d["submissions"] = s.submissions;
+  return d;
+}
+
+py::dict gate_dict(const sched::gate_stats& s) {
+  py::dict d;
+  d["passes"] = s.passes;
+  d["waits"] = s.waits;
+  d["waited_ns"] = s.waited_ns;
+  d["max_wait_ns"] = s.max_wait_ns;
+  d["timeouts"] = s.timeouts;
+  return d;
+}
+
+}  // namespace
+
+void bind_sched(py::module_& m) {
+  py::class_<sched::preempt_signal>(
+      m, "PreemptSignal",
+      "The preempt word a real-time loop raises when its work comes (run option `preempt`) "
+      "and best-effort work yields to. Keep it alive while a loop or a runner uses it.")
+      .def(py::init<int>(), py::arg("device") = 0)
+      .def(
+          "raise_word", [](sched::preempt_signal& s) { s.raise(); },
+          "Raises the word from the host (not while a loop holds it).")
+      .def(
+          "clear", [](sched::preempt_signal& s) { s.clear(); },
+          "Clears the word from the host (not while a loop holds it).")
+      .def_property_readonly("raised", &sched::preempt_signal::raised)
+      .def_property_readonly("raises", &sched::preempt_signal::raises);
+
+  py::class_<runner>(m, "BestEffortRunner",
+                     "A translated model's inference run over and over on a stream of its own, "
+                     "its launches preempted while the signal's word is up and resumed after.")
+      .def(py::init<const translated&, const sched::preempt_signal&, std::size_t, std::int32_t>(),
+           py::arg("model"), py::arg("signal"), py::arg("window") = 2,
+           py::arg("bounded_grid_per_sm") = 0, py::keep_alive<1, 2>(), py::keep_alive<1, 3>())
+      .def(
+          "start", [](runner& r) { r.r.start(); }, "Starts the scheduler thread.")
+      .def(
+          "stop",
+          [](runner& r) {
+            sched::be_runner_stats s;
+            {
+              py::gil_scoped_release release;
+              s = r.r.stop();
+            }
+            return stats_dict(s);
+          },
+          "Stops submitting, drains, joins; the counters as a dict.")
+      .def("progress", [](const runner& r) {
+        const auto p = r.r.progress();
+        return py::make_tuple(p.submissions, p.retired);
+      });
+
+  py::class_<sched::gated_graph>(
+      m, "GatedGraph",
+      "A copy of a captured CUDA graph (e.g. torch.cuda.CUDAGraph(keep_graph=True)"
+      ".raw_cuda_graph()) with a gate before its kernels: it stops at its next kernel boundary "
+      "while the signal's word is up.")
+      .def(py::init([](std::uintptr_t graph, const sched::preempt_signal& signal,
+                       std::int32_t every, double timeout_ms) {
+             return std::make_unique<sched::gated_graph>(
+                 reinterpret_cast<cudaGraph_t>(graph), signal.word(),
+                 sched::gate_options{
+                     every, std::chrono::nanoseconds(static_cast<std::int64_t>(timeout_ms * 1e6))});
+           }),
+           py::arg("graph"), py::arg("signal"), py::arg("every") = 1, py::arg("timeout_ms") = 100.0,
+           py::keep_alive<1, 3>())
+      .def(
+          "launch",
+          [](const sched::gated_graph& g, std::uintptr_t stream) {
+            py::gil_scoped_release release;
+            g.launch(reinterpret_cast<cudaStream_t>(stream));
+          },
+          py::arg("stream"), "Launches on a stream handle (torch: stream.cuda_stream).")
+      .def_property_readonly("gates", &sched::gated_graph::gates)
+      .def_property_readonly("kernels", &sched::gated_graph::kernels)
+      .def("stats", [](const sched::gated_graph& g) { return gate_dict(g.stats()); });
+}
+
+}  // namespace resident::python

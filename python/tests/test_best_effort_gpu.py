@@ -1,0 +1,99 @@
+"""Best-effort work from Python on the GPU: a translated model run over and over by a
+preempting runner while the word goes up and down (its output keeps the unpreempted bits), and
+a PyTorch CUDA graph gated at its kernel boundaries (it holds while the word is up, and gives
+eager's output)."""
+
+import time
+
+import pytest
+
+from resident import _resident
+from resident_test_env import import_or_skip
+
+torch = import_or_skip("torch")
+
+from resident.translate import translate  # noqa: E402
+from test_translate import Small, randomize_batch_norms  # noqa: E402
+
+pytestmark = pytest.mark.gpu
+
+
+def test_a_preempted_translated_model_keeps_the_unpreempted_bits():
+    torch.manual_seed(3)
+    plan = translate(randomize_batch_norms(Small(), 5), (8, 3, 32, 32))
+    model = plan.to_resident()
+    x = torch.randn(8, 3, 32, 32)
+    unpreempted = plan.infer(model, x)
+    signal = _resident.PreemptSignal()
+    runner = _resident.BestEffortRunner(model, signal)
+    runner.start()
+    for _ in range(40):  # the word up and down while inferences run
+        time.sleep(0.002)
+        signal.raise_word()
+        time.sleep(0.001)
+        signal.clear()
+    stats = runner.stop()
+    assert stats["sequences"] > 0 and stats["repeated_commits"] == 0
+    assert stats["preemptions"] > 0
+    assert stats["resumed_launches"] == stats["preempted_launches"]
+    # The runner's last inference left the same bits in the output tensor.
+    again = plan.infer(model, x)
+    assert torch.equal(again, unpreempted)
+
+
+def test_a_gated_pytorch_graph_holds_at_a_kernel_boundary_and_gives_eagers_output():
+    torch.manual_seed(4)
+    net = torch.nn.Sequential(*[torch.nn.Linear(1024, 1024) for _ in range(16)]).cuda().eval()
+    x = torch.randn(256, 1024, device="cuda")
+    with torch.no_grad():
+        want = net(x)
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            net(x)  # warm-up outside the capture
+        torch.cuda.current_stream().wait_stream(side)
+        g = torch.cuda.CUDAGraph(keep_graph=True)
+        with torch.cuda.graph(g):
+            out = net(x)
+    signal = _resident.PreemptSignal()
+    gated = _resident.GatedGraph(g.raw_cuda_graph(), signal)
+    assert gated.gates == gated.kernels >= 16
+    stream = torch.cuda.Stream()
+    out.zero_()
+    gated.launch(stream.cuda_stream)
+    stream.synchronize()
+    torch.testing.assert_close(out, want)
+    assert gated.stats()["waits"] == 0
+    # Raised before the launch: the first gate holds the graph until the word falls.
+    out.zero_()
+    signal.raise_word()
+    gated.launch(stream.cuda_stream)
+    time.sleep(0.05)
+    assert not stream.query(), "the graph ran with the word up"
+    signal.clear()
+    stream.synchronize()
+    torch.testing.assert_close(out, want)
+    st = gated.stats()
+    assert st["waits"] >= 1 and st["timeouts"] == 0 and st["max_wait_ns"] >= 40_000_000
+
+
+def test_a_word_left_up_releases_the_gates_within_their_timeout():
+    net = torch.nn.Sequential(torch.nn.Linear(64, 64), torch.nn.ReLU(),
+                              torch.nn.Linear(64, 64)).cuda().eval()
+    x = torch.randn(4, 64, device="cuda")
+    with torch.no_grad():
+        want = net(x)
+        g = torch.cuda.CUDAGraph(keep_graph=True)
+        with torch.cuda.graph(g):
+            out = net(x)
+    signal = _resident.PreemptSignal()
+    gated = _resident.GatedGraph(g.raw_cuda_graph(), signal, timeout_ms=5.0)
+    signal.raise_word()  # a dead loop: never cleared
+    stream = torch.cuda.Stream()
+    t0 = time.monotonic()
+    gated.launch(stream.cuda_stream)
+    stream.synchronize()
+    assert time.monotonic() - t0 < 1.0
+    torch.testing.assert_close(out, want)
+    assert gated.stats()["timeouts"] == gated.gates
+    signal.clear()
