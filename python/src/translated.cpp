@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "bindings.hpp"
+#include "resident/cuda/error.hpp"
 #include "sched_bindings.hpp"
 
 namespace py = pybind11;
@@ -94,6 +95,31 @@ py::bytes infer(translated& t, const float_array& x) {
   return {reinterpret_cast<const char*>(out.data()), out.size() * sizeof(float)};
 }
 
+/// Milliseconds for `reps` unpreempted inferences enqueued back to back (CUDA events).
+double time_inferences(translated& t, int reps) {
+  if (reps < 1) throw py::value_error("time_inferences: reps must be >= 1");
+  py::gil_scoped_release release;
+  cudaEvent_t begin = nullptr;
+  cudaEvent_t end = nullptr;
+  RESIDENT_CUDA_TRY(cudaEventCreate(&begin));
+  RESIDENT_CUDA_TRY(cudaEventCreate(&end));
+  float ms = 0.0F;
+  try {
+    RESIDENT_CUDA_TRY(cudaEventRecord(begin, t.s.get()));
+    for (int i = 0; i < reps; ++i) t.model.launch_unpreempted(t.s.get());
+    RESIDENT_CUDA_TRY(cudaEventRecord(end, t.s.get()));
+    RESIDENT_CUDA_TRY(cudaEventSynchronize(end));
+    RESIDENT_CUDA_TRY(cudaEventElapsedTime(&ms, begin, end));
+  } catch (...) {
+    (void)cudaEventDestroy(begin);
+    (void)cudaEventDestroy(end);
+    throw;
+  }
+  RESIDENT_CUDA_TRY(cudaEventDestroy(begin));
+  RESIDENT_CUDA_TRY(cudaEventDestroy(end));
+  return ms;
+}
+
 }  // namespace
 
 void bind_translated(py::module_& m) {
@@ -106,6 +132,8 @@ void bind_translated(py::module_& m) {
       .def("infer", &infer, py::arg("x"),
            "One unpreempted inference of x (float32, input_shape's size); the output as "
            "float32 bytes.")
+      .def("time_inferences", &time_inferences, py::arg("reps"),
+           "Milliseconds for reps unpreempted inferences enqueued back to back (CUDA events).")
       .def_property_readonly("input_shape",
                              [](const translated& t) { return t.model.input_shape(); })
       .def_property_readonly("output_shape",

@@ -368,13 +368,17 @@ void translated_model::add_layer_calls(const plan_layer& l) {
   }
 }
 
-void translated_model::run_unpreempted(cudaStream_t s) {
+void translated_model::launch_unpreempted(cudaStream_t s) {
   for (const be_call& c : _calls) {
     be_launch_view v;
     v.done = _done.data_as<std::uint32_t>();
     v.blocks = c.blocks;
     c.launch(s, v);
   }
+}
+
+void translated_model::run_unpreempted(cudaStream_t s) {
+  launch_unpreempted(s);
   RESIDENT_CUDA_TRY(cudaStreamSynchronize(s));
 }
 

@@ -101,6 +101,8 @@ class translated_model {
   /// Runs every call once on `s`, none preemptible, and waits: an inference outside any
   /// scheduler (tests, a reference for the preempted runs).
   void run_unpreempted(cudaStream_t s);
+  /// The same without the wait: one inference enqueued on `s`.
+  void launch_unpreempted(cudaStream_t s);
 
   /// The plan evaluated on the CPU in fp64 from the same weights (slow: small models only).
   [[nodiscard]] std::vector<double> reference(std::span<const float> x) const;
