@@ -13,6 +13,7 @@
 #include <cstring>
 #include <exception>
 #include <memory>
+#include <random>
 #include <span>
 #include <string>
 #include <thread>
@@ -55,7 +56,29 @@ struct drive_settings {
   int observer_cpu{-1};  // a second actuator thread there (-1: none)
   std::size_t keep_bytes{};
   std::chrono::nanoseconds drain{};  // how long the actuator waits after the last publish
+  std::int64_t poisson_seed{-1};     // >= 0: exponential gaps of mean 1 / rate_hz (Poisson)
 };
+
+/// When each sample is due after the start: every period, or at a Poisson process's arrivals
+/// (exponential gaps of the same mean, from a seeded generator: the same run is reproducible).
+std::vector<std::uint64_t> due_offsets(const drive_settings& s) {
+  std::vector<std::uint64_t> due(s.samples);
+  const double period_ns = 1e9 / s.rate_hz;
+  if (s.poisson_seed < 0) {
+    for (std::size_t i = 0; i < s.samples; ++i) {
+      due[i] = static_cast<std::uint64_t>(period_ns * static_cast<double>(i));
+    }
+    return due;
+  }
+  std::mt19937_64 rng(static_cast<std::uint64_t>(s.poisson_seed));
+  std::exponential_distribution<double> gap(1.0 / period_ns);
+  double t = 0.0;
+  for (std::size_t i = 0; i < s.samples; ++i) {
+    due[i] = static_cast<std::uint64_t>(t);
+    t += gap(rng);
+  }
+  return due;
+}
 
 struct drive_result {
   std::vector<std::uint64_t> publish_ns;
@@ -69,9 +92,9 @@ void sensor(io::mailbox& mb, std::span<const std::byte> payloads, const drive_se
   pin_to(s.sensor_cpu, "sensor");
   const std::size_t in = mb.settings().input_bytes;
   const std::size_t kinds = payloads.size() / in;
-  const double period_ns = 1e9 / s.rate_hz;
+  const std::vector<std::uint64_t> offsets = due_offsets(s);
   for (std::size_t i = 0; i < s.samples; ++i) {
-    const auto due = start_ns + static_cast<std::uint64_t>(period_ns * static_cast<double>(i));
+    const std::uint64_t due = start_ns + offsets[i];
     while (now_ns() < due) {
     }
     r.publish_ns[i] = now_ns();
@@ -168,7 +191,7 @@ py::bytes as_bytes(const void* data, std::size_t n) { return {static_cast<const 
 
 py::dict drive_mailbox(io::mailbox& mb, const py::buffer& payloads, std::size_t samples,
                        double rate_hz, int sensor_cpu, int actuator_cpu, std::size_t keep_bytes,
-                       double drain_s, int observer_cpu) {
+                       double drain_s, int observer_cpu, std::int64_t poisson_seed) {
   const py::buffer_info info = payloads.request();
   const std::size_t in = mb.settings().input_bytes;
   const auto bytes = static_cast<std::size_t>(info.size * info.itemsize);
@@ -191,7 +214,8 @@ py::dict drive_mailbox(io::mailbox& mb, const py::buffer& payloads, std::size_t 
                    actuator_cpu,
                    observer_cpu,
                    keep_bytes,
-                   std::chrono::nanoseconds(static_cast<std::int64_t>(drain_s * 1e9))};
+                   std::chrono::nanoseconds(static_cast<std::int64_t>(drain_s * 1e9)),
+                   poisson_seed};
   drive_result r;
   r.publish_ns.assign(samples, 0);
   r.seen_ns.assign(samples, 0);
@@ -215,13 +239,14 @@ void bind_drive(py::module_& m) {
   m.def("_drive_mailbox", &drive_mailbox, py::arg("mailbox"), py::arg("payloads"),
         py::arg("samples"), py::arg("rate_hz"), py::arg("sensor_cpu") = -1,
         py::arg("actuator_cpu") = -1, py::arg("keep_bytes") = 0, py::arg("drain_s") = 0.5,
-        py::arg("observer_cpu") = -1,
+        py::arg("observer_cpu") = -1, py::arg("poisson_seed") = -1,
         "Publishes `samples` payloads (cycling through `payloads`, a buffer of whole samples) "
         "at `rate_hz` from a pinned C++ sensor thread while a pinned C++ actuator thread "
         "stamps the first sight of each sample's output (CLOCK_MONOTONIC ns); with observer_cpu "
         "a second one polls too and the earlier sighting counts. Returns "
         "publish_ns and seen_ns (uint64 per sample, seen 0: never seen), outputs (keep_bytes "
-        "per sample) and first_seq.");
+        "per sample) and first_seq. poisson_seed >= 0: arrivals of a Poisson process of that "
+        "mean rate instead (exponential gaps from a generator with that seed).");
 }
 
 }  // namespace resident::python
