@@ -24,13 +24,16 @@ namespace {
 /// priority range's lowest is 0).
 struct runner {
   runner(const translated& m, const sched::preempt_signal& signal, std::size_t window,
-         std::int32_t bounded_grid_per_sm)
-      : work(0), r(m.model.calls(), work.get(), &signal, options(window, bounded_grid_per_sm)) {}
-  static sched::be_runner_options options(std::size_t window, std::int32_t bounded) {
+         std::int32_t bounded_grid_per_sm, bool sequential)
+      : work(0),
+        r(m.model.calls(), work.get(), &signal, options(window, bounded_grid_per_sm, sequential)) {}
+  static sched::be_runner_options options(std::size_t window, std::int32_t bounded,
+                                          bool sequential) {
     sched::be_runner_options o;
     o.name = "translated";
     o.window = window;
     o.bounded_grid_per_sm = bounded;
+    o.sequential = sequential;  // submit only while the word is down, one launch at a time
     return o;
   }
   resident::stream work;
@@ -83,9 +86,11 @@ void bind_sched(py::module_& m) {
   py::class_<runner>(m, "BestEffortRunner",
                      "A translated model's inference run over and over on a stream of its own, "
                      "its launches preempted while the signal's word is up and resumed after.")
-      .def(py::init<const translated&, const sched::preempt_signal&, std::size_t, std::int32_t>(),
+      .def(py::init<const translated&, const sched::preempt_signal&, std::size_t, std::int32_t,
+                    bool>(),
            py::arg("model"), py::arg("signal"), py::arg("window") = 2,
-           py::arg("bounded_grid_per_sm") = 0, py::keep_alive<1, 2>(), py::keep_alive<1, 3>())
+           py::arg("bounded_grid_per_sm") = 0, py::arg("sequential") = false,
+           py::keep_alive<1, 2>(), py::keep_alive<1, 3>())
       .def(
           "start", [](runner& r) { r.r.start(); }, "Starts the scheduler thread.")
       .def(

@@ -1,0 +1,287 @@
+"""python -m resident.bench.disb: REEF's DNN inference serving benchmark, rebuilt in-process.
+
+A real-time (RT) torchvision classifier runs in a resident loop fed by a pinned C++ sensor
+thread through the mailbox (fixed rate, or Poisson arrivals of the same mean), with a deadline;
+best-effort (BE) clients run other torchvision models back to back at a fixed batch size. Each
+policy runs the same workload:
+
+  exclusive        the RT loop alone (the baseline of rt_p99_over_exclusive)
+  priority         BE as PyTorch CUDA-graph replays on a low-priority stream, the RT loop on
+                   the highest-priority stream: how concurrent model instances (Triton's) share
+  sequential       BE as translated models that submit only while the RT word is down, one
+                   launch at a time (the baseline of be_throughput_over_sequential)
+  translated       BE as translated models (resident.translate) on resident's preemptible
+                   kernels, preempted while the RT loop works and resumed after
+  kernel-boundary  BE as PyTorch CUDA graphs gated at their kernel boundaries (GatedGraph)
+
+Every RT output's top-1 is checked against eager PyTorch, and every BE client's last output
+against eager (translated: the plan's output; graphs: the graph's output tensor). Results name
+the RT model, the workload and the policy and carry rt_p99_over_exclusive,
+be_throughput_over_sequential and wrong_outputs. Not yet here: the green-context split (resident's
+partitions are C++ only) and a PyTorch-side sequential baseline; preemption latency is not yet
+measured per policy.
+
+  python -m resident.bench.disb --quick --json out/disb-quick.json
+  python -m resident.bench.disb --workload one --json out/disb.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import sys
+import threading
+import time
+from typing import Any, Callable, Sequence
+
+import resident
+from resident import _resident
+from resident.bench.inference import describe_device, describe_host, git_commit, pick_cpus
+from resident.bench.stats import summarize_run
+
+POLICIES = ("exclusive", "priority", "sequential", "translated", "kernel-boundary")
+WORKLOADS = {  # name: the BE models and their batch sizes
+    "one": [("vgg16", 8)],
+    "three": [("vgg16", 8), ("mobilenet_v2", 16), ("densenet121", 8)],
+}
+DEFAULTS = {"rt_model": "resnet50", "rate_hz": 150.0, "deadline_us": 3000.0}
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="python -m resident.bench.disb",
+                                description=__doc__.split("\n\n")[0])
+    p.add_argument("--rt-model", default=DEFAULTS["rt_model"])
+    p.add_argument("--rate", type=float, default=DEFAULTS["rate_hz"], help="RT samples per s")
+    p.add_argument("--poisson", action="store_true", help="Poisson RT arrivals of that mean rate")
+    p.add_argument("--deadline-us", type=float, default=DEFAULTS["deadline_us"])
+    p.add_argument("--workload", choices=sorted(WORKLOADS), default="one")
+    p.add_argument("--policies", default=",".join(POLICIES))
+    p.add_argument("--mode", default="while", choices=("host-graph", "while", "tail"))
+    p.add_argument("--samples", type=int, default=5000, help="measured RT samples per policy")
+    p.add_argument("--warmup", type=int, default=200)
+    p.add_argument("--quick", action="store_true", help="300 samples, 50 warm-up")
+    p.add_argument("--json", default="out/disb.json")
+    p.add_argument("--note", default="")
+    args = p.parse_args(argv)
+    args.policies = [x for x in args.policies.split(",") if x]
+    bad = [x for x in args.policies if x not in POLICIES]
+    if bad:
+        p.error(f"unknown policies {bad}; choose from {', '.join(POLICIES)}")
+    if args.rate <= 0 or args.deadline_us <= 0 or args.samples < 1 or args.warmup < 0:
+        p.error("--rate, --deadline-us and --samples must be > 0, --warmup >= 0")
+    if args.quick:
+        args.samples, args.warmup = 300, 50
+    return args
+
+
+class be_client:
+    """One BE model under one policy: started before the RT run, stopped after it; counts
+    inferences and checks its last output against eager."""
+
+    def __init__(self, name: str, batch: int, policy: str, signal: Any) -> None:
+        import torch
+        import torchvision
+
+        from resident.translate import translate
+
+        self.name, self.batch, self.policy = name, batch, policy
+        torch.manual_seed(21)
+        model = getattr(torchvision.models, name)().eval()
+        self.x = torch.randn(batch, 3, 224, 224, generator=torch.Generator().manual_seed(22))
+        with torch.no_grad():
+            self.want = model.cuda()(self.x.cuda()).float().cpu()
+        self.inferences = 0
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._error: list[BaseException] = []
+        if policy in ("translated", "sequential"):
+            self.plan = translate(model.cpu(), tuple(self.x.shape))
+            self.model = self.plan.to_resident()
+            self.plan.infer(self.model, self.x)  # the input stays in the model's tensor
+            self.runner = _resident.BestEffortRunner(self.model, signal,
+                                                     sequential=policy == "sequential")
+        else:
+            model = model.cuda()
+            xc = self.x.cuda()
+            side = torch.cuda.Stream()
+            side.wait_stream(torch.cuda.current_stream())
+            with torch.no_grad(), torch.cuda.stream(side):
+                model(xc)
+            torch.cuda.current_stream().wait_stream(side)
+            # kernel-boundary launches its own gated copy of the captured graph; priority
+            # replays PyTorch's.
+            gated = policy == "kernel-boundary"
+            self.graph = torch.cuda.CUDAGraph(keep_graph=True) if gated else torch.cuda.CUDAGraph()
+            with torch.no_grad(), torch.cuda.graph(self.graph):
+                self.out = model(xc)
+            self.stream = torch.cuda.Stream(priority=0)  # the lowest
+            if gated:
+                self.gated = _resident.GatedGraph(self.graph.raw_cuda_graph(), signal)
+                self.launch: Callable[[], None] = lambda: self.gated.launch(
+                    self.stream.cuda_stream)
+            else:
+                self.launch = self._replay
+
+    def _replay(self) -> None:
+        import torch
+
+        with torch.cuda.stream(self.stream):
+            self.graph.replay()
+
+    def _loop(self) -> None:
+        try:
+            while not self._stop.is_set():
+                self.launch()
+                self.stream.synchronize()
+                self.inferences += 1
+        except BaseException as e:  # reported by stop()
+            self._error.append(e)
+
+    def start(self) -> None:
+        self._t0 = time.monotonic()
+        if hasattr(self, "runner"):
+            self.runner.start()
+        else:
+            self._thread = threading.Thread(target=self._loop, name=f"be-{self.name}")
+            self._thread.start()
+
+    def stop(self) -> dict[str, Any]:
+        import torch
+
+        seconds = time.monotonic() - self._t0
+        out: dict[str, Any] = {"model": self.name, "batch": self.batch}
+        if hasattr(self, "runner"):
+            stats = self.runner.stop()
+            self.inferences = stats["sequences"]
+            got = self.plan.infer(self.model, self.x)
+            out["runner"] = stats
+            tolerance = 1e-3 * self.want.abs().max().item()
+            out["wrong_outputs"] = int((got - self.want).abs().max().item() > tolerance)
+        else:
+            self._stop.set()
+            assert self._thread is not None
+            self._thread.join()
+            if self._error:
+                raise self._error[0]
+            if hasattr(self, "gated"):
+                out["gates"] = self.gated.stats()
+            got = self.out.float().cpu()
+            # cuDNN may pick other algorithms in the graph than eagerly: top-1, not bits.
+            out["wrong_outputs"] = int(not torch.equal(got.argmax(1), self.want.argmax(1)))
+        out["inferences"] = self.inferences * self.batch
+        out["inferences_per_s"] = self.inferences * self.batch / seconds
+        return out
+
+
+def run_policy(policy: str, app_factory: Callable[[], Any], reference: list[int],
+               args: argparse.Namespace, cpus: dict[str, int]) -> dict[str, Any]:
+    import torch
+
+    signal = _resident.PreemptSignal()
+    clients = [] if policy == "exclusive" else [
+        be_client(name, batch, policy, signal) for name, batch in WORKLOADS[args.workload]]
+    app = app_factory()
+    options: dict[str, Any] = {"policy": "every", "deadline_us": args.deadline_us}
+    if args.mode == "host-graph":
+        options["loop_cpu"] = cpus["loop"]
+    else:
+        options["poll_ns"] = 2_000_000
+    if policy in ("translated", "sequential", "kernel-boundary"):
+        options["preempt"] = signal
+    if policy == "priority":
+        _, highest = torch.cuda.Stream.priority_range()
+        options["stream_priority"] = highest
+    payloads = torch.arange(100, dtype=torch.int32).numpy()
+    total = args.warmup + args.samples
+    for c in clients:
+        c.start()
+    try:
+        with app.run(args.mode, timeout_ms=10000, **options) as run:
+            d = _resident._drive_mailbox(
+                app.mailbox, payloads, total, args.rate, sensor_cpu=cpus["sensor"],
+                actuator_cpu=cpus["actuator"], keep_bytes=8, drain_s=1.0,
+                observer_cpu=cpus["observer"], poisson_seed=7 if args.poisson else -1)
+    finally:
+        be = [c.stop() for c in clients]
+    report = run.report
+    r = summarize_run(d, reference, args.warmup, args.samples)
+    r.update(policy=policy, rt_model=args.rt_model, workload=args.workload, mode=args.mode,
+             rate_hz=args.rate, arrivals="poisson" if args.poisson else "fixed",
+             deadline_us=args.deadline_us, deadline_misses=report.counters.deadline_misses,
+             stopped=report.stopped, error=report.error, be=be,
+             be_inferences_per_s=sum(b["inferences_per_s"] for b in be),
+             wrong_outputs=r["wrong_top1"] + sum(b["wrong_outputs"] for b in be))
+    return r
+
+
+def relate(results: list[dict[str, Any]]) -> None:
+    """rt_p99_over_exclusive and be_throughput_over_sequential, from the same run's results."""
+    by = {r["policy"]: r for r in results}
+    base = by.get("exclusive")
+    seq = by.get("sequential")
+    for r in results:
+        r["rt_p99_over_exclusive"] = (r["latency_us"]["p99"] / base["latency_us"]["p99"]
+                                      if base else None)
+        r["be_throughput_over_sequential"] = (
+            r["be_inferences_per_s"] / seq["be_inferences_per_s"]
+            if seq and seq["be_inferences_per_s"] > 0 and r["policy"] != "exclusive" else None)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    try:
+        import torch
+        import torchvision  # noqa: F401
+    except ImportError as e:
+        print(f"disb: needs PyTorch and torchvision ({e})", file=sys.stderr)
+        return 2
+    if resident.device_count() == 0:
+        print(f"disb: {resident.no_device_reason()}", file=sys.stderr)
+        return 2
+    from resident.bench.inference import Classify, InferenceApp, eager_reference, load_images
+    from resident.bench.inference import make_model
+
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    cpus, _ = pick_cpus()
+    images = load_images(os.environ.get("RESIDENT_PHOTO_DIR", ".photos"))
+    module = Classify(make_model(args.rt_model), images)
+    reference, _ = eager_reference(module)
+    receipt: dict[str, Any] = {
+        "benchmark": "disb",
+        "command": "python -m resident.bench.disb " + " ".join(
+            sys.argv[1:] if argv is None else argv),
+        "device": describe_device(), "git_commit": git_commit(),
+        "host": describe_host({"thread_cpus": cpus, "python": platform.python_version(),
+                               "torch": torch.__version__}),
+        "settings": {"rt_model": args.rt_model, "rate_hz": args.rate, "poisson": args.poisson,
+                     "deadline_us": args.deadline_us, "workload": args.workload,
+                     "be_models": WORKLOADS[args.workload], "mode": args.mode,
+                     "samples": args.samples, "warmup": args.warmup, "tf32": False},
+        "started_at": datetime.datetime.now(datetime.timezone.utc).isoformat(),
+        "results": [],
+    }
+    if args.note:
+        receipt["note"] = args.note
+    for policy in args.policies:
+        print(f"disb: {args.rt_model} / {args.workload} / {policy} ...", flush=True)
+        r = run_policy(policy, lambda: InferenceApp(module), reference, args, cpus)
+        receipt["results"].append(r)
+        s = r["latency_us"]
+        print(f"disb: {policy}: RT p50 {s['p50']:.0f} p99 {s['p99']:.0f} max {s['max']:.0f} us, "
+              f"{r['deadline_misses']} misses; BE {r['be_inferences_per_s']:.1f} inferences/s; "
+              f"{r['wrong_outputs']} wrong outputs", flush=True)
+    relate(receipt["results"])
+    os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
+    with open(args.json, "w") as f:
+        json.dump(receipt, f, indent=1)
+    bad = sum(r["wrong_outputs"] + r["missing_outputs"] for r in receipt["results"])
+    print(f"disb: receipt {args.json}; {bad} wrong or missing outputs")
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

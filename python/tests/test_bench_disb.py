@@ -1,0 +1,38 @@
+"""resident.bench.disb without a GPU: its arguments and how it relates the policies' results."""
+
+import pytest
+
+from resident.bench import disb
+
+
+def result(policy, p99, be):
+    return {"policy": policy, "latency_us": {"p99": p99}, "be_inferences_per_s": be}
+
+
+def test_the_ratios_are_against_exclusive_and_sequential_of_the_same_run():
+    results = [result("exclusive", 2000.0, 0.0), result("sequential", 2500.0, 100.0),
+               result("translated", 2080.0, 160.0), result("kernel-boundary", 2150.0, 95.0)]
+    disb.relate(results)
+    by = {r["policy"]: r for r in results}
+    assert by["exclusive"]["rt_p99_over_exclusive"] == 1.0
+    assert by["translated"]["rt_p99_over_exclusive"] == pytest.approx(1.04)
+    assert by["translated"]["be_throughput_over_sequential"] == pytest.approx(1.6)
+    assert by["kernel-boundary"]["be_throughput_over_sequential"] == pytest.approx(0.95)
+    assert by["exclusive"]["be_throughput_over_sequential"] is None
+
+
+def test_without_a_baseline_the_ratios_are_not_made_up():
+    results = [result("translated", 2080.0, 160.0)]
+    disb.relate(results)
+    assert results[0]["rt_p99_over_exclusive"] is None
+    assert results[0]["be_throughput_over_sequential"] is None
+
+
+def test_bad_arguments_are_refused():
+    with pytest.raises(SystemExit):
+        disb.parse_args(["--policies", "fifo"])
+    with pytest.raises(SystemExit):
+        disb.parse_args(["--rate", "0"])
+    args = disb.parse_args(["--quick", "--policies", "exclusive,translated"])
+    assert args.samples == 300 and args.policies == ["exclusive", "translated"]
+    assert disb.parse_args([]).workload == "one"
