@@ -10,6 +10,8 @@
 #include <string>
 
 #include "bindings.hpp"
+#include "resident/cuda/buffers.hpp"
+#include "resident/cuda/error.hpp"
 #include "resident/sched/gated_graph.hpp"
 #include "resident/sched/preemption.hpp"
 #include "sched_bindings.hpp"
@@ -63,8 +65,17 @@ py::dict gate_dict(const sched::gate_stats& s) {
   d["waited_ns"] = s.waited_ns;
   d["max_wait_ns"] = s.max_wait_ns;
   d["timeouts"] = s.timeouts;
+  d["first_wait_ns"] = s.first_wait_ns;
   return d;
 }
+
+/// Raises a signal's word from the device and keeps the stamp of when (bench: preemption
+/// latency on the gates' clock).
+struct device_raiser {
+  explicit device_raiser(const sched::preempt_signal& s) : word(s.hook().word) {}
+  std::uint32_t* word;
+  device_buffer stamp{sizeof(std::uint64_t)};
+};
 
 }  // namespace
 
@@ -132,7 +143,26 @@ void bind_sched(py::module_& m) {
           py::arg("stream"), "Launches on a stream handle (torch: stream.cuda_stream).")
       .def_property_readonly("gates", &sched::gated_graph::gates)
       .def_property_readonly("kernels", &sched::gated_graph::kernels)
-      .def("stats", [](const sched::gated_graph& g) { return gate_dict(g.stats()); });
+      .def("stats", [](const sched::gated_graph& g) { return gate_dict(g.stats()); })
+      .def("reset_first_wait", &sched::gated_graph::reset_first_wait,
+           "Forgets first_wait_ns before the next raise.");
+
+  py::class_<device_raiser>(m, "DeviceRaiser",
+                            "Raises a PreemptSignal's word from the device, stamping "
+                            "%globaltimer first (measuring preemption latency).")
+      .def(py::init<const sched::preempt_signal&>(), py::arg("signal"), py::keep_alive<1, 2>())
+      .def(
+          "fire",
+          [](device_raiser& r, std::uintptr_t stream) {
+            sched::raise_on_device(r.word, r.stamp.data_as<std::uint64_t>(),
+                                   reinterpret_cast<cudaStream_t>(stream));
+          },
+          py::arg("stream"))
+      .def("raised_ns", [](const device_raiser& r) {
+        std::uint64_t ns = 0;
+        RESIDENT_CUDA_TRY(cudaMemcpy(&ns, r.stamp.data(), sizeof ns, cudaMemcpyDeviceToHost));
+        return ns;
+      });
 }
 
 }  // namespace resident::python

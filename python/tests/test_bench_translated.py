@@ -25,3 +25,14 @@ def test_bad_arguments_are_refused_and_quick_shortens_the_timing():
         translated.parse_args(["--models", "alexnet"])
     assert translated.parse_args(["--quick"]).reps == 10
     assert translated.parse_args([]).models == list(translated.MODELS)
+
+
+def test_the_gates_bench_refuses_bad_arguments_and_quick_shortens_it():
+    from resident.bench import gates
+
+    with pytest.raises(SystemExit):
+        gates.parse_args(["--trials", "0"])
+    with pytest.raises(SystemExit):
+        gates.parse_args(["--models", "alexnet"])
+    args = gates.parse_args(["--quick"])
+    assert args.trials == 30 and args.reps == 10 and args.batch == 8

@@ -39,10 +39,18 @@ __global__ void gate_kernel(const std::uint32_t* word, unsigned long long* stats
   atomicAdd(stats + 2, waited);
   atomicMax(stats + 3, waited);
   if (timed_out) atomicAdd(stats + 4, 1ULL);
+  atomicMin(stats + 5, static_cast<unsigned long long>(start));  // first_wait_ns
+}
+
+__global__ void raise_kernel(std::uint32_t* word, std::uint64_t* raised_ns) {
+  *raised_ns = device::globaltimer_ns();
+  cuda::atomic_ref<std::uint32_t, cuda::thread_scope_system>(*word).store(
+      1U, cuda::memory_order_release);
 }
 
 constexpr std::size_t stat_words = sizeof(gate_stats) / sizeof(std::uint64_t);
-static_assert(stat_words == 5);
+static_assert(stat_words == 6);
+constexpr std::size_t first_wait_word = 5;
 
 /// The top-level nodes in a topological order (Kahn's, ties in the graph's own node order).
 std::vector<cudaGraphNode_t> topological(cudaGraph_t g) {
@@ -118,6 +126,7 @@ graph gated_graph::build(cudaGraph_t source, const std::uint32_t* word,
     throw std::invalid_argument("gated_graph: the timeout must be > 0");
   }
   RESIDENT_CUDA_TRY(cudaMemset(_stats.data(), 0, _stats.size()));
+  reset_first_wait();
   cudaGraph_t copy = nullptr;
   RESIDENT_CUDA_TRY(cudaGraphClone(&copy, source));
   graph g = graph::adopt(copy);
@@ -154,6 +163,21 @@ graph gated_graph::build(cudaGraph_t source, const std::uint32_t* word,
 }
 
 void gated_graph::launch(stream_view s) const { _exec.launch(s); }
+
+void gated_graph::reset_first_wait() const {
+  const std::uint64_t none = ~std::uint64_t{0};
+  RESIDENT_CUDA_TRY(cudaMemcpyAsync(_stats.data_as<std::uint64_t>() + first_wait_word, &none,
+                                    sizeof none, cudaMemcpyHostToDevice, _reader.get()));
+  RESIDENT_CUDA_TRY(cudaStreamSynchronize(_reader.get()));
+}
+
+void raise_on_device(std::uint32_t* word, std::uint64_t* raised_ns, stream_view s) {
+  if (word == nullptr || raised_ns == nullptr) {
+    throw std::invalid_argument("raise_on_device: the word and the stamp must not be null");
+  }
+  raise_kernel<<<1, 1, 0, s.get()>>>(word, raised_ns);
+  RESIDENT_CUDA_CHECK_LAUNCH("raise_on_device");
+}
 
 gate_stats gated_graph::stats() const {
   gate_stats out;

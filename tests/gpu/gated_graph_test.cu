@@ -157,6 +157,41 @@ TEST(gated_graph, a_raised_word_stops_the_graph_at_its_next_kernel_boundary_unti
   EXPECT_EQ(st.timeouts, 0U);
 }
 
+TEST(gated_graph, the_preemption_latency_is_the_kernel_in_flight_reaching_its_next_gate) {
+  RESIDENT_REQUIRE_GPU();
+  closed_work work(2'000'000);  // 2 ms a kernel
+  preempt_signal signal;
+  const gated_graph gated(work.captured.get(), signal.word());
+  device_buffer stamp(sizeof(std::uint64_t));
+  stream s;
+  stream raiser;
+  gated.launch(s);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (work.steps() < 3U && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::yield();
+  }
+  gated.reset_first_wait();
+  raise_on_device(signal.hook().word, stamp.data_as<std::uint64_t>(), raiser);
+  raiser.synchronize();
+  while (gated.stats().waits == 0U && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::yield();
+  }
+  const gate_stats st = gated.stats();
+  signal.clear();
+  s.synchronize();
+  std::uint64_t raised = 0;
+  RESIDENT_CUDA_TRY(cudaMemcpy(&raised, stamp.data(), sizeof raised, cudaMemcpyDeviceToHost));
+  ASSERT_GE(st.waits, 1U);
+  ASSERT_NE(st.first_wait_ns, ~std::uint64_t{0});
+  // The gate after the kernel in flight at the raise began to wait at most one kernel (2 ms)
+  // later; 0.5 ms of slack for the gate's own launch.
+  EXPECT_GT(st.first_wait_ns, raised);
+  EXPECT_LE(st.first_wait_ns - raised, 2'500'000U);
+  ::testing::Test::RecordProperty("preemption_latency_ns",
+                                  static_cast<int>(st.first_wait_ns - raised));
+  EXPECT_EQ(work.outputs(), every_step());
+}
+
 TEST(gated_graph, a_word_left_up_by_a_dead_loop_releases_every_gate_within_its_timeout) {
   RESIDENT_REQUIRE_GPU();
   closed_work work(1'000);

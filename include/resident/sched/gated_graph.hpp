@@ -45,7 +45,17 @@ struct gate_stats {
   std::uint64_t waited_ns{};  // their time waiting, in all (device clock)
   std::uint64_t max_wait_ns{};
   std::uint64_t timeouts{};  // gates released by the timeout with the word still raised
+  /// %globaltimer when the first gate since reset_first_wait() found the word raised (UINT64_MAX:
+  /// none did). With raise_on_device's stamp, first_wait_ns - raised_ns is the preemption
+  /// latency: how long the kernels in flight at the raise took to reach their next gate.
+  std::uint64_t first_wait_ns{};
 };
+
+/// Raises `word` from the device, stream-ordered on `s`: a one-thread kernel stores
+/// %globaltimer into *raised_ns (device memory) and then the word (release, system scope), so
+/// the stamp is on the gates' clock. For measuring preemption latency; a loop raises its word
+/// itself.
+void raise_on_device(std::uint32_t* word, std::uint64_t* raised_ns, stream_view s);
 
 class gated_graph {
  public:
@@ -63,6 +73,8 @@ class gated_graph {
   [[nodiscard]] std::int32_t ungated_edges() const noexcept { return _ungated; }
   /// The counters, read on a stream of their own (the graph may be running).
   [[nodiscard]] gate_stats stats() const;
+  /// Forgets first_wait_ns (synchronously, on the reader stream), before the next raise.
+  void reset_first_wait() const;
   /// The gated copy (for a DOT file).
   [[nodiscard]] const graph& gated() const noexcept { return _graph; }
 
