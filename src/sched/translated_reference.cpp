@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "resident/sched/be_layers.hpp"
 #include "resident/sched/translated_model.hpp"
 
 namespace resident::sched {
@@ -18,26 +19,6 @@ namespace {
 
 using tensor_t = std::vector<double>;
 using shape_t = std::vector<std::int32_t>;
-
-double activate(double v, activation act) {
-  switch (act) {
-    case activation::relu:
-      return std::max(v, 0.0);
-    case activation::relu6:
-      return std::min(std::max(v, 0.0), 6.0);
-    case activation::silu:
-      return v / (1.0 + std::exp(-v));
-    case activation::sigmoid:
-      return 1.0 / (1.0 + std::exp(-v));
-    case activation::hardswish:
-      return v * std::min(std::max(v + 3.0, 0.0), 6.0) / 6.0;
-    case activation::hardsigmoid:
-      return std::min(std::max(v + 3.0, 0.0), 6.0) / 6.0;
-    case activation::none:
-      break;
-  }
-  return v;
-}
 
 std::size_t at4(const shape_t& s, std::int64_t n, std::int64_t c, std::int64_t h, std::int64_t w) {
   return static_cast<std::size_t>(((n * s[1] + c) * s[2] + h) * s[3] + w);
@@ -67,7 +48,7 @@ tensor_t conv(const plan_layer& l, const tensor_t& x, const shape_t& in) {
               }
             }
           }
-          y[at4(o, n, k, p, q)] = activate(acc, l.act);
+          y[at4(o, n, k, p, q)] = activation_reference(acc, l.act);
         }
       }
     }
@@ -117,7 +98,7 @@ tensor_t pointwise(const plan_layer& l, const std::vector<const tensor_t*>& xs, 
     if (l.kind == layer_kind::scale_shift) v = v * l.scale[c] + l.shift[c];
     if (l.kind == layer_kind::channel_scale) v *= (*xs[1])[e / per_image * channels + c];
     if (l.kind == layer_kind::add) v += (*xs[1])[e];
-    y[e] = activate(v, l.act);
+    y[e] = activation_reference(v, l.act);
   }
   return y;
 }
@@ -162,7 +143,7 @@ tensor_t evaluate(const plan_layer& l, const std::vector<const tensor_t*>& xs,
           for (std::size_t f = 0; f < features; ++f) {
             acc += (*xs[0])[n * features + f] * l.weight[o * features + f];
           }
-          y[n * outputs + o] = activate(acc, l.act);
+          y[n * outputs + o] = activation_reference(acc, l.act);
         }
       }
       return y;
@@ -173,6 +154,26 @@ tensor_t evaluate(const plan_layer& l, const std::vector<const tensor_t*>& xs,
 }
 
 }  // namespace
+
+double activation_reference(double v, activation act) noexcept {
+  switch (act) {
+    case activation::relu:
+      return std::max(v, 0.0);
+    case activation::relu6:
+      return std::min(std::max(v, 0.0), 6.0);
+    case activation::silu:
+      return v / (1.0 + std::exp(-v));
+    case activation::sigmoid:
+      return 1.0 / (1.0 + std::exp(-v));
+    case activation::hardswish:
+      return v * std::min(std::max(v + 3.0, 0.0), 6.0) / 6.0;
+    case activation::hardsigmoid:
+      return std::min(std::max(v + 3.0, 0.0), 6.0) / 6.0;
+    case activation::none:
+      break;
+  }
+  return v;
+}
 
 std::vector<double> translated_model::reference(std::span<const float> x) const {
   if (x.size() != input_elements()) {

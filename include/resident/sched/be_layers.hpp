@@ -112,6 +112,10 @@ struct channel_copy_args {
   std::int32_t offset{};
 };
 
+/// `act` applied to v in double precision, as the kernels apply it in single: the references
+/// the kernels and translated models are checked against use it.
+[[nodiscard]] double activation_reference(double v, activation act) noexcept;
+
 // Logical blocks of a launch; invalid_argument naming the kernel and the field otherwise.
 
 /// groups * ceil(n*p*q / be_tile) * ceil(k / groups / be_tile).

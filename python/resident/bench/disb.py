@@ -28,7 +28,6 @@ measured per policy.
 from __future__ import annotations
 
 import argparse
-import datetime
 import json
 import os
 import platform
@@ -39,7 +38,7 @@ from typing import Any, Callable, Sequence
 
 import resident
 from resident import _resident
-from resident.bench.inference import describe_device, describe_host, git_commit, pick_cpus
+from resident.bench.inference import pick_cpus, receipt_header
 from resident.bench.stats import summarize_run
 
 POLICIES = ("exclusive", "priority", "sequential", "translated", "kernel-boundary")
@@ -250,22 +249,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     images = load_images(os.environ.get("RESIDENT_PHOTO_DIR", ".photos"))
     module = Classify(make_model(args.rt_model), images)
     reference, _ = eager_reference(module)
-    receipt: dict[str, Any] = {
-        "benchmark": "disb",
-        "command": "python -m resident.bench.disb " + " ".join(
-            sys.argv[1:] if argv is None else argv),
-        "device": describe_device(), "git_commit": git_commit(),
-        "host": describe_host({"thread_cpus": cpus, "python": platform.python_version(),
-                               "torch": torch.__version__}),
-        "settings": {"rt_model": args.rt_model, "rate_hz": args.rate, "poisson": args.poisson,
-                     "deadline_us": args.deadline_us, "workload": args.workload,
-                     "be_models": WORKLOADS[args.workload], "mode": args.mode,
-                     "samples": args.samples, "warmup": args.warmup, "tf32": False},
-        "started_at": datetime.datetime.now(datetime.timezone.utc).isoformat(),
-        "results": [],
-    }
-    if args.note:
-        receipt["note"] = args.note
+    receipt = receipt_header(
+        "disb", argv,
+        {"rt_model": args.rt_model, "rate_hz": args.rate, "poisson": args.poisson,
+         "deadline_us": args.deadline_us, "workload": args.workload,
+         "be_models": WORKLOADS[args.workload], "mode": args.mode, "samples": args.samples,
+         "warmup": args.warmup, "tf32": False},
+        {"thread_cpus": cpus, "python": platform.python_version(), "torch": torch.__version__},
+        args.note)
+    receipt["results"] = []
     for policy in args.policies:
         print(f"disb: {args.rt_model} / {args.workload} / {policy} ...", flush=True)
         r = run_policy(policy, lambda: InferenceApp(module), reference, args, cpus)

@@ -16,7 +16,6 @@ checked against eager after the trials.
 from __future__ import annotations
 
 import argparse
-import datetime
 import json
 import os
 import platform
@@ -27,7 +26,7 @@ from typing import Any, Sequence
 
 import resident
 from resident import _resident
-from resident.bench.inference import describe_device, describe_host, git_commit
+from resident.bench.inference import receipt_header
 from resident.bench.stats import summarize
 
 MODELS = ("resnet50", "vgg16", "mobilenet_v2", "densenet121", "efficientnet_b0")
@@ -179,19 +178,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
-    receipt: dict[str, Any] = {
-        "benchmark": "gates",
-        "command": "python -m resident.bench.gates " + " ".join(
-            sys.argv[1:] if argv is None else argv),
-        "device": describe_device(), "git_commit": git_commit(),
-        "host": describe_host({"python": platform.python_version(), "torch": torch.__version__}),
-        "settings": {"batch": args.batch, "trials": args.trials, "reps": args.reps,
-                     "tf32": False, "gate_every": 1},
-        "started_at": datetime.datetime.now(datetime.timezone.utc).isoformat(),
-        "results": [],
-    }
-    if args.note:
-        receipt["note"] = args.note
+    receipt = receipt_header(
+        "gates", argv,
+        {"batch": args.batch, "trials": args.trials, "reps": args.reps, "tf32": False,
+         "gate_every": 1},
+        {"python": platform.python_version(), "torch": torch.__version__}, args.note)
+    receipt["results"] = []
     for name in args.models:
         r = measure(name, args)
         receipt["results"].append(r)

@@ -415,6 +415,26 @@ def describe_host(extra: dict[str, Any]) -> dict[str, Any]:
     host.update(extra)
     return host
 
+def receipt_header(benchmark: str, argv: Sequence[str] | None, settings: dict[str, Any],
+                   host_extra: dict[str, Any], note: str = "") -> dict[str, Any]:
+    """What every Python bench's receipt starts with, in the C++ receipts' shape (resident
+    report reads both): the benchmark, its command line, device, commit, host, settings and
+    start time, and the note when there is one; `results` is the caller's to fill."""
+    header: dict[str, Any] = {
+        "benchmark": benchmark,
+        "command": f"python -m resident.bench.{benchmark} " + " ".join(
+            sys.argv[1:] if argv is None else argv),
+        "device": describe_device(),
+        "git_commit": git_commit(),
+        "host": describe_host(host_extra),
+        "settings": settings,
+        "started_at": datetime.datetime.now(datetime.timezone.utc).isoformat(),
+    }
+    if note:
+        header["note"] = note
+    return header
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     if args.merge:
@@ -440,21 +460,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     cpus, free = pick_cpus()
     images = load_images(args.photos)
     results: list[dict[str, Any]] = []
-    started = datetime.datetime.now(datetime.timezone.utc).isoformat()
-    header = {
-        "benchmark": "inference",
-        "command": "python -m resident.bench.inference " + " ".join(sys.argv[1:] if argv is None
-                                                                     else argv),
-        "device": describe_device(),
-        "git_commit": git_commit(),
-        "host": describe_host({"thread_cpus": cpus, "hog_cpus": free,
-                               "python": platform.python_version(), "torch": torch.__version__}),
-        "settings": {"iterations": args.iterations, "warmup": args.warmup, "images": IMAGES,
-                     "tf32": False, "policy": "every"},
-        "started_at": started,
-    }
-    if args.note:
-        header["note"] = args.note
+    header = receipt_header(
+        "inference", argv,
+        {"iterations": args.iterations, "warmup": args.warmup, "images": IMAGES, "tf32": False,
+         "policy": "every"},
+        {"thread_cpus": cpus, "hog_cpus": free, "python": platform.python_version(),
+         "torch": torch.__version__}, args.note)
     for name in args.models:
         module = Classify(make_model(name), images)
         reference, eager_p50 = eager_reference(module)

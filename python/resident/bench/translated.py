@@ -15,7 +15,6 @@ for; the time ratio is reported, not judged.
 from __future__ import annotations
 
 import argparse
-import datetime
 import json
 import os
 import platform
@@ -23,7 +22,7 @@ import sys
 from typing import Any, Sequence
 
 import resident
-from resident.bench.inference import describe_device, describe_host, git_commit
+from resident.bench.inference import receipt_header
 
 MODELS = ("resnet50", "vgg16", "mobilenet_v2", "densenet121", "efficientnet_b0")
 TOLERANCE = 1e-3  # of the largest |logit|
@@ -148,20 +147,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
-    receipt: dict[str, Any] = {
-        "benchmark": "translated",
-        "command": "python -m resident.bench.translated " + " ".join(
-            sys.argv[1:] if argv is None else argv),
-        "device": describe_device(),
-        "git_commit": git_commit(),
-        "host": describe_host({"python": platform.python_version(), "torch": torch.__version__}),
-        "settings": {"batch": args.batch, "reps": args.reps, "tf32": False,
-                     "tolerance": TOLERANCE},
-        "started_at": datetime.datetime.now(datetime.timezone.utc).isoformat(),
-        "results": [],
-    }
-    if args.note:
-        receipt["note"] = args.note
+    receipt = receipt_header(
+        "translated", argv,
+        {"batch": args.batch, "reps": args.reps, "tf32": False, "tolerance": TOLERANCE},
+        {"python": platform.python_version(), "torch": torch.__version__}, args.note)
+    receipt["results"] = []
     for i, name in enumerate(args.models):
         print(f"translated: {name} ({i + 1} of {len(args.models)}) ...", flush=True)
         r = measure(name, args)
