@@ -3,6 +3,7 @@ preempting runner while the word goes up and down (its output keeps the unpreemp
 a PyTorch CUDA graph gated at its kernel boundaries (it holds while the word is up, and gives
 eager's output)."""
 
+import random
 import time
 
 import pytest
@@ -75,6 +76,33 @@ def test_a_gated_pytorch_graph_holds_at_a_kernel_boundary_and_gives_eagers_outpu
     torch.testing.assert_close(out, want)
     st = gated.stats()
     assert st["waits"] >= 1 and st["timeouts"] == 0 and st["max_wait_ns"] >= 40_000_000
+
+
+def test_a_gated_graph_raised_and_cleared_many_times_gives_eagers_output_every_time():
+    torch.manual_seed(5)
+    net = torch.nn.Sequential(*[torch.nn.Linear(1024, 1024) for _ in range(16)]).cuda().eval()
+    x = torch.randn(256, 1024, device="cuda")
+    with torch.no_grad():
+        want = net(x)
+        g = torch.cuda.CUDAGraph(keep_graph=True)
+        with torch.cuda.graph(g):
+            out = net(x)
+    signal = _resident.PreemptSignal()
+    gated = _resident.GatedGraph(g.raw_cuda_graph(), signal)
+    stream = torch.cuda.Stream()
+    rng = random.Random(6)
+    for _ in range(20):
+        out.zero_()
+        gated.launch(stream.cuda_stream)
+        for _ in range(rng.randint(1, 3)):  # up and down at random points of the inference
+            time.sleep(rng.uniform(0.0, 0.002))
+            signal.raise_word()
+            time.sleep(rng.uniform(0.0, 0.002))
+            signal.clear()
+        stream.synchronize()
+        torch.testing.assert_close(out, want)
+    st = gated.stats()
+    assert st["waits"] > 0 and st["timeouts"] == 0
 
 
 def test_a_word_left_up_releases_the_gates_within_their_timeout():
