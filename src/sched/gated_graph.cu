@@ -162,7 +162,15 @@ graph gated_graph::build(cudaGraph_t source, const std::uint32_t* word,
   return g;
 }
 
-void gated_graph::launch(stream_view s) const { _exec.launch(s); }
+gated_graph::~gated_graph() {
+  // An error here is the context's (a sticky fault): nothing runs any more, nothing to wait for.
+  (void)cudaEventSynchronize(_last.get());
+}
+
+void gated_graph::launch(stream_view s) const {
+  _exec.launch(s);
+  _last.record(s);
+}
 
 void gated_graph::reset_first_wait() const {
   const std::uint64_t none = ~std::uint64_t{0};

@@ -212,6 +212,25 @@ TEST(gated_graph, a_word_left_up_by_a_dead_loop_releases_every_gate_within_its_t
   signal.clear();
 }
 
+TEST(gated_graph, destroyed_while_held_by_a_raised_word_it_waits_for_its_gates_timeout) {
+  RESIDENT_REQUIRE_GPU();
+  closed_work work(1'000);
+  preempt_signal signal;
+  stream s;
+  signal.raise();  // and never cleared: the graph is held at its first gate
+  const auto t0 = std::chrono::steady_clock::now();
+  {
+    const gated_graph gated(work.captured.get(), signal.word(), {1, std::chrono::milliseconds(5)});
+    gated.launch(s);
+  }  // the destructor waits for the launch (its gates time out), then frees their counters
+  const auto took = std::chrono::steady_clock::now() - t0;
+  EXPECT_LT(took, std::chrono::seconds(1));
+  EXPECT_GE(took, std::chrono::milliseconds(20));  // at least the main chain's gates, 5 ms each
+  s.synchronize();
+  EXPECT_EQ(work.outputs(), every_step());
+  signal.clear();
+}
+
 TEST(gated_graph, refuses_what_it_cannot_gate) {
   RESIDENT_REQUIRE_GPU();
   closed_work work(1'000);

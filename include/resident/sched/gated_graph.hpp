@@ -25,6 +25,7 @@
 #include <cstdint>
 
 #include "resident/cuda/buffers.hpp"
+#include "resident/cuda/event.hpp"
 #include "resident/cuda/graph.hpp"
 #include "resident/cuda/stream.hpp"
 
@@ -63,8 +64,14 @@ class gated_graph {
   /// real-time loop raises (preempt_signal::word()). invalid_argument for a null graph or word,
   /// every < 1 or a timeout <= 0; cuda_error naming the call when CUDA refuses.
   gated_graph(cudaGraph_t source, const std::uint32_t* preempt_word, gate_options options = {});
+  /// Waits for the last launch to end before freeing what its gates write: a launch held by a
+  /// raised word ends within its gates' timeouts, so the wait is bounded (no memory is freed
+  /// under the GPU).
+  ~gated_graph();
+  gated_graph(const gated_graph&) = delete;
+  gated_graph& operator=(const gated_graph&) = delete;
 
-  /// Launches the gated graph on `s` (as cudaGraphLaunch).
+  /// Launches the gated graph on `s` (as cudaGraphLaunch), and notes the launch's end.
   void launch(stream_view s) const;
   [[nodiscard]] std::int32_t gates() const noexcept { return _gates; }
   /// Kernel nodes of the graph's top level.
@@ -90,6 +97,7 @@ class gated_graph {
   std::int32_t _ungated{0};
   graph _graph;  // after the members build() writes
   graph_exec _exec;
+  event _last;  // recorded after every launch
 };
 
 }  // namespace resident::sched
