@@ -13,6 +13,7 @@
 #include <cub/block/block_reduce.cuh>
 
 #include <cstdint>
+#include <type_traits>
 
 #include "resident/cuda/block_sync.cuh"
 #include "resident/sched/be_kernels.hpp"
@@ -245,17 +246,17 @@ __device__ inline void gemm_bias_act_block(const gemm_bias_act_args& args, be_bl
 namespace detail {
 
 /// What a convolution block adds to the plain implicit GEMM (conv2d_layer_args): groups, a bias
-/// and an activation. The plain conv2d passes none, and its instantiation compiles to the plain
-/// code (one group, the accumulator written as it is).
-struct conv2d_extras {
-  const float* bias{};
-  activation act{activation::none};
-  std::int32_t groups{1};
+/// and an activation, read from the kernel's parameters where they are used. The plain conv2d
+/// has none, and its instantiation compiles to the plain code (one group, the accumulator
+/// written as it is).
+struct no_conv2d_extras {
+  __device__ static constexpr std::int32_t groups() { return 1; }
 };
 
-template <bool Extras>
-__device__ inline void conv2d_tile(const conv2d_args& args, const conv2d_extras& extras,
-                                   be_block& blk) {
+/// `Extras` is no_conv2d_extras or a type with groups(), bias() and act() (conv2d_layer's).
+template <class Extras>
+__device__ inline void conv2d_tile(const conv2d_args& args, const Extras& extras, be_block& blk) {
+  constexpr bool has_extras = !std::is_same_v<Extras, no_conv2d_extras>;
   __shared__ k_tile a_tile;  // [reduction][output pixel]
   __shared__ k_tile b_tile;  // [reduction][output channel]
   const conv2d_shape& sh = args.shape;
@@ -264,14 +265,14 @@ __device__ inline void conv2d_tile(const conv2d_args& args, const conv2d_extras&
   const std::int32_t rows = sh.n * pq;
   const std::int32_t rs = sh.r * sh.s;
   // Group g reads input channels g*cg.. and writes output channels g*kg..; one group: g = 0.
-  const std::int32_t groups = Extras ? extras.groups : 1;
+  const std::int32_t groups = extras.groups();
   const std::int32_t cg = sh.c / groups;
   const std::int32_t kg = sh.k / groups;
   const std::int32_t crs = cg * rs;
   const std::int32_t tiles_k = (kg + be_tile - 1) / be_tile;
   const std::int32_t group_blocks = (rows + be_tile - 1) / be_tile * tiles_k;
-  const std::int32_t group = Extras ? blk.index() / group_blocks : 0;
-  const std::int32_t within_group = Extras ? blk.index() % group_blocks : blk.index();
+  const std::int32_t group = has_extras ? blk.index() / group_blocks : 0;
+  const std::int32_t within_group = has_extras ? blk.index() % group_blocks : blk.index();
   const std::int32_t row0 = within_group / tiles_k * be_tile;
   const std::int32_t col0 = within_group % tiles_k * be_tile;
   const float* filter = args.filter + std::int64_t{group} * kg * crs;
@@ -342,9 +343,9 @@ __device__ inline void conv2d_tile(const conv2d_args& args, const conv2d_extras&
       if (gc >= kg) continue;
       const std::int32_t channel = group * kg + gc;
       float v = acc[i][j];
-      if constexpr (Extras) {
-        if (extras.bias != nullptr) v += extras.bias[channel];
-        v = apply_activation(v, extras.act);
+      if constexpr (has_extras) {
+        if (extras.bias() != nullptr) v += extras.bias()[channel];
+        v = apply_activation(v, extras.act());
       }
       args.output[(std::int64_t{img} * sh.k + channel) * pq + pix] = v;
     }
@@ -355,7 +356,7 @@ __device__ inline void conv2d_tile(const conv2d_args& args, const conv2d_extras&
 }  // namespace detail
 
 __device__ inline void conv2d_block(const conv2d_args& args, be_block& blk) {
-  detail::conv2d_tile<false>(args, {}, blk);
+  detail::conv2d_tile(args, detail::no_conv2d_extras{}, blk);
 }
 
 namespace detail {

@@ -10,8 +10,20 @@
 
 namespace resident::sched {
 
+namespace detail {
+
+/// conv2d_layer's extras, read from its arguments where conv2d_tile uses them.
+struct conv2d_layer_extras {
+  const conv2d_layer_args& a;
+  __device__ std::int32_t groups() const { return a.groups; }
+  __device__ const float* bias() const { return a.bias; }
+  __device__ activation act() const { return a.act; }
+};
+
+}  // namespace detail
+
 __device__ inline void conv2d_layer_block(const conv2d_layer_args& args, be_block& blk) {
-  detail::conv2d_tile<true>(args.conv, {args.bias, args.act, args.groups}, blk);
+  detail::conv2d_tile(args.conv, detail::conv2d_layer_extras{args}, blk);
 }
 
 __device__ inline void depthwise_conv2d_block(const depthwise_conv2d_args& args, be_block& blk) {
