@@ -15,6 +15,7 @@
 #include "bindings.hpp"
 #include "resident/exec/run_handle.hpp"
 #include "resident/sched/preemption.hpp"
+#include "sched_bindings.hpp"
 
 namespace py = pybind11;
 
@@ -48,7 +49,7 @@ option_setter set_field(T run_options::*field) {
 }
 
 // run_options fields that make sense from Python. Callbacks (on_stall, on_loop_thread_start)
-// and partitions are C++ only: they would run on C++ threads (loop_cpu gives
+// are C++ only: they would run on C++ threads (loop_cpu gives
 // on_loop_thread_start a C++ body).
 const std::map<std::string, option_setter>& option_setters() {
   static const std::map<std::string, option_setter> table{
@@ -91,6 +92,8 @@ const std::map<std::string, option_setter>& option_setters() {
        [](run_options& o, const py::handle& v) {
          o.preempt = v.cast<const sched::preempt_signal&>().hook();
        }},
+      // An SM partition (Partition from split_partitions) to confine the loop to.
+      {"partition", [](run_options& o, const py::handle& v) { o.partition = partition_of(v); }},
       // Pins the host-driven modes' loop thread (a C++ callback: no Python on that thread).
       {"loop_cpu", [](run_options& o, const py::handle& v) { o.on_loop_thread_start = pin(v); }},
   };

@@ -12,6 +12,7 @@
 #include "bindings.hpp"
 #include "resident/cuda/buffers.hpp"
 #include "resident/cuda/error.hpp"
+#include "resident/partition/green_context.hpp"
 #include "resident/sched/gated_graph.hpp"
 #include "resident/sched/preemption.hpp"
 #include "sched_bindings.hpp"
@@ -22,22 +23,33 @@ namespace resident::python {
 
 namespace {
 
-/// A runner over a translated model's calls on a stream of its own (low priority: the stream
-/// priority range's lowest is 0).
+/// A runner over a translated model's calls on a stream of its own (the lowest priority; in a
+/// partition when one is given: its stream, and the scheduler thread in its context).
 struct runner {
   runner(const translated& m, const sched::preempt_signal& signal, std::size_t window,
-         std::int32_t bounded_grid_per_sm, bool sequential)
-      : work(0),
-        r(m.model.calls(), work.get(), &signal, options(window, bounded_grid_per_sm, sequential)) {}
-  static sched::be_runner_options options(std::size_t window, std::int32_t bounded,
-                                          bool sequential) {
+         std::int32_t bounded_grid_per_sm, bool sequential, bool preemptible,
+         const partition_handle* part)
+      : part(part != nullptr ? part->p : nullptr),
+        work(part != nullptr ? part->p->make_stream(0) : resident::stream(0)),
+        r(m.model.calls(), work.get(), &signal,
+          options(window, bounded_grid_per_sm, sequential, preemptible, this->part)) {}
+  static sched::be_runner_options options(std::size_t window, std::int32_t bounded, bool sequential,
+                                          bool preemptible,
+                                          std::shared_ptr<const partition::green_context> p) {
     sched::be_runner_options o;
     o.name = "translated";
     o.window = window;
     o.bounded_grid_per_sm = bounded;
     o.sequential = sequential;  // submit only while the word is down, one launch at a time
+    o.preemptible = preemptible;
+    if (p) {
+      o.thread_scope = [p]() -> std::shared_ptr<void> {
+        return std::make_shared<partition::green_context::current_scope>(p.get());
+      };
+    }
     return o;
   }
+  std::shared_ptr<const partition::green_context> part;
   resident::stream work;
   sched::be_runner r;
 };
@@ -79,7 +91,31 @@ struct device_raiser {
 
 }  // namespace
 
+std::shared_ptr<const partition::green_context> partition_of(const py::handle& v) {
+  return v.cast<const partition_handle&>().p;
+}
+
 void bind_sched(py::module_& m) {
+  py::class_<partition_handle>(m, "Partition",
+                               "A green-context SM partition (the run option `partition`, and "
+                               "BestEffortRunner's `partition`).")
+      .def_property_readonly("sm_count", [](const partition_handle& h) { return h.p->sm_count(); })
+      .def_property_readonly("index", [](const partition_handle& h) { return h.p->index(); });
+  m.def(
+      "split_partitions",
+      [](const std::vector<int>& sm_counts, bool rest_to_last, int device) {
+        partition::split_options o;
+        o.device = device;
+        o.rest_to_last = rest_to_last;
+        const auto set = partition::partition_set::split(sm_counts, o);
+        std::vector<partition_handle> out;
+        for (std::size_t i = 0; i < set->size(); ++i) out.push_back({set->share(i)});
+        return out;
+      },
+      py::arg("sm_counts"), py::arg("rest_to_last") = true, py::arg("device") = 0,
+      "Green-context partitions of at least these many SMs each (the last also takes the rest "
+      "with rest_to_last); RuntimeError naming the ask when they do not fit.");
+
   py::class_<sched::preempt_signal>(
       m, "PreemptSignal",
       "The preempt word a real-time loop raises when its work comes (run option `preempt`) "
@@ -98,10 +134,11 @@ void bind_sched(py::module_& m) {
                      "A translated model's inference run over and over on a stream of its own, "
                      "its launches preempted while the signal's word is up and resumed after.")
       .def(py::init<const translated&, const sched::preempt_signal&, std::size_t, std::int32_t,
-                    bool>(),
+                    bool, bool, const partition_handle*>(),
            py::arg("model"), py::arg("signal"), py::arg("window") = 2,
            py::arg("bounded_grid_per_sm") = 0, py::arg("sequential") = false,
-           py::keep_alive<1, 2>(), py::keep_alive<1, 3>())
+           py::arg("preemptible") = true, py::arg("partition") = nullptr, py::keep_alive<1, 2>(),
+           py::keep_alive<1, 3>())
       .def(
           "start", [](runner& r) { r.r.start(); }, "Starts the scheduler thread.")
       .def(

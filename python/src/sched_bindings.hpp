@@ -4,9 +4,11 @@
 #include <pybind11/pybind11.h>
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "resident/cuda/stream.hpp"
+#include "resident/partition/green_context.hpp"
 #include "resident/sched/translated_model.hpp"
 
 namespace resident::python {
@@ -19,5 +21,13 @@ struct translated {
   sched::translated_model model;
   resident::stream s;
 };
+
+/// resident.Partition: a green-context SM partition, shared with the set it came from.
+struct partition_handle {
+  std::shared_ptr<const partition::green_context> p;
+};
+
+/// The partition a Python Partition holds (the run option `partition`).
+std::shared_ptr<const partition::green_context> partition_of(const pybind11::handle& v);
 
 }  // namespace resident::python

@@ -33,6 +33,9 @@ def test_bad_arguments_are_refused():
         disb.parse_args(["--policies", "fifo"])
     with pytest.raises(SystemExit):
         disb.parse_args(["--rate", "0"])
+    with pytest.raises(SystemExit):
+        disb.parse_args(["--rt-sms", "0"])
     args = disb.parse_args(["--quick", "--policies", "exclusive,translated"])
     assert args.samples == 300 and args.policies == ["exclusive", "translated"]
     assert disb.parse_args([]).workload == "one"
+    assert "split" in disb.parse_args([]).policies

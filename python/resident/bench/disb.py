@@ -8,6 +8,8 @@ policy runs the same workload:
   exclusive        the RT loop alone (the baseline of rt_p99_over_exclusive)
   priority         BE as PyTorch CUDA-graph replays on a low-priority stream, the RT loop on
                    the highest-priority stream: how concurrent model instances (Triton's) share
+  split            the RT loop in a green-context partition of --rt-sms SMs, BE as translated
+                   models in the rest of the GPU, not preempted
   sequential       BE as translated models that submit only while the RT word is down, one
                    launch at a time (the baseline of be_throughput_over_sequential)
   translated       BE as translated models (resident.translate) on resident's preemptible
@@ -17,9 +19,9 @@ policy runs the same workload:
 Every RT output's top-1 is checked against eager PyTorch, and every BE client's last output
 against eager (translated: the plan's output; graphs: the graph's output tensor). Results name
 the RT model, the workload and the policy and carry rt_p99_over_exclusive,
-be_throughput_over_sequential and wrong_outputs. Not yet here: the green-context split (resident's
-partitions are C++ only) and a PyTorch-side sequential baseline; preemption latency is not yet
-measured per policy.
+be_throughput_over_sequential and wrong_outputs. Not yet here: kernel-boundary combined with a
+split, a PyTorch-side sequential baseline, BE work from another process; preemption latency is
+measured by bench gates, not per policy here.
 
   python -m resident.bench.disb --quick --json out/disb-quick.json
   python -m resident.bench.disb --workload one --json out/disb.json
@@ -41,7 +43,7 @@ from resident import _resident
 from resident.bench.inference import pick_cpus, receipt_header
 from resident.bench.stats import summarize_run
 
-POLICIES = ("exclusive", "priority", "sequential", "translated", "kernel-boundary")
+POLICIES = ("exclusive", "priority", "split", "sequential", "translated", "kernel-boundary")
 WORKLOADS = {  # name: the BE models and their batch sizes
     "one": [("vgg16", 8)],
     "three": [("vgg16", 8), ("mobilenet_v2", 16), ("densenet121", 8)],
@@ -59,6 +61,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--workload", choices=sorted(WORKLOADS), default="one")
     p.add_argument("--policies", default=",".join(POLICIES))
     p.add_argument("--mode", default="while", choices=("host-graph", "while", "tail"))
+    p.add_argument("--rt-sms", type=int, default=32, help="the RT partition's SMs (split)")
     p.add_argument("--samples", type=int, default=5000, help="measured RT samples per policy")
     p.add_argument("--warmup", type=int, default=200)
     p.add_argument("--quick", action="store_true", help="300 samples, 50 warm-up")
@@ -71,6 +74,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         p.error(f"unknown policies {bad}; choose from {', '.join(POLICIES)}")
     if args.rate <= 0 or args.deadline_us <= 0 or args.samples < 1 or args.warmup < 0:
         p.error("--rate, --deadline-us and --samples must be > 0, --warmup >= 0")
+    if args.rt_sms < 1:
+        p.error("--rt-sms must be >= 1")
     if args.quick:
         args.samples, args.warmup = 300, 50
     return args
@@ -80,7 +85,8 @@ class be_client:
     """One BE model under one policy: started before the RT run, stopped after it; counts
     inferences and checks its last output against eager."""
 
-    def __init__(self, name: str, batch: int, policy: str, signal: Any) -> None:
+    def __init__(self, name: str, batch: int, policy: str, signal: Any,
+                 partition: Any = None) -> None:
         import torch
         import torchvision
 
@@ -96,12 +102,13 @@ class be_client:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._error: list[BaseException] = []
-        if policy in ("translated", "sequential"):
+        if policy in ("translated", "sequential", "split"):
             self.plan = translate(model.cpu(), tuple(self.x.shape))
             self.model = self.plan.to_resident()
             self.plan.infer(self.model, self.x)  # the input stays in the model's tensor
-            self.runner = _resident.BestEffortRunner(self.model, signal,
-                                                     sequential=policy == "sequential")
+            self.runner = _resident.BestEffortRunner(
+                self.model, signal, sequential=policy == "sequential",
+                preemptible=policy != "split", partition=partition)
         else:
             model = model.cuda()
             xc = self.x.cuda()
@@ -180,8 +187,11 @@ def run_policy(policy: str, app_factory: Callable[[], Any], reference: list[int]
     import torch
 
     signal = _resident.PreemptSignal()
+    parts = (_resident.split_partitions([args.rt_sms, 8], rest_to_last=True)
+             if policy == "split" else [None, None])
     clients = [] if policy == "exclusive" else [
-        be_client(name, batch, policy, signal) for name, batch in WORKLOADS[args.workload]]
+        be_client(name, batch, policy, signal, parts[1])
+        for name, batch in WORKLOADS[args.workload]]
     app = app_factory()
     options: dict[str, Any] = {"policy": "every", "deadline_us": args.deadline_us}
     if args.mode == "host-graph":
@@ -190,6 +200,8 @@ def run_policy(policy: str, app_factory: Callable[[], Any], reference: list[int]
         options["poll_ns"] = 2_000_000
     if policy in ("translated", "sequential", "kernel-boundary"):
         options["preempt"] = signal
+    if policy == "split":
+        options["partition"] = parts[0]
     if policy == "priority":
         _, highest = torch.cuda.Stream.priority_range()
         options["stream_priority"] = highest
@@ -210,6 +222,7 @@ def run_policy(policy: str, app_factory: Callable[[], Any], reference: list[int]
     r.update(policy=policy, rt_model=args.rt_model, workload=args.workload, mode=args.mode,
              rate_hz=args.rate, arrivals="poisson" if args.poisson else "fixed",
              deadline_us=args.deadline_us, deadline_misses=report.counters.deadline_misses,
+             partition_sms=[p.sm_count for p in parts] if policy == "split" else None,
              stopped=report.stopped, error=report.error, be=be,
              be_inferences_per_s=sum(b["inferences_per_s"] for b in be),
              wrong_outputs=r["wrong_top1"] + sum(b["wrong_outputs"] for b in be))
