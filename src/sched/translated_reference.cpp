@@ -48,7 +48,7 @@ tensor_t conv(const plan_layer& l, const tensor_t& x, const shape_t& in) {
               }
             }
           }
-          y[at4(o, n, k, p, q)] = activation_reference(acc, l.act);
+          y[at4(o, n, k, p, q)] = activation_fp64(acc, l.act);
         }
       }
     }
@@ -98,7 +98,7 @@ tensor_t pointwise(const plan_layer& l, const std::vector<const tensor_t*>& xs, 
     if (l.kind == layer_kind::scale_shift) v = v * l.scale[c] + l.shift[c];
     if (l.kind == layer_kind::channel_scale) v *= (*xs[1])[e / per_image * channels + c];
     if (l.kind == layer_kind::add) v += (*xs[1])[e];
-    y[e] = activation_reference(v, l.act);
+    y[e] = activation_fp64(v, l.act);
   }
   return y;
 }
@@ -143,7 +143,7 @@ tensor_t evaluate(const plan_layer& l, const std::vector<const tensor_t*>& xs,
           for (std::size_t f = 0; f < features; ++f) {
             acc += (*xs[0])[n * features + f] * l.weight[o * features + f];
           }
-          y[n * outputs + o] = activation_reference(acc, l.act);
+          y[n * outputs + o] = activation_fp64(acc, l.act);
         }
       }
       return y;
@@ -155,7 +155,7 @@ tensor_t evaluate(const plan_layer& l, const std::vector<const tensor_t*>& xs,
 
 }  // namespace
 
-double activation_reference(double v, activation act) noexcept {
+double activation_fp64(double v, activation act) noexcept {
   switch (act) {
     case activation::relu:
       return std::max(v, 0.0);

@@ -944,7 +944,7 @@ std::vector<double> conv_layer_reference(const std::vector<float>& x, const std:
               }
             }
           }
-          out[o++] = activation_reference(acc, act);
+          out[o++] = activation_fp64(acc, act);
         }
       }
     }
@@ -1019,7 +1019,7 @@ kernel_case pointwise_case(std::int32_t n, std::int32_t channels, std::int32_t i
     if (affine) v = v * scale[ch] + shift[ch];
     if (gated) v *= gate[image * static_cast<std::size_t>(channels) + ch];
     if (residual) v += y[e];
-    c.expected.push_back(activation_reference(v, act));
+    c.expected.push_back(activation_fp64(v, act));
   }
   return c;
 }

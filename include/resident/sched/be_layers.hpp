@@ -114,7 +114,7 @@ struct channel_copy_args {
 
 /// `act` applied to v in double precision, as the kernels apply it in single: the references
 /// the kernels and translated models are checked against use it.
-[[nodiscard]] double activation_reference(double v, activation act) noexcept;
+[[nodiscard]] double activation_fp64(double v, activation act) noexcept;
 
 // Logical blocks of a launch; invalid_argument naming the kernel and the field otherwise.
 
