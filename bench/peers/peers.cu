@@ -73,19 +73,17 @@ __device__ std::uint64_t take_newest(const io::mailbox_view& mb, std::uint64_t l
   __shared__ bool consistent;
   const std::uint64_t start = now_ns();
   for (;;) {
-    if (threadIdx.x < 32) {  // warp 0 polls as one and reaches the barrier converged
+    if (threadIdx.x == 0) {
       std::uint64_t pick = 0;
-      const std::uint64_t began = device::from_lane_0(start);
       for (;;) {
-        const std::uint64_t head = device::from_lane_0(
-            threadIdx.x == 0 ? load_acquire_system(*mb.head) : std::uint64_t{0});
+        const std::uint64_t head = load_acquire_system(*mb.head);
         if (head > last) {
           pick = head;
           break;
         }
-        if (device::from_lane_0(now_ns()) - began >= budget_ns) break;
+        if (now_ns() - start >= budget_ns) break;
       }
-      if (threadIdx.x == 0) chosen = pick;
+      chosen = pick;
     }
     resident::device::sync_block();
     const std::uint64_t pick = chosen;

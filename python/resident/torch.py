@@ -69,6 +69,27 @@ def _port_names(names: Sequence[str] | None, count: int, stem: str) -> Tuple[str
     return names
 
 
+def capture_graph(module: Any, *inputs: Any, keep_graph: bool = True,
+                  warmup: int = 3) -> tuple[Any, Any]:
+    """`module(*inputs)` run `warmup` times on a side stream (lazy initialization, cuBLAS and
+    cuDNN handles: none of that may happen inside a capture), then captured without autograd as
+    a CUDA graph: (the torch.cuda.CUDAGraph, what the captured call returned, whose tensors a
+    replay rewrites). keep_graph=True keeps its cudaGraph_t (raw_cuda_graph()) for resident to
+    run or gate; PyTorch then instantiates it on the first replay."""
+    device = next((t.device for t in inputs if isinstance(t, torch.Tensor)), None)
+    side = torch.cuda.Stream(device=device)
+    side.wait_stream(torch.cuda.current_stream(device))
+    with torch.no_grad(), torch.cuda.stream(side):
+        for _ in range(warmup):
+            module(*inputs)
+    torch.cuda.current_stream(device).wait_stream(side)
+    torch.cuda.synchronize(device)
+    graph = torch.cuda.CUDAGraph(keep_graph=keep_graph)
+    with torch.no_grad(), torch.cuda.graph(graph):
+        result = module(*inputs)
+    return graph, result
+
+
 def make_torch_operator(app: Application, name: str, module: Any, example_inputs: Tensors, *,
                         input_names: Sequence[str] | None = None,
                         output_names: Sequence[str] | None = None,
@@ -82,16 +103,7 @@ def make_torch_operator(app: Application, name: str, module: Any, example_inputs
         raise ValueError("make_torch_operator: warmup must be at least 1 (lazy initialization "
                          "and cuBLAS/cuDNN handles must happen before the capture)")
     inputs = tuple(t.detach().clone().contiguous() for t in _as_tuple(example_inputs, "input"))
-    side = torch.cuda.Stream(device=inputs[0].device)
-    side.wait_stream(torch.cuda.current_stream(inputs[0].device))
-    with torch.no_grad(), torch.cuda.stream(side):
-        for _ in range(warmup):
-            module(*inputs)
-    torch.cuda.current_stream(inputs[0].device).wait_stream(side)
-    torch.cuda.synchronize(inputs[0].device)
-    graph = torch.cuda.CUDAGraph(keep_graph=True)
-    with torch.no_grad(), torch.cuda.graph(graph):
-        result = module(*inputs)
+    graph, result = capture_graph(module, *inputs, warmup=warmup)
     outputs = _as_tuple(result, "output")
     for t in outputs:
         if not t.is_contiguous():

@@ -13,10 +13,20 @@ from resident_test_env import import_or_skip
 
 torch = import_or_skip("torch")
 
+from resident.torch import capture_graph  # noqa: E402
 from resident.translate import translate  # noqa: E402
 from test_translate import Small, randomize_batch_norms  # noqa: E402
 
 pytestmark = pytest.mark.gpu
+
+
+def eager_and_graph(net, x):
+    """net(x) eagerly, and net(x) captured (its raw graph kept for GatedGraph): (eager output,
+    graph, the graph's output tensor)."""
+    with torch.no_grad():
+        want = net(x)
+    g, out = capture_graph(net, x)
+    return want, g, out
 
 
 def test_a_preempted_translated_model_keeps_the_unpreempted_bits():
@@ -46,16 +56,7 @@ def test_a_gated_pytorch_graph_holds_at_a_kernel_boundary_and_gives_eagers_outpu
     torch.manual_seed(4)
     net = torch.nn.Sequential(*[torch.nn.Linear(1024, 1024) for _ in range(16)]).cuda().eval()
     x = torch.randn(256, 1024, device="cuda")
-    with torch.no_grad():
-        want = net(x)
-        side = torch.cuda.Stream()
-        side.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(side):
-            net(x)  # warm-up outside the capture
-        torch.cuda.current_stream().wait_stream(side)
-        g = torch.cuda.CUDAGraph(keep_graph=True)
-        with torch.cuda.graph(g):
-            out = net(x)
+    want, g, out = eager_and_graph(net, x)
     signal = _resident.PreemptSignal()
     gated = _resident.GatedGraph(g.raw_cuda_graph(), signal)
     assert gated.gates == gated.kernels >= 16
@@ -82,11 +83,7 @@ def test_a_gated_graph_raised_and_cleared_many_times_gives_eagers_output_every_t
     torch.manual_seed(5)
     net = torch.nn.Sequential(*[torch.nn.Linear(1024, 1024) for _ in range(16)]).cuda().eval()
     x = torch.randn(256, 1024, device="cuda")
-    with torch.no_grad():
-        want = net(x)
-        g = torch.cuda.CUDAGraph(keep_graph=True)
-        with torch.cuda.graph(g):
-            out = net(x)
+    want, g, out = eager_and_graph(net, x)
     signal = _resident.PreemptSignal()
     gated = _resident.GatedGraph(g.raw_cuda_graph(), signal)
     stream = torch.cuda.Stream()
@@ -109,11 +106,7 @@ def test_a_word_left_up_releases_the_gates_within_their_timeout():
     net = torch.nn.Sequential(torch.nn.Linear(64, 64), torch.nn.ReLU(),
                               torch.nn.Linear(64, 64)).cuda().eval()
     x = torch.randn(4, 64, device="cuda")
-    with torch.no_grad():
-        want = net(x)
-        g = torch.cuda.CUDAGraph(keep_graph=True)
-        with torch.cuda.graph(g):
-            out = net(x)
+    want, g, out = eager_and_graph(net, x)
     signal = _resident.PreemptSignal()
     gated = _resident.GatedGraph(g.raw_cuda_graph(), signal, timeout_ms=5.0)
     signal.raise_word()  # a dead loop: never cleared

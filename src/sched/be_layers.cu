@@ -81,18 +81,11 @@ std::int32_t depthwise_conv2d_blocks(const depthwise_conv2d_args& a) {
   require_pointer(kernel, "input", a.input);
   require_pointer(kernel, "filter", a.filter);
   require_pointer(kernel, "output", a.output);
-  require_extent(kernel, "n", sh.n);
-  require_extent(kernel, "c", sh.c);
-  require_extent(kernel, "h", sh.h);
-  require_extent(kernel, "w", sh.w);
-  require_extent(kernel, "k", sh.k);
-  require_extent(kernel, "r", sh.r);
-  require_extent(kernel, "s", sh.s);
+  check_conv2d_shape(kernel, sh);
   if (sh.k % sh.c != 0) {
     reject(kernel, "k",
            std::to_string(sh.k) + " must be a multiple of c (" + std::to_string(sh.c) + ")");
   }
-  check_window(kernel, sh.h, sh.w, sh.r, sh.s, sh.stride, sh.pad);
   check_activation(kernel, a.act);
   require_extent(kernel, "h*w", std::int64_t{sh.h} * sh.w);
   const std::int64_t outputs = std::int64_t{sh.n} * sh.k * sh.p() * sh.q();

@@ -68,17 +68,14 @@ std::vector<cudaGraphNode_t> topological(cudaGraph_t g) {
     ++indegree[to[i]];
     out[from[i]].push_back(to[i]);
   }
+  // `order` is also the queue: nodes are appended once ready and taken from the front.
   std::vector<cudaGraphNode_t> order;
-  std::vector<cudaGraphNode_t> ready;
   for (const cudaGraphNode_t n : nodes) {
-    if (indegree[n] == 0) ready.push_back(n);
+    if (indegree[n] == 0) order.push_back(n);
   }
-  while (!ready.empty()) {
-    const cudaGraphNode_t n = ready.front();
-    ready.erase(ready.begin());
-    order.push_back(n);
-    for (const cudaGraphNode_t m : out[n]) {
-      if (--indegree[m] == 0) ready.push_back(m);
+  for (std::size_t next = 0; next < order.size(); ++next) {
+    for (const cudaGraphNode_t m : out[order[next]]) {
+      if (--indegree[m] == 0) order.push_back(m);
     }
   }
   return order;

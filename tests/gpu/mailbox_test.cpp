@@ -136,27 +136,11 @@ TEST(mailbox, small_samples_take_the_lines_format_in_every_mode) {
   ASSERT_EQ(app.mailbox()->format(), io::mailbox_format::lines);
   std::vector<std::vector<float>> samples;
   for (int i = 0; i < 40; ++i) samples.push_back(random_floats(12));
-  std::vector<execution_mode> modes(all_execution_modes.begin(), all_execution_modes.end());
-  modes.push_back(execution_mode::persistent);
-  std::map<execution_mode, std::vector<std::vector<std::byte>>> results;
-  for (const execution_mode mode : modes) {
-    SCOPED_TRACE(std::string(to_string(mode)));
-    auto run = run_async(app, mode);
-    const auto outputs = drive_lockstep(*app.mailbox(), samples);
-    const tear_down_report report = run->tear_down();
-    ASSERT_TRUE(report.stopped) << report.error;
-    EXPECT_TRUE(report.error.empty()) << report.error;
-    ASSERT_EQ(outputs.size(), samples.size());
-    for (std::size_t i = 0; i < samples.size(); ++i) {
-      const double want = lab_reference(samples[i]);
-      EXPECT_LT(std::abs(as_float(outputs[i]) - want), 1e-5 * std::max(1.0, std::abs(want))) << i;
-    }
-    EXPECT_EQ(report.counters.processed, samples.size());
-    results[mode] = outputs;
-  }
-  for (const execution_mode mode : modes) {
-    EXPECT_EQ(results[mode], results[execution_mode::eager]) << to_string(mode);
-  }
+  expect_every_mode_gives_eagers_outputs(
+      app, *app.mailbox(), samples, [&](std::size_t i, const std::vector<std::byte>& out) {
+        const double want = lab_reference(samples[i]);
+        EXPECT_LT(std::abs(as_float(out) - want), 1e-5 * std::max(1.0, std::abs(want))) << i;
+      });
 }
 
 }  // namespace

@@ -307,6 +307,31 @@ void lab_app::compose() {
   add_flow(sum, tx);
 }
 
+void expect_every_mode_gives_eagers_outputs(
+    Application& app, io::mailbox& mb, const std::vector<std::vector<float>>& samples,
+    const std::function<void(std::size_t, const std::vector<std::byte>&)>& check) {
+  std::vector<execution_mode> modes(all_execution_modes.begin(), all_execution_modes.end());
+  modes.push_back(execution_mode::persistent);
+  outputs_by_mode results;
+  for (const execution_mode mode : modes) {
+    SCOPED_TRACE(std::string(to_string(mode)));
+    auto run = run_async(app, mode);
+    const auto outputs = drive_lockstep(mb, samples);
+    const tear_down_report report = run->tear_down();
+    ASSERT_TRUE(report.stopped) << report.error;
+    EXPECT_TRUE(report.error.empty()) << report.error;
+    ASSERT_EQ(outputs.size(), samples.size());
+    for (std::size_t i = 0; i < samples.size(); ++i) check(i, outputs[i]);
+    EXPECT_EQ(report.counters.processed, samples.size());
+    EXPECT_EQ(report.counters.processed + report.counters.dropped,
+              report.counters.last_seq - report.counters.start_seq);
+    results[mode] = outputs;
+  }
+  for (const execution_mode mode : modes) {
+    EXPECT_EQ(results[mode], results[execution_mode::eager]) << to_string(mode);
+  }
+}
+
 std::vector<std::vector<std::byte>> drive_lockstep(io::mailbox& mb,
                                                    const std::vector<std::vector<float>>& samples,
                                                    std::chrono::milliseconds timeout) {

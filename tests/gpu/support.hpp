@@ -6,6 +6,8 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
+#include <map>
 #include <memory>
 #include <random>
 #include <span>
@@ -167,6 +169,17 @@ std::vector<std::vector<std::byte>> drive_lockstep(io::mailbox& mb,
                                                    std::chrono::milliseconds timeout = 5000ms);
 
 float as_float(const std::vector<std::byte>& bytes);
+
+/// Outputs of one run, per mode.
+using outputs_by_mode = std::map<execution_mode, std::vector<std::vector<std::byte>>>;
+
+/// Runs `app` in every mode, persistent included, driving `samples` in lockstep through `mb`
+/// each time: every run stops cleanly, processes every sample and accounts exactly, and
+/// `check` sees each sample's output with its index. Then every mode's outputs must be eager's,
+/// bit for bit.
+void expect_every_mode_gives_eagers_outputs(
+    Application& app, io::mailbox& mb, const std::vector<std::vector<float>>& samples,
+    const std::function<void(std::size_t, const std::vector<std::byte>&)>& check);
 
 /// Waits until the loop has made more than `passes` controller passes (idle ones included): a
 /// resident loop with no input keeps passing, so this ends unless the loop stopped. How many

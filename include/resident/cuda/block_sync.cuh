@@ -13,15 +13,4 @@ namespace resident::device {
 /// it, as with __syncthreads().
 __device__ __forceinline__ void sync_block() { __barrier_sync(0); }
 
-/// Lane 0's `value`, returned to every lane of the calling warp (all 32 lanes call it together).
-/// A wait that one thread would do alone (polling a word, then a barrier) is better done by its
-/// whole warp, each poll's word handed out with this: the warp leaves the loop together and
-/// reaches the barrier converged. A warp that arrives split (one lane still polling while its
-/// other lanes wait) is what compute-sanitizer's synccheck reports as "divergent thread(s) in
-/// warp", and nothing in CUDA promises that it reconverges before the barrier.
-template <class T>
-__device__ __forceinline__ T from_lane_0(T value) {
-  return __shfl_sync(0xFFFFFFFFU, value, 0);
-}
-
 }  // namespace resident::device

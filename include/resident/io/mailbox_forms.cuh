@@ -3,7 +3,7 @@
 // under the slot's sequence lock, publish it) and the egress commit (versioned, fenced output).
 // The mailbox's kernels run them, and so does the persistent mode's kernel (src/exec/
 // persistent_kernel.cu). Every thread of the block must call them (they hold barriers); any block
-// size that is a whole number of warps works. Include only from .cu files.
+// size works. Include only from .cu files.
 
 #include <cuda/atomic>
 
@@ -174,24 +174,21 @@ __device__ inline void mailbox_rx_pass(const mailbox_view& mb, loop_state* loop,
   std::uint64_t empty_at = 0;
   const bool anticipating = loop->preempt.anticipates();
   for (;;) {
-    if (threadIdx.x < 32) {
-      // Warp 0 polls as one (lane 0 reads, every lane gets its word) and reaches the barrier
-      // below converged: see from_lane_0.
-      const std::uint64_t began = resident::device::from_lane_0(start);
+    if (threadIdx.x == 0) {
       std::uint64_t pick = 0;
       for (;;) {
         // Acquire pairs with the sensor's release of `head`: slot `pick` was complete then. Only
         // an overwrite during the copy can spoil it, which the stamp check after the copy sees.
-        const std::uint64_t head = resident::device::from_lane_0(
-            threadIdx.x == 0 ? load_acquire_system(*mb.head) : std::uint64_t{0});
-        pick = select_sample(head, last, have_processed, policy, mb.depth);
+        pick = select_sample(load_acquire_system(*mb.head), last, have_processed, policy, mb.depth);
         if (pick != 0) break;
-        // After the branch on the load: the load is done.
-        empty_at = resident::device::from_lane_0(device::globaltimer_ns());
-        if (anticipating && threadIdx.x == 0) device::anticipate_preempt(loop, empty_at);
-        if (empty_at - began >= poll_ns) break;  // nothing within the budget: the pass idles
+        empty_at = device::globaltimer_ns();  // after the branch on the load: the load is done
+        if (anticipating) device::anticipate_preempt(loop, empty_at);
+        if (empty_at - start >= poll_ns) {
+          pick = 0;  // nothing to take within the polling budget: the iteration idles
+          break;
+        }
       }
-      if (threadIdx.x == 0) chosen = pick;
+      chosen = pick;
     }
     resident::device::sync_block();
     const std::uint64_t pick = chosen;

@@ -110,19 +110,12 @@ class be_client:
                 self.model, signal, sequential=policy == "sequential",
                 preemptible=policy != "split", partition=partition)
         else:
-            model = model.cuda()
-            xc = self.x.cuda()
-            side = torch.cuda.Stream()
-            side.wait_stream(torch.cuda.current_stream())
-            with torch.no_grad(), torch.cuda.stream(side):
-                model(xc)
-            torch.cuda.current_stream().wait_stream(side)
+            from resident.torch import capture_graph
+
             # kernel-boundary launches its own gated copy of the captured graph; priority
             # replays PyTorch's.
             gated = policy == "kernel-boundary"
-            self.graph = torch.cuda.CUDAGraph(keep_graph=True) if gated else torch.cuda.CUDAGraph()
-            with torch.no_grad(), torch.cuda.graph(self.graph):
-                self.out = model(xc)
+            self.graph, self.out = capture_graph(model.cuda(), self.x.cuda(), keep_graph=gated)
             self.stream = torch.cuda.Stream(priority=0)  # the lowest
             if gated:
                 self.gated = _resident.GatedGraph(self.graph.raw_cuda_graph(), signal)

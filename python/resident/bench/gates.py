@@ -119,16 +119,11 @@ def measure(name: str, args: argparse.Namespace) -> dict[str, Any]:
     x = torch.randn(args.batch, 3, 224, 224, device="cuda",
                     generator=torch.Generator(device="cuda").manual_seed(32))
     durations = kernel_durations_us(model, x)
+    from resident.torch import capture_graph
+
     with torch.no_grad():
         want = model(x).float()
-        side = torch.cuda.Stream()
-        side.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(side):
-            model(x)
-        torch.cuda.current_stream().wait_stream(side)
-        graph = torch.cuda.CUDAGraph(keep_graph=True)
-        with torch.cuda.graph(graph):
-            out = model(x)
+    graph, out = capture_graph(model, x)
     signal = _resident.PreemptSignal()
     gated = _resident.GatedGraph(graph.raw_cuda_graph(), signal)
     raiser = _resident.DeviceRaiser(signal)

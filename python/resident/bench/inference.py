@@ -37,7 +37,7 @@ from resident.bench.report import write_html
 from resident.bench.stats import summarize_run
 
 if torch is not None:
-    from resident.torch import make_torch_operator
+    from resident.torch import capture_graph, make_torch_operator
 
 MODELS = ("shufflenet_v2_x0_5", "mobilenet_v2", "efficientnet_b0", "resnet50", "vgg16")
 MODES = ("host-graph", "while", "tail", "torch-peer")  # torch-peer: PyTorch alone
@@ -133,15 +133,7 @@ def eager_reference(module: Classify) -> tuple[list[int], float]:
 def capture(module: Classify) -> tuple[Any, torch.Tensor, torch.Tensor]:
     """PyTorch's own graph of the module (warmed up on a side stream): graph, index, output."""
     idx = torch.zeros(1, dtype=torch.int32, device="cuda")
-    side = torch.cuda.Stream()
-    side.wait_stream(torch.cuda.current_stream())
-    with torch.no_grad(), torch.cuda.stream(side):
-        for _ in range(3):
-            module(idx)
-    torch.cuda.current_stream().wait_stream(side)
-    graph = torch.cuda.CUDAGraph()
-    with torch.no_grad(), torch.cuda.graph(graph):
-        out = module(idx)
+    graph, out = capture_graph(module, idx, keep_graph=False)
     return graph, idx, out
 
 

@@ -79,6 +79,7 @@ def measure(name: str, args: argparse.Namespace) -> dict[str, Any]:
     import torch
     import torchvision
 
+    from resident.torch import capture_graph
     from resident.translate import translate
 
     torch.manual_seed(11)
@@ -91,15 +92,8 @@ def measure(name: str, args: argparse.Namespace) -> dict[str, Any]:
     with torch.no_grad():
         want = cuda_model(xc).float().cpu()
         eager_ms = time_ms(lambda: cuda_model(xc), args.reps)
-        graph = torch.cuda.CUDAGraph()
-        side = torch.cuda.Stream()
-        side.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(side):
-            cuda_model(xc)
-        torch.cuda.current_stream().wait_stream(side)
-        with torch.cuda.graph(graph):
-            cuda_model(xc)
-        graph_ms = time_ms(graph.replay, args.reps)
+    graph, _ = capture_graph(cuda_model, xc, keep_graph=False)
+    graph_ms = time_ms(graph.replay, args.reps)
     got = plan.infer(translated, x)
     translated.time_inferences(3)  # warm-up
     translated_ms = translated.time_inferences(args.reps) / args.reps

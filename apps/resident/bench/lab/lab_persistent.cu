@@ -67,21 +67,16 @@ __global__ void __launch_bounds__(worker_threads)
   float* affine = work + max_elements;
   float* squared = affine + max_elements;
   for (;;) {
-    if (threadIdx.x < 32) {  // warp 0 waits as one and reaches the barrier converged
-      const std::uint64_t mine = device::from_lane_0(
-          threadIdx.x == 0 ? static_cast<std::uint64_t>(atomicAdd(claim, 1ULL)) : 0);
-      const work_slot& s = slots[mine % queue_capacity];
-      while (device::from_lane_0(threadIdx.x == 0 ? load_acquire_system(s.published) : 0) !=
-             mine + 1) {
+    if (threadIdx.x == 0) {
+      ticket = atomicAdd(claim, 1ULL);
+      const work_slot& s = slots[ticket % queue_capacity];
+      while (load_acquire_system(s.published) != ticket + 1) {
       }
-      if (threadIdx.x == 0) {
-        ticket = mine;
-        started = globaltimer_ns();
-        in = s.in;
-        out = s.out;
-        n = s.elements;
-        quit = s.quit != 0U;
-      }
+      started = globaltimer_ns();
+      in = s.in;
+      out = s.out;
+      n = s.elements;
+      quit = s.quit != 0U;
     }
     resident::device::sync_block();
     work_slot& s = slots[ticket % queue_capacity];
