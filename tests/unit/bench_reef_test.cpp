@@ -471,6 +471,9 @@ TEST(rt_compute_split, splits_the_slowest_computes_into_gemms_and_the_kernels_be
   v.push_back(unstamped);
   const nlohmann::json j = rt_compute_split(v);
   EXPECT_EQ(j["n"].get<std::int64_t>(), 200);
+  EXPECT_EQ(j["traced"].get<std::int64_t>(), 202);
+  EXPECT_EQ(j["left_out_unordered"].get<std::int64_t>(), 1);
+  EXPECT_EQ(j["left_out_unstamped"].get<std::int64_t>(), 1);
   const auto& slow = j["slowest_1pct_compute"];
   EXPECT_EQ(slow["n"].get<std::int64_t>(), 2);
   EXPECT_DOUBLE_EQ(slow["mean_compute_us"].get<double>(), 68.0);

@@ -364,6 +364,16 @@ def save_partial(header: dict[str, Any], results: list[dict[str, Any]],
 
 
 
+def _driver_api_version() -> str:
+    """The CUDA driver API's version as torch reports it (a private call that not every torch
+    release has), or "unknown"; nvidia-smi's driver version replaces it where nvidia-smi runs."""
+    query = getattr(torch._C, "_cuda_getDriverVersion", None)
+    try:
+        return str(query()) if query is not None else "unknown"
+    except RuntimeError:
+        return "unknown"
+
+
 def describe_device() -> dict[str, Any]:
     """The receipt's "device", in the C++ receipts' shape (resident report reads both): name, SMs,
     compute capability, driver (nvidia-smi's, else the CUDA driver API's version), CUDA runtime
@@ -374,7 +384,7 @@ def describe_device() -> dict[str, Any]:
         "name": props.name,
         "sm_count": props.multi_processor_count,
         "compute_capability": f"{props.major}.{props.minor}",
-        "driver": str(torch._C._cuda_getDriverVersion()),
+        "driver": _driver_api_version(),
         "cuda_runtime": major * 1000 + minor * 10,
     }
     try:

@@ -176,8 +176,13 @@ nlohmann::json rt_compute_split(const std::vector<rt_sample_trace>& samples) {
     std::vector<double> segments;
   };
   std::vector<compute> computes;
+  std::int64_t unstamped = 0;  // a stamp missing: no split to make
+  std::int64_t unordered = 0;  // every stamp there, but not in time order
   for (const rt_sample_trace& t : samples) {
-    if (t.body_start == 0 || t.compute_end <= t.body_start) continue;
+    if (t.body_start == 0 || t.compute_end <= t.body_start) {
+      ++unstamped;
+      continue;
+    }
     // Every stamp present and in order: body start <= start1 <= end1 <= start2 ... <= end.
     std::vector<std::uint64_t> at = {t.body_start};
     for (std::size_t l = 0; l < gemms; ++l) {
@@ -185,7 +190,14 @@ nlohmann::json rt_compute_split(const std::vector<rt_sample_trace>& samples) {
       at.push_back(t.gemm_end[l]);
     }
     at.push_back(t.compute_end);
-    if (!std::is_sorted(at.begin(), at.end()) || t.gemm_start[0] == 0) continue;
+    if (std::find(at.begin(), at.end(), std::uint64_t{0}) != at.end()) {
+      ++unstamped;
+      continue;
+    }
+    if (!std::is_sorted(at.begin(), at.end())) {
+      ++unordered;
+      continue;
+    }
     compute c{static_cast<double>(t.compute_end - t.body_start) / 1000.0, {}};
     for (std::size_t i = 0; i + 1 < at.size(); ++i) {
       c.segments.push_back(static_cast<double>(at[i + 1] - at[i]) / 1000.0);
@@ -196,8 +208,12 @@ nlohmann::json rt_compute_split(const std::vector<rt_sample_trace>& samples) {
       {"method",
        "device stamps: each RT gemm launch's first RT block start and last RT block end (its "
        "last block writes them), the body start and the compute's end; segments in time order "
-       "add up to the compute"},
-      {"n", computes.size()}};
+       "add up to the compute; traces with a stamp missing or out of order are counted, not "
+       "split"},
+      {"n", computes.size()},
+      {"traced", samples.size()},
+      {"left_out_unstamped", unstamped},
+      {"left_out_unordered", unordered}};
   if (computes.empty()) return out;
   const auto group = [&](std::size_t from, std::size_t to) -> nlohmann::json {
     std::vector<double> sum(names.size(), 0.0);
