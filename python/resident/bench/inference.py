@@ -265,6 +265,10 @@ def pick_cpus() -> tuple[dict[str, int], list[int]]:
 
 
 def git_commit() -> str:
+    """The checkout's commit; an installed package has none, so RESIDENT_GIT_COMMIT (set by the
+    one who built it) names it there."""
+    if os.environ.get("RESIDENT_GIT_COMMIT"):
+        return os.environ["RESIDENT_GIT_COMMIT"]
     here = os.path.dirname(os.path.abspath(__file__))
     try:
         return subprocess.run(["git", "-C", here, "rev-parse", "--short=12", "HEAD"],
