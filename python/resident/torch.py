@@ -69,13 +69,16 @@ def _port_names(names: Sequence[str] | None, count: int, stem: str) -> Tuple[str
     return names
 
 
-def capture_graph(module: Any, *inputs: Any, keep_graph: bool = True,
-                  warmup: int = 3) -> tuple[Any, Any]:
+def capture_graph(module: Any, *inputs: Any, keep_graph: bool = True, warmup: int = 3,
+                  stream: Any = None) -> tuple[Any, Any]:
     """`module(*inputs)` run `warmup` times on a side stream (lazy initialization, cuBLAS and
     cuDNN handles: none of that may happen inside a capture), then captured without autograd as
     a CUDA graph: (the torch.cuda.CUDAGraph, what the captured call returned, whose tensors a
     replay rewrites). keep_graph=True keeps its cudaGraph_t (raw_cuda_graph()) for resident to
-    run or gate; PyTorch then instantiates it on the first replay."""
+    run or gate; PyTorch then instantiates it on the first replay. `stream`: the capture stream
+    (a torch.cuda.Stream or ExternalStream; default: PyTorch's own). A graph's kernels keep the
+    context of the stream they were captured on, so a graph meant for a partition is captured
+    on one of its streams (Partition.make_stream)."""
     device = next((t.device for t in inputs if isinstance(t, torch.Tensor)), None)
     side = torch.cuda.Stream(device=device)
     side.wait_stream(torch.cuda.current_stream(device))
@@ -85,7 +88,7 @@ def capture_graph(module: Any, *inputs: Any, keep_graph: bool = True,
     torch.cuda.current_stream(device).wait_stream(side)
     torch.cuda.synchronize(device)
     graph = torch.cuda.CUDAGraph(keep_graph=keep_graph)
-    with torch.no_grad(), torch.cuda.graph(graph):
+    with torch.no_grad(), torch.cuda.graph(graph, stream=stream):
         result = module(*inputs)
     return graph, result
 

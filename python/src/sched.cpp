@@ -7,7 +7,9 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "bindings.hpp"
 #include "resident/cuda/buffers.hpp"
@@ -15,6 +17,7 @@
 #include "resident/partition/green_context.hpp"
 #include "resident/sched/gated_graph.hpp"
 #include "resident/sched/preemption.hpp"
+#include "resident/sched/stamp_ring.hpp"
 #include "sched_bindings.hpp"
 
 namespace py = pybind11;
@@ -28,15 +31,28 @@ namespace {
 struct runner {
   runner(const translated& m, const sched::preempt_signal& signal, std::size_t window,
          std::int32_t bounded_grid_per_sm, bool sequential, bool preemptible,
-         const partition_handle* part)
+         const partition_handle* part, std::size_t activity_stamps)
       : part(part != nullptr ? part->p : nullptr),
         work(part != nullptr ? part->p->make_stream(0) : resident::stream(0)),
+        trace(activity_stamps > 0 ? zeroed_trace() : device_buffer{}),
+        activity(activity_stamps > 0 ? std::optional<sched::stamp_ring>(activity_stamps)
+                                     : std::nullopt),
         r(m.model.calls(), work.get(), &signal,
-          options(window, bounded_grid_per_sm, sequential, preemptible, this->part)) {}
+          options(window, bounded_grid_per_sm, sequential, preemptible, this->part,
+                  trace.data_as<sched::be_trace>(),
+                  activity ? activity->view() : sched::stamp_ring_view{})) {}
+  static device_buffer zeroed_trace() {
+    device_buffer b(sizeof(sched::be_trace));
+    RESIDENT_CUDA_TRY(cudaMemset(b.data(), 0, b.size()));
+    return b;
+  }
   static sched::be_runner_options options(std::size_t window, std::int32_t bounded, bool sequential,
                                           bool preemptible,
-                                          std::shared_ptr<const partition::green_context> p) {
+                                          std::shared_ptr<const partition::green_context> p,
+                                          sched::be_trace* trace, sched::stamp_ring_view activity) {
     sched::be_runner_options o;
+    o.trace = trace;
+    o.activity = activity;
     o.name = "translated";
     o.window = window;
     o.bounded_grid_per_sm = bounded;
@@ -51,8 +67,24 @@ struct runner {
   }
   std::shared_ptr<const partition::green_context> part;
   resident::stream work;
+  device_buffer trace;                        // be_trace, with activity stamps
+  std::optional<sched::stamp_ring> activity;  // when BE blocks came and left
   sched::be_runner r;
 };
+
+/// A stream whose work runs on one partition's SMs (keeps the partition alive).
+struct partition_stream {
+  std::shared_ptr<const partition::green_context> part;
+  resident::stream s;
+};
+
+/// A stamp ring's stamps as (ns, flag) pairs: the flag is the stamp's bit 0.
+py::list flagged_stamps(const std::vector<std::uint64_t>& stamps) {
+  py::list out;
+  for (const std::uint64_t s : stamps)
+    out.append(py::make_tuple(s & ~std::uint64_t{1}, (s & 1U) != 0U));
+  return out;
+}
 
 py::dict stats_dict(const sched::be_runner_stats& s) {
   py::dict d;
@@ -100,7 +132,24 @@ void bind_sched(py::module_& m) {
                                "A green-context SM partition (the run option `partition`, and "
                                "BestEffortRunner's `partition`).")
       .def_property_readonly("sm_count", [](const partition_handle& h) { return h.p->sm_count(); })
-      .def_property_readonly("index", [](const partition_handle& h) { return h.p->index(); });
+      .def_property_readonly("index", [](const partition_handle& h) { return h.p->index(); })
+      .def(
+          "make_stream",
+          [](const partition_handle& h, int priority) {
+            return partition_stream{h.p, h.p->make_stream(priority)};
+          },
+          py::arg("priority") = 0,
+          "A non-blocking stream whose kernels run on this partition's SMs only (torch: "
+          "torch.cuda.ExternalStream(s.handle)). A CUDA graph captured on it keeps its kernels "
+          "there; one captured elsewhere runs where it was captured.");
+  py::class_<partition_stream>(m, "PartitionStream", "A stream of one partition.")
+      .def_property_readonly(
+          "handle",
+          [](const partition_stream& s) { return reinterpret_cast<std::uintptr_t>(s.s.get()); })
+      .def("synchronize", [](const partition_stream& s) {
+        py::gil_scoped_release release;
+        s.s.synchronize();
+      });
   m.def(
       "split_partitions",
       [](const std::vector<int>& sm_counts, bool rest_to_last, int device) {
@@ -134,11 +183,20 @@ void bind_sched(py::module_& m) {
                      "A translated model's inference run over and over on a stream of its own, "
                      "its launches preempted while the signal's word is up and resumed after.")
       .def(py::init<const translated&, const sched::preempt_signal&, std::size_t, std::int32_t,
-                    bool, bool, const partition_handle*>(),
+                    bool, bool, const partition_handle*, std::size_t>(),
            py::arg("model"), py::arg("signal"), py::arg("window") = 2,
            py::arg("bounded_grid_per_sm") = 0, py::arg("sequential") = false,
-           py::arg("preemptible") = true, py::arg("partition") = nullptr, py::keep_alive<1, 2>(),
-           py::keep_alive<1, 3>())
+           py::arg("preemptible") = true, py::arg("partition") = nullptr,
+           py::arg("activity_stamps") = 0, py::keep_alive<1, 2>(), py::keep_alive<1, 3>())
+      .def(
+          "activity",
+          [](const runner& r) {
+            return r.activity ? flagged_stamps(r.activity->read()) : py::list();
+          },
+          "With activity_stamps=N (a power of two): when BE blocks came onto the GPU (ns, True) "
+          "and when the last one left (ns, False), device clock, oldest first; after stop().")
+      .def_property_readonly("activity_lost",
+                             [](const runner& r) { return r.activity ? r.activity->lost() : 0U; })
       .def(
           "start", [](runner& r) { r.r.start(); }, "Starts the scheduler thread.")
       .def(
@@ -163,14 +221,20 @@ void bind_sched(py::module_& m) {
       ".raw_cuda_graph()) with a gate before its kernels: it stops at its next kernel boundary "
       "while the signal's word is up.")
       .def(py::init([](std::uintptr_t graph, const sched::preempt_signal& signal,
-                       std::int32_t every, double timeout_ms) {
+                       std::int32_t every, double timeout_ms, std::size_t hold_stamps) {
              return std::make_unique<sched::gated_graph>(
                  reinterpret_cast<cudaGraph_t>(graph), signal.word(),
                  sched::gate_options{
-                     every, std::chrono::nanoseconds(static_cast<std::int64_t>(timeout_ms * 1e6))});
+                     every, std::chrono::nanoseconds(static_cast<std::int64_t>(timeout_ms * 1e6)),
+                     hold_stamps});
            }),
            py::arg("graph"), py::arg("signal"), py::arg("every") = 1, py::arg("timeout_ms") = 100.0,
-           py::keep_alive<1, 3>())
+           py::arg("hold_stamps") = 0, py::keep_alive<1, 3>())
+      .def(
+          "holds", [](const sched::gated_graph& g) { return g.holds(); },
+          "With hold_stamps=N: when each gate that found the word up began to hold (device "
+          "clock, ns), oldest first.")
+      .def_property_readonly("holds_lost", &sched::gated_graph::holds_lost)
       .def(
           "launch",
           [](const sched::gated_graph& g, std::uintptr_t stream) {

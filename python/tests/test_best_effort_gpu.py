@@ -36,7 +36,7 @@ def test_a_preempted_translated_model_keeps_the_unpreempted_bits():
     x = torch.randn(8, 3, 32, 32)
     unpreempted = plan.infer(model, x)
     signal = _resident.PreemptSignal()
-    runner = _resident.BestEffortRunner(model, signal)
+    runner = _resident.BestEffortRunner(model, signal, activity_stamps=1 << 16)
     runner.start()
     for _ in range(40):  # the word up and down while inferences run
         time.sleep(0.002)
@@ -50,6 +50,12 @@ def test_a_preempted_translated_model_keeps_the_unpreempted_bits():
     # The runner's last inference left the same bits in the output tensor.
     again = plan.infer(model, x)
     assert torch.equal(again, unpreempted)
+    # The activity stamps: every time BE blocks came onto the GPU they all left again.
+    activity = runner.activity()
+    assert runner.activity_lost == 0
+    came = sum(1 for _, c in activity if c)
+    assert came > 0 and came == len(activity) - came
+    assert all(ns > 0 for ns, _ in activity)
 
 
 def test_a_gated_pytorch_graph_holds_at_a_kernel_boundary_and_gives_eagers_output():
@@ -58,7 +64,7 @@ def test_a_gated_pytorch_graph_holds_at_a_kernel_boundary_and_gives_eagers_outpu
     x = torch.randn(256, 1024, device="cuda")
     want, g, out = eager_and_graph(net, x)
     signal = _resident.PreemptSignal()
-    gated = _resident.GatedGraph(g.raw_cuda_graph(), signal)
+    gated = _resident.GatedGraph(g.raw_cuda_graph(), signal, hold_stamps=64)
     assert gated.gates == gated.kernels >= 16
     stream = torch.cuda.Stream()
     out.zero_()
@@ -77,6 +83,9 @@ def test_a_gated_pytorch_graph_holds_at_a_kernel_boundary_and_gives_eagers_outpu
     torch.testing.assert_close(out, want)
     st = gated.stats()
     assert st["waits"] >= 1 and st["timeouts"] == 0 and st["max_wait_ns"] >= 40_000_000
+    holds = gated.holds()  # the first gate held once, and nothing before the raise
+    assert len(holds) == st["waits"] and gated.holds_lost == 0
+    assert holds[0] == st["first_wait_ns"]
 
 
 def test_a_gated_graph_raised_and_cleared_many_times_gives_eagers_output_every_time():

@@ -11,6 +11,7 @@
 
 #include "resident/app/loop_device.cuh"
 #include "resident/cuda/error.hpp"
+#include "resident/sched/stamp_ring.cuh"
 
 namespace resident::sched {
 
@@ -19,11 +20,16 @@ namespace {
 /// One thread: through at once while the word is down; while it is up, wait (sleeping between
 /// reads) until it falls or `timeout_ns` passes. Counts into `stats` (gate_stats's words).
 __global__ void gate_kernel(const std::uint32_t* word, unsigned long long* stats,
-                            std::uint64_t timeout_ns) {
+                            std::uint64_t timeout_ns, stamp_ring_view holds) {
   cuda::atomic_ref<const std::uint32_t, cuda::thread_scope_system> w(*word);
   atomicAdd(stats + 0, 1ULL);  // passes
   if (w.load(cuda::memory_order_acquire) == 0U) return;
   const std::uint64_t start = device::globaltimer_ns();
+  // The start is public while the gate still waits: whoever raised the word can see that a gate
+  // holds (and since when) and lower it, instead of learning it only when the wait ends.
+  atomicMin(stats + 5, static_cast<unsigned long long>(start));  // first_wait_ns
+  if (holds.head != nullptr) push_stamp(holds, start);
+  __threadfence_system();
   std::uint64_t now = start;
   bool timed_out = false;
   while (w.load(cuda::memory_order_acquire) != 0U) {
@@ -39,7 +45,6 @@ __global__ void gate_kernel(const std::uint32_t* word, unsigned long long* stats
   atomicAdd(stats + 2, waited);
   atomicMax(stats + 3, waited);
   if (timed_out) atomicAdd(stats + 4, 1ULL);
-  atomicMin(stats + 5, static_cast<unsigned long long>(start));  // first_wait_ns
 }
 
 __global__ void raise_kernel(std::uint32_t* word, std::uint64_t* raised_ns) {
@@ -108,6 +113,8 @@ in_edges edges_into(cudaGraphNode_t node) {
 gated_graph::gated_graph(cudaGraph_t source, const std::uint32_t* preempt_word,
                          gate_options options)
     : _stats(stat_words * sizeof(std::uint64_t)),
+      _holds(options.hold_stamps > 0 ? std::optional<stamp_ring>(options.hold_stamps)
+                                     : std::nullopt),
       _graph(build(source, preempt_word, options)),
       _exec(_graph.get()) {}
 
@@ -129,7 +136,8 @@ graph gated_graph::build(cudaGraph_t source, const std::uint32_t* word,
   graph g = graph::adopt(copy);
   auto* stats = _stats.data_as<unsigned long long>();
   auto timeout_ns = static_cast<std::uint64_t>(options.timeout.count());
-  void* args[] = {&word, &stats, &timeout_ns};
+  stamp_ring_view holds = _holds ? _holds->view() : stamp_ring_view{};
+  void* args[] = {&word, &stats, &timeout_ns, &holds};
   cudaKernelNodeParams params{};
   params.func = reinterpret_cast<void*>(&gate_kernel);
   params.gridDim = dim3(1);
@@ -183,6 +191,12 @@ void raise_on_device(std::uint32_t* word, std::uint64_t* raised_ns, stream_view 
   raise_kernel<<<1, 1, 0, s.get()>>>(word, raised_ns);
   RESIDENT_CUDA_CHECK_LAUNCH("raise_on_device");
 }
+
+std::vector<std::uint64_t> gated_graph::holds() const {
+  return _holds ? _holds->read() : std::vector<std::uint64_t>{};
+}
+
+std::uint64_t gated_graph::holds_lost() const { return _holds ? _holds->lost() : 0U; }
 
 gate_stats gated_graph::stats() const {
   gate_stats out;

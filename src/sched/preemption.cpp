@@ -373,6 +373,7 @@ void be_runner::poll_once(bool submit, bool enqueue) {
     v.exits = word(1);
     v.repeats = word(2);
     v.trace = _options.trace;
+    v.activity = _options.activity;
     if (_saved.size() > 0 && call.saved_floats > 0) {
       v.saved = _saved.data_as<float>() + m.parity * _saved_per_parity + _saved_offsets[m.call];
       v.progress = _progress.data_as<std::uint32_t>() + m.parity * _record_words + _offsets[m.call];

@@ -161,7 +161,9 @@ TEST(gated_graph, the_preemption_latency_is_the_kernel_in_flight_reaching_its_ne
   RESIDENT_REQUIRE_GPU();
   closed_work work(2'000'000);  // 2 ms a kernel
   preempt_signal signal;
-  const gated_graph gated(work.captured.get(), signal.word());
+  gate_options options;
+  options.hold_stamps = 8;
+  const gated_graph gated(work.captured.get(), signal.word(), options);
   device_buffer stamp(sizeof(std::uint64_t));
   stream s;
   stream raiser;
@@ -173,12 +175,18 @@ TEST(gated_graph, the_preemption_latency_is_the_kernel_in_flight_reaching_its_ne
   gated.reset_first_wait();
   raise_on_device(signal.hook().word, stamp.data_as<std::uint64_t>(), raiser);
   raiser.synchronize();
-  while (gated.stats().waits == 0U && std::chrono::steady_clock::now() < deadline) {
+  // first_wait_ns is public while the gate still holds: the word is lowered at once, long
+  // before the gate's timeout.
+  while (gated.stats().first_wait_ns == ~std::uint64_t{0} &&
+         std::chrono::steady_clock::now() < deadline) {
     std::this_thread::yield();
   }
-  const gate_stats st = gated.stats();
+  const gate_stats holding = gated.stats();
   signal.clear();
   s.synchronize();
+  const gate_stats st = gated.stats();
+  EXPECT_EQ(st.first_wait_ns, holding.first_wait_ns);
+  EXPECT_EQ(st.timeouts, 0U) << "the gate held until its timeout although the word was lowered";
   std::uint64_t raised = 0;
   RESIDENT_CUDA_TRY(cudaMemcpy(&raised, stamp.data(), sizeof raised, cudaMemcpyDeviceToHost));
   ASSERT_GE(st.waits, 1U);
@@ -190,6 +198,11 @@ TEST(gated_graph, the_preemption_latency_is_the_kernel_in_flight_reaching_its_ne
   ::testing::Test::RecordProperty("preemption_latency_ns",
                                   static_cast<int>(st.first_wait_ns - raised));
   EXPECT_EQ(work.outputs(), every_step());
+  // The hold ring kept that gate's start: the one hold of the run, the first wait's stamp.
+  const std::vector<std::uint64_t> holds = gated.holds();
+  ASSERT_EQ(holds.size(), 1U);
+  EXPECT_EQ(holds[0], st.first_wait_ns);
+  EXPECT_EQ(gated.holds_lost(), 0U);
 }
 
 TEST(gated_graph, a_word_left_up_by_a_dead_loop_releases_every_gate_within_its_timeout) {

@@ -16,6 +16,7 @@
 #include "resident/sched/be_kernels.cuh"
 #include "resident/sched/be_models.hpp"
 #include "resident/sched/preemptible.cuh"
+#include "resident/sched/stamp_ring.hpp"
 #include "support.hpp"
 
 namespace resident::testing {
@@ -393,6 +394,8 @@ rt_room_run run_gemms_with_rt_room(bool limit, bool raises) {
   o.window = 2;
   o.bounded_grid_per_sm = 4;
   o.trace = trace.data_as<sched::be_trace>();
+  sched::stamp_ring activity(1U << 16U);
+  o.activity = activity.view();
   if (limit) {
     o.rt_sm_load = load.data_as<std::uint32_t>();
     o.rt_sm_blocks = 1;
@@ -412,6 +415,14 @@ rt_room_run run_gemms_with_rt_room(bool limit, bool raises) {
   std::vector<std::uint32_t> left(sched::rt_sm_load_words);
   RESIDENT_CUDA_TRY(cudaMemcpy(left.data(), load.data(), load.size(), cudaMemcpyDeviceToHost));
   for (const std::uint32_t w : left) r.load_left += w;
+  // Every time BE blocks came onto the GPU (bit 0 set) they also all left again (clear): the
+  // running count ended at 0.
+  EXPECT_EQ(activity.lost(), 0U);
+  std::size_t came = 0;
+  std::size_t left_gpu = 0;
+  for (const std::uint64_t stamp : activity.read()) ((stamp & 1U) != 0U ? came : left_gpu) += 1;
+  EXPECT_GT(came, 0U);
+  EXPECT_EQ(came, left_gpu);
   return r;
 }
 

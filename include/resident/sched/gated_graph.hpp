@@ -22,12 +22,16 @@
 #include <cuda_runtime_api.h>
 
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
+#include <optional>
+#include <vector>
 
 #include "resident/cuda/buffers.hpp"
 #include "resident/cuda/event.hpp"
 #include "resident/cuda/graph.hpp"
 #include "resident/cuda/stream.hpp"
+#include "resident/sched/stamp_ring.hpp"
 
 namespace resident::sched {
 
@@ -37,6 +41,10 @@ struct gate_options {
   /// How long a gate waits on a raised word before it lets the graph go on and counts a
   /// timeout.
   std::chrono::nanoseconds timeout{std::chrono::milliseconds(100)};
+  /// Diagnostics: a ring of this many stamps (a power of two, see stamp_ring) records when
+  /// each gate that found the word up began to hold; with the real-time loop's raise stamps
+  /// it gives every raise's preemption latency. 0: none kept.
+  std::size_t hold_stamps{0};
 };
 
 /// What the gates counted since the gated graph was built.
@@ -47,8 +55,10 @@ struct gate_stats {
   std::uint64_t max_wait_ns{};
   std::uint64_t timeouts{};  // gates released by the timeout with the word still raised
   /// %globaltimer when the first gate since reset_first_wait() found the word raised (UINT64_MAX:
-  /// none did). With raise_on_device's stamp, first_wait_ns - raised_ns is the preemption
-  /// latency: how long the kernels in flight at the raise took to reach their next gate.
+  /// none did), written as that gate begins to wait: a reader sees a gate holding while it still
+  /// holds (the counts above are added when a wait ends). With raise_on_device's stamp,
+  /// first_wait_ns - raised_ns is the preemption latency: how long the kernels in flight at the
+  /// raise took to reach their next gate.
   std::uint64_t first_wait_ns{};
 };
 
@@ -82,6 +92,10 @@ class gated_graph {
   [[nodiscard]] gate_stats stats() const;
   /// Forgets first_wait_ns (synchronously, on the reader stream), before the next raise.
   void reset_first_wait() const;
+  /// With gate_options::hold_stamps: when each gate began to hold, oldest first, and how many
+  /// older ones the ring dropped (synchronous). Without: empty and 0.
+  [[nodiscard]] std::vector<std::uint64_t> holds() const;
+  [[nodiscard]] std::uint64_t holds_lost() const;
   /// The gated copy (for a DOT file).
   [[nodiscard]] const graph& gated() const noexcept { return _graph; }
 
@@ -91,6 +105,7 @@ class gated_graph {
                             const gate_options& options);
 
   device_buffer _stats;  // gate_stats, written by the gates
+  std::optional<stamp_ring> _holds;
   stream _reader;
   std::int32_t _gates{0};
   std::int32_t _kernels{0};

@@ -23,6 +23,7 @@
 
 #include "resident/cuda/block_sync.cuh"
 #include "resident/sched/preemptible.hpp"
+#include "resident/sched/stamp_ring.cuh"
 
 namespace resident::sched {
 
@@ -58,7 +59,8 @@ class be_block {
   /// A block that ran leaves the trace here, however it ends (commit, stop or plain return).
   __device__ ~be_block() {
     if (_traced) {
-      atomicSub(&_v.trace->running, 1U);
+      const std::uint32_t before = atomicSub(&_v.trace->running, 1U);
+      if (before == 1U && _v.activity.head != nullptr) push_stamp(_v.activity, now_ns() & ~1ULL);
       atomicMax(reinterpret_cast<unsigned long long*>(&_v.trace->last_end_ns), now_ns());
     }
   }
@@ -85,7 +87,9 @@ class be_block {
       }
       if (run != 0U && _v.skip_done != 0U && load(_v.done + _index) != 0U) run = 0U;
       if (run == 1U && _v.trace != nullptr) {
-        atomicMax(&_v.trace->peak_running, atomicAdd(&_v.trace->running, 1U) + 1U);
+        const std::uint32_t before = atomicAdd(&_v.trace->running, 1U);
+        atomicMax(&_v.trace->peak_running, before + 1U);
+        if (before == 0U && _v.activity.head != nullptr) push_stamp(_v.activity, now_ns() | 1ULL);
         atomicMax(reinterpret_cast<unsigned long long*>(&_v.trace->last_begin_ns), now_ns());
         _traced = true;  // thread 0 only: it alone updates the trace
       }

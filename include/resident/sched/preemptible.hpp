@@ -13,6 +13,8 @@
 
 #include <cstdint>
 
+#include "resident/sched/stamp_ring_view.hpp"
+
 namespace resident::sched {
 
 /// Every library BE kernel runs blocks of this many threads, so any two of them can share one
@@ -135,6 +137,11 @@ struct be_launch_view {
   std::uint32_t skip_done{0};
   /// Where the blocks that run record themselves (diagnostics), or null: not traced.
   be_trace* trace{nullptr};
+  /// Diagnostics, with `trace`: a stamp whenever trace->running leaves 0 (BE blocks came onto
+  /// the GPU; the stamp's bit 0 set) and whenever it returns to 0 (the last running block left;
+  /// bit 0 clear). With the real-time loop's raise stamps it gives each raise's preemption
+  /// latency: how long BE blocks stayed on the GPU after it. Inactive: not recorded.
+  stamp_ring_view activity{};
 };
 
 /// Words of a be_launch_view::rt_sm_load array: one per SM id the rt_sms bitmap can mark.

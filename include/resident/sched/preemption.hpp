@@ -31,6 +31,7 @@
 #include "resident/cuda/stream.hpp"
 #include "resident/sched/be_kernels.hpp"
 #include "resident/sched/be_queue.hpp"
+#include "resident/sched/stamp_ring_view.hpp"
 
 namespace resident::sched {
 
@@ -121,6 +122,9 @@ struct be_runner_options {
   /// Diagnostics: every launch records its running blocks here (be_launch_view::trace), or
   /// null.
   be_trace* trace{nullptr};
+  /// Diagnostics, with `trace`: when BE blocks came onto the GPU and left it
+  /// (be_launch_view::activity), or inactive.
+  stamp_ring_view activity{};
   /// Called first on the scheduler thread (start(), run_sequences()); what it returns lives
   /// until the thread is done. E.g. a partition::green_context::current_scope, so the events
   /// are created in, and the launches made from, the context that owns the stream.

@@ -15,13 +15,19 @@ policy runs the same workload:
   translated       BE as translated models (resident.translate) on resident's preemptible
                    kernels, preempted while the RT loop works and resumed after
   kernel-boundary  BE as PyTorch CUDA graphs gated at their kernel boundaries (GatedGraph)
+  kernel-boundary+split
+                   both: the RT loop in a partition of --rt-sms SMs, the gated BE graphs
+                   captured on and run in the rest (so they share no SM with it), and still
+                   gated, so they also leave the memory system while the RT loop works
 
 Every RT output's top-1 is checked against eager PyTorch, and every BE client's last output
 against eager (translated: the plan's output; graphs: the graph's output tensor). Results name
 the RT model, the workload and the policy and carry rt_p99_over_exclusive,
-be_throughput_over_sequential and wrong_outputs. Not yet here: kernel-boundary combined with a
-split, a PyTorch-side sequential baseline, BE work from another process; preemption latency is
-measured by bench gates, not per policy here.
+be_throughput_over_sequential, wrong_outputs and, for the preempting policies,
+preemption_latency_us: per RT sample, from the loop raising its word to the BE work leaving
+(translated: the last BE block off the GPU; gated graphs: the first gate holding), on the
+device clock (resident.bench.preemption). Not yet here: a PyTorch-side sequential baseline and
+BE work from another process.
 
   python -m resident.bench.disb --quick --json out/disb-quick.json
   python -m resident.bench.disb --workload one --json out/disb.json
@@ -40,10 +46,15 @@ from typing import Any, Callable, Sequence
 
 import resident
 from resident import _resident
-from resident.bench.inference import pick_cpus, receipt_header
+from resident.bench.inference import pick_cpus, receipt_header, save_partial
+from resident.bench import preemption
 from resident.bench.stats import summarize_run
 
-POLICIES = ("exclusive", "priority", "split", "sequential", "translated", "kernel-boundary")
+POLICIES = ("exclusive", "priority", "split", "sequential", "translated", "kernel-boundary",
+            "kernel-boundary+split")
+SPLIT_POLICIES = ("split", "kernel-boundary+split")  # the RT loop in a partition of its own
+PREEMPTING = ("sequential", "translated", "kernel-boundary", "kernel-boundary+split")
+STAMPS = 1 << 22  # per BE client: a ring of BE activity or gate hold stamps (32 MiB)
 WORKLOADS = {  # name: the BE models and their batch sizes
     "one": [("vgg16", 8)],
     "three": [("vgg16", 8), ("mobilenet_v2", 16), ("densenet121", 8)],
@@ -108,17 +119,26 @@ class be_client:
             self.plan.infer(self.model, self.x)  # the input stays in the model's tensor
             self.runner = _resident.BestEffortRunner(
                 self.model, signal, sequential=policy == "sequential",
-                preemptible=policy != "split", partition=partition)
+                preemptible=policy != "split", partition=partition,
+                activity_stamps=STAMPS if policy in PREEMPTING else 0)
         else:
             from resident.torch import capture_graph
 
             # kernel-boundary launches its own gated copy of the captured graph; priority
-            # replays PyTorch's.
-            gated = policy == "kernel-boundary"
-            self.graph, self.out = capture_graph(model.cuda(), self.x.cuda(), keep_graph=gated)
-            self.stream = torch.cuda.Stream(priority=0)  # the lowest
+            # replays PyTorch's. With a split the graph is captured on, and runs in, a stream
+            # of the BE partition: its kernels keep the context they were captured in.
+            gated = policy.startswith("kernel-boundary")
+            if partition is not None:
+                self.partition_stream = partition.make_stream()
+                self.stream = torch.cuda.ExternalStream(self.partition_stream.handle)
+            else:
+                self.stream = torch.cuda.Stream(priority=0)  # the lowest
+            self.graph, self.out = capture_graph(
+                model.cuda(), self.x.cuda(), keep_graph=gated,
+                stream=self.stream if partition is not None else None)
             if gated:
-                self.gated = _resident.GatedGraph(self.graph.raw_cuda_graph(), signal)
+                self.gated = _resident.GatedGraph(self.graph.raw_cuda_graph(), signal,
+                                                  hold_stamps=STAMPS)
                 self.launch: Callable[[], None] = lambda: self.gated.launch(
                     self.stream.cuda_stream)
             else:
@@ -154,6 +174,8 @@ class be_client:
         out: dict[str, Any] = {"model": self.name, "batch": self.batch}
         if hasattr(self, "runner"):
             stats = self.runner.stop()
+            self.activity = self.runner.activity()
+            self.activity_lost = self.runner.activity_lost
             self.inferences = stats["sequences"]
             got = self.plan.infer(self.model, self.x)
             out["runner"] = stats
@@ -167,6 +189,8 @@ class be_client:
                 raise self._error[0]
             if hasattr(self, "gated"):
                 out["gates"] = self.gated.stats()
+                self.holds = self.gated.holds()
+                self.holds_lost = self.gated.holds_lost
             got = self.out.float().cpu()
             # cuDNN may pick other algorithms in the graph than eagerly: top-1, not bits.
             out["wrong_outputs"] = int(not torch.equal(got.argmax(1), self.want.argmax(1)))
@@ -181,25 +205,29 @@ def run_policy(policy: str, app_factory: Callable[[], Any], reference: list[int]
 
     signal = _resident.PreemptSignal()
     parts = (_resident.split_partitions([args.rt_sms, 8], rest_to_last=True)
-             if policy == "split" else [None, None])
+             if policy in SPLIT_POLICIES else [None, None])
     clients = [] if policy == "exclusive" else [
         be_client(name, batch, policy, signal, parts[1])
         for name, batch in WORKLOADS[args.workload]]
     app = app_factory()
-    options: dict[str, Any] = {"policy": "every", "deadline_us": args.deadline_us}
+    # Compose now: the RT model's capture must not overlap the BE clients' replays (PyTorch's
+    # capture is global to the process), so the clients start only after it.
+    app.plan()
+    total = args.warmup + args.samples
+    options: dict[str, Any] = {"policy": "every", "deadline_us": args.deadline_us,
+                               "telemetry_samples": total + 64}
     if args.mode == "host-graph":
         options["loop_cpu"] = cpus["loop"]
     else:
         options["poll_ns"] = 2_000_000
-    if policy in ("translated", "sequential", "kernel-boundary"):
+    if policy in PREEMPTING:
         options["preempt"] = signal
-    if policy == "split":
+    if policy in SPLIT_POLICIES:
         options["partition"] = parts[0]
     if policy == "priority":
         _, highest = torch.cuda.Stream.priority_range()
         options["stream_priority"] = highest
     payloads = torch.arange(100, dtype=torch.int32).numpy()
-    total = args.warmup + args.samples
     for c in clients:
         c.start()
     try:
@@ -215,11 +243,36 @@ def run_policy(policy: str, app_factory: Callable[[], Any], reference: list[int]
     r.update(policy=policy, rt_model=args.rt_model, workload=args.workload, mode=args.mode,
              rate_hz=args.rate, arrivals="poisson" if args.poisson else "fixed",
              deadline_us=args.deadline_us, deadline_misses=report.counters.deadline_misses,
-             partition_sms=[p.sm_count for p in parts] if policy == "split" else None,
+             partition_sms=[p.sm_count for p in parts] if policy in SPLIT_POLICIES else None,
              stopped=report.stopped, error=report.error, be=be,
              be_inferences_per_s=sum(b["inferences_per_s"] for b in be),
-             wrong_outputs=r["wrong_top1"] + sum(b["wrong_outputs"] for b in be))
+             wrong_outputs=r["wrong_top1"] + sum(b["wrong_outputs"] for b in be),
+             preemption_latency_us=None, preemption=None)
+    if policy in PREEMPTING:
+        r["preemption"] = preemption_of(run, clients, args.warmup)
+        lat = r["preemption"]["latency_us"]
+        r["preemption_latency_us"] = (None if lat is None else
+                                      {k: lat[k] for k in ("n", "p50", "p99", "max")})
     return r
+
+
+def preemption_of(run: Any, clients: list[Any], warmup: int) -> dict[str, Any]:
+    """Per-raise preemption latency of the measured samples (after the warm-up): each BE
+    client's outcome from its own stamps (translated: activity; gated: holds), a raise answered
+    when the last client is."""
+    entries = sorted(run.telemetry(), key=lambda e: e.seq)[warmup:]
+    windows = preemption.raise_windows(entries)
+    per_client = []
+    for c in clients:
+        if hasattr(c, "holds"):
+            per_client.append(preemption.hold_outcomes(windows, c.holds, c.holds_lost))
+        elif hasattr(c, "activity"):
+            per_client.append(preemption.activity_outcomes(windows, c.activity, c.activity_lost))
+    out = preemption.summarize_outcomes(preemption.combine(per_client))
+    out["stamps_lost"] = sum(getattr(c, "activity_lost", 0) + getattr(c, "holds_lost", 0)
+                             for c in clients)
+    out["telemetry_lost"] = run.telemetry_lost
+    return out
 
 
 def relate(results: list[dict[str, Any]]) -> None:
@@ -272,6 +325,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"disb: {policy}: RT p50 {s['p50']:.0f} p99 {s['p99']:.0f} max {s['max']:.0f} us, "
               f"{r['deadline_misses']} misses; BE {r['be_inferences_per_s']:.1f} inferences/s; "
               f"{r['wrong_outputs']} wrong outputs", flush=True)
+        if r["preemption"] is not None:
+            pl, pr = r["preemption_latency_us"], r["preemption"]
+            told = (f"p50 {pl['p50']:.1f} p99 {pl['p99']:.1f} max {pl['max']:.1f} us over "
+                    f"{pl['n']}" if pl else "none measured")
+            print(f"disb: {policy}: preemption latency {told} of {pr['raises']} raises",
+                  flush=True)
+        # Partial receipt after each policy: a later failure keeps what ran.
+        save_partial({k: v for k, v in receipt.items() if k != "results"}, receipt["results"],
+                     args)
     relate(receipt["results"])
     os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
     with open(args.json, "w") as f:

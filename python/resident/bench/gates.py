@@ -86,6 +86,9 @@ def replay_ms(launch: Any, stream: Any, reps: int) -> float:
     return begin.elapsed_time(end) / reps
 
 
+NO_WAIT = 2**64 - 1  # first_wait_ns when no gate waited since reset_first_wait()
+
+
 def trial(gated: Any, raiser: Any, signal: Any, be: Any, raise_stream: Any,
           within_s: float) -> float | None:
     """One raise at a random point of an inference: the latency (µs), or None when the raise
@@ -99,14 +102,21 @@ def trial(gated: Any, raiser: Any, signal: Any, be: Any, raise_stream: Any,
     deadline = time.monotonic() + 2.0
     latency = None
     while time.monotonic() < deadline:
-        st = gated.stats()
-        if st["waits"] > waits:
-            latency = (st["first_wait_ns"] - raiser.raised_ns()) / 1e3
+        # first_wait_ns is written as a gate begins to wait: the word is lowered while it holds.
+        first = gated.stats()["first_wait_ns"]
+        if first != NO_WAIT:
+            raised = raiser.raised_ns()
+            if first < raised:
+                raise RuntimeError(f"gates: a gate began to wait at {first} ns, before the word "
+                                   f"was raised at {raised} ns")
+            latency = (first - raised) / 1e3
             break
         if be.query():  # done before any gate saw the word
             break
     signal.clear()
     be.synchronize()
+    if latency is not None and gated.stats()["waits"] == waits:
+        raise RuntimeError("gates: a gate held, but its wait was not counted")
     return latency
 
 
