@@ -11,7 +11,8 @@ for tool in synccheck racecheck; do
       for place in stream graph if while; do
         out=$(timeout 60 compute-sanitizer --tool "$tool" --print-limit 1 "$PROBE" "$kernel" \
           "$barrier" "$place" 2>&1)
-        verdict=$(grep -E "launches|unknown|error" <<< "$out" | grep -v "=========" | head -1)
+        # The probe's own last line: its verdict on the outputs, or the CUDA call that failed.
+        verdict=$(grep -v "^=========" <<< "$out" | grep -v "^$" | tail -1)
         report=$(grep -E "Barrier error|Race reported|ERROR SUMMARY|RACECHECK SUMMARY" <<< "$out" |
           head -1 | sed 's/^========= *//')
         echo "$tool $kernel $barrier $place: ${report:-no summary} | ${verdict:-no verdict}"

@@ -211,6 +211,11 @@ __device__ inline void mailbox_rx_pass(const mailbox_view& mb, loop_state* loop,
         device::publish(loop, pick);
         device::stamp(loop, stage::handler_end);
       }
+      // Every thread has read `chosen` before the pass ends. Each launch has shared memory of
+      // its own, but compute-sanitizer's racecheck counts the launches of a loop relaunched from
+      // the device (`while`, `tail`) as one, and reports the next pass's write as a race with
+      // this read. An idle or repeated pass has no sample waiting on it.
+      resident::device::sync_block();
       return;
     }
     block_copy<true>(sample, mb.slots + (pick % mb.depth) * mb.slot_stride + header_bytes,

@@ -133,8 +133,10 @@ class be_client:
                 self.stream = torch.cuda.ExternalStream(self.partition_stream.handle)
             else:
                 self.stream = torch.cuda.Stream(priority=0)  # the lowest
+            # The graph reads this tensor at every replay: it must live as long as the graph.
+            self.x_cuda = self.x.cuda()
             self.graph, self.out = capture_graph(
-                model.cuda(), self.x.cuda(), keep_graph=gated,
+                model.cuda(), self.x_cuda, keep_graph=gated,
                 stream=self.stream if partition is not None else None)
             if gated:
                 self.gated = _resident.GatedGraph(self.graph.raw_cuda_graph(), signal,
