@@ -76,9 +76,10 @@ def capture_graph(module: Any, *inputs: Any, keep_graph: bool = True, warmup: in
     a CUDA graph: (the torch.cuda.CUDAGraph, what the captured call returned, whose tensors a
     replay rewrites). keep_graph=True keeps its cudaGraph_t (raw_cuda_graph()) for resident to
     run or gate; PyTorch then instantiates it on the first replay. `stream`: the capture stream
-    (a torch.cuda.Stream or ExternalStream; default: PyTorch's own). A graph's kernels keep the
-    context of the stream they were captured on, so a graph meant for a partition is captured
-    on one of its streams (Partition.make_stream)."""
+    (a torch.cuda.Stream or ExternalStream; default: a new stream for this graph alone, which
+    lives as long as the graph). A graph's kernels keep the context of the stream they were
+    captured on, so a graph meant for a partition is captured on one of its streams
+    (Partition.make_stream)."""
     device = next((t.device for t in inputs if isinstance(t, torch.Tensor)), None)
     side = torch.cuda.Stream(device=device)
     side.wait_stream(torch.cuda.current_stream(device))
@@ -88,8 +89,19 @@ def capture_graph(module: Any, *inputs: Any, keep_graph: bool = True, warmup: in
     torch.cuda.current_stream(device).wait_stream(side)
     torch.cuda.synchronize(device)
     graph = torch.cuda.CUDAGraph(keep_graph=keep_graph)
+    owner = None
+    if stream is None:
+        # A stream of this graph's own: PyTorch keys cuBLAS workspaces by capture stream, so
+        # graphs captured on one stream share a workspace, and destroying any of them frees it
+        # under the others (pytorch/pytorch#193402: their replays then fault).
+        from resident import _resident
+
+        owner = _resident.Stream()
+        stream = torch.cuda.ExternalStream(owner.handle, device=device)
     with torch.no_grad(), torch.cuda.graph(graph, stream=stream):
         result = module(*inputs)
+    if owner is not None:
+        graph._resident_capture_stream = owner  # lives as long as the graph
     return graph, result
 
 

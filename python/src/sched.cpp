@@ -142,6 +142,17 @@ void bind_sched(py::module_& m) {
           "A non-blocking stream whose kernels run on this partition's SMs only (torch: "
           "torch.cuda.ExternalStream(s.handle)). A CUDA graph captured on it keeps its kernels "
           "there; one captured elsewhere runs where it was captured.");
+  py::class_<resident::stream>(m, "Stream",
+                               "A CUDA stream of its own (non-blocking), e.g. to capture a graph "
+                               "on (torch: torch.cuda.ExternalStream(s.handle)).")
+      .def(py::init<int>(), py::arg("priority") = 0)
+      .def_property_readonly(
+          "handle",
+          [](const resident::stream& s) { return reinterpret_cast<std::uintptr_t>(s.get()); })
+      .def("synchronize", [](const resident::stream& s) {
+        py::gil_scoped_release release;
+        s.synchronize();
+      });
   py::class_<partition_stream>(m, "PartitionStream", "A stream of one partition.")
       .def_property_readonly(
           "handle",

@@ -127,3 +127,31 @@ def test_a_word_left_up_releases_the_gates_within_their_timeout():
     torch.testing.assert_close(out, want)
     assert gated.stats()["timeouts"] == gated.gates
     signal.clear()
+
+
+def test_destroying_one_captured_graph_leaves_the_others_replayable():
+    # Two graphs with cuBLAS GEMMs; the first one destroyed, the second replayed, then a third
+    # captured and replayed beside it: each keeps its own capture stream and cuBLAS workspace.
+    torch.manual_seed(7)
+    nets = [torch.nn.Sequential(torch.nn.Linear(512, 512), torch.nn.ReLU(),
+                                torch.nn.Linear(512, 512)).cuda().eval() for _ in range(3)]
+    xs = [torch.randn(64, 512, device="cuda") for _ in range(3)]
+    first = eager_and_graph(nets[0], xs[0])
+    want, g, out = eager_and_graph(nets[1], xs[1])
+    del first
+    import gc
+
+    gc.collect()
+    out.zero_()
+    g.replay()
+    torch.cuda.synchronize()
+    torch.testing.assert_close(out, want)
+    want3, g3, out3 = eager_and_graph(nets[2], xs[2])
+    side = torch.cuda.Stream()
+    for _ in range(10):  # the two replayed at once, on two streams
+        with torch.cuda.stream(side):
+            g3.replay()
+        g.replay()
+    torch.cuda.synchronize()
+    torch.testing.assert_close(out, want)
+    torch.testing.assert_close(out3, want3)
