@@ -21,6 +21,7 @@
 #include "exec/modes.hpp"
 #include "resident/app/device_form.hpp"
 #include "resident/app/error.hpp"
+#include "resident/app/plan.hpp"
 #include "resident/cuda/device.hpp"
 #include "resident/cuda/error.hpp"
 #include "resident/detail/phase_table.hpp"
@@ -77,6 +78,26 @@ const persistent_kernel_set& kernel_for(const std::vector<device_form>& forms,
       "resident::register_persistent_kernel");
 }
 
+/// A form whose last phase ends with phase_end::last_block hands the next form nothing that
+/// phase wrote (only the last block waits for the others). Refuses, by name, a body in which a
+/// later operator of the same pass reads such a form's outputs.
+void check_last_block_consumers(const dag_plan& plan, const std::vector<device_form>& forms) {
+  const std::size_t handler = plan.handler_order.size();
+  for (std::size_t i = 0; i < plan.body_order.size(); ++i) {
+    for (const std::size_t j : plan.body_producers[i]) {
+      const device_form& f = forms[handler + j];
+      if (((f.last_block_phases >> (f.phases - 1U)) & 1U) == 0U) continue;
+      throw composition_error(
+          "persistent mode: operator '" + plan.body_order[j]->name() + "' (" + f.name() +
+          ") ends its last phase with phase_end::last_block, so what that phase writes is not "
+          "ordered before the next form, but operator '" +
+          plan.body_order[i]->name() +
+          "' reads its output in the same pass; end that phase with a barrier, or write what "
+          "later operators read in an earlier phase");
+    }
+  }
+}
+
 /// The kernel's step for form `f` (the form's index in kernel `k`).
 form_step step_of(const device_form& f, const persistent_kernel_set& k) {
   form_step s;
@@ -126,6 +147,7 @@ class persistent_executor final : public resident_executor {
     for (const Operator* op : plan().handler_order) _ops.push_back(op);
     for (const Operator* op : plan().body_order) _ops.push_back(op);
     for (const Operator* op : _ops) _forms.push_back(form_of(*op));
+    check_last_block_consumers(plan(), _forms);
     _kernel = &kernel_for(_forms, _ops);
     std::uint32_t reserve_sms = 0;
     for (const device_form& f : _forms) {

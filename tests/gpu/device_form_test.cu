@@ -70,10 +70,15 @@ __global__ void carry_kernel(carry_args a, unsigned* arrivals) {
   if (threadIdx.x == 0) *arrivals = 0U;
 }
 
+// Phase 0 writes the output and the tile sums and ends with a grid barrier (the next form reads
+// the output); phase 1 only counts the blocks, and the last one carries the total, which only
+// the next sample reads.
 struct carry_form {
   static constexpr const char* name = "test.carry_total";
   using args = carry_args;
-  __device__ static void run(const args& a, const form_context&) { carry_tiles(a); }
+  __device__ static void run(const args& a, const form_context& ctx) {
+    if (ctx.phase == 0) carry_tiles(a);
+  }
   __device__ static void finish(const args& a, const form_context&) { carry_finish(a); }
 };
 
@@ -81,6 +86,9 @@ class carry_total final : public Operator {
  public:
   void setup(OperatorSpec& spec) override {
     _elements = spec.param<std::int64_t>("elements", 1000);
+    _one_phase = spec.param<bool>("one_phase", false,
+                                  "write the output in the last-block phase (refused when a later "
+                                  "operator reads it)");
     spec.device_input("in", static_cast<std::size_t>(_elements) * sizeof(float));
     spec.device_output("out", static_cast<std::size_t>(_elements) * sizeof(float));
   }
@@ -95,8 +103,10 @@ class carry_total final : public Operator {
     RESIDENT_CUDA_CHECK_LAUNCH("carry_kernel");
   }
   [[nodiscard]] std::optional<device_form> persistent_form() const override {
+    const std::uint32_t phases = _one_phase ? 1 : 2;
     return device_form::of<carry_form>(args(), &persistent_kernels<carry_form>())
-        .with_phase_end(0, phase_end::last_block);
+        .with_phases(phases)
+        .with_phase_end(phases - 1, phase_end::last_block);
   }
 
  private:
@@ -105,6 +115,7 @@ class carry_total final : public Operator {
             _state.data_as<float>(), _elements};
   }
   std::int64_t _elements{};
+  bool _one_phase{false};
   device_buffer _tile_sums;
   device_buffer _state;
 };
@@ -153,10 +164,12 @@ constexpr std::int64_t elements = 1000;  // four tiles, the last one short
 /// rx -> carry_total [-> negate] -> tx.
 class form_app final : public Application {
  public:
-  explicit form_app(bool with_negate) : _negate(with_negate) {}
+  explicit form_app(bool with_negate, bool one_phase = false)
+      : _negate(with_negate), _one_phase(one_phase) {}
   void compose() override {
     auto rx = make_operator<io::mailbox_rx>("rx", _mailbox);
-    auto carry = make_operator<carry_total>("carry", arg("elements", elements));
+    auto carry = make_operator<carry_total>("carry", arg("elements", elements),
+                                            arg("one_phase", _one_phase));
     auto tx = make_operator<io::mailbox_tx>("tx", _mailbox);
     register_data_ready_handler(_mailbox->make_handler(rx));
     add_flow(rx, carry, {{"sample", "in"}});
@@ -173,6 +186,7 @@ class form_app final : public Application {
 
  private:
   bool _negate;
+  bool _one_phase;
 };
 
 /// The CPU reference of carry_total (and negate) over `samples`, in the device's order of sums.
@@ -223,6 +237,22 @@ TEST(device_form, a_last_block_phase_carries_a_total_to_the_next_sample_in_every
   }
   expect_carry_outputs(execution_mode::persistent, 1, false);
   expect_carry_outputs(execution_mode::persistent, 7, false);  // a cooperative grid
+}
+
+// A last-block phase orders nothing before the next form: a form that writes, in it, what a
+// later operator of the same pass reads is refused by name (it would race with the blocks still
+// writing), in persistent mode only; the graph modes run the operators as kernels in order.
+TEST(device_form, a_last_block_phase_that_a_later_operator_reads_is_refused) {
+  RESIDENT_REQUIRE_GPU();
+  form_app app(false, true);
+  EXPECT_THAT([&] { (void)run_async(app, execution_mode::persistent); },
+              ::testing::ThrowsMessage<composition_error>(
+                  AllOf(HasSubstr("operator 'carry' (test.carry_total)"),
+                        HasSubstr("phase_end::last_block"), HasSubstr("operator 'tx'"))));
+  form_app graph_mode_app(false, true);
+  auto run = run_async(graph_mode_app, execution_mode::while_loop);
+  const tear_down_report report = run->tear_down();
+  EXPECT_TRUE(report.stopped) << report.error;
 }
 
 TEST(device_form, forms_that_no_kernel_holds_together_are_refused_until_one_is_registered) {
