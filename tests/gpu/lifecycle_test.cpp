@@ -248,6 +248,21 @@ TEST(multi_gpu, a_run_on_device_0_leaves_a_caller_on_device_1_there) {
   ASSERT_EQ(cudaSetDevice(0), cudaSuccess);
 }
 
+TEST(current_device, a_device_this_machine_lacks_is_refused_by_name) {
+  RESIDENT_REQUIRE_GPU();
+  lab_app app(elements);
+  run_options options;
+  options.device = device_count();
+  ASSERT_EQ(cudaSetDevice(0), cudaSuccess);
+  EXPECT_THAT([&] { (void)run_async(app, execution_mode::while_loop, options); },
+              ::testing::ThrowsMessage<std::invalid_argument>(::testing::AllOf(
+                  HasSubstr("device " + std::to_string(device_count()) + " does not exist"),
+                  HasSubstr("usable CUDA device"))));
+  EXPECT_EQ(current_device(), 0);
+  auto run = run_async(app, execution_mode::while_loop);  // the application is still free
+  EXPECT_TRUE(run->tear_down().stopped);
+}
+
 TEST(current_device, an_application_cannot_move_to_another_device) {
   RESIDENT_REQUIRE_GPU();
   lab_app app(elements);
