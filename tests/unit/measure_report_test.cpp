@@ -279,6 +279,43 @@ TEST(report, text_tables_co_scheduling_policies_and_their_targets) {
   EXPECT_THAT(render_text({overhead_receipt()}), Not(HasSubstr("co-scheduling")));
 }
 
+// A bench disb receipt (Python): one row per policy in a serving table, text and HTML; a
+// policy without preemption shows "-" for its latency, not a made-up number.
+TEST(report, serving_policies_of_bench_disb_get_a_table) {
+  receipt r("disb", "python -m resident.bench.disb");
+  const auto policy = [](const char* name, double p99, const json& ratio, double be,
+                         const json& be_ratio, const json& preemption) {
+    return json{
+        {"policy", name},
+        {"latency_us",
+         {{"n", 300}, {"p50", p99 - 4}, {"p99", p99}, {"p99_9", p99 + 1}, {"max", p99 + 2}}},
+        {"deadline_misses", 0},
+        {"rt_p99_over_exclusive", ratio},
+        {"be_inferences_per_s", be},
+        {"be_throughput_over_sequential", be_ratio},
+        {"preemption_latency_us", preemption},
+        {"wrong_outputs", 0},
+        {"be", json::array()}};
+  };
+  r.results.push_back(policy("exclusive", 2200.25, 1.0, 0.0, nullptr, nullptr));
+  r.results.push_back(policy("translated", 2310.5, 1.05, 181.5, 1.6,
+                             {{"n", 290}, {"p50", 6.5}, {"p99", 18.75}, {"max", 30.0}}));
+  const std::string text = render_text({r});
+  EXPECT_THAT(text, HasSubstr("disb: serving"));
+  const auto at = text.find("\ntranslated ");
+  ASSERT_NE(at, std::string::npos) << text;
+  const std::string row = text.substr(at + 1, text.find('\n', at + 1) - at - 1);
+  EXPECT_THAT(row, HasSubstr("2310.50"));
+  EXPECT_THAT(row, HasSubstr("1.050x"));
+  EXPECT_THAT(row, HasSubstr("1.600x"));
+  EXPECT_THAT(row, HasSubstr("18.75"));
+  const auto ex = text.find("\nexclusive ");
+  ASSERT_NE(ex, std::string::npos);
+  EXPECT_THAT(text.substr(ex + 1, text.find('\n', ex + 1) - ex - 1), Not(HasSubstr("0.000x")));
+  EXPECT_THAT(render_html({r}), HasSubstr("<h3>serving</h3>"));
+  EXPECT_THAT(render_text({reef_receipt()}), Not(HasSubstr("serving")));
+}
+
 // A target a configuration was missing for has met = null and value = null: shown as not judged
 // (bench io writes those, with "limit" for its bound), never as missed and never a crash.
 TEST(report, a_target_not_judged_is_shown_as_such) {

@@ -466,6 +466,52 @@ std::vector<std::vector<std::string>> policy_rows_of(const receipt& rc) {
   return rows;
 }
 
+// Serving results (python -m resident.bench.disb): one row per policy, the RT model's latency
+// from the sensor's publish to the actuator's sighting, the BE inferences beside it, and how
+// fast BE work left at each raise of the preempt word.
+bool is_serving_result(const json& r) {
+  return r.is_object() && r.contains("policy") && r.contains("be_inferences_per_s") &&
+         r.contains("latency_us") && r["latency_us"].is_object();
+}
+
+const std::vector<std::string> serving_header = {"policy",
+                                                 "RT p50",
+                                                 "RT p99",
+                                                 "RT p99.9",
+                                                 "RT max",
+                                                 "deadline misses",
+                                                 "RT p99 / exclusive",
+                                                 "BE inferences/s",
+                                                 "BE / sequential",
+                                                 "preemption p50",
+                                                 "preemption p99",
+                                                 "wrong outputs"};
+
+std::vector<std::string> serving_row(const json& r) {
+  const json& rt = object_at(r, "latency_us");
+  const json& pre = object_at(r, "preemption_latency_us");
+  return {text_field(r, "policy"),
+          us_field(rt, "p50"),
+          us_field(rt, "p99"),
+          us_field(rt, "p99_9"),
+          us_field(rt, "max"),
+          count_field(r, "deadline_misses"),
+          ratio_field(r, "rt_p99_over_exclusive"),
+          count_field(r, "be_inferences_per_s"),
+          ratio_field(r, "be_throughput_over_sequential"),
+          us_field(pre, "p50"),
+          us_field(pre, "p99"),
+          count_field(r, "wrong_outputs")};
+}
+
+std::vector<std::vector<std::string>> serving_rows_of(const receipt& rc) {
+  std::vector<std::vector<std::string>> rows;
+  for (const auto& r : rc.results) {
+    if (is_serving_result(r)) rows.push_back(serving_row(r));
+  }
+  return rows;
+}
+
 // One evaluated target of a receipt (settings.targets: name, value, target or limit, met).
 struct target_row {
   std::optional<bool> met;  // nullopt: not judged (a configuration it needs did not run)
@@ -554,6 +600,12 @@ std::string render_text(const std::vector<receipt>& receipts) {
       for (std::size_t c = 0; c < policy_text_columns; ++c) right[c] = false;
       policies += "\n" + rc.benchmark + ": co-scheduling (\xC2\xB5s)\n";
       policies += render_columns(policy_header, right, policy_rows);
+    }
+    if (const auto serving = serving_rows_of(rc); !serving.empty()) {
+      std::vector<bool> right(serving_header.size(), true);
+      right[0] = false;
+      policies += "\n" + rc.benchmark + ": serving (\xC2\xB5s)\n";
+      policies += render_columns(serving_header, right, serving);
     }
     for (const auto& line : target_lines(rc)) policies += line + "\n";
     out += rc.benchmark + ": git " + rc.git_commit + ", started " + rc.started_at + ", " +
@@ -916,6 +968,10 @@ void render_receipt(std::ostringstream& html, const receipt& rc, const report_op
   if (const auto policy_rows = policy_rows_of(rc); !policy_rows.empty()) {
     html << "<h3>co-scheduling</h3>\n";
     rows_table(html, policy_header, policy_text_columns, policy_rows);
+  }
+  if (const auto serving = serving_rows_of(rc); !serving.empty()) {
+    html << "<h3>serving</h3>\n";
+    rows_table(html, serving_header, 1, serving);
   }
   if (!targets.empty()) targets_table(html, targets);
   std::vector<const json*> others;
