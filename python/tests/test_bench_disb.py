@@ -39,3 +39,21 @@ def test_bad_arguments_are_refused():
     assert args.samples == 300 and args.policies == ["exclusive", "translated"]
     assert disb.parse_args([]).workload == "one"
     assert "split" in disb.parse_args([]).policies
+
+
+def test_every_client_is_stopped_even_when_one_failed():
+    class client:
+        def __init__(self, fails):
+            self.fails, self.stopped = fails, False
+
+        def stop(self):
+            self.stopped = True
+            if self.fails:
+                raise RuntimeError("client failed")
+            return {"ok": True}
+
+    clients = [client(False), client(True), client(False)]
+    with pytest.raises(RuntimeError, match="client failed"):
+        disb.stop_all(clients)
+    assert all(c.stopped for c in clients)
+    assert disb.stop_all([client(False)]) == [{"ok": True}]

@@ -166,7 +166,9 @@ class be_client:
         if hasattr(self, "runner"):
             self.runner.start()
         else:
-            self._thread = threading.Thread(target=self._loop, name=f"be-{self.name}")
+            # A daemon: a client left running by a failure elsewhere cannot keep the process.
+            self._thread = threading.Thread(target=self._loop, name=f"be-{self.name}",
+                                            daemon=True)
             self._thread.start()
 
     def stop(self) -> dict[str, Any]:
@@ -239,7 +241,7 @@ def run_policy(policy: str, app_factory: Callable[[], Any], reference: list[int]
                 actuator_cpu=cpus["actuator"], keep_bytes=8, drain_s=1.0,
                 observer_cpu=cpus["observer"], poisson_seed=7 if args.poisson else -1)
     finally:
-        be = [c.stop() for c in clients]
+        be = stop_all(clients)
     report = run.report
     r = summarize_run(d, reference, args.warmup, args.samples)
     r.update(policy=policy, rt_model=args.rt_model, workload=args.workload, mode=args.mode,
@@ -256,6 +258,19 @@ def run_policy(policy: str, app_factory: Callable[[], Any], reference: list[int]
         r["preemption_latency_us"] = (None if lat is None else
                                       {k: lat[k] for k in ("n", "p50", "p99", "max")})
     return r
+
+
+def stop_all(clients: list[Any]) -> list[dict[str, Any]]:
+    """Stops every client, even when one of them failed, then raises the first failure."""
+    results, errors = [], []
+    for c in clients:
+        try:
+            results.append(c.stop())
+        except Exception as e:  # noqa: BLE001 (re-raised below, after the others stopped)
+            errors.append(e)
+    if errors:
+        raise errors[0]
+    return results
 
 
 def preemption_of(run: Any, clients: list[Any], warmup: int) -> dict[str, Any]:
