@@ -1,0 +1,188 @@
+// io::device_link on the device: a producer loop publishes each sample it processes into a ring
+// in the consumer's memory, and a consumer loop takes it from there, with no host between them.
+// One GPU here (producer and consumer on device 0, two loops at once); two GPUs in multi_gpu.
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstring>
+#include <memory>
+#include <span>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "gpu/support.hpp"
+#include "resident/cuda/device.hpp"
+#include "resident/exec/executor.hpp"
+#include "resident/io/device_link.hpp"
+#include "resident/io/mailbox.hpp"
+#include "resident/ops/vector_ops.hpp"
+
+namespace resident::testing {
+namespace {
+
+using namespace std::chrono_literals;
+
+constexpr std::int64_t elements = 300;
+constexpr std::size_t bytes = elements * sizeof(float);
+
+/// host -> mailbox -> link_tx: what the host publishes goes into the link unchanged.
+class producer_app final : public Application {
+ public:
+  explicit producer_app(std::shared_ptr<io::device_link> link)
+      : Application("producer"), _link(std::move(link)) {}
+  void compose() override {
+    auto rx = make_operator<io::mailbox_rx>("rx", _mailbox);
+    auto tx = make_operator<io::link_tx>("link", _link);
+    register_data_ready_handler(_mailbox->make_handler(rx));
+    add_flow(rx, tx, {{"sample", "in"}});
+  }
+  std::shared_ptr<io::mailbox> _mailbox =
+      std::make_shared<io::mailbox>(io::mailbox::config{bytes, bytes, 8});
+
+ private:
+  std::shared_ptr<io::device_link> _link;
+};
+
+/// link_rx -> affine (2x + 1) -> mailbox -> host.
+class consumer_app final : public Application {
+ public:
+  explicit consumer_app(std::shared_ptr<io::device_link> link)
+      : Application("consumer"), _link(std::move(link)) {}
+  void compose() override {
+    auto rx = make_operator<io::link_rx>("link", _link);
+    auto aff = make_operator<ops::affine>("affine", arg("elements", elements));
+    auto tx = make_operator<io::mailbox_tx>("tx", _mailbox);
+    register_data_ready_handler(_link->make_handler(rx));
+    add_flow(rx, aff, {{"sample", "in"}});
+    add_flow(aff, tx);
+  }
+  std::shared_ptr<io::mailbox> _mailbox =
+      std::make_shared<io::mailbox>(io::mailbox::config{bytes, bytes, 8});
+
+ private:
+  std::shared_ptr<io::device_link> _link;
+};
+
+std::shared_ptr<io::device_link> link_on(int producer, int consumer, std::size_t depth = 4) {
+  return std::make_shared<io::device_link>(
+      io::device_link::config{bytes, depth, producer, consumer});
+}
+
+/// Publishes each sample into the producer and waits for its output at the consumer: every
+/// output is 2x + 1 of its own sample (the samples differ, so a stale slot shows).
+void expect_lockstep_through(producer_app& producer, consumer_app& consumer, int samples) {
+  for (int k = 0; k < samples; ++k) {
+    const std::vector<float> in = random_floats(elements);
+    const io::output_stamp before = consumer._mailbox->latest_output();
+    (void)producer._mailbox->publish(std::as_bytes(std::span(in)));
+    std::vector<std::byte> out(bytes);
+    const io::output_stamp got = consumer._mailbox->wait_output(before, out, 5000ms);
+    ASSERT_TRUE(got.seq != 0 && got.commit != before.commit) << "no output for sample " << k;
+    std::vector<float> values(elements);
+    std::memcpy(values.data(), out.data(), bytes);
+    for (std::int64_t i = 0; i < elements; ++i) {
+      ASSERT_EQ(values[static_cast<std::size_t>(i)], 2.0F * in[static_cast<std::size_t>(i)] + 1.0F)
+          << "sample " << k << ", value " << i;
+    }
+  }
+}
+
+TEST(device_link, two_loops_on_one_gpu_hand_samples_over_with_no_host_between_them) {
+  RESIDENT_REQUIRE_GPU();
+  for (const auto mode : {execution_mode::while_loop, execution_mode::tail,
+                          execution_mode::persistent, execution_mode::eager}) {
+    SCOPED_TRACE(to_string(mode));
+    auto link = link_on(0, 0);
+    producer_app producer(link);
+    consumer_app consumer(link);
+    run_options options;
+    options.persistent_blocks = 1;  // two persistent loops at once: each leaves room
+    auto consumer_run = run_async(consumer, mode, options);
+    auto producer_run = run_async(producer, mode, options);
+    expect_lockstep_through(producer, consumer, 20);
+    const tear_down_report p = producer_run->tear_down();
+    const tear_down_report c = consumer_run->tear_down();
+    ASSERT_TRUE(p.stopped) << p.error;
+    ASSERT_TRUE(c.stopped) << c.error;
+    EXPECT_EQ(p.counters.processed, 20U);
+    EXPECT_EQ(link->published(), 20U);
+    EXPECT_EQ(c.counters.processed + c.counters.dropped, link->published());
+    EXPECT_EQ(c.counters.processed, 20U);
+  }
+}
+
+// Samples published back to back: the producer may drop some (its own mailbox laps), the link's
+// ring of two slots may lap the consumer, and each side counts exactly: the producer's
+// processed + dropped = what the host published, the consumer's = what the producer published.
+TEST(device_link, samples_back_to_back_are_accounted_for_exactly_on_both_sides) {
+  RESIDENT_REQUIRE_GPU();
+  auto link = link_on(0, 0, 2);
+  producer_app producer(link);
+  consumer_app consumer(link);
+  run_options newest;
+  newest.policy = sample_policy::newest;
+  auto consumer_run = run_async(consumer, execution_mode::while_loop, newest);
+  auto producer_run = run_async(producer, execution_mode::while_loop);
+  const std::vector<float> in = random_floats(elements);
+  for (int k = 0; k < 200; ++k) (void)producer._mailbox->publish(std::as_bytes(std::span(in)));
+  const auto deadline = std::chrono::steady_clock::now() + 5s;
+  while (producer_run->counters().processed + producer_run->counters().dropped < 200U &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(1ms);
+  }
+  std::this_thread::sleep_for(20ms);  // the consumer sees the last one
+  const tear_down_report p = producer_run->tear_down();
+  const tear_down_report c = consumer_run->tear_down();
+  ASSERT_TRUE(p.stopped && c.stopped) << p.error << c.error;
+  EXPECT_EQ(p.counters.processed + p.counters.dropped, 200U);
+  EXPECT_EQ(link->published(), p.counters.processed);
+  EXPECT_EQ(c.counters.processed + c.counters.dropped, link->published());
+  EXPECT_GT(c.counters.processed, 0U);
+}
+
+TEST(device_link, refuses_devices_the_machine_lacks_by_name) {
+  RESIDENT_REQUIRE_GPU();
+  const int missing = device_count();
+  EXPECT_THROW(
+      {
+        try {
+          (void)link_on(0, missing);
+        } catch (const composition_error& e) {
+          EXPECT_NE(std::string(e.what()).find("consumer_device " + std::to_string(missing) +
+                                               " does not exist"),
+                    std::string::npos)
+              << e.what();
+          throw;
+        }
+      },
+      composition_error);
+}
+
+// Needs two GPUs; the suite multi_gpu may skip on a machine with fewer (tests/gpu/support.cu).
+TEST(multi_gpu, a_link_from_gpu_0_to_gpu_1_hands_samples_over_in_every_resident_mode) {
+  RESIDENT_REQUIRE_GPU();
+  if (device_count() < 2) GTEST_SKIP() << "needs two GPUs: this machine has " << device_count();
+  for (const auto mode :
+       {execution_mode::while_loop, execution_mode::tail, execution_mode::persistent}) {
+    SCOPED_TRACE(to_string(mode));
+    auto link = link_on(0, 1);
+    producer_app producer(link);
+    consumer_app consumer(link);
+    run_options on_0;
+    on_0.persistent_blocks = 1;
+    run_options on_1 = on_0;
+    on_1.device = 1;
+    auto consumer_run = run_async(consumer, mode, on_1);
+    auto producer_run = run_async(producer, mode, on_0);
+    expect_lockstep_through(producer, consumer, 20);
+    const tear_down_report p = producer_run->tear_down();
+    const tear_down_report c = consumer_run->tear_down();
+    ASSERT_TRUE(p.stopped && c.stopped) << p.error << c.error;
+    EXPECT_EQ(c.counters.processed + c.counters.dropped, link->published());
+  }
+}
+
+}  // namespace
+}  // namespace resident::testing
