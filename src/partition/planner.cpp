@@ -85,6 +85,8 @@ std::string covered_modes(const std::map<execution_mode, overhead_model>& overhe
   return names;
 }
 
+constexpr int max_devices = 64;
+
 std::optional<problem> find_problem(const taskset& tasks) {
   using part = problem::part;
   const auto& d = tasks.device;
@@ -96,6 +98,11 @@ std::optional<problem> find_problem(const taskset& tasks) {
                      std::string("device ") + key + " is " + std::to_string(value) +
                          "; it must be a positive number of SMs"};
     }
+  }
+  if (d.count < 1 || d.count > max_devices) {
+    return problem{part::device, no_loop, "count",
+                   "device count is " + std::to_string(d.count) + "; it must be 1 to " +
+                       std::to_string(max_devices) + " devices"};
   }
   for (const auto& [mode, model] : tasks.overheads) {
     if (!is_resident(mode)) {
@@ -398,11 +405,12 @@ void expect_map(const YAML::Node& value, const std::string& what, const std::str
 device_spec parse_device(const YAML::Node& node, const std::string& origin, marks& seen) {
   expect_map(node, "'device'", "{sm_count: 132, granularity: 8, min_partition: 8}", origin);
   device_spec d;
-  map_reader reader(node, "device", "sm_count, granularity, min_partition", origin);
+  map_reader reader(node, "device", "sm_count, granularity, min_partition, count", origin);
   reader.each([&](const std::string& key, const YAML::Node& value) {
     int* field = key == "sm_count"        ? &d.sm_count
                  : key == "granularity"   ? &d.granularity
                  : key == "min_partition" ? &d.min_partition
+                 : key == "count"         ? &d.count
                                           : nullptr;
     if (field == nullptr) return false;
     *field = sm_value(value, key, "device", origin);
@@ -702,6 +710,42 @@ std::string_view to_string(loop_verdict verdict) noexcept {
   return "unknown";
 }
 
+namespace {
+
+/// Spreads the loops' smallest partitions over device.count identical devices, largest first,
+/// each on the first device with room (first-fit decreasing: quick and usually tight, not
+/// optimal). A loop that finds no room leaves the taskset infeasible, with the reason.
+void place_on_devices(const device_spec& d, plan_result& result) {
+  result.sm_used_by_device.assign(static_cast<std::size_t>(d.count), 0);
+  std::vector<std::size_t> order(result.loops.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+    return result.loops[a].sm > result.loops[b].sm;
+  });
+  std::string unplaced;
+  for (const std::size_t i : order) {
+    loop_plan& p = result.loops[i];
+    for (int dev = 0; dev < d.count; ++dev) {
+      int& used = result.sm_used_by_device[static_cast<std::size_t>(dev)];
+      if (used + p.sm <= d.sm_count) {
+        used += p.sm;
+        p.device = dev;
+        break;
+      }
+    }
+    if (p.device < 0)
+      unplaced += (unplaced.empty() ? "" : ", ") + p.name + " (" + std::to_string(p.sm) + " SMs)";
+  }
+  if (!unplaced.empty()) {
+    result.reasons.push_back("the loops' smallest partitions (" + std::to_string(result.sm_needed) +
+                             " SMs in all) do not fit on " + std::to_string(d.count) +
+                             " devices of " + std::to_string(d.sm_count) +
+                             " SMs placed largest first: no room left for " + unplaced);
+  }
+}
+
+}  // namespace
+
 plan_result plan(const taskset& tasks) {
   validate(tasks);
   for (const auto& loop : tasks.loops) {
@@ -733,8 +777,14 @@ plan_result plan(const taskset& tasks) {
     }
     result.loops.push_back(std::move(p));
   }
-  result.sm_left = tasks.device.sm_count - result.sm_needed;
-  if (every_loop_fits && result.sm_left < 0) {
+  result.sm_left = tasks.device.count * tasks.device.sm_count - result.sm_needed;
+  if (every_loop_fits && tasks.device.count > 1) {
+    place_on_devices(tasks.device, result);
+  } else if (every_loop_fits && result.sm_left >= 0) {
+    result.sm_used_by_device = {result.sm_needed};
+    for (auto& p : result.loops) p.device = 0;
+  }
+  if (every_loop_fits && tasks.device.count == 1 && result.sm_left < 0) {
     std::string parts;
     for (const auto& p : result.loops) {
       parts += (parts.empty() ? "" : " + ") + p.name + " " + std::to_string(p.sm);
@@ -770,7 +820,8 @@ std::string render_text(const plan_result& result) {
   std::ostringstream out;
   const auto& d = result.device;
   const auto sizes = candidate_sizes(d);
-  out << "device: " << d.sm_count << " SMs, partitions of ";
+  out << "device: " << (d.count > 1 ? std::to_string(d.count) + " x " : std::string()) << d.sm_count
+      << " SMs, partitions of ";
   if (sizes.empty()) {
     out << "none (multiples of " << d.granularity << ", at least " << d.min_partition << ")\n";
   } else {
@@ -782,6 +833,8 @@ std::string render_text(const plan_result& result) {
   }
   std::vector<std::vector<std::string>> rows{
       {"loop", "mode", "SMs", "B us", "R us", "D us", "slack us", "util", "wait"}};
+  const bool several = d.count > 1;
+  if (several) rows.front().insert(rows.front().begin() + 3, "GPU");
   for (const auto& p : result.loops) {
     if (p.feasible()) {
       rows.push_back({p.name, mode_name(p.mode), std::to_string(p.sm), us(p.wcet_us),
@@ -790,6 +843,10 @@ std::string render_text(const plan_result& result) {
     } else {
       rows.push_back({p.name, mode_name(p.mode), "-", "-", "-", us(p.deadline_us), "-", "-",
                       std::string(to_string(p.verdict))});
+    }
+    if (several) {
+      rows.back().insert(rows.back().begin() + 3,
+                         p.device >= 0 ? std::to_string(p.device) : std::string("-"));
     }
   }
   std::vector<std::size_t> width(rows.front().size(), 0);
@@ -809,8 +866,15 @@ std::string render_text(const plan_result& result) {
   }
   if (result.feasible) {
     out << "fits: " << result.loops.size() << (result.loops.size() == 1 ? " loop" : " loops")
-        << " on " << result.sm_needed << " of " << d.sm_count << " SMs, " << result.sm_left
-        << " left over\n";
+        << " on " << result.sm_needed << " of " << d.count * d.sm_count << " SMs, "
+        << result.sm_left << " left over\n";
+    if (several) {
+      out << "SMs used per GPU:";
+      for (std::size_t i = 0; i < result.sm_used_by_device.size(); ++i) {
+        out << (i == 0 ? " " : ", ") << i << ": " << result.sm_used_by_device[i];
+      }
+      out << '\n';
+    }
   } else {
     out << "does not fit:\n";
     for (const auto& reason : result.reasons) out << "  - " << reason << '\n';

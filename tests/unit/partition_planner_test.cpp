@@ -183,6 +183,48 @@ TEST(partition_planner, a_taskset_short_of_sms_says_by_how_many) {
             "device has 32: short by 8 SMs");
 }
 
+// Several identical devices: the smallest partitions are placed largest first, each on the
+// first device with room; SMs used per device and each loop's device are reported.
+TEST(partition_planner, loops_spread_over_several_devices_largest_first) {
+  auto tasks = load_taskset(fixtures / "taskset_fits.yaml");  // camera 16, lidar 16, imu 8
+  tasks.device.sm_count = 24;
+  tasks.device.count = 2;
+  const auto result = plan(tasks);
+  ASSERT_TRUE(result.feasible) << render_text(result);
+  EXPECT_EQ(result.loops[0].device, 0);  // camera 16 on GPU 0
+  EXPECT_EQ(result.loops[1].device, 1);  // lidar 16: GPU 0 has 8 left, so GPU 1
+  EXPECT_EQ(result.loops[2].device, 0);  // imu 8 fills GPU 0
+  EXPECT_EQ(result.sm_used_by_device, (std::vector<int>{24, 16}));
+  EXPECT_EQ(result.sm_left, 8);  // 2 x 24 - 40
+  const std::string text = render_text(result);
+  EXPECT_THAT(text, HasSubstr("device: 2 x 24 SMs"));
+  EXPECT_THAT(text, HasSubstr("SMs used per GPU: 0: 24, 1: 16"));
+  EXPECT_THAT(text, HasSubstr("GPU"));
+}
+
+TEST(partition_planner, loops_that_fit_in_sum_but_not_device_by_device_are_refused_by_name) {
+  auto tasks = load_taskset(fixtures / "taskset_fits.yaml");  // camera 16, lidar 16, imu 8
+  tasks.device.sm_count = 20;  // 2 x 20 = 40 SMs, as many as the loops need in all
+  tasks.device.count = 2;
+  const auto result = plan(tasks);
+  EXPECT_FALSE(result.feasible);
+  EXPECT_EQ(result.sm_left, 0);
+  ASSERT_EQ(result.reasons.size(), 1U);
+  EXPECT_THAT(result.reasons[0], HasSubstr("do not fit on 2 devices of 20 SMs"));
+  EXPECT_THAT(result.reasons[0], HasSubstr("no room left for imu (8 SMs)"));
+  EXPECT_EQ(result.loops[2].device, -1);
+}
+
+TEST(partition_planner, a_device_count_out_of_range_is_refused) {
+  auto tasks = load_taskset(fixtures / "taskset_fits.yaml");
+  tasks.device.count = 0;
+  EXPECT_THAT(plan_error_of([&] { (void)plan(tasks); }), HasSubstr("device count is 0"));
+  const std::string yaml = "device: {count: 2}\n" + one_loop_yaml(
+                                                        "  - {name: a, rate_hz: 100, "
+                                                        "deadline_us: 5000, wcet_us: {8: 100}}\n");
+  EXPECT_EQ(parse_taskset(yaml, "test.yaml", fixtures).device.count, 2);
+}
+
 TEST(partition_planner, a_loop_that_misses_its_deadline_at_every_size_says_by_how_much) {
   auto loop = camera();
   loop.deadline_us = 100;

@@ -57,6 +57,7 @@ struct device_spec {
   int sm_count{132};
   int granularity{8};    // partition sizes are multiples of this
   int min_partition{8};  // and at least this
+  int count{1};          // identical devices the loops are spread over (1 to 64)
 };
 
 /// One mode's fixed costs, in µs, margin already applied.
@@ -146,6 +147,8 @@ struct loop_plan {
   loop_verdict verdict{};
   /// The smallest feasible size and the numbers there; 0 when the loop does not fit.
   int sm{};
+  /// The device its partition is placed on (0 to device.count - 1); -1 when it is not placed.
+  int device{-1};
   double wcet_us{};
   double busy_us{};
   double response_us{};
@@ -165,9 +168,11 @@ struct plan_result {
   std::vector<loop_plan> loops;  // in taskset order
   /// The sum of the minimal sizes of the loops that fit on their own.
   int sm_needed{};
-  /// sm_count - sm_needed: the SMs left over when the taskset fits, the shortfall (negated) when
-  /// it is short of SMs only. Meaningless when some loop does not fit at any size.
+  /// count * sm_count - sm_needed: the SMs left over when the taskset fits, the shortfall
+  /// (negated) when it is short of SMs only. Meaningless when some loop does not fit at any size.
   int sm_left{};
+  /// SMs the placed partitions take on each device (device.count entries).
+  std::vector<int> sm_used_by_device;
   std::vector<std::string> reasons;  // why it does not fit, one sentence each; empty when it does
 };
 

@@ -179,6 +179,7 @@ nlohmann::json to_json(const plan_result& result) {
                      {"deadline_us", p.deadline_us},
                      {"sleep_us", p.sleep_us},
                      {"sm", when_fits(p.sm)},
+                     {"device", p.device >= 0 ? nlohmann::json(p.device) : nlohmann::json()},
                      {"wcet_us", when_fits(p.wcet_us)},
                      {"busy_us", when_fits(p.busy_us)},
                      {"response_us", when_fits(p.response_us)},
@@ -192,11 +193,13 @@ nlohmann::json to_json(const plan_result& result) {
           {"device",
            {{"sm_count", result.device.sm_count},
             {"granularity", result.device.granularity},
-            {"min_partition", result.device.min_partition}}},
+            {"min_partition", result.device.min_partition},
+            {"count", result.device.count}}},
           {"overheads", overheads},
           {"loops", loops},
           {"sm_needed", result.sm_needed},
           {"sm_left", result.sm_left},
+          {"sm_used_by_device", result.sm_used_by_device},
           {"reasons", result.reasons}};
 }
 
