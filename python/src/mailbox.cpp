@@ -131,17 +131,19 @@ void bind_mailbox(py::module_& m) {
   bind_stamp(m);
   py::class_<io::mailbox, std::shared_ptr<io::mailbox>>(m, "Mailbox")
       .def(py::init([](std::size_t input_bytes, std::size_t output_bytes, std::size_t depth,
-                       const std::string& format) {
+                       const std::string& format, int device) {
              return std::make_shared<io::mailbox>(
                  io::mailbox::config{.input_bytes = input_bytes,
                                      .output_bytes = output_bytes,
                                      .depth = depth,
-                                     .format = io::parse_mailbox_format(format)});
+                                     .format = io::parse_mailbox_format(format),
+                                     .device = device});
            }),
            py::arg("input_bytes"), py::arg("output_bytes"), py::arg("depth") = 4,
-           py::arg("format") = "automatic",
+           py::arg("format") = "automatic", py::arg("device") = 0,
            "format: 'automatic' (one tagged line per sample and for the output where they fit: "
-           "samples up to 49 bytes, outputs up to 42), 'lines' or 'sequence-lock'")
+           "samples up to 49 bytes, outputs up to 42), 'lines' or 'sequence-lock'; device: the "
+           "GPU of the loop that uses it (the run option device)")
       .def_property_readonly(
           "format", [](const io::mailbox& mb) { return std::string(io::to_string(mb.format())); })
       .def("publish", &publish, py::arg("payload"))

@@ -125,6 +125,23 @@ data_ready_handler device_link::make_handler(std::shared_ptr<Operator> rx) const
                             [this] { return published(); }};
 }
 
+namespace {
+
+void check_device(const Operator& op, const char* side, int device) {
+  const int run_device = current_device();
+  if (run_device != device) {
+    throw composition_error("operator '" + op.name() + "': the link's " + side + " is device " +
+                            std::to_string(device) + ", but the application runs on device " +
+                            std::to_string(run_device));
+  }
+}
+
+}  // namespace
+
+void link_rx::initialize() { check_device(*this, "consumer", _link->settings().consumer_device); }
+
+void link_tx::initialize() { check_device(*this, "producer", _link->settings().producer_device); }
+
 void link_rx::setup(OperatorSpec& spec) {
   spec.device_output("sample", _link->settings().bytes);
   spec.can_carry(loop_step::controller);  // the mailbox's handler kernel, which can carry it

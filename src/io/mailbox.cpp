@@ -5,6 +5,7 @@
 
 #include "cuda/host_words.hpp"
 #include "resident/app/error.hpp"
+#include "resident/cuda/device.hpp"
 #include "resident/cuda/error.hpp"
 
 namespace resident::io {
@@ -15,6 +16,14 @@ using ::resident::detail::host_load_acquire;
 
 mailbox::config checked(mailbox::config c) {
   if (c.input_bytes == 0) throw composition_error("mailbox: input_bytes must be at least 1");
+  if (c.device < 0) {
+    throw composition_error("mailbox: device must be >= 0, got " + std::to_string(c.device));
+  }
+  if (const int devices = device_count(); devices > 0 && c.device >= devices) {
+    throw composition_error("mailbox: device " + std::to_string(c.device) +
+                            " does not exist: this machine has " + std::to_string(devices) +
+                            " usable CUDA device(s)");
+  }
   if (c.depth < 2) {
     throw composition_error(
         "mailbox: depth must be at least 2 (one slot to read while the "
@@ -36,14 +45,33 @@ detail::mailbox_layout layout_of(const mailbox::config& c) {
           .lines = detail::resolve_format(c.format, c.input_bytes, c.output_bytes)};
 }
 
+/// The egress's commit counter, zeroed, in `device`'s memory (the caller's device left as it
+/// was).
+device_buffer commit_counter_on(int device) {
+  const current_device_guard on(device);
+  device_buffer b(sizeof(std::uint64_t));
+  RESIDENT_CUDA_TRY(cudaMemset(b.data(), 0, b.size()));
+  return b;
+}
+
+/// Refuses, naming the operator, a run on another device than the mailbox's.
+void check_device(const Operator& op, const mailbox& mb) {
+  const int run_device = current_device();
+  if (run_device != mb.settings().device) {
+    throw composition_error("operator '" + op.name() + "': its mailbox belongs to device " +
+                            std::to_string(mb.settings().device) +
+                            " (config.device), but the application runs on device " +
+                            std::to_string(run_device));
+  }
+}
+
 }  // namespace
 
 mailbox::mailbox(config c)
     : _config(checked(c)),
       _memory(layout_of(_config).total_bytes()),
       _protocol(layout_of(_config), {_memory.host_as<std::byte>(), _memory.size()}),
-      _commits(sizeof(std::uint64_t)) {
-  RESIDENT_CUDA_TRY(cudaMemset(_commits.data(), 0, sizeof(std::uint64_t)));
+      _commits(commit_counter_on(_config.device)) {
   using layout = detail::mailbox_layout;
   const layout& l = _protocol.layout();
   auto* dev = _memory.device_as<std::byte>();
@@ -115,6 +143,10 @@ void mailbox_rx::setup(OperatorSpec& spec) {
   spec.device_output("sample", _mailbox->settings().input_bytes);
   spec.can_carry(loop_step::controller);  // its kernel ends with the controller step when fused
 }
+
+void mailbox_rx::initialize() { check_device(*this, *_mailbox); }
+
+void mailbox_tx::initialize() { check_device(*this, *_mailbox); }
 
 void mailbox_rx::compute(CaptureContext& ctx) {
   detail::launch_mailbox_rx(_mailbox->device_view(), ctx.loop(),

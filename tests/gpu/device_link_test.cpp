@@ -49,7 +49,13 @@ class producer_app final : public Application {
 class consumer_app final : public Application {
  public:
   explicit consumer_app(std::shared_ptr<io::device_link> link)
-      : Application("consumer"), _link(std::move(link)) {}
+      : Application("consumer"),
+        _mailbox(std::make_shared<io::mailbox>(
+            io::mailbox::config{.input_bytes = bytes,
+                                .output_bytes = bytes,
+                                .depth = 8,
+                                .device = link->settings().consumer_device})),
+        _link(std::move(link)) {}
   void compose() override {
     auto rx = make_operator<io::link_rx>("link", _link);
     auto aff = make_operator<ops::affine>("affine", arg("elements", elements));
@@ -58,8 +64,7 @@ class consumer_app final : public Application {
     add_flow(rx, aff, {{"sample", "in"}});
     add_flow(aff, tx);
   }
-  std::shared_ptr<io::mailbox> _mailbox =
-      std::make_shared<io::mailbox>(io::mailbox::config{bytes, bytes, 8});
+  std::shared_ptr<io::mailbox> _mailbox;
 
  private:
   std::shared_ptr<io::device_link> _link;
@@ -140,6 +145,36 @@ TEST(device_link, samples_back_to_back_are_accounted_for_exactly_on_both_sides) 
   EXPECT_EQ(link->published(), p.counters.processed);
   EXPECT_EQ(c.counters.processed + c.counters.dropped, link->published());
   EXPECT_GT(c.counters.processed, 0U);
+}
+
+// A mailbox for a device the machine lacks is refused by name (one GPU suffices).
+TEST(device_link, a_mailbox_for_a_device_the_machine_lacks_is_refused_by_name) {
+  RESIDENT_REQUIRE_GPU();
+  const int missing = device_count();
+  try {
+    const io::mailbox mb(io::mailbox::config{.input_bytes = 8, .device = missing});
+    ADD_FAILURE() << "a mailbox for device " << missing << " was made";
+  } catch (const composition_error& e) {
+    EXPECT_NE(std::string(e.what()).find("device " + std::to_string(missing) + " does not exist"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+// Needs two GPUs. Each endpoint runs on its own side's device: a consumer run on the
+// producer's device is refused by name, before anything runs.
+TEST(multi_gpu, a_link_endpoint_on_the_wrong_device_is_refused_by_name) {
+  RESIDENT_REQUIRE_GPU();
+  if (device_count() < 2) GTEST_SKIP() << "needs two GPUs: this machine has " << device_count();
+  auto link = link_on(0, 1);
+  consumer_app consumer(link);
+  try {
+    (void)run_async(consumer, execution_mode::while_loop);  // on device 0
+    ADD_FAILURE() << "the consumer ran on the producer's device";
+  } catch (const composition_error& e) {
+    EXPECT_NE(std::string(e.what()).find("the link's consumer is device 1"), std::string::npos)
+        << e.what();
+  }
 }
 
 TEST(device_link, refuses_devices_the_machine_lacks_by_name) {

@@ -80,6 +80,7 @@ class link_rx final : public Operator {
  public:
   explicit link_rx(std::shared_ptr<const device_link> link) : _link(std::move(link)) {}
   void setup(OperatorSpec& spec) override;
+  void initialize() override;  // refuses a run on another device than the consumer
   void compute(CaptureContext& ctx) override;
   [[nodiscard]] std::optional<device_form> persistent_form() const override;
 
@@ -93,6 +94,7 @@ class link_tx final : public Operator {
  public:
   explicit link_tx(std::shared_ptr<const device_link> link) : _link(std::move(link)) {}
   void setup(OperatorSpec& spec) override;
+  void initialize() override;  // refuses a run on another device than the producer
   void compute(CaptureContext& ctx) override;
   [[nodiscard]] std::optional<device_form> persistent_form() const override;
 

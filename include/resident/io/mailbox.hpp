@@ -56,6 +56,9 @@ class mailbox {
     /// automatic: one tagged line per sample and for the output where both fit (samples up to
     /// 49 bytes, outputs up to 42: one PCIe round trip per read), else the sequence lock.
     mailbox_format format{mailbox_format::automatic};
+    /// The device of the loop that uses it: the egress's commit counter lives there (host-mapped
+    /// memory serves every device). The endpoints refuse, by name, a loop on another device.
+    int device{0};
   };
 
   explicit mailbox(config c);  // allocates host-mapped memory: needs a GPU
@@ -142,6 +145,7 @@ class mailbox_rx final : public Operator {
  public:
   explicit mailbox_rx(std::shared_ptr<mailbox> mb) : _mailbox(std::move(mb)) {}
   void setup(OperatorSpec& spec) override;
+  void initialize() override;  // refuses a run on another device than the mailbox's
   void compute(CaptureContext& ctx) override;
   [[nodiscard]] std::optional<device_form> persistent_form() const override;
   [[nodiscard]] const mailbox& box() const noexcept { return *_mailbox; }
@@ -156,6 +160,7 @@ class mailbox_tx final : public Operator {
  public:
   explicit mailbox_tx(std::shared_ptr<mailbox> mb) : _mailbox(std::move(mb)) {}
   void setup(OperatorSpec& spec) override;
+  void initialize() override;  // refuses a run on another device than the mailbox's
   void compute(CaptureContext& ctx) override;
   [[nodiscard]] std::optional<device_form> persistent_form() const override;
   [[nodiscard]] const mailbox& box() const noexcept { return *_mailbox; }
