@@ -366,6 +366,33 @@ TEST(bench_reef, be_trace_sees_best_effort_blocks_beside_the_real_time_body) {
   }
 }
 
+// Needs two GPUs; the suite multi_gpu may skip on a machine with fewer (tests/gpu/support.cu).
+TEST(multi_gpu, bench_loops_spreads_loops_over_two_devices_round_robin) {
+  RESIDENT_REQUIRE_GPU();
+  if (device_count() < 2) GTEST_SKIP() << "needs two GPUs: this machine has " << device_count();
+  if (measure::allowed_cpus().size() < 4) GTEST_SKIP() << "bench loops needs 4 cores";
+  bench::loops_settings settings;
+  settings.counts = {4};
+  settings.modes = {"while"};
+  settings.devices = 2;
+  settings.samples = 200;
+  settings.warmup = 50;
+  settings.command = "resident bench loops --devices 2 (gpu test)";
+  std::ostringstream log;
+  const measure::receipt receipt = bench::run_loops_bench(settings, log);
+  ASSERT_EQ(receipt.results.size(), 1U);
+  const auto& r = receipt.results[0];
+  ASSERT_EQ(r["per_loop"].size(), 4U);
+  for (std::size_t i = 0; i < 4; ++i) {
+    const auto& l = r["per_loop"][i];
+    EXPECT_EQ(l["device"].get<int>(), static_cast<int>(i % 2));
+    EXPECT_EQ(l["processed"].get<std::uint64_t>() + l["dropped"].get<std::uint64_t>(),
+              r["released_per_loop"].get<std::uint64_t>());
+  }
+  EXPECT_EQ(r["wrong_outputs"].get<std::int64_t>(), 0);
+  EXPECT_EQ(receipt.settings["devices"].get<int>(), 2);
+}
+
 TEST(bench_loops, partitioned_loops_in_both_modes_account_for_every_sample) {
   RESIDENT_REQUIRE_GPU();
   if (measure::allowed_cpus().size() < 4) GTEST_SKIP() << "bench loops needs 4 cores";

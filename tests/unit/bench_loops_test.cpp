@@ -48,6 +48,9 @@ TEST(loops_settings, defaults_follow_the_issue_and_bad_flags_are_clear) {
   EXPECT_EQ(s.observers, 2);
   EXPECT_THAT(with([](loops_settings& x) { x.observers = 0; }), HasSubstr("--observers"));
   EXPECT_THAT(with([](loops_settings& x) { x.observers = 5; }), HasSubstr("1..4, got 5"));
+  EXPECT_EQ(s.devices, 1);
+  EXPECT_THAT(with([](loops_settings& x) { x.devices = 0; }), HasSubstr("--devices must be in"));
+  EXPECT_THAT(with([](loops_settings& x) { x.devices = 17; }), HasSubstr("1..16, got 17"));
 }
 
 TEST(loops_settings, backend_defaults_to_green_and_takes_mps) {

@@ -106,14 +106,14 @@ workload_shape parse_workload(const std::string& name) {
   return shape;
 }
 
-io_app::io_app(std::string workload, io::mailbox_format format)
+io_app::io_app(std::string workload, io::mailbox_format format, int device)
     : Application("io-" + workload),
       _workload(std::move(workload)),
       _label(format == io::mailbox_format::automatic
                  ? _workload
                  : _workload + "/" + std::string(io::to_string(format))),
       _shape(parse_workload(_workload)),
-      _mailbox(std::make_shared<io::mailbox>(io::mailbox::config{8, 8, 4, format})) {
+      _mailbox(std::make_shared<io::mailbox>(io::mailbox::config{8, 8, 4, format, device})) {
   if (_shape.n > 0) {
     std::vector<std::vector<float>> weights;
     for (int i = 0; i < _shape.chain; ++i) {

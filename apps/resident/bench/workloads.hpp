@@ -29,7 +29,9 @@ struct workload_shape {
 class io_app final : public Application {
  public:
   /// Throws std::invalid_argument for other workload names.
-  explicit io_app(std::string workload, io::mailbox_format format = io::mailbox_format::automatic);
+  /// `device`: the GPU its loop runs on (its mailbox's commit counter lives there).
+  explicit io_app(std::string workload, io::mailbox_format format = io::mailbox_format::automatic,
+                  int device = 0);
   void compose() override;
 
   [[nodiscard]] const std::string& workload() const noexcept { return _workload; }

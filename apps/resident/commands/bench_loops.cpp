@@ -36,6 +36,10 @@ void add_timing_options(CLI::App& app, bench::loops_settings& loops) {
                  "sighting counts)")
       ->check(whole_in(1, 4))
       ->capture_default_str();
+  app.add_option("--devices", loops.devices,
+                 "GPUs to spread the loops over, round-robin, each with its own partitions")
+      ->check(whole_in(1, 16))
+      ->capture_default_str();
   app.add_option("--disturbance-ns", loops.disturbance_ns,
                  "a sample is 'disturbed' when the sensor's publish or the actuator's round "
                  "over the loops before the sighting took longer than this")

@@ -62,6 +62,9 @@ void loops_settings::validate() const {
     throw std::invalid_argument("--rate must be in (0, 100000] Hz");
   }
   if (samples <= 0) throw std::invalid_argument("--samples must be positive");
+  if (devices < 1 || devices > 16) {
+    throw std::invalid_argument("--devices must be in 1..16, got " + std::to_string(devices));
+  }
   if (warmup < 0) throw std::invalid_argument("--warmup must be >= 0");
   if (disturbance_ns <= 0) throw std::invalid_argument("--disturbance-ns must be positive");
   if (observers < 1 || observers > 4) {
@@ -148,6 +151,10 @@ measure::receipt run_loops_bench(const loops_settings& s, std::ostream& log) {
     throw std::runtime_error("bench loops needs a CUDA GPU; none is usable here (" +
                              no_device_reason() + ")");
   }
+  if (s.devices > device_count()) {
+    throw std::invalid_argument("--devices " + std::to_string(s.devices) + ": this machine has " +
+                                std::to_string(device_count()) + " usable CUDA device(s)");
+  }
   std::vector<std::pair<std::string, int>> wanted{{"sensor", -1}};
   for (int o = 0; o < s.observers; ++o) wanted.emplace_back("actuator-" + std::to_string(o), -1);
   const auto roles = measure::assign_cpus(wanted);
@@ -170,7 +177,9 @@ measure::receipt run_loops_bench(const loops_settings& s, std::ostream& log) {
     log << "loops: could not keep other threads off the sensor and actuator cores\n";
   }
 
-  const int max_count = *std::max_element(s.counts.begin(), s.counts.end());
+  // The most loops one device holds: counts are spread over the devices round-robin.
+  const int max_count =
+      (*std::max_element(s.counts.begin(), s.counts.end()) + s.devices - 1) / s.devices;
   partition_choice pc;
   nlohmann::json partitions;
   if (partition::parse_partition_backend(s.backend) == partition::partition_backend::mps) {
@@ -215,6 +224,7 @@ measure::receipt run_loops_bench(const loops_settings& s, std::ostream& log) {
       {"workload_per_loop", s.workload},
       {"backend", s.backend},
       {"partition_sms", pc.sms},
+      {"devices", s.devices},
       {"ignore_coscheduling", pc.ignore_coscheduling},
       {"sm_resource", partitions},
       {"samples_per_loop", s.samples},

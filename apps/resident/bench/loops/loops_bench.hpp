@@ -40,6 +40,9 @@ struct loops_settings {
   /// as seen at the earliest sighting. More than one keeps one observer's lost core (a stall of
   /// the measuring thread, not of the loop) out of the latency. 1..4.
   int observers{2};
+  /// GPUs the loops are spread over, round-robin (loop i on device i % devices), each with its
+  /// own partitions; identical devices are assumed (the partition size is device 0's choice).
+  int devices{1};
   std::string command;
 
   void make_quick();

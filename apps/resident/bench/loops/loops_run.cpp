@@ -73,8 +73,9 @@ struct loops_run {
   bool host_driven;
   std::int64_t period;
   std::vector<std::unique_ptr<io_app>> apps;
-  std::shared_ptr<partition::partition_set> parts;
-  std::set<int> reached;  // SMs the partitions' probes reached together
+  std::vector<std::shared_ptr<partition::partition_set>> parts;  // one set per device
+  std::vector<std::pair<int, std::size_t>> place;  // loop -> (device, its partition there)
+  std::set<int> reached;  // (device, SM) pairs the partitions' probes reached together
   std::vector<int> reached_each;
   std::vector<int> loop_cpus;  // host-driven loops' threads
   std::unique_ptr<measure::contention_generator> hogs;
@@ -94,18 +95,27 @@ struct loops_run {
 
   /// The loops' applications and partitions, and the cores of host-driven loop threads.
   void make_loops(const partition_choice& pc) {
+    // Loop i on device i % devices, each device with partitions for its own loops.
+    std::vector<int> on_device(static_cast<std::size_t>(s.devices), 0);
     for (int i = 0; i < count; ++i) {
-      apps.push_back(std::make_unique<io_app>(s.workload));
+      const int d = i % s.devices;
+      place.emplace_back(d, static_cast<std::size_t>(on_device[static_cast<std::size_t>(d)]++));
+      apps.push_back(std::make_unique<io_app>(s.workload, io::mailbox_format::automatic, d));
       apps.back()->plan();
     }
-    parts = partition::partition_set::split(
-        std::vector<int>(count, pc.sms),
-        {0, pc.ignore_coscheduling, partition::parse_partition_backend(s.backend)});
+    for (int d = 0; d < s.devices; ++d) {
+      const int n = on_device[static_cast<std::size_t>(d)];
+      parts.push_back(
+          n == 0 ? nullptr
+                 : partition::partition_set::split(
+                       std::vector<int>(static_cast<std::size_t>(n), pc.sms),
+                       {d, pc.ignore_coscheduling, partition::parse_partition_backend(s.backend)}));
+    }
     // Where one probe kernel per partition ran: green sets never share SMs; MPS budgets do (on
     // the H200 every MPS context of a process ran on the lowest-numbered SMs).
-    for (std::size_t i = 0; i < parts->size(); ++i) {
-      const std::vector<int> ids = sm_ids((*parts)[i].sm_mask());
-      reached.insert(ids.begin(), ids.end());
+    for (const auto& [d, k] : place) {
+      const std::vector<int> ids = sm_ids((*parts[static_cast<std::size_t>(d)])[k].sm_mask());
+      for (const int id : ids) reached.insert(d * 4096 + id);
       reached_each.push_back(static_cast<int>(ids.size()));
     }
     // Host-driven loops get a core each while cores last, then share round-robin.
@@ -136,7 +146,9 @@ struct loops_run {
 
   run_options loop_options(int i) {
     run_options o;
-    o.partition = parts->share(static_cast<std::size_t>(i));
+    const auto [device, k] = place[static_cast<std::size_t>(i)];
+    o.device = device;
+    o.partition = parts[static_cast<std::size_t>(device)]->share(k);
     o.policy = sample_policy::skip_duplicate;
     o.idle_sleep_ns = s.sleep_ns;
     o.poll_ns = s.poll_ns;
@@ -359,7 +371,9 @@ void add_loop_latencies(const loops_run& run, int i, loops_latencies& out) {
   one["dropped"] = c.dropped;
   one["repeated"] = c.repeated;
   add_response_fields(one, c);
-  one["sms"] = (*run.parts)[li].sm_count();
+  const auto [device, k] = run.place[li];
+  one["device"] = device;
+  one["sms"] = (*run.parts[static_cast<std::size_t>(device)])[k].sm_count();
   one["sms_reached_by_probe"] = run.reached_each[li];
   if (run.host_driven) one["loop_thread"] = measure::to_json(run.loop_grants[li]);
   out.per_loop.push_back(one);
