@@ -263,6 +263,42 @@ TEST(current_device, a_device_this_machine_lacks_is_refused_by_name) {
   EXPECT_TRUE(run->tear_down().stopped);
 }
 
+// Needs two GPUs. Two loops, one on each GPU, in every resident mode: both give the CPU
+// reference's outputs, and tearing one down leaves the other running.
+TEST(multi_gpu, a_loop_on_each_gpu_runs_and_one_tears_down_without_the_other) {
+  RESIDENT_REQUIRE_GPU();
+  if (device_count() < 2) GTEST_SKIP() << "needs two GPUs: this machine has " << device_count();
+  for (const auto mode :
+       {execution_mode::while_loop, execution_mode::tail, execution_mode::persistent}) {
+    SCOPED_TRACE(to_string(mode));
+    lab_app on_0(elements, 4, 0);
+    lab_app on_1(elements, 4, 1);
+    run_options first;
+    run_options second;
+    second.device = 1;
+    auto run_0 = run_async(on_0, mode, first);
+    auto run_1 = run_async(on_1, mode, second);
+    EXPECT_EQ(current_device(), 0) << "starting a loop on device 1 moved the caller";
+    std::vector<std::vector<float>> samples;
+    for (int i = 0; i < 5; ++i) samples.push_back(random_floats(elements));
+    for (auto* app : {&on_0, &on_1}) {
+      const auto outputs = drive_lockstep(*app->mailbox(), samples);
+      ASSERT_EQ(outputs.size(), samples.size());
+      for (std::size_t k = 0; k < samples.size(); ++k) {
+        const double want = lab_reference(samples[k]);
+        EXPECT_NEAR(as_float(outputs[k]), want, 1e-3 * std::max(1.0, want));
+      }
+    }
+    EXPECT_TRUE(run_0->tear_down().stopped);
+    // The loop on device 1 goes on after the one on device 0 is gone.
+    const auto later = drive_lockstep(*on_1.mailbox(), samples);
+    EXPECT_EQ(later.size(), samples.size());
+    const tear_down_report report = run_1->tear_down();
+    EXPECT_TRUE(report.stopped) << report.error;
+    EXPECT_EQ(report.counters.processed, 2 * samples.size());
+  }
+}
+
 TEST(current_device, an_application_cannot_move_to_another_device) {
   RESIDENT_REQUIRE_GPU();
   lab_app app(elements);

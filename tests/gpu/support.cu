@@ -286,11 +286,14 @@ void bad_launch::compute(CaptureContext& ctx) {
   RESIDENT_CUDA_CHECK_LAUNCH("noop_kernel<<<1, 4096>>>");
 }
 
-lab_app::lab_app(std::int64_t elements, std::size_t depth)
+lab_app::lab_app(std::int64_t elements, std::size_t depth, int device)
     : Application("lab"),
       _elements(elements),
-      _mailbox(std::make_shared<io::mailbox>(io::mailbox::config{
-          static_cast<std::size_t>(elements) * sizeof(float), sizeof(float), depth})) {}
+      _mailbox(std::make_shared<io::mailbox>(
+          io::mailbox::config{.input_bytes = static_cast<std::size_t>(elements) * sizeof(float),
+                              .output_bytes = sizeof(float),
+                              .depth = depth,
+                              .device = device})) {}
 
 void lab_app::compose() {
   auto rx = make_operator<io::mailbox_rx>("rx", _mailbox);

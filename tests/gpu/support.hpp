@@ -152,7 +152,8 @@ class bad_launch final : public Operator {
 
 class lab_app final : public Application {
  public:
-  explicit lab_app(std::int64_t elements, std::size_t depth = 4);
+  /// `device`: the GPU its loop runs on (its mailbox belongs there).
+  explicit lab_app(std::int64_t elements, std::size_t depth = 4, int device = 0);
   void compose() override;
   [[nodiscard]] std::shared_ptr<io::mailbox> mailbox() const { return _mailbox; }
   [[nodiscard]] std::int64_t elements() const { return _elements; }
