@@ -13,6 +13,7 @@
 
 #include "bindings.hpp"
 #include "resident/cuda/buffers.hpp"
+#include "resident/cuda/device.hpp"
 #include "resident/cuda/error.hpp"
 #include "resident/partition/green_context.hpp"
 #include "resident/sched/gated_graph.hpp"
@@ -34,18 +35,14 @@ struct runner {
          const partition_handle* part, std::size_t activity_stamps)
       : part(part != nullptr ? part->p : nullptr),
         work(part != nullptr ? part->p->make_stream(0) : resident::stream(0)),
-        trace(activity_stamps > 0 ? zeroed_trace() : device_buffer{}),
+        trace(activity_stamps > 0 ? zeroed_device_buffer(sizeof(sched::be_trace), current_device())
+                                  : device_buffer{}),
         activity(activity_stamps > 0 ? std::optional<sched::stamp_ring>(activity_stamps)
                                      : std::nullopt),
         r(m.model.calls(), work.get(), &signal,
           options(window, bounded_grid_per_sm, sequential, preemptible, this->part,
                   trace.data_as<sched::be_trace>(),
                   activity ? activity->view() : sched::stamp_ring_view{})) {}
-  static device_buffer zeroed_trace() {
-    device_buffer b(sizeof(sched::be_trace));
-    RESIDENT_CUDA_TRY(cudaMemset(b.data(), 0, b.size()));
-    return b;
-  }
   static sched::be_runner_options options(std::size_t window, std::int32_t bounded, bool sequential,
                                           bool preemptible,
                                           std::shared_ptr<const partition::green_context> p,
@@ -70,12 +67,6 @@ struct runner {
   device_buffer trace;                        // be_trace, with activity stamps
   std::optional<sched::stamp_ring> activity;  // when BE blocks came and left
   sched::be_runner r;
-};
-
-/// A stream whose work runs on one partition's SMs (keeps the partition alive).
-struct partition_stream {
-  std::shared_ptr<const partition::green_context> part;
-  resident::stream s;
 };
 
 /// A stamp ring's stamps as (ns, flag) pairs: the flag is the stamp's bit 0.
@@ -135,13 +126,11 @@ void bind_sched(py::module_& m) {
       .def_property_readonly("index", [](const partition_handle& h) { return h.p->index(); })
       .def(
           "make_stream",
-          [](const partition_handle& h, int priority) {
-            return partition_stream{h.p, h.p->make_stream(priority)};
-          },
-          py::arg("priority") = 0,
-          "A non-blocking stream whose kernels run on this partition's SMs only (torch: "
-          "torch.cuda.ExternalStream(s.handle)). A CUDA graph captured on it keeps its kernels "
-          "there; one captured elsewhere runs where it was captured.");
+          [](const partition_handle& h, int priority) { return h.p->make_stream(priority); },
+          py::arg("priority") = 0, py::keep_alive<0, 1>(),
+          "A non-blocking Stream whose kernels run on this partition's SMs only (it keeps the "
+          "partition alive). A CUDA graph captured on it keeps its kernels there; one captured "
+          "elsewhere runs where it was captured.");
   py::class_<resident::stream>(m, "Stream",
                                "A CUDA stream of its own (non-blocking), e.g. to capture a graph "
                                "on (torch: torch.cuda.ExternalStream(s.handle)).")
@@ -152,14 +141,6 @@ void bind_sched(py::module_& m) {
       .def("synchronize", [](const resident::stream& s) {
         py::gil_scoped_release release;
         s.synchronize();
-      });
-  py::class_<partition_stream>(m, "PartitionStream", "A stream of one partition.")
-      .def_property_readonly(
-          "handle",
-          [](const partition_stream& s) { return reinterpret_cast<std::uintptr_t>(s.s.get()); })
-      .def("synchronize", [](const partition_stream& s) {
-        py::gil_scoped_release release;
-        s.s.synchronize();
       });
   m.def(
       "split_partitions",

@@ -3,6 +3,7 @@
 #include <cstring>
 #include <utility>
 
+#include "resident/cuda/device.hpp"
 #include "resident/cuda/error.hpp"
 #include "resident/cuda/live_objects.hpp"
 
@@ -118,6 +119,13 @@ pinned_buffer::~pinned_buffer() {
     RESIDENT_CUDA_ASSERT_OK(cudaFreeHost(_data));
     note_destroyed(cuda_object::pinned_buffer);
   }
+}
+
+device_buffer zeroed_device_buffer(std::size_t bytes, int device) {
+  const current_device_guard on(device);
+  device_buffer b(bytes);
+  RESIDENT_CUDA_TRY(cudaMemset(b.data(), 0, b.size()));
+  return b;
 }
 
 }  // namespace resident

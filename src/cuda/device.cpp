@@ -66,6 +66,15 @@ int device_count() noexcept {
   return count;
 }
 
+std::string missing_device(int ordinal) {
+  const int devices = device_count();
+  if (ordinal >= 0 && ordinal < devices) return {};
+  std::string why = std::to_string(ordinal) + " does not exist: this machine has " +
+                    std::to_string(devices) + " usable CUDA device" + (devices == 1 ? "" : "s");
+  if (devices > 0) why += " (0 to " + std::to_string(devices - 1) + ")";
+  return why;
+}
+
 std::string no_device_reason() {
   int count = 0;
   const cudaError_t status = cudaGetDeviceCount(&count);

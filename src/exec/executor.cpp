@@ -148,11 +148,10 @@ std::unique_ptr<Executor> make_executor(Application& app, execution_mode mode,
   }
   // A device this machine does not have is refused by name (without any device, the first
   // CUDA call says there is no usable GPU, as everywhere else).
-  if (const int devices = device_count(); devices > 0 && options.device >= devices) {
-    throw std::invalid_argument("run_options: device " + std::to_string(options.device) +
-                                " does not exist: this machine has " + std::to_string(devices) +
-                                " usable CUDA device" + (devices == 1 ? "" : "s") + " (0 to " +
-                                std::to_string(devices - 1) + ")");
+  if (device_count() > 0) {
+    if (const std::string why = missing_device(options.device); !why.empty()) {
+      throw std::invalid_argument("run_options: device " + why);
+    }
   }
   // The loop's memory, streams and graphs belong to the run's device; the caller's current
   // device is left as it was.

@@ -23,13 +23,10 @@ device_link::config checked(device_link::config c) {
                             " (one slot to read while the producer writes the next), got " +
                             std::to_string(c.depth));
   }
-  const int devices = device_count();
   for (const auto& [what, ordinal] : {std::pair{"producer_device", c.producer_device},
                                       std::pair{"consumer_device", c.consumer_device}}) {
-    if (ordinal < 0 || ordinal >= devices) {
-      throw composition_error("device_link: " + std::string(what) + " " + std::to_string(ordinal) +
-                              " does not exist: this machine has " + std::to_string(devices) +
-                              " usable CUDA device(s)");
+    if (const std::string why = missing_device(ordinal); !why.empty()) {
+      throw composition_error("device_link: " + std::string(what) + " " + why);
     }
   }
   if (c.producer_device != c.consumer_device) {
@@ -61,13 +58,6 @@ void enable_peer_access(int from, int to) {
   RESIDENT_CUDA_TRY(e);
 }
 
-device_buffer zeroed_on(int device, std::size_t bytes) {
-  const current_device_guard on(device);
-  device_buffer b(bytes);
-  RESIDENT_CUDA_TRY(cudaMemset(b.data(), 0, b.size()));
-  return b;
-}
-
 stream stream_on(int device) {
   const current_device_guard on(device);
   return stream(0);
@@ -78,8 +68,8 @@ stream stream_on(int device) {
 device_link::device_link(config c)
     : _config(checked(c)),
       _layout(layout_of(_config)),
-      _ring(zeroed_on(_config.consumer_device, _layout.total_bytes())),
-      _next(zeroed_on(_config.producer_device, sizeof(std::uint64_t))),
+      _ring(zeroed_device_buffer(_layout.total_bytes(), _config.consumer_device)),
+      _next(zeroed_device_buffer(sizeof(std::uint64_t), _config.producer_device)),
       _reader(stream_on(_config.consumer_device)) {
   enable_peer_access(_config.producer_device, _config.consumer_device);
 }

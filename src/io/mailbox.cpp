@@ -19,10 +19,10 @@ mailbox::config checked(mailbox::config c) {
   if (c.device < 0) {
     throw composition_error("mailbox: device must be >= 0, got " + std::to_string(c.device));
   }
-  if (const int devices = device_count(); devices > 0 && c.device >= devices) {
-    throw composition_error("mailbox: device " + std::to_string(c.device) +
-                            " does not exist: this machine has " + std::to_string(devices) +
-                            " usable CUDA device(s)");
+  if (device_count() > 0) {
+    if (const std::string why = missing_device(c.device); !why.empty()) {
+      throw composition_error("mailbox: device " + why);
+    }
   }
   if (c.depth < 2) {
     throw composition_error(
@@ -45,15 +45,6 @@ detail::mailbox_layout layout_of(const mailbox::config& c) {
           .lines = detail::resolve_format(c.format, c.input_bytes, c.output_bytes)};
 }
 
-/// The egress's commit counter, zeroed, in `device`'s memory (the caller's device left as it
-/// was).
-device_buffer commit_counter_on(int device) {
-  const current_device_guard on(device);
-  device_buffer b(sizeof(std::uint64_t));
-  RESIDENT_CUDA_TRY(cudaMemset(b.data(), 0, b.size()));
-  return b;
-}
-
 /// Refuses, naming the operator, a run on another device than the mailbox's.
 void check_device(const Operator& op, const mailbox& mb) {
   const int run_device = current_device();
@@ -71,7 +62,7 @@ mailbox::mailbox(config c)
     : _config(checked(c)),
       _memory(layout_of(_config).total_bytes()),
       _protocol(layout_of(_config), {_memory.host_as<std::byte>(), _memory.size()}),
-      _commits(commit_counter_on(_config.device)) {
+      _commits(zeroed_device_buffer(sizeof(std::uint64_t), _config.device)) {
   using layout = detail::mailbox_layout;
   const layout& l = _protocol.layout();
   auto* dev = _memory.device_as<std::byte>();

@@ -37,6 +37,10 @@ class device_buffer {
   std::size_t _bytes{};
 };
 
+/// `bytes` of `device`'s memory, zeroed before it returns; the caller's current device is left
+/// as it was.
+[[nodiscard]] device_buffer zeroed_device_buffer(std::size_t bytes, int device);
+
 /// Page-locked host memory mapped into the device address space (cudaHostAllocMapped).
 /// The host reads and writes `host()`, kernels use `device()`. Zero-initialized.
 class host_mapped_buffer {

@@ -43,6 +43,9 @@ class current_device_guard {
 
 /// Number of usable CUDA devices; 0 when there is no GPU or no driver (never throws).
 [[nodiscard]] int device_count() noexcept;
+/// Empty when `ordinal` is one of this machine's usable devices; else why not, to follow the
+/// caller's name for it: "3 does not exist: this machine has 2 usable CUDA devices (0 to 1)".
+[[nodiscard]] std::string missing_device(int ordinal);
 /// Why no device is usable ("no CUDA driver found", ...); empty when one is.
 [[nodiscard]] std::string no_device_reason();
 /// "no usable CUDA GPU or driver was found (CUDA's report: REASON)", with a remark where CUDA's

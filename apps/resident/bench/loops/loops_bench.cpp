@@ -151,9 +151,8 @@ measure::receipt run_loops_bench(const loops_settings& s, std::ostream& log) {
     throw std::runtime_error("bench loops needs a CUDA GPU; none is usable here (" +
                              no_device_reason() + ")");
   }
-  if (s.devices > device_count()) {
-    throw std::invalid_argument("--devices " + std::to_string(s.devices) + ": this machine has " +
-                                std::to_string(device_count()) + " usable CUDA device(s)");
+  if (const std::string why = missing_device(s.devices - 1); !why.empty()) {
+    throw std::invalid_argument("--devices " + std::to_string(s.devices) + ": device " + why);
   }
   std::vector<std::pair<std::string, int>> wanted{{"sensor", -1}};
   for (int o = 0; o < s.observers; ++o) wanted.emplace_back("actuator-" + std::to_string(o), -1);
