@@ -78,19 +78,22 @@ const persistent_kernel_set& kernel_for(const std::vector<device_form>& forms,
       "resident::register_persistent_kernel");
 }
 
-/// A form whose last phase ends with phase_end::last_block hands the next form nothing that
-/// phase wrote (only the last block waits for the others). Refuses, by name, a body in which a
-/// later operator of the same pass reads such a form's outputs.
+/// A phase that ends with phase_end::last_block hands the next form nothing it wrote (only the
+/// last block waits for the others). A form whose every phase ends so orders none of its writes
+/// before the next form: refuses, by name, a body in which a later operator of the same pass
+/// reads such a form's outputs. (A form with a barrier-ended phase may write its outputs there;
+/// which phase writes them is the form's contract, docs/api.md.)
 void check_last_block_consumers(const dag_plan& plan, const std::vector<device_form>& forms) {
   const std::size_t handler = plan.handler_order.size();
   for (std::size_t i = 0; i < plan.body_order.size(); ++i) {
     for (const std::size_t j : plan.body_producers[i]) {
       const device_form& f = forms[handler + j];
-      if (((f.last_block_phases >> (f.phases - 1U)) & 1U) == 0U) continue;
+      const std::uint32_t all_phases = f.phases >= 32U ? ~0U : (1U << f.phases) - 1U;
+      if ((f.last_block_phases & all_phases) != all_phases) continue;
       throw composition_error(
           "persistent mode: operator '" + plan.body_order[j]->name() + "' (" + f.name() +
-          ") ends its last phase with phase_end::last_block, so what that phase writes is not "
-          "ordered before the next form, but operator '" +
+          ") ends every phase with phase_end::last_block, so nothing it writes is ordered before "
+          "the next form, but operator '" +
           plan.body_order[i]->name() +
           "' reads its output in the same pass; end that phase with a barrier, or write what "
           "later operators read in an earlier phase");
