@@ -265,6 +265,24 @@ class Application(_resident.Application):
         return Plan(tuple(p["handler_order"]), tuple(p["body_order"]), buffers,
                     p["runtime_bytes"])
 
+    def _check_capture_partitions(self, partition: Any) -> None:
+        """A PyTorch graph's kernels keep the context (whole GPU or green-context partition)
+        they were captured in, and CUDA refuses to instantiate them in another with only
+        'invalid argument': refuses such a run first, naming the operator."""
+        for made in self.__dict__.get("_torch_operators", []):
+            if made.partition is partition:
+                continue
+            where = lambda p: ("the whole GPU" if p is None else  # noqa: E731
+                               f"a partition of {p.sm_count} SMs")
+            captured = where(made.partition)
+            if made.partition is not None and partition is not None:
+                captured = f"another partition ({made.partition.sm_count} SMs)"
+            raise ValueError(
+                f"operator '{made.operator.name}' (a PyTorch graph) was captured for "
+                f"{captured}, but this run is in {where(partition)}: a captured graph's kernels "
+                f"keep the context they were captured in; pass the run's partition to "
+                f"make_torch_operator(..., partition=...)")
+
     def run(self, mode: str = "while", *, timeout_ms: int = 2000, **options: Any) -> Run:
         """Launches the loop in `mode` ("eager", "host-graph", "while", "tail"). `options` are
         run_options fields (policy, poll_ns, ...); `timeout_ms` bounds the tear-down."""
@@ -274,6 +292,7 @@ class Application(_resident.Application):
         previous = last() if last is not None else None
         if previous is not None and previous.report is not None:
             previous._release()
+        self._check_capture_partitions(options.get("partition"))
         run = Run(_resident._run(self, mode, options), timeout_ms)
         run._keep_alive = options.get("preempt")  # the loop raises its word
         self.__dict__["_last_run"] = weakref.ref(run)

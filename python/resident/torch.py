@@ -45,6 +45,7 @@ class TorchOperator:
     output_names: Tuple[str, ...]
     graph: Any  # torch.cuda.CUDAGraph
     module: Any
+    partition: Any = None  # the partition whose stream captured it (None: the whole GPU)
 
 
 def _as_tuple(x: Tensors, what: str) -> Tuple[torch.Tensor, ...]:
@@ -79,7 +80,9 @@ def capture_graph(module: Any, *inputs: Any, keep_graph: bool = True, warmup: in
     (a torch.cuda.Stream or ExternalStream; default: a new stream for this graph alone, which
     lives as long as the graph). A graph's kernels keep the context of the stream they were
     captured on, so a graph meant for a partition is captured on one of its streams
-    (Partition.make_stream)."""
+    (Partition.make_stream). The graph reads the module's parameters and the inputs at every
+    replay: both are kept with the graph (graph._resident_keep), so a caller that drops its own
+    references cannot free memory the graph still reads."""
     device = next((t.device for t in inputs if isinstance(t, torch.Tensor)), None)
     side = torch.cuda.Stream(device=device)
     side.wait_stream(torch.cuda.current_stream(device))
@@ -100,25 +103,35 @@ def capture_graph(module: Any, *inputs: Any, keep_graph: bool = True, warmup: in
         stream = torch.cuda.ExternalStream(owner.handle, device=device)
     with torch.no_grad(), torch.cuda.graph(graph, stream=stream):
         result = module(*inputs)
-    if owner is not None:
-        graph._resident_capture_stream = owner  # lives as long as the graph
+    # The capture stream (when it is this graph's own), the module (its parameters) and the
+    # inputs live as long as the graph.
+    graph._resident_keep = (owner, module, inputs)
     return graph, result
 
 
 def make_torch_operator(app: Application, name: str, module: Any, example_inputs: Tensors, *,
                         input_names: Sequence[str] | None = None,
                         output_names: Sequence[str] | None = None,
-                        warmup: int = 3) -> TorchOperator:
+                        warmup: int = 3, partition: Any = None) -> TorchOperator:
     """Captures `module(*inputs)` (inputs: static copies of `example_inputs`) as a CUDA graph
     and adds it to `app` as operator `name`. Ports: "input" and "output" for one tensor each,
     else "input0", "input1", ... and "output0", ... (or the names given). Call it in compose(),
     and compose (app.plan()) before any kernel that never ends runs on the GPU (a display
-    engine, another resident loop): PyTorch loads kernels lazily, and a load waits for them."""
+    engine, another resident loop): PyTorch loads kernels lazily, and a load waits for them.
+    `partition`: the SM partition the application will run in (run(partition=...)); the graph
+    is captured on one of its streams, since a graph's kernels keep the context they were
+    captured in, and a run in another partition (or in none) is refused by name."""
     if warmup < 1:
         raise ValueError("make_torch_operator: warmup must be at least 1 (lazy initialization "
                          "and cuBLAS/cuDNN handles must happen before the capture)")
     inputs = tuple(t.detach().clone().contiguous() for t in _as_tuple(example_inputs, "input"))
-    graph, result = capture_graph(module, *inputs, warmup=warmup)
+    stream = None
+    if partition is not None:
+        owner = partition.make_stream()
+        stream = torch.cuda.ExternalStream(owner.handle)
+    graph, result = capture_graph(module, *inputs, warmup=warmup, stream=stream)
+    if partition is not None:
+        graph._resident_partition_stream = owner  # lives as long as the graph
     outputs = _as_tuple(result, "output")
     for t in outputs:
         if not t.is_contiguous():
@@ -130,7 +143,7 @@ def make_torch_operator(app: Application, name: str, module: Any, example_inputs
         name, graph.raw_cuda_graph(),
         [(n, t.data_ptr(), t.nbytes) for n, t in zip(in_names, inputs)],
         [(n, t.data_ptr(), t.nbytes) for n, t in zip(out_names, outputs)])
-    made = TorchOperator(op, inputs, outputs, in_names, out_names, graph, module)
+    made = TorchOperator(op, inputs, outputs, in_names, out_names, graph, module, partition)
     # The graph's memory pool and the tensors must outlive every run of the application.
     app.__dict__.setdefault("_torch_operators", []).append(made)
     return made

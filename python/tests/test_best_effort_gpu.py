@@ -155,3 +155,25 @@ def test_destroying_one_captured_graph_leaves_the_others_replayable():
     torch.cuda.synchronize()
     torch.testing.assert_close(out, want)
     torch.testing.assert_close(out3, want3)
+
+
+def test_a_captured_graph_keeps_the_module_it_reads():
+    # The graph reads the module's parameters at every replay: a caller that keeps only the
+    # graph and its output (as a best-effort client does) must still get eager's output after
+    # the module is dropped and its memory would have gone to other tensors.
+    import gc
+
+    torch.manual_seed(9)
+    net = torch.nn.Sequential(torch.nn.Linear(512, 2048), torch.nn.ReLU(),
+                              torch.nn.Linear(2048, 64)).cuda().eval()
+    x = torch.randn(32, 512, device="cuda")
+    want, g, out = eager_and_graph(net, x)
+    del net, x
+    gc.collect()
+    torch.cuda.empty_cache()
+    scribble = [torch.full((1 << 20,), 7.0, device="cuda") for _ in range(16)]
+    out.zero_()
+    g.replay()
+    torch.cuda.synchronize()
+    torch.testing.assert_close(out, want)
+    del scribble

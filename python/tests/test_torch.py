@@ -4,6 +4,7 @@ own eager output. Skipped without PyTorch or a GPU."""
 import pytest
 
 import resident
+from resident import _resident
 from resident_test_env import import_or_skip
 torch = import_or_skip("torch")
 from resident.torch import make_torch_operator  # noqa: E402
@@ -22,16 +23,18 @@ def model():
 class TorchApp(resident.Application):
     """rx -> an nn.Module -> tx."""
 
-    def __init__(self, module):
+    def __init__(self, module, partition=None):
         super().__init__("torch_app")
         self.module = module
+        self.partition = partition
         self.mailbox = resident.Mailbox(4 * IN, 4 * OUT, depth=4)
         self.net = None
 
     def compose(self):
         rx = self.make_operator("io.mailbox_rx", "rx", mailbox=self.mailbox)
         self.net = make_torch_operator(self, "net", self.module,
-                                       torch.zeros(IN, device="cuda"))
+                                       torch.zeros(IN, device="cuda"),
+                                       partition=self.partition)
         tx = self.make_operator("io.mailbox_tx", "tx", mailbox=self.mailbox)
         self.register_data_ready_handler(self.mailbox.make_handler(rx))
         self.add_flow(rx, self.net.operator, [("sample", "input")])
@@ -68,6 +71,32 @@ def test_module_in_every_mode_equals_eager(mode):
             torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-6)
     assert run.report.stopped, run.report.error
     assert run.report.counters.processed == 8
+
+
+def test_a_module_captured_for_a_partition_runs_there_and_nowhere_else():
+    # A captured graph's kernels keep the context they were captured in: the module captured
+    # on a stream of the partition gives eager's outputs in a loop in that partition, and a run
+    # elsewhere is refused by name before CUDA would refuse it with 'invalid argument'.
+    parts = _resident.split_partitions([16, 8], rest_to_last=True)
+    module = model()
+    app = TorchApp(module, parts[0])
+    for where in (None, parts[1]):
+        with pytest.raises(ValueError, match="operator 'net' .*captured for a partition of 16"):
+            app.run("while", policy="every", partition=where)
+    with app.run("while", policy="every", partition=parts[0]) as run:
+        for x in inputs(4):
+            seq = app.mailbox.publish(x.numpy())
+            stamp, payload = app.mailbox.wait_output(timeout=5.0)
+            assert stamp.seq == seq
+            with torch.no_grad():
+                want = module(x.cuda()).cpu()
+            got = torch.frombuffer(bytearray(payload), dtype=torch.float32)
+            torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-6)
+    assert run.report.stopped, run.report.error
+    assert run.report.counters.processed == 4
+    whole = TorchApp(model())
+    with pytest.raises(ValueError, match="captured for the whole GPU"):
+        whole.run("while", partition=parts[0])
 
 
 def test_the_ports_are_the_static_tensors():

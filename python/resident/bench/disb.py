@@ -203,7 +203,7 @@ class be_client:
         return out
 
 
-def run_policy(policy: str, app_factory: Callable[[], Any], reference: list[int],
+def run_policy(policy: str, app_factory: Callable[[Any], Any], reference: list[int],
                args: argparse.Namespace, cpus: dict[str, int]) -> dict[str, Any]:
     import torch
 
@@ -213,7 +213,7 @@ def run_policy(policy: str, app_factory: Callable[[], Any], reference: list[int]
     clients = [] if policy == "exclusive" else [
         be_client(name, batch, policy, signal, parts[1])
         for name, batch in WORKLOADS[args.workload]]
-    app = app_factory()
+    app = app_factory(parts[0])  # captured for the partition it runs in
     # Compose now: the RT model's capture must not overlap the BE clients' replays (PyTorch's
     # capture is global to the process), so the clients start only after it.
     app.plan()
@@ -336,7 +336,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     receipt["results"] = []
     for policy in args.policies:
         print(f"disb: {args.rt_model} / {args.workload} / {policy} ...", flush=True)
-        r = run_policy(policy, lambda: InferenceApp(module), reference, args, cpus)
+        r = run_policy(policy, lambda part: InferenceApp(module, part), reference, args, cpus)
         receipt["results"].append(r)
         s = r["latency_us"]
         print(f"disb: {policy}: RT p50 {s['p50']:.0f} p99 {s['p99']:.0f} max {s['max']:.0f} us, "

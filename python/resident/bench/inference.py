@@ -99,15 +99,17 @@ def make_model(name: str) -> torch.nn.Module:
 
 
 class InferenceApp(resident.Application):
-    def __init__(self, module: torch.nn.Module) -> None:
+    def __init__(self, module: torch.nn.Module, partition: Any = None) -> None:
         super().__init__("inference")
         self.module = module
+        self.partition = partition  # the SM partition it will run in (None: the whole GPU)
         self.mailbox = resident.Mailbox(input_bytes=4, output_bytes=8, depth=4)
 
     def compose(self) -> None:
         rx = self.make_operator("io.mailbox_rx", "rx", mailbox=self.mailbox)
         net = make_torch_operator(self, "classifier", self.module,
-                                  torch.zeros(1, dtype=torch.int32, device="cuda"))
+                                  torch.zeros(1, dtype=torch.int32, device="cuda"),
+                                  partition=self.partition)
         tx = self.make_operator("io.mailbox_tx", "tx", mailbox=self.mailbox)
         self.register_data_ready_handler(self.mailbox.make_handler(rx))
         self.add_flow(rx, net.operator, [("sample", "input")])
