@@ -73,6 +73,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--policies", default=",".join(POLICIES))
     p.add_argument("--mode", default="while", choices=("host-graph", "while", "tail"))
     p.add_argument("--rt-sms", type=int, default=32, help="the RT partition's SMs (split)")
+    p.add_argument("--be-window", type=int, default=1,
+                   help="translated BE: launches in flight (bench reef's default)")
+    p.add_argument("--be-bounded-grid", type=int, default=4,
+                   help="translated BE: grid blocks per SM that loop over the logical blocks, "
+                        "so a raise waits only for the blocks on the SMs (0: one grid block "
+                        "per logical block; bench reef's default is 4)")
     p.add_argument("--samples", type=int, default=5000, help="measured RT samples per policy")
     p.add_argument("--warmup", type=int, default=200)
     p.add_argument("--quick", action="store_true", help="300 samples, 50 warm-up")
@@ -87,6 +93,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         p.error("--rate, --deadline-us and --samples must be > 0, --warmup >= 0")
     if args.rt_sms < 1:
         p.error("--rt-sms must be >= 1")
+    if args.be_window < 1 or not 0 <= args.be_bounded_grid <= 64:
+        p.error("--be-window must be >= 1 and --be-bounded-grid from 0 to 64")
     if args.quick:
         args.samples, args.warmup = 300, 50
     return args
@@ -97,7 +105,7 @@ class be_client:
     inferences and checks its last output against eager."""
 
     def __init__(self, name: str, batch: int, policy: str, signal: Any,
-                 partition: Any = None) -> None:
+                 partition: Any = None, window: int = 1, bounded_grid: int = 4) -> None:
         import torch
         import torchvision
 
@@ -118,7 +126,9 @@ class be_client:
             self.model = self.plan.to_resident()
             self.plan.infer(self.model, self.x)  # the input stays in the model's tensor
             self.runner = _resident.BestEffortRunner(
-                self.model, signal, sequential=policy == "sequential",
+                self.model, signal, window=window,
+                bounded_grid_per_sm=bounded_grid if policy != "split" else 0,
+                sequential=policy == "sequential",
                 preemptible=policy != "split", partition=partition,
                 activity_stamps=STAMPS if policy in PREEMPTING else 0)
         else:
@@ -211,7 +221,7 @@ def run_policy(policy: str, app_factory: Callable[[Any], Any], reference: list[i
     parts = (_resident.split_partitions([args.rt_sms, 8], rest_to_last=True)
              if policy in SPLIT_POLICIES else [None, None])
     clients = [] if policy == "exclusive" else [
-        be_client(name, batch, policy, signal, parts[1])
+        be_client(name, batch, policy, signal, parts[1], args.be_window, args.be_bounded_grid)
         for name, batch in WORKLOADS[args.workload]]
     app = app_factory(parts[0])  # captured for the partition it runs in
     # Compose now: the RT model's capture must not overlap the BE clients' replays (PyTorch's
@@ -330,7 +340,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         {"rt_model": args.rt_model, "rate_hz": args.rate, "poisson": args.poisson,
          "deadline_us": args.deadline_us, "workload": args.workload,
          "be_models": WORKLOADS[args.workload], "mode": args.mode, "samples": args.samples,
-         "warmup": args.warmup, "tf32": False},
+         "warmup": args.warmup, "tf32": False,
+         "translated_be": {"window": args.be_window, "bounded_grid_per_sm": args.be_bounded_grid}},
         {"thread_cpus": cpus, "python": platform.python_version(), "torch": torch.__version__},
         args.note)
     receipt["results"] = []
