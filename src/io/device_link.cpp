@@ -69,7 +69,7 @@ device_link::device_link(config c)
     : _config(checked(c)),
       _layout(layout_of(_config)),
       _ring(zeroed_device_buffer(_layout.total_bytes(), _config.consumer_device)),
-      _next(zeroed_device_buffer(sizeof(std::uint64_t), _config.producer_device)),
+      _next(zeroed_device_buffer(3 * sizeof(std::uint64_t), _config.producer_device)),
       _reader(stream_on(_config.consumer_device)) {
   enable_peer_access(_config.producer_device, _config.consumer_device);
 }
@@ -83,12 +83,16 @@ mailbox_view device_link::consumer_view() const noexcept {
   v.depth = _config.depth;
   v.input_bytes = _config.bytes;
   v.lines = false;
-  return v;  // no output side: a link_rx publishes to its loop, not to an actuator
+  v.stamped_arrival = true;  // the producer's egress start, in each slot's header
+  return v;                  // no output side: a link_rx publishes to its loop, not to an actuator
 }
 
 link_writer_view device_link::producer_view() const noexcept {
+  auto* words = _next.data_as<std::uint64_t>();
   return {_ring.data_as<std::byte>(),
-          _next.data_as<std::uint64_t>(),
+          words,
+          words + 1,
+          reinterpret_cast<std::uint32_t*>(words + 2),
           _layout.slots_at(),
           _layout.slot_stride(),
           _config.depth,

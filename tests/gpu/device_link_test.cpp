@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <cstring>
+#include <map>
 #include <memory>
 #include <span>
 #include <string>
@@ -24,22 +25,26 @@ namespace {
 
 using namespace std::chrono_literals;
 
-constexpr std::int64_t elements = 300;
-constexpr std::size_t bytes = elements * sizeof(float);
+constexpr std::int64_t elements = 300;  // one block's share of a publish
+// A payload the producer's blocks share (1 MiB: 32 blocks in the graph modes), not a multiple of
+// 16 bytes per block, so the shares' edges and the byte tail are exercised.
+constexpr std::int64_t large_elements = (std::int64_t{1} << 18) + 13;
 
 /// host -> mailbox -> link_tx: what the host publishes goes into the link unchanged.
 class producer_app final : public Application {
  public:
   explicit producer_app(std::shared_ptr<io::device_link> link)
-      : Application("producer"), _link(std::move(link)) {}
+      : Application("producer"),
+        _mailbox(std::make_shared<io::mailbox>(
+            io::mailbox::config{link->settings().bytes, link->settings().bytes, 8})),
+        _link(std::move(link)) {}
   void compose() override {
     auto rx = make_operator<io::mailbox_rx>("rx", _mailbox);
     auto tx = make_operator<io::link_tx>("link", _link);
     register_data_ready_handler(_mailbox->make_handler(rx));
     add_flow(rx, tx, {{"sample", "in"}});
   }
-  std::shared_ptr<io::mailbox> _mailbox =
-      std::make_shared<io::mailbox>(io::mailbox::config{bytes, bytes, 8});
+  std::shared_ptr<io::mailbox> _mailbox;
 
  private:
   std::shared_ptr<io::device_link> _link;
@@ -51,14 +56,15 @@ class consumer_app final : public Application {
   explicit consumer_app(std::shared_ptr<io::device_link> link)
       : Application("consumer"),
         _mailbox(std::make_shared<io::mailbox>(
-            io::mailbox::config{.input_bytes = bytes,
-                                .output_bytes = bytes,
+            io::mailbox::config{.input_bytes = link->settings().bytes,
+                                .output_bytes = link->settings().bytes,
                                 .depth = 8,
                                 .device = link->settings().consumer_device})),
         _link(std::move(link)) {}
   void compose() override {
     auto rx = make_operator<io::link_rx>("link", _link);
-    auto aff = make_operator<ops::affine>("affine", arg("elements", elements));
+    const auto n = static_cast<std::int64_t>(_link->settings().bytes / sizeof(float));
+    auto aff = make_operator<ops::affine>("affine", arg("elements", n));
     auto tx = make_operator<io::mailbox_tx>("tx", _mailbox);
     register_data_ready_handler(_link->make_handler(rx));
     add_flow(rx, aff, {{"sample", "in"}});
@@ -70,24 +76,27 @@ class consumer_app final : public Application {
   std::shared_ptr<io::device_link> _link;
 };
 
-std::shared_ptr<io::device_link> link_on(int producer, int consumer, std::size_t depth = 4) {
-  return std::make_shared<io::device_link>(
-      io::device_link::config{bytes, depth, producer, consumer});
+std::shared_ptr<io::device_link> link_on(int producer, int consumer, std::size_t depth = 4,
+                                         std::int64_t n = elements) {
+  return std::make_shared<io::device_link>(io::device_link::config{
+      static_cast<std::size_t>(n) * sizeof(float), depth, producer, consumer});
 }
 
 /// Publishes each sample into the producer and waits for its output at the consumer: every
 /// output is 2x + 1 of its own sample (the samples differ, so a stale slot shows).
-void expect_lockstep_through(producer_app& producer, consumer_app& consumer, int samples) {
+void expect_lockstep_through(producer_app& producer, consumer_app& consumer, int samples,
+                             std::int64_t n = elements) {
+  const std::size_t size = static_cast<std::size_t>(n) * sizeof(float);
   for (int k = 0; k < samples; ++k) {
-    const std::vector<float> in = random_floats(elements);
+    const std::vector<float> in = random_floats(static_cast<std::size_t>(n));
     const io::output_stamp before = consumer._mailbox->latest_output();
     (void)producer._mailbox->publish(std::as_bytes(std::span(in)));
-    std::vector<std::byte> out(bytes);
+    std::vector<std::byte> out(size);
     const io::output_stamp got = consumer._mailbox->wait_output(before, out, 5000ms);
     ASSERT_TRUE(got.seq != 0 && got.commit != before.commit) << "no output for sample " << k;
-    std::vector<float> values(elements);
-    std::memcpy(values.data(), out.data(), bytes);
-    for (std::int64_t i = 0; i < elements; ++i) {
+    std::vector<float> values(static_cast<std::size_t>(n));
+    std::memcpy(values.data(), out.data(), size);
+    for (std::int64_t i = 0; i < n; ++i) {
       ASSERT_EQ(values[static_cast<std::size_t>(i)], 2.0F * in[static_cast<std::size_t>(i)] + 1.0F)
           << "sample " << k << ", value " << i;
     }
@@ -115,6 +124,51 @@ TEST(device_link, two_loops_on_one_gpu_hand_samples_over_with_no_host_between_th
     EXPECT_EQ(link->published(), 20U);
     EXPECT_EQ(c.counters.processed + c.counters.dropped, link->published());
     EXPECT_EQ(c.counters.processed, 20U);
+  }
+}
+
+// A payload the producer's blocks share: every output equals the CPU reference of its own
+// sample in every mode (persistent with several blocks, so the last block stamps), and each
+// sample's arrival stamp is the producer's egress start: after the producer sighted the sample,
+// before the consumer did (one GPU: one clock).
+TEST(device_link, a_payload_the_producers_blocks_share_arrives_whole_and_stamped) {
+  RESIDENT_REQUIRE_GPU();
+  for (const auto mode : {execution_mode::while_loop, execution_mode::tail,
+                          execution_mode::persistent, execution_mode::host_graph}) {
+    SCOPED_TRACE(to_string(mode));
+    auto link = link_on(0, 0, 4, large_elements);
+    producer_app producer(link);
+    consumer_app consumer(link);
+    run_options options;
+    options.persistent_blocks = 4;
+    options.telemetry_samples = 64;
+    auto consumer_run = run_async(consumer, mode, options);
+    auto producer_run = run_async(producer, mode, options);
+    expect_lockstep_through(producer, consumer, 12, large_elements);
+    const tear_down_report p = producer_run->tear_down();
+    const tear_down_report c = consumer_run->tear_down();
+    ASSERT_TRUE(p.stopped && c.stopped) << p.error << c.error;
+    EXPECT_EQ(link->published(), 12U);
+    EXPECT_EQ(c.counters.processed, 12U);
+    const auto at = [](const telemetry_entry& e, stage s) {
+      return e.stamp_ns[static_cast<std::size_t>(s)];
+    };
+    std::map<std::uint64_t, std::uint64_t> sighted;  // producer: sample -> detect
+    for (const telemetry_entry& e : producer_run->telemetry())
+      sighted[e.seq] = at(e, stage::detect);
+    std::size_t checked = 0;
+    for (const telemetry_entry& e : consumer_run->telemetry()) {
+      if (e.seq == 0 || e.repeat != 0U) continue;
+      const std::uint64_t egress = at(e, stage::arrival);
+      ASSERT_NE(egress, 0U) << "sample " << e.seq << " has no egress stamp";
+      EXPECT_LE(egress, at(e, stage::detect)) << "sample " << e.seq;
+      // The link's k-th sample is the producer's k-th (lockstep, nothing dropped).
+      const auto it = sighted.find(e.seq);
+      ASSERT_NE(it, sighted.end()) << "sample " << e.seq;
+      EXPECT_GE(egress, it->second) << "sample " << e.seq;
+      ++checked;
+    }
+    EXPECT_EQ(checked, 12U);
   }
 }
 

@@ -7,10 +7,13 @@
 // (two loops on one GPU).
 //
 // The ring has the mailbox's input layout (mailbox_layout, no output side): the head word, then
-// `depth` slots of a 64-byte header {seq} and the payload. The writer marks the slot busy
-// (seq 0), copies the payload, then stamps the slot and the head with system-scope release
-// stores, the order the host sensor keeps; a reader whose copy overlapped a rewrite sees the
-// stamp change and chooses again.
+// `depth` slots of a 64-byte header {seq, egress start} and the payload. The producer's blocks
+// share the copy: each marks the slot busy (seq 0) before writing its part, and the last block
+// to finish writes the egress start (the producer's device clock when the publish began) and
+// stamps the slot and the head with system-scope release stores, the order the host sensor
+// keeps; a reader whose copy overlapped a rewrite sees the stamp change and chooses again. The
+// consumer's handler stamps the egress start as the sample's stage::arrival (on the producer's
+// clock).
 
 #include <cstddef>
 #include <cstdint>
@@ -30,6 +33,8 @@ namespace resident::io {
 struct link_writer_view {
   std::byte* ring{};          // the consumer device's ring (a peer pointer on the producer)
   std::uint64_t* next{};      // producer-device word: the sequence number published last
+  std::uint64_t* started{};   // producer-device word: the clock when this publish began
+  std::uint32_t* arrivals{};  // producer-device word: blocks done with this publish (kernels)
   std::size_t slots_at{};     // byte offset of slot 0 in the ring
   std::size_t slot_stride{};  // header line + payload, rounded to lines
   std::size_t depth{};
@@ -69,7 +74,7 @@ class device_link {
   config _config;
   detail::mailbox_layout _layout;
   device_buffer _ring;  // consumer device
-  device_buffer _next;  // producer device
+  device_buffer _next;  // producer device: next, started, arrivals
   stream _reader;       // consumer device: published()
 };
 
@@ -103,8 +108,10 @@ class link_tx final : public Operator {
 };
 
 namespace detail {
-/// The producer's publish as a kernel of its own (graph and eager modes); `loop` may be null
-/// (direct submission: every call publishes).
+/// The producer's publish as a kernel of its own (graph and eager modes), on as many blocks as
+/// the payload needs (link_publish_blocks); `loop` may be null (direct submission: every call
+/// publishes).
+[[nodiscard]] unsigned link_publish_blocks(std::size_t bytes) noexcept;
 void launch_link_publish(const link_writer_view& w, loop_state* loop, const std::byte* in,
                          cudaStream_t s);
 }  // namespace detail

@@ -34,6 +34,9 @@ struct mailbox_view {
   std::size_t depth;
   std::size_t input_bytes;
   bool lines;  // the `lines` format: a slot is one tagged line, the output line holds it all
+  // The slot header's second word holds the writer's clock when the write began (a device
+  // link's producer): the handler stamps it as the sample's stage::arrival.
+  bool stamped_arrival{false};
   // Output sequence lock (egress-written): begin and end hold the commit number, unique per
   // commit, so a repeat of one sample (sample_policy::newest) is a new version too.
   std::uint64_t* out_begin;

@@ -218,8 +218,14 @@ __device__ inline void mailbox_rx_pass(const mailbox_view& mb, loop_state* loop,
       resident::device::sync_block();
       return;
     }
-    block_copy<true>(sample, mb.slots + (pick % mb.depth) * mb.slot_stride + header_bytes,
-                     mb.input_bytes);
+    const std::byte* slot = mb.slots + (pick % mb.depth) * mb.slot_stride;
+    block_copy<true>(sample, slot + header_bytes, mb.input_bytes);
+    // The writer's clock at the start of its write, read inside the sequence lock like the
+    // payload (a device link's producer writes it before the stamp).
+    const std::uint64_t arrival =
+        threadIdx.x == 0 && mb.stamped_arrival
+            ? *reinterpret_cast<const volatile std::uint64_t*>(slot + sizeof(std::uint64_t))
+            : 0;
     // Sequence lock, reader side: every copying thread orders its own payload loads before the
     // second stamp read (its fence), and the barrier orders all of them before thread 0's read.
     cuda::atomic_thread_fence(cuda::memory_order_acquire, cuda::thread_scope_system);
@@ -227,6 +233,7 @@ __device__ inline void mailbox_rx_pass(const mailbox_view& mb, loop_state* loop,
     if (threadIdx.x == 0) {
       consistent = load_acquire_system(slot_seq(mb, pick)) == pick;
       if (consistent) {
+        if (mb.stamped_arrival) loop->stamp_ns[static_cast<std::size_t>(stage::arrival)] = arrival;
         if (preempt_hooked && raise_after_input) device::raise_preempt(loop);  // else at detect
         device::publish(loop, pick);
         device::stamp(loop, stage::handler_end);
