@@ -15,6 +15,7 @@
 #include "commands/bench_camera.hpp"
 #include "commands/bench_io.hpp"
 #include "commands/bench_lab.hpp"
+#include "commands/bench_link.hpp"
 #include "commands/bench_loops.hpp"
 #include "commands/bench_overhead.hpp"
 #include "commands/bench_reef.hpp"
@@ -52,6 +53,7 @@ int main(int argc, char** argv) {
   commands.push_back(cli::add_bench_overhead_command(*bench, line));
   commands.push_back(cli::add_bench_lab_command(*bench, line));
   commands.push_back(cli::add_bench_loops_command(*bench, line));
+  commands.push_back(cli::add_bench_link_command(*bench, line));
   commands.push_back(cli::add_bench_reef_command(*bench, line));
   commands.push_back(cli::add_bench_camera_command(*bench, line));
   commands.push_back(cli::add_bench_soak_command(*bench, line));
