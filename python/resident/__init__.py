@@ -18,6 +18,7 @@ from ._resident import (
     ConfigError,
     CudaError,
     DataReadyHandler,
+    DeviceLink,
     Display,
     ExecutionError,
     Mailbox,
@@ -40,7 +41,7 @@ for _error in (CompositionError, ConfigError, CudaError, ExecutionError):
 
 __all__ = [
     "Application", "Buffer", "CompositionError", "ConfigError", "Counters", "CudaError",
-    "DataReadyHandler", "Display", "ExecutionError", "GraphPort", "Health", "Mailbox", "Operator", "OutputStamp", "PhaseTime", "Plan",
+    "DataReadyHandler", "DeviceLink", "Display", "ExecutionError", "GraphPort", "Health", "Mailbox", "Operator", "OutputStamp", "PhaseTime", "Plan",
     "Run", "STAGES", "SensorBridge", "TearDownReport", "TelemetryEntry", "device_count", "modes", "no_device_reason", "operator_catalog", "operator_kinds",
     "policies", "run_options",
 ]

@@ -11,6 +11,7 @@
 
 #include "bindings.hpp"
 #include "resident/app/application.hpp"
+#include "resident/io/device_link.hpp"
 #include "resident/io/display.hpp"
 #include "resident/io/mailbox.hpp"
 #include "resident/io/sensor_bridge.hpp"
@@ -121,6 +122,9 @@ ops::kind_inputs take_inputs(const ops::operator_kind& k, py::dict& kwargs) {
       break;
     case ops::kind_input::captured_graph:
       take_graph(kwargs, k.name, in);
+      break;
+    case ops::kind_input::device_link:
+      in.link = take_endpoint<io::device_link>(kwargs, "link", "DeviceLink", k.name);
       break;
   }
   return in;

@@ -12,6 +12,7 @@
 
 #include "bindings.hpp"
 #include "resident/exec/run_options.hpp"
+#include "resident/io/device_link.hpp"
 #include "resident/io/mailbox.hpp"
 
 namespace py = pybind11;
@@ -170,6 +171,33 @@ void bind_mailbox(py::module_& m) {
       .def_property_readonly("output_bytes",
                              [](const io::mailbox& mb) { return mb.settings().output_bytes; })
       .def_property_readonly("depth", [](const io::mailbox& mb) { return mb.settings().depth; });
+
+  py::class_<io::device_link, std::shared_ptr<io::device_link>>(
+      m, "DeviceLink",
+      "A link between loops on two GPUs (or two loops on one), no host between them: "
+      "io.link_tx in the producer's loop writes each sample into a ring in the consumer GPU's "
+      "memory, and io.link_rx, the consumer loop's data-ready handler, takes it from there, "
+      "with the mailbox's policies and exact accounting.")
+      .def(py::init(
+               [](std::size_t bytes, std::size_t depth, int producer_device, int consumer_device) {
+                 return std::make_shared<io::device_link>(
+                     io::device_link::config{bytes, depth, producer_device, consumer_device});
+               }),
+           py::arg("bytes"), py::arg("depth") = 4, py::arg("producer_device") = 0,
+           py::arg("consumer_device") = 0,
+           "bytes: one sample's payload; depth: ring slots; the devices: each loop's run option "
+           "device. Enables peer access from the producer to the consumer; devices that cannot "
+           "reach each other are refused by name.")
+      .def("make_handler", &io::device_link::make_handler, py::arg("rx"),
+           "The consumer loop's data-ready handler around `rx` (an io.link_rx of this link).")
+      .def_property_readonly("published", &io::device_link::published,
+                             "The sequence number the producer published last.")
+      .def_property_readonly("bytes", [](const io::device_link& l) { return l.settings().bytes; })
+      .def_property_readonly("depth", [](const io::device_link& l) { return l.settings().depth; })
+      .def_property_readonly("producer_device",
+                             [](const io::device_link& l) { return l.settings().producer_device; })
+      .def_property_readonly("consumer_device",
+                             [](const io::device_link& l) { return l.settings().consumer_device; });
 }
 
 }  // namespace resident::python

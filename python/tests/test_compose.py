@@ -150,6 +150,25 @@ def test_mailbox_operators_need_a_mailbox():
         NoMailbox().plan()
 
 
+def test_link_operators_need_a_device_link():
+    class NoLink(resident.Application):
+        def __init__(self, kind, **kw):
+            super().__init__("no_link")
+            self.kind, self.kw = kind, kw
+
+        def compose(self):
+            self.make_operator(self.kind, "link", **self.kw)
+
+    for kind in ("io.link_rx", "io.link_tx"):
+        with pytest.raises(TypeError, match="needs link=<resident.DeviceLink>"):
+            NoLink(kind).plan()
+        with pytest.raises(TypeError, match="link= takes a resident.DeviceLink"):
+            NoLink(kind, link="device 1").plan()
+    by_kind = {k["kind"]: k for k in resident.operator_catalog()}
+    for kind in ("io.link_rx", "io.link_tx"):
+        assert by_kind[kind]["input"] == "device link" and by_kind[kind]["device_form"]
+
+
 def test_compose_not_overridden():
     with pytest.raises(NotImplementedError):
         resident.Application("bare").plan()

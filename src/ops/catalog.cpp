@@ -4,6 +4,7 @@
 #include <stdexcept>
 
 #include "resident/app/error.hpp"
+#include "resident/io/device_link.hpp"
 #include "resident/io/display.hpp"
 #include "resident/io/mailbox.hpp"
 #include "resident/io/sensor_bridge.hpp"
@@ -70,6 +71,16 @@ std::vector<operator_kind> make_catalog() {
       {"io.mailbox_tx", "the egress to a host-mapped mailbox", kind_input::mailbox, true,
        [](const kind_inputs& in) -> std::shared_ptr<Operator> {
          return std::make_shared<io::mailbox_tx>(need(in.mailbox, "io.mailbox_tx", "a mailbox"));
+       }},
+      {"io.link_rx", "the data-ready handler of a device link's ring (the consumer GPU's side)",
+       kind_input::device_link, true,
+       [](const kind_inputs& in) -> std::shared_ptr<Operator> {
+         return std::make_shared<io::link_rx>(need(in.link, "io.link_rx", "a device link"));
+       }},
+      {"io.link_tx", "the egress into a device link's ring on another GPU (the producer's side)",
+       kind_input::device_link, true,
+       [](const kind_inputs& in) -> std::shared_ptr<Operator> {
+         return std::make_shared<io::link_tx>(need(in.link, "io.link_tx", "a device link"));
        }},
       {"io.frame_rx", "the data-ready handler of a sensor bridge's frame ring",
        kind_input::sensor_bridge, true,

@@ -83,11 +83,18 @@ TEST(catalog, the_device_form_flag_says_whether_the_operator_offers_a_form) {
 }
 
 TEST(catalog, kinds_that_need_an_endpoint_say_so) {
-  for (const char* k : {"io.mailbox_rx", "io.mailbox_tx", "io.frame_rx", "io.display_tx"}) {
+  for (const char* k : {"io.mailbox_rx", "io.mailbox_tx", "io.frame_rx", "io.display_tx",
+                        "io.link_rx", "io.link_tx"}) {
     EXPECT_THROW((void)operator_kind_named(k).make({}), std::invalid_argument) << k;
     EXPECT_NE(operator_kind_named(k).input, kind_input::none) << k;
   }
   EXPECT_EQ(operator_kind_named("ops.captured_graph").input, kind_input::captured_graph);
+  EXPECT_EQ(operator_kind_named("io.link_tx").input, kind_input::device_link);
+  try {
+    (void)operator_kind_named("io.link_rx").make({});
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("a device link"), std::string::npos) << e.what();
+  }
 }
 
 TEST(catalog, lists_the_parameters_a_kind_declares) {

@@ -18,6 +18,7 @@
 #include "resident/ops/captured_graph.hpp"
 
 namespace resident::io {
+class device_link;
 class mailbox;
 class sensor_bridge;
 class display;
@@ -33,6 +34,7 @@ enum class kind_input : std::uint8_t {
   display,         // io.display_tx
   memory,          // ops.external_source, ops.external_sink: a byte count and optional memory
   captured_graph,  // ops.captured_graph: a CUDA graph and its input and output ports
+  device_link,     // io.link_rx, io.link_tx
 };
 
 [[nodiscard]] constexpr std::string_view to_string(kind_input input) noexcept {
@@ -49,6 +51,8 @@ enum class kind_input : std::uint8_t {
       return "memory";
     case kind_input::captured_graph:
       return "captured graph";
+    case kind_input::device_link:
+      return "device link";
   }
   return "?";
 }
@@ -58,6 +62,7 @@ struct kind_inputs {
   std::shared_ptr<io::mailbox> mailbox;
   std::shared_ptr<io::sensor_bridge> bridge;
   std::shared_ptr<io::display> display;
+  std::shared_ptr<io::device_link> link;
   void* memory{};
   std::size_t bytes{};
   cudaGraph_t graph{};  // borrowed until the operator's setup(), which clones it
