@@ -99,7 +99,8 @@ def capture_graph(module: Any, *inputs: Any, keep_graph: bool = True, warmup: in
         # under the others (pytorch/pytorch#193402: their replays then fault).
         from resident import _resident
 
-        owner = _resident.Stream()
+        with torch.cuda.device(device):  # a stream of the inputs' device
+            owner = _resident.Stream()
         stream = torch.cuda.ExternalStream(owner.handle, device=device)
     with torch.no_grad(), torch.cuda.graph(graph, stream=stream):
         result = module(*inputs)
@@ -127,7 +128,7 @@ def make_torch_operator(app: Application, name: str, module: Any, example_inputs
     inputs = tuple(t.detach().clone().contiguous() for t in _as_tuple(example_inputs, "input"))
     stream = None
     if partition is not None:
-        owner = partition.make_stream()
+        owner = partition.make_stream()  # the partition's device
         stream = torch.cuda.ExternalStream(owner.handle)
     graph, result = capture_graph(module, *inputs, warmup=warmup, stream=stream)
     if partition is not None:
