@@ -66,6 +66,17 @@ int device_count() noexcept {
   return count;
 }
 
+void enable_peer_access(int from, int to) {
+  if (from == to) return;
+  const current_device_guard on(from);
+  const cudaError_t e = cudaDeviceEnablePeerAccess(to, 0);
+  if (e == cudaErrorPeerAccessAlreadyEnabled) {
+    (void)cudaGetLastError();  // clears the error CUDA just recorded
+    return;
+  }
+  RESIDENT_CUDA_TRY(e);
+}
+
 std::string missing_device(int ordinal) {
   const int devices = device_count();
   if (ordinal >= 0 && ordinal < devices) return {};

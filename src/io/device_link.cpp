@@ -45,19 +45,6 @@ detail::mailbox_layout layout_of(const device_link::config& c) {
   return {.input_bytes = c.bytes, .output_bytes = 0, .depth = c.depth, .lines = false};
 }
 
-/// Peer access from `from` to `to`, once per pair for the process (enabling it twice is an
-/// error CUDA reports, and harmless).
-void enable_peer_access(int from, int to) {
-  if (from == to) return;
-  const current_device_guard on(from);
-  const cudaError_t e = cudaDeviceEnablePeerAccess(to, 0);
-  if (e == cudaErrorPeerAccessAlreadyEnabled) {
-    (void)cudaGetLastError();
-    return;
-  }
-  RESIDENT_CUDA_TRY(e);
-}
-
 stream stream_on(int device) {
   const current_device_guard on(device);
   return stream(0);

@@ -46,6 +46,10 @@ class current_device_guard {
 /// Empty when `ordinal` is one of this machine's usable devices; else why not, to follow the
 /// caller's name for it: "3 does not exist: this machine has 2 usable CUDA devices (0 to 1)".
 [[nodiscard]] std::string missing_device(int ordinal);
+/// Lets device `from` read and write device `to`'s memory (cudaDeviceEnablePeerAccess with
+/// `from` current); nothing when they are the same device or access is on already. Throws
+/// cuda_error when CUDA refuses. The caller's current device is left as it was.
+void enable_peer_access(int from, int to);
 /// Why no device is usable ("no CUDA driver found", ...); empty when one is.
 [[nodiscard]] std::string no_device_reason();
 /// "no usable CUDA GPU or driver was found (CUDA's report: REASON)", with a remark where CUDA's

@@ -84,17 +84,6 @@ __global__ void pong_kernel(const std::uint64_t* token, std::uint64_t* answer,
   }
 }
 
-void enable_peer(int from, int to) {
-  if (from == to) return;
-  const current_device_guard on(from);
-  const cudaError_t e = cudaDeviceEnablePeerAccess(to, 0);
-  if (e == cudaErrorPeerAccessAlreadyEnabled) {
-    (void)cudaGetLastError();
-    return;
-  }
-  RESIDENT_CUDA_TRY(e);
-}
-
 }  // namespace
 
 std::vector<ping_pong_round> ping_pong(int a, int b, std::size_t rounds) {
@@ -102,8 +91,8 @@ std::vector<ping_pong_round> ping_pong(int a, int b, std::size_t rounds) {
     throw std::invalid_argument("clock offset: rounds must be 1 to 1000000, got " +
                                 std::to_string(rounds));
   }
-  enable_peer(a, b);
-  enable_peer(b, a);
+  enable_peer_access(a, b);
+  enable_peer_access(b, a);
   // A's memory: answer, answer stamp, failed flag, then the rounds; B's: the token, its flag.
   const std::size_t a_bytes = 4 * sizeof(std::uint64_t) + rounds * sizeof(ping_pong_round);
   device_buffer at_a = zeroed_device_buffer(a_bytes, a);
