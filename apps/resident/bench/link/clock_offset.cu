@@ -117,6 +117,7 @@ std::vector<ping_pong_round> ping_pong(int a, int b, std::size_t rounds) {
   {
     const current_device_guard on_dev_b(b);
     on_b->synchronize();
+    on_b.reset();  // destroyed with its own device current
   }
   std::vector<std::uint64_t> head(4);
   std::uint64_t b_failed = 0;
