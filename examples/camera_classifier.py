@@ -88,6 +88,26 @@ def read_label(frame: torch.Tensor) -> int:
     return value
 
 
+def compose_camera(app: resident.Application, bridge: resident.SensorBridge, width: int,
+                   height: int) -> tuple:
+    """The camera front in `app` (inside compose()): frame_rx (the data-ready handler) ->
+    csi2_reconstruct -> raw_isp -> demosaic (RGBA8) -> convert_resize (planar 224 x 224 fp32).
+    Returns (reconstruct, demosaic, resize): their outputs "integrity", "rgb" and "out"."""
+    size = dict(width=width, height=height)
+    rx = app.make_operator("io.frame_rx", "rx", bridge=bridge)
+    rec = app.make_operator("imaging.csi2_reconstruct", "reconstruct", **size)
+    isp = app.make_operator("imaging.raw_isp", "isp", **size)
+    dem = app.make_operator("imaging.demosaic", "demosaic", output="rgba8", **size)
+    resize = app.make_operator("imaging.convert_resize", "resize", in_width=width,
+                               in_height=height, in_format="rgba8", out_format="planar_f32")
+    app.register_data_ready_handler(bridge.make_handler(rx))
+    app.add_flow(rx, rec, [("frame", "frame")])
+    app.add_flow(rec, isp, [("bayer", "in")])
+    app.add_flow(isp, dem, [("out", "bayer")])
+    app.add_flow(dem, resize, [("rgb", "in")])
+    return rec, dem, resize
+
+
 class CameraClassifier(resident.Application):
     def __init__(self, bridge: resident.SensorBridge, display: resident.Display, width: int,
                  height: int, model: torch.nn.Module) -> None:
@@ -97,25 +117,13 @@ class CameraClassifier(resident.Application):
         self.net = None
 
     def compose(self) -> None:
-        size = dict(width=self.width, height=self.height)
-        rx = self.make_operator("io.frame_rx", "rx", bridge=self.bridge)
-        rec = self.make_operator("imaging.csi2_reconstruct", "reconstruct", **size)
-        isp = self.make_operator("imaging.raw_isp", "isp", **size)
-        dem = self.make_operator("imaging.demosaic", "demosaic", output="rgba8", **size)
-        resize = self.make_operator("imaging.convert_resize", "resize", in_width=self.width,
-                                    in_height=self.height, in_format="rgba8",
-                                    out_format="planar_f32")
+        rec, dem, resize = compose_camera(self, self.bridge, self.width, self.height)
         planar = torch.zeros(3, 224, 224, device="cuda")
         frame = torch.zeros(self.height, self.width, 4, dtype=torch.uint8, device="cuda")
         self.net = make_torch_operator(self, "classify", ClassifyAndDraw(self.model).cuda(),
                                        (planar, frame), input_names=("planar", "frame"),
                                        output_names=("overlaid",))
         tx = self.make_operator("io.display_tx", "display", display=self.display, input="rgba8")
-        self.register_data_ready_handler(self.bridge.make_handler(rx))
-        self.add_flow(rx, rec, [("frame", "frame")])
-        self.add_flow(rec, isp, [("bayer", "in")])
-        self.add_flow(isp, dem, [("out", "bayer")])
-        self.add_flow(dem, resize, [("rgb", "in")])
         self.add_flow(dem, self.net.operator, [("rgb", "frame")])
         self.add_flow(resize, self.net.operator, [("out", "planar")])
         self.add_flow(self.net.operator, tx, [("overlaid", "rgb")])

@@ -38,7 +38,8 @@ import resident
 from resident.torch import make_torch_operator
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from camera_classifier import ClassifyAndDraw, load_photo, read_label  # noqa: E402
+from camera_classifier import (ClassifyAndDraw, compose_camera, load_photo,  # noqa: E402
+                               read_label)
 
 MODES = ("host-graph", "while", "tail")
 
@@ -91,29 +92,17 @@ class Camera(resident.Application):
         self.integrity_bytes = 0
 
     def compose(self) -> None:
-        size = dict(width=self.width, height=self.height)
-        rx = self.make_operator("io.frame_rx", "rx", bridge=self.bridge)
-        rec = self.make_operator("imaging.csi2_reconstruct", "reconstruct", **size)
-        isp = self.make_operator("imaging.raw_isp", "isp", **size)
-        dem = self.make_operator("imaging.demosaic", "demosaic", output="rgba8", **size)
-        resize = self.make_operator("imaging.convert_resize", "resize", in_width=self.width,
-                                    in_height=self.height, in_format="rgba8",
-                                    out_format="planar_f32")
+        rec, dem, resize = compose_camera(self, self.bridge, self.width, self.height)
+        self.integrity_bytes = rec.port_bytes("integrity")
         examples = (torch.zeros(3, 224, 224, device="cuda:0"),
                     torch.zeros(self.height, self.width, 4, dtype=torch.uint8, device="cuda:0"),
-                    torch.zeros(rec.port_bytes("integrity"), dtype=torch.uint8, device="cuda:0"))
+                    torch.zeros(self.integrity_bytes, dtype=torch.uint8, device="cuda:0"))
         self.pack = make_torch_operator(self, "pack", Pack(), examples,
                                         input_names=("planar", "frame", "integrity"))
         # L1 carries the three, packed: its size from the operators' own ports.
-        self.integrity_bytes = rec.port_bytes("integrity")
         self.link = resident.DeviceLink(self.pack.outputs[0].nbytes, depth=4, producer_device=0,
                                         consumer_device=self.classifier_device)
         tx = self.make_operator("io.link_tx", "link", link=self.link)
-        self.register_data_ready_handler(self.bridge.make_handler(rx))
-        self.add_flow(rx, rec, [("frame", "frame")])
-        self.add_flow(rec, isp, [("bayer", "in")])
-        self.add_flow(isp, dem, [("out", "bayer")])
-        self.add_flow(dem, resize, [("rgb", "in")])
         self.add_flow(resize, self.pack.operator, [("out", "planar")])
         self.add_flow(dem, self.pack.operator, [("rgb", "frame")])
         self.add_flow(rec, self.pack.operator, [("integrity", "integrity")])

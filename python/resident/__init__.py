@@ -270,18 +270,18 @@ class Application(_resident.Application):
         """A PyTorch graph's kernels keep the context (whole GPU or green-context partition)
         they were captured in, and CUDA refuses to instantiate them in another with only
         'invalid argument': refuses such a run first, naming the operator."""
+        def where(p: Any) -> str:
+            return "the whole GPU" if p is None else f"a partition of {p.sm_count} SMs"
+
         for made in self.__dict__.get("_torch_operators", []):
             if made.partition is partition:
                 continue
-            where = lambda p: ("the whole GPU" if p is None else  # noqa: E731
-                               f"a partition of {p.sm_count} SMs")
-            captured = where(made.partition)
-            if made.partition is not None and partition is not None:
-                captured = f"another partition ({made.partition.sm_count} SMs)"
+            both = made.partition is not None and partition is not None
             raise ValueError(
                 f"operator '{made.operator.name}' (a PyTorch graph) was captured for "
-                f"{captured}, but this run is in {where(partition)}: a captured graph's kernels "
-                f"keep the context they were captured in; pass the run's partition to "
+                f"{where(made.partition)}, but this run is in "
+                f"{'another partition' if both else where(partition)}: a captured graph's "
+                f"kernels keep the context they were captured in; pass the run's partition to "
                 f"make_torch_operator(..., partition=...)")
 
     def run(self, mode: str = "while", *, timeout_ms: int = 2000, **options: Any) -> Run:

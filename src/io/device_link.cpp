@@ -2,6 +2,7 @@
 
 #include <string>
 
+#include "io/endpoint_device.hpp"
 #include "resident/app/error.hpp"
 #include "resident/cuda/device.hpp"
 #include "resident/cuda/error.hpp"
@@ -106,22 +107,13 @@ data_ready_handler device_link::make_handler(std::shared_ptr<Operator> rx) const
                             [this] { return published(); }};
 }
 
-namespace {
-
-void check_device(const Operator& op, const char* side, int device) {
-  const int run_device = current_device();
-  if (run_device != device) {
-    throw composition_error("operator '" + op.name() + "': the link's " + side + " is device " +
-                            std::to_string(device) + ", but the application runs on device " +
-                            std::to_string(run_device));
-  }
+void link_rx::initialize() {
+  detail::require_run_device(*this, "the link's consumer is", _link->settings().consumer_device);
 }
 
-}  // namespace
-
-void link_rx::initialize() { check_device(*this, "consumer", _link->settings().consumer_device); }
-
-void link_tx::initialize() { check_device(*this, "producer", _link->settings().producer_device); }
+void link_tx::initialize() {
+  detail::require_run_device(*this, "the link's producer is", _link->settings().producer_device);
+}
 
 void link_rx::setup(OperatorSpec& spec) {
   spec.device_output("sample", _link->settings().bytes);

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "cuda/host_words.hpp"
+#include "io/endpoint_device.hpp"
 #include "resident/app/error.hpp"
 #include "resident/cuda/device.hpp"
 #include "resident/cuda/error.hpp"
@@ -43,17 +44,6 @@ detail::mailbox_layout layout_of(const mailbox::config& c) {
           .output_bytes = c.output_bytes,
           .depth = c.depth,
           .lines = detail::resolve_format(c.format, c.input_bytes, c.output_bytes)};
-}
-
-/// Refuses, naming the operator, a run on another device than the mailbox's.
-void check_device(const Operator& op, const mailbox& mb) {
-  const int run_device = current_device();
-  if (run_device != mb.settings().device) {
-    throw composition_error("operator '" + op.name() + "': its mailbox belongs to device " +
-                            std::to_string(mb.settings().device) +
-                            " (config.device), but the application runs on device " +
-                            std::to_string(run_device));
-  }
 }
 
 }  // namespace
@@ -135,9 +125,13 @@ void mailbox_rx::setup(OperatorSpec& spec) {
   spec.can_carry(loop_step::controller);  // its kernel ends with the controller step when fused
 }
 
-void mailbox_rx::initialize() { check_device(*this, *_mailbox); }
+void mailbox_rx::initialize() {
+  detail::require_run_device(*this, "its mailbox (config.device) is", _mailbox->settings().device);
+}
 
-void mailbox_tx::initialize() { check_device(*this, *_mailbox); }
+void mailbox_tx::initialize() {
+  detail::require_run_device(*this, "its mailbox (config.device) is", _mailbox->settings().device);
+}
 
 void mailbox_rx::compute(CaptureContext& ctx) {
   detail::launch_mailbox_rx(_mailbox->device_view(), ctx.loop(),
