@@ -293,6 +293,8 @@ class Application(_resident.Application):
         previous = last() if last is not None else None
         if previous is not None and previous.report is not None:
             previous._release()
+        # Compose first (once; CPU only): the PyTorch graphs to check exist only after it.
+        self._plan_summary()
         self._check_capture_partitions(options.get("partition"))
         run = Run(_resident._run(self, mode, options), timeout_ms)
         run._keep_alive = options.get("preempt")  # the loop raises its word

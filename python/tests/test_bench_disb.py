@@ -28,6 +28,20 @@ def test_without_a_baseline_the_ratios_are_not_made_up():
     assert results[0]["be_throughput_over_sequential"] is None
 
 
+def test_an_output_never_seen_is_lost_unless_the_loop_still_held_it_queued():
+    def run(policy, wrong, missing, queued):
+        return {"policy": policy, "wrong_outputs": wrong, "missing_outputs": missing,
+                "queued_at_stop": queued}
+    # priority fell behind: its 38 unseen samples were still queued when the loop stopped.
+    assert disb.outcome([run("exclusive", 0, 0, 0), run("priority", 0, 38, 38)]) == (
+        0, 0, {"priority": 38})
+    # Two unseen outputs that the counters say were processed or dropped are lost.
+    assert disb.outcome([run("translated", 1, 5, 3)]) == (1, 2, {"translated": 3})
+    # A receipt from before queued_at_stop existed counts every unseen output as lost.
+    assert disb.outcome([{"policy": "split", "wrong_outputs": 0, "missing_outputs": 4}]) == (
+        0, 4, {})
+
+
 def test_bad_arguments_are_refused():
     with pytest.raises(SystemExit):
         disb.parse_args(["--policies", "fifo"])
