@@ -11,9 +11,15 @@ policy runs the same workload:
   split            the RT loop in a green-context partition of --rt-sms SMs, BE as translated
                    models in the rest of the GPU, not preempted
   sequential       BE as translated models that submit only while the RT word is down, one
-                   launch at a time (the baseline of be_throughput_over_sequential)
+                   launch at a time (the baseline of the translated policies'
+                   be_throughput_over_sequential: split's and translated's)
   translated       BE as translated models (resident.translate) on resident's preemptible
                    kernels, preempted while the RT loop works and resumed after
+  sequential-graphs
+                   BE as PyTorch CUDA graphs replayed one at a time, each begun only while the
+                   RT word is down and not gated (an RT sample arriving mid-inference waits
+                   on the GPU beside the rest of it): the baseline of the graph policies'
+                   be_throughput_over_sequential (priority's and kernel-boundary's)
   kernel-boundary  BE as PyTorch CUDA graphs gated at their kernel boundaries (GatedGraph)
   kernel-boundary+split
                    both: the RT loop in a partition of --rt-sms SMs, the gated BE graphs
@@ -26,8 +32,9 @@ the RT model, the workload and the policy and carry rt_p99_over_exclusive,
 be_throughput_over_sequential, wrong_outputs and, for the preempting policies,
 preemption_latency_us: per RT sample, from the loop raising its word to the BE work leaving
 (translated: the last BE block off the GPU; gated graphs: the first gate holding), on the
-device clock (resident.bench.preemption). Not yet here: a PyTorch-side sequential baseline and
-BE work from another process.
+device clock (resident.bench.preemption). Each BE implementation has its own sequential
+baseline (translated: sequential; PyTorch graphs: sequential-graphs). Not yet here: BE work
+from another process.
 
   python -m resident.bench.disb --quick --json out/disb-quick.json
   python -m resident.bench.disb --workload one --json out/disb.json
@@ -50,10 +57,12 @@ from resident.bench.inference import pick_cpus, receipt_header, save_partial
 from resident.bench import preemption
 from resident.bench.stats import summarize_run
 
-POLICIES = ("exclusive", "priority", "split", "sequential", "translated", "kernel-boundary",
-            "kernel-boundary+split")
+POLICIES = ("exclusive", "priority", "split", "sequential", "translated", "sequential-graphs",
+            "kernel-boundary", "kernel-boundary+split")
 SPLIT_POLICIES = ("split", "kernel-boundary+split")  # the RT loop in a partition of its own
 PREEMPTING = ("sequential", "translated", "kernel-boundary", "kernel-boundary+split")
+RAISING = PREEMPTING + ("sequential-graphs",)  # the RT loop raises the word while it works
+GRAPH_POLICIES = ("priority", "sequential-graphs", "kernel-boundary", "kernel-boundary+split")
 STAMPS = 1 << 22  # per BE client: a ring of BE activity or gate hold stamps (32 MiB)
 WORKLOADS = {  # name: the BE models and their batch sizes
     "one": [("vgg16", 8)],
@@ -153,8 +162,17 @@ class be_client:
                                                   hold_stamps=STAMPS)
                 self.launch: Callable[[], None] = lambda: self.gated.launch(
                     self.stream.cuda_stream)
+            elif policy == "sequential-graphs":
+                self.signal = signal
+                self.launch = self._replay_while_down
             else:
                 self.launch = self._replay
+
+    def _replay_while_down(self) -> None:
+        # The word's host mirror (no CUDA call); a short sleep lets the other threads run.
+        while self.signal.raised and not self._stop.is_set():
+            time.sleep(20e-6)
+        self._replay()
 
     def _replay(self) -> None:
         import torch
@@ -238,7 +256,7 @@ def run_policy(policy: str, app_factory: Callable[[Any], Any], reference: list[i
         # for a whole BE kernel to end before it can see the next sample (findings, section 8:
         # "The RT loop needs room on its own SMs"). bench reef polls 20 ms for the same reason.
         options["poll_ns"] = 20_000_000
-    if policy in PREEMPTING:
+    if policy in RAISING:
         options["preempt"] = signal
     if policy in SPLIT_POLICIES:
         options["partition"] = parts[0]
@@ -326,8 +344,9 @@ def relate(results: list[dict[str, Any]]) -> None:
     """rt_p99_over_exclusive and be_throughput_over_sequential, from the same run's results."""
     by = {r["policy"]: r for r in results}
     base = by.get("exclusive")
-    seq = by.get("sequential")
     for r in results:
+        # The sequential baseline of the same BE implementation.
+        seq = by.get("sequential-graphs" if r["policy"] in GRAPH_POLICIES else "sequential")
         r["rt_p99_over_exclusive"] = (r["latency_us"]["p99"] / base["latency_us"]["p99"]
                                       if base else None)
         r["be_throughput_over_sequential"] = (
