@@ -17,9 +17,12 @@ policy runs the same workload:
                    kernels, preempted while the RT loop works and resumed after
   sequential-graphs
                    BE as PyTorch CUDA graphs replayed one at a time, each begun only while the
-                   RT word is down and not gated (an RT sample arriving mid-inference waits
-                   on the GPU beside the rest of it): the baseline of the graph policies'
-                   be_throughput_over_sequential (priority's and kernel-boundary's)
+                   RT word is down and not gated: an RT sample arriving mid-inference runs
+                   beside the rest of it (a resident loop cannot wait for a host-launched
+                   graph), so BE never waits for RT work that began after it, and its
+                   throughput is at least that of strict one-task-at-a-time FIFO: the baseline
+                   of the graph policies' be_throughput_over_sequential (priority's and
+                   kernel-boundary's)
   kernel-boundary  BE as PyTorch CUDA graphs gated at their kernel boundaries (GatedGraph)
   kernel-boundary+split
                    both: the RT loop in a partition of --rt-sms SMs, the gated BE graphs
