@@ -195,19 +195,60 @@ def run_pipeline(model: torch.nn.Module, photo: torch.Tensor, *, mode: str, fram
     display.start()
     bridge.start()
     try:
-        with show.run(mode, device=0, **options) as s, \
-                classifier.run(mode, device=cls, **options) as c, \
-                camera.run(mode, device=0, **options) as k:
-            deadline = time.monotonic() + frames / rate + 10
-            while s.counters().processed < frames and time.monotonic() < deadline:
-                time.sleep(0.01)
-            bridge.stop()
-            time.sleep(0.05)  # the last frame through the three loops
+        # The camera loop first: its set-up allocates, and a CUDA allocation or free beside a
+        # running resident loop may wait for the device to be idle, which it never is (bench
+        # soak starts its camera loop first for the same reason). Frames it sends before the
+        # classifier runs are counted as dropped by L1. Each set-up is watched.
+        with set_up("the camera loop"):
+            k = camera.run(mode, device=0, **options)
+        with k:
+            with set_up("the classifier loop"):
+                c = classifier.run(mode, device=cls, **options)
+            with c:
+                with set_up("the display loop"):
+                    s = show.run(mode, device=0, **options)
+                with s:
+                    wait_for_frames(s, frames, rate)
+                    bridge.stop()
+                    time.sleep(0.05)  # the last frame through the three loops
     finally:
         bridge.stop()
         display.stop()
     return dict(camera=camera, classifier=classifier, show=show, display=display, l1=camera.link,
                 l2=l2, runs=dict(camera=k, classifier=c, display=s))
+
+
+def wait_for_frames(s: resident.Run, frames: int, rate: float) -> None:
+    deadline = time.monotonic() + frames / rate + 10
+    while s.counters().processed < frames and time.monotonic() < deadline:
+        time.sleep(0.01)
+
+
+class set_up:
+    """Watches a loop's set-up: past `limit_s` a set-up waits on something that never comes (a
+    CUDA call waiting for an idle device), which cannot be interrupted from Python, so this
+    names the set-up, dumps every thread's stack and ends the process with exit code 3."""
+
+    def __init__(self, what: str, limit_s: float = 120.0) -> None:
+        import threading
+
+        self._timer = threading.Timer(limit_s, self._expired, (what, limit_s))
+        self._timer.daemon = True
+
+    @staticmethod
+    def _expired(what: str, limit_s: float) -> None:
+        import faulthandler
+
+        print(f"camera_classifier_two_gpus: {what}'s set-up did not finish in {limit_s:.0f} s",
+              file=sys.stderr, flush=True)
+        faulthandler.dump_traceback(all_threads=True)
+        os._exit(3)
+
+    def __enter__(self) -> None:
+        self._timer.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self._timer.cancel()
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -83,10 +83,11 @@ def test_a_module_captured_for_a_partition_runs_there_and_nowhere_else():
     for where in (None, parts[1]):
         with pytest.raises(ValueError, match="operator 'net' .*captured for a partition of 16"):
             app.run("while", policy="every", partition=where)
+    stamp = resident.OutputStamp()
     with app.run("while", policy="every", partition=parts[0]) as run:
         for x in inputs(4):
             seq = app.mailbox.publish(x.numpy())
-            stamp, payload = app.mailbox.wait_output(timeout=5.0)
+            stamp, payload = app.mailbox.wait_output(stamp, timeout=5.0)
             assert stamp.seq == seq
             with torch.no_grad():
                 want = module(x.cuda()).cpu()
