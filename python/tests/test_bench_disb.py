@@ -43,16 +43,19 @@ def test_without_a_baseline_the_ratios_are_not_made_up():
     assert results[0]["be_throughput_over_sequential"] is None
 
 
-def test_an_output_never_seen_is_lost_unless_the_loop_still_held_it_queued():
-    def run(policy, wrong, missing, queued):
+def test_an_output_never_seen_is_lost_unless_the_loops_counters_account_for_it():
+    def run(policy, wrong, missing, dropped, queued):
         return {"policy": policy, "wrong_outputs": wrong, "missing_outputs": missing,
+                "counters": {"processed": 350 - dropped - queued, "dropped": dropped},
                 "queued_at_stop": queued}
-    # priority fell behind: its 38 unseen samples were still queued when the loop stopped.
-    assert disb.outcome([run("exclusive", 0, 0, 0), run("priority", 0, 38, 38)]) == (
-        0, 0, {"priority": 38})
-    # Two unseen outputs that the counters say were processed or dropped are lost.
-    assert disb.outcome([run("translated", 1, 5, 3)]) == (1, 2, {"translated": 3})
-    # A receipt from before queued_at_stop existed counts every unseen output as lost.
+    # priority fell behind: its 41 unseen samples were dropped (45 in all, warm-up included).
+    assert disb.outcome([run("exclusive", 0, 0, 0, 0), run("priority", 0, 41, 45, 0)]) == (
+        0, 0, {"priority": 45})
+    # Dropped and still queued at the stop add up.
+    assert disb.outcome([run("priority", 0, 50, 45, 5)]) == (0, 0, {"priority": 50})
+    # Two unseen outputs that the counters say were processed are lost.
+    assert disb.outcome([run("translated", 1, 5, 0, 3)]) == (1, 2, {"translated": 3})
+    # A receipt from before the counters were kept counts every unseen output as lost.
     assert disb.outcome([{"policy": "split", "wrong_outputs": 0, "missing_outputs": 4}]) == (
         0, 4, {})
 

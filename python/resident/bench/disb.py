@@ -301,13 +301,17 @@ def run_policy(policy: str, app_factory: Callable[[Any], Any], reference: list[i
 
 
 def outcome(results: Sequence[dict[str, Any]]) -> tuple[int, int, dict[str, int]]:
-    """(wrong outputs, lost outputs, samples still queued when the loop stopped per policy).
-    An RT output never seen is lost unless the loop's counters hold that many samples as
-    published but neither processed nor dropped when it stopped (the loop fell behind)."""
+    """(wrong outputs, lost outputs, per policy the samples its loop never processed).
+    An RT output never seen is lost unless the loop's counters account for it: dropped (a loop
+    that fell behind overflows the mailbox, whose oldest sample is then counted as dropped) or
+    still queued when the loop stopped."""
     wrong = sum(r["wrong_outputs"] for r in results)
-    lost = sum(max(0, r["missing_outputs"] - r.get("queued_at_stop", 0)) for r in results)
-    behind = {r["policy"]: r["queued_at_stop"] for r in results
-              if r.get("queued_at_stop", 0) > 0}
+    lost, behind = 0, {}
+    for r in results:
+        unprocessed = r.get("counters", {}).get("dropped", 0) + r.get("queued_at_stop", 0)
+        lost += max(0, r["missing_outputs"] - unprocessed)
+        if unprocessed > 0:
+            behind[r["policy"]] = unprocessed
     return wrong, lost, behind
 
 
@@ -410,7 +414,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         json.dump(receipt, f, indent=1)
     wrong, lost, behind = outcome(receipt["results"])
     print(f"disb: receipt {args.json}; {wrong} wrong outputs, {lost} lost"
-          + (f"; still queued when the loop stopped (it fell behind): {behind}" if behind else ""))
+          + (f"; dropped or still queued, counted (the loop fell behind): {behind}"
+             if behind else ""))
     return 1 if wrong or lost else 0
 
 
