@@ -199,21 +199,22 @@ def run_pipeline(model: torch.nn.Module, photo: torch.Tensor, *, mode: str, fram
         # running resident loop may wait for the device to be idle, which it never is (bench
         # soak starts its camera loop first for the same reason). Frames it sends before the
         # classifier runs are counted as dropped by L1. Each set-up is watched.
-        with set_up("the camera loop"):
+        with watched("the camera loop's set-up"):
             k = camera.run(mode, device=0, **options)
         with k:
-            with set_up("the classifier loop"):
+            with watched("the classifier loop's set-up"):
                 c = classifier.run(mode, device=cls, **options)
             with c:
-                with set_up("the display loop"):
+                with watched("the display loop's set-up"):
                     s = show.run(mode, device=0, **options)
                 with s:
                     wait_for_frames(s, frames, rate)
                     bridge.stop()
                     time.sleep(0.05)  # the last frame through the three loops
     finally:
-        bridge.stop()
-        display.stop()
+        with watched("stopping the bridge and the display"):
+            bridge.stop()
+            display.stop()
     return dict(camera=camera, classifier=classifier, show=show, display=display, l1=camera.link,
                 l2=l2, runs=dict(camera=k, classifier=c, display=s))
 
@@ -224,10 +225,10 @@ def wait_for_frames(s: resident.Run, frames: int, rate: float) -> None:
         time.sleep(0.01)
 
 
-class set_up:
-    """Watches a loop's set-up: past `limit_s` a set-up waits on something that never comes (a
-    CUDA call waiting for an idle device), which cannot be interrupted from Python, so this
-    names the set-up, dumps every thread's stack and ends the process with exit code 3."""
+class watched:
+    """Watches a step that may wait on something that never comes (a loop's set-up: a CUDA call
+    waiting for an idle device): a C++ call cannot be interrupted from Python, so past `limit_s`
+    this names the step, dumps every thread's stack and ends the process with exit code 3."""
 
     def __init__(self, what: str, limit_s: float = 120.0) -> None:
         import threading
@@ -239,7 +240,7 @@ class set_up:
     def _expired(what: str, limit_s: float) -> None:
         import faulthandler
 
-        print(f"camera_classifier_two_gpus: {what}'s set-up did not finish in {limit_s:.0f} s",
+        print(f"camera_classifier_two_gpus: {what} did not finish in {limit_s:.0f} s",
               file=sys.stderr, flush=True)
         faulthandler.dump_traceback(all_threads=True)
         os._exit(3)
