@@ -18,6 +18,7 @@
 #include "commands/bench_link.hpp"
 #include "commands/bench_loops.hpp"
 #include "commands/bench_overhead.hpp"
+#include "commands/bench_python.hpp"
 #include "commands/bench_reef.hpp"
 #include "commands/bench_soak.hpp"
 #include "commands/command.hpp"
@@ -57,6 +58,7 @@ int main(int argc, char** argv) {
   commands.push_back(cli::add_bench_reef_command(*bench, line));
   commands.push_back(cli::add_bench_camera_command(*bench, line));
   commands.push_back(cli::add_bench_soak_command(*bench, line));
+  for (auto& c : cli::add_python_bench_commands(*bench)) commands.push_back(std::move(c));
   commands.push_back(cli::add_report_command(root));
   commands.push_back(cli::add_sim_command(root));
   commands.push_back(cli::add_plan_command(root));
