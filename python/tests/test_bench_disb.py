@@ -26,7 +26,8 @@ def test_the_graph_policies_are_against_the_graphs_sequential_baseline():
     results = [result("exclusive", 2000.0, 0.0), result("sequential", 2500.0, 100.0),
                result("sequential-graphs", 2600.0, 400.0), result("priority", 9000.0, 800.0),
                result("kernel-boundary", 2150.0, 380.0), result("split", 2700.0, 150.0),
-               result("kernel-boundary+split", 2700.0, 520.0)]
+               result("kernel-boundary+split", 2700.0, 520.0),
+               result("translated-spatial", 2300.0, 130.0)]
     disb.relate(results)
     by = {r["policy"]: r for r in results}
     assert by["kernel-boundary"]["be_throughput_over_sequential"] == pytest.approx(0.95)
@@ -34,6 +35,7 @@ def test_the_graph_policies_are_against_the_graphs_sequential_baseline():
     assert by["priority"]["be_throughput_over_sequential"] == pytest.approx(2.0)
     assert by["sequential-graphs"]["be_throughput_over_sequential"] == 1.0
     assert by["split"]["be_throughput_over_sequential"] == pytest.approx(1.5)  # translated BE
+    assert by["translated-spatial"]["be_throughput_over_sequential"] == pytest.approx(1.3)
 
 
 def test_without_a_baseline_the_ratios_are_not_made_up():

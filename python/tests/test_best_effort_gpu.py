@@ -58,6 +58,35 @@ def test_a_preempted_translated_model_keeps_the_unpreempted_bits():
     assert all(ns > 0 for ns, _ in activity)
 
 
+def test_a_spatially_preempted_translated_model_keeps_the_unpreempted_bits():
+    # The word clears only the RT partition's SMs: BE blocks cut there hand their logical block
+    # to blocks elsewhere, and the inference still gives the unpreempted bits.
+    torch.manual_seed(4)
+    plan = translate(randomize_batch_norms(Small(), 6), (8, 3, 32, 32))
+    model = plan.to_resident()
+    x = torch.randn(8, 3, 32, 32)
+    unpreempted = plan.infer(model, x)
+    rt = _resident.split_partitions([16, 8], rest_to_last=True)[0]
+    share = _resident.SpatialShare(rt, rt_sm_blocks=3)
+    assert share.sm_count == rt.sm_count and share.rt_sm_blocks == 3
+    signal = _resident.PreemptSignal()
+    runner = _resident.BestEffortRunner(model, signal, window=2, bounded_grid_per_sm=4,
+                                        spatial=share)
+    runner.start()
+    for _ in range(40):
+        time.sleep(0.002)
+        signal.raise_word()
+        time.sleep(0.001)
+        signal.clear()
+    stats = runner.stop()
+    assert stats["sequences"] > 0 and stats["repeated_commits"] == 0
+    assert torch.equal(plan.infer(model, x), unpreempted)
+    with pytest.raises(ValueError, match="rt_sm_blocks is -1"):
+        _resident.SpatialShare(rt, rt_sm_blocks=-1)
+    with pytest.raises(ValueError, match="spatial needs preemptible=True and sequential=False"):
+        _resident.BestEffortRunner(model, signal, sequential=True, spatial=share)
+
+
 def test_a_gated_pytorch_graph_holds_at_a_kernel_boundary_and_gives_eagers_output():
     torch.manual_seed(4)
     net = torch.nn.Sequential(*[torch.nn.Linear(1024, 1024) for _ in range(16)]).cuda().eval()

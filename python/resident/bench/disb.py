@@ -15,6 +15,11 @@ policy runs the same workload:
                    be_throughput_over_sequential: split's and translated's)
   translated       BE as translated models (resident.translate) on resident's preemptible
                    kernels, preempted while the RT loop works and resumed after
+  translated-spatial
+                   the RT loop in a partition of --rt-sms SMs, translated BE on every SM; a raise
+                   clears only the RT partition's SMs (at most 3 BE blocks on each of them at
+                   any time, so the handler finds room) and BE goes on elsewhere (bench reef's
+                   preempt-sm); its preemption latency is not measured (BE never leaves the GPU)
   sequential-graphs
                    BE as PyTorch CUDA graphs replayed one at a time, each begun only while the
                    RT word is down and not gated: an RT sample arriving mid-inference runs
@@ -60,11 +65,13 @@ from resident.bench.inference import pick_cpus, receipt_header, save_partial
 from resident.bench import preemption
 from resident.bench.stats import summarize_run
 
-POLICIES = ("exclusive", "priority", "split", "sequential", "translated", "sequential-graphs",
-            "kernel-boundary", "kernel-boundary+split")
-SPLIT_POLICIES = ("split", "kernel-boundary+split")  # the RT loop in a partition of its own
+POLICIES = ("exclusive", "priority", "split", "sequential", "translated", "translated-spatial",
+            "sequential-graphs", "kernel-boundary", "kernel-boundary+split")
+# The RT loop in a partition of its own.
+SPLIT_POLICIES = ("split", "kernel-boundary+split", "translated-spatial")
+TRANSLATED_POLICIES = ("translated", "sequential", "split", "translated-spatial")
 PREEMPTING = ("sequential", "translated", "kernel-boundary", "kernel-boundary+split")
-RAISING = PREEMPTING + ("sequential-graphs",)  # the RT loop raises the word while it works
+RAISING = PREEMPTING + ("sequential-graphs", "translated-spatial")  # the RT loop raises the word while it works
 GRAPH_POLICIES = ("priority", "sequential-graphs", "kernel-boundary", "kernel-boundary+split")
 STAMPS = 1 << 22  # per BE client: a ring of BE activity or gate hold stamps (32 MiB)
 WORKLOADS = {  # name: the BE models and their batch sizes
@@ -117,7 +124,8 @@ class be_client:
     inferences and checks its last output against eager."""
 
     def __init__(self, name: str, batch: int, policy: str, signal: Any,
-                 partition: Any = None, window: int = 1, bounded_grid: int = 4) -> None:
+                 partition: Any = None, window: int = 1, bounded_grid: int = 4,
+                 spatial: Any = None) -> None:
         import torch
         import torchvision
 
@@ -133,7 +141,7 @@ class be_client:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._error: list[BaseException] = []
-        if policy in ("translated", "sequential", "split"):
+        if policy in TRANSLATED_POLICIES:
             self.plan = translate(model.cpu(), tuple(self.x.shape))
             self.model = self.plan.to_resident()
             self.plan.infer(self.model, self.x)  # the input stays in the model's tensor
@@ -141,8 +149,9 @@ class be_client:
                 self.model, signal, window=window,
                 bounded_grid_per_sm=bounded_grid if policy != "split" else 0,
                 sequential=policy == "sequential",
-                preemptible=policy != "split", partition=partition,
-                activity_stamps=STAMPS if policy in PREEMPTING else 0)
+                preemptible=policy != "split",
+                partition=None if policy == "translated-spatial" else partition,
+                activity_stamps=STAMPS if policy in PREEMPTING else 0, spatial=spatial)
         else:
             from resident.torch import capture_graph
 
@@ -241,8 +250,13 @@ def run_policy(policy: str, app_factory: Callable[[Any], Any], reference: list[i
     signal = _resident.PreemptSignal()
     parts = (_resident.split_partitions([args.rt_sms, 8], rest_to_last=True)
              if policy in SPLIT_POLICIES else [None, None])
+    # Spatial: one share of the RT partition's SMs for every BE client (bench reef's preempt-sm:
+    # two launches in flight, 3 BE blocks at most on an RT SM).
+    spatial = (_resident.SpatialShare(parts[0], rt_sm_blocks=3)
+               if policy == "translated-spatial" else None)
+    window = 2 if spatial is not None else args.be_window
     clients = [] if policy == "exclusive" else [
-        be_client(name, batch, policy, signal, parts[1], args.be_window, args.be_bounded_grid)
+        be_client(name, batch, policy, signal, parts[1], window, args.be_bounded_grid, spatial)
         for name, batch in WORKLOADS[args.workload]]
     app = app_factory(parts[0])  # captured for the partition it runs in
     # Compose now: the RT model's capture must not overlap the BE clients' replays (PyTorch's
@@ -387,7 +401,8 @@ def main(argv: Sequence[str] | None = None) -> int:
          "deadline_us": args.deadline_us, "workload": args.workload,
          "be_models": WORKLOADS[args.workload], "mode": args.mode, "samples": args.samples,
          "warmup": args.warmup, "tf32": False,
-         "translated_be": {"window": args.be_window, "bounded_grid_per_sm": args.be_bounded_grid}},
+         "translated_be": {"window": args.be_window, "bounded_grid_per_sm": args.be_bounded_grid,
+                           "spatial": {"window": 2, "rt_sm_blocks": 3}}},
         {"thread_cpus": cpus, "python": platform.python_version(), "torch": torch.__version__},
         args.note)
     receipt["results"] = []
