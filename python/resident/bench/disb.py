@@ -119,6 +119,42 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     return args
 
 
+# Every policy of a run uses the same BE models: each is made (seeded weights, input, eager's
+# output) and translated once, and kept for the run (a model's translated tensors serve one
+# runner at a time, as the policies run one after another).
+_BE_MODELS: dict[tuple[str, int], dict[str, Any]] = {}
+
+
+def be_model(name: str, batch: int) -> dict[str, Any]:
+    """BE model `name` (torchvision, seeded random weights) on the GPU, its input at `batch`
+    (CPU) and eager's output for it (CPU), made once a run."""
+    import torch
+    import torchvision
+
+    key = (name, batch)
+    if key not in _BE_MODELS:
+        torch.manual_seed(21)
+        model = getattr(torchvision.models, name)().eval().cuda()
+        x = torch.randn(batch, 3, 224, 224, generator=torch.Generator().manual_seed(22))
+        with torch.no_grad():
+            want = model(x.cuda()).float().cpu()
+        _BE_MODELS[key] = {"model": model, "x": x, "want": want}
+    return _BE_MODELS[key]
+
+
+def be_translated(name: str, batch: int) -> tuple[Any, Any]:
+    """The translated plan of be_model(name, batch) and its resident model, made once a run."""
+    import copy
+
+    from resident.translate import translate
+
+    made = be_model(name, batch)
+    if "plan" not in made:
+        plan = translate(copy.deepcopy(made["model"]).cpu(), tuple(made["x"].shape))
+        made["plan"], made["resident"] = plan, plan.to_resident()
+    return made["plan"], made["resident"]
+
+
 class be_client:
     """One BE model under one policy: started before the RT run, stopped after it; counts
     inferences and checks its last output against eager."""
@@ -127,23 +163,16 @@ class be_client:
                  partition: Any = None, window: int = 1, bounded_grid: int = 4,
                  spatial: Any = None) -> None:
         import torch
-        import torchvision
-
-        from resident.translate import translate
 
         self.name, self.batch, self.policy = name, batch, policy
-        torch.manual_seed(21)
-        model = getattr(torchvision.models, name)().eval()
-        self.x = torch.randn(batch, 3, 224, 224, generator=torch.Generator().manual_seed(22))
-        with torch.no_grad():
-            self.want = model.cuda()(self.x.cuda()).float().cpu()
+        made = be_model(name, batch)
+        model, self.x, self.want = made["model"], made["x"], made["want"]
         self.inferences = 0
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._error: list[BaseException] = []
         if policy in TRANSLATED_POLICIES:
-            self.plan = translate(model.cpu(), tuple(self.x.shape))
-            self.model = self.plan.to_resident()
+            self.plan, self.model = be_translated(name, batch)
             self.plan.infer(self.model, self.x)  # the input stays in the model's tensor
             self.runner = _resident.BestEffortRunner(
                 self.model, signal, window=window,
@@ -167,7 +196,7 @@ class be_client:
             # The graph reads this tensor at every replay: it must live as long as the graph.
             self.x_cuda = self.x.cuda()
             self.graph, self.out = capture_graph(
-                model.cuda(), self.x_cuda, keep_graph=gated,
+                model, self.x_cuda, keep_graph=gated,
                 stream=self.stream if partition is not None else None)
             if gated:
                 self.gated = _resident.GatedGraph(self.graph.raw_cuda_graph(), signal,
