@@ -29,21 +29,32 @@ def eager_and_graph(net, x):
     return want, g, out
 
 
-def test_a_preempted_translated_model_keeps_the_unpreempted_bits():
-    torch.manual_seed(3)
-    plan = translate(randomize_batch_norms(Small(), 5), (8, 3, 32, 32))
+def translated_small(seed):
+    """A small translated CNN with randomized batch norms, its input and its unpreempted
+    output."""
+    torch.manual_seed(seed)
+    plan = translate(randomize_batch_norms(Small(), seed + 2), (8, 3, 32, 32))
     model = plan.to_resident()
     x = torch.randn(8, 3, 32, 32)
-    unpreempted = plan.infer(model, x)
-    signal = _resident.PreemptSignal()
-    runner = _resident.BestEffortRunner(model, signal, activity_stamps=1 << 16)
+    return plan, model, x, plan.infer(model, x)
+
+
+def run_while_the_word_flaps(runner, signal, times=40):
+    """Runs `runner` while the word goes up (1 ms) and down (2 ms) `times` times; its stats."""
     runner.start()
-    for _ in range(40):  # the word up and down while inferences run
+    for _ in range(times):
         time.sleep(0.002)
         signal.raise_word()
         time.sleep(0.001)
         signal.clear()
-    stats = runner.stop()
+    return runner.stop()
+
+
+def test_a_preempted_translated_model_keeps_the_unpreempted_bits():
+    plan, model, x, unpreempted = translated_small(3)
+    signal = _resident.PreemptSignal()
+    runner = _resident.BestEffortRunner(model, signal, activity_stamps=1 << 16)
+    stats = run_while_the_word_flaps(runner, signal)
     assert stats["sequences"] > 0 and stats["repeated_commits"] == 0
     assert stats["preemptions"] > 0
     assert stats["resumed_launches"] == stats["preempted_launches"]
@@ -61,24 +72,14 @@ def test_a_preempted_translated_model_keeps_the_unpreempted_bits():
 def test_a_spatially_preempted_translated_model_keeps_the_unpreempted_bits():
     # The word clears only the RT partition's SMs: BE blocks cut there hand their logical block
     # to blocks elsewhere, and the inference still gives the unpreempted bits.
-    torch.manual_seed(4)
-    plan = translate(randomize_batch_norms(Small(), 6), (8, 3, 32, 32))
-    model = plan.to_resident()
-    x = torch.randn(8, 3, 32, 32)
-    unpreempted = plan.infer(model, x)
+    plan, model, x, unpreempted = translated_small(4)
     rt = _resident.split_partitions([16, 8], rest_to_last=True)[0]
     share = _resident.SpatialShare(rt, rt_sm_blocks=3)
     assert share.sm_count == rt.sm_count and share.rt_sm_blocks == 3
     signal = _resident.PreemptSignal()
     runner = _resident.BestEffortRunner(model, signal, window=2, bounded_grid_per_sm=4,
                                         spatial=share)
-    runner.start()
-    for _ in range(40):
-        time.sleep(0.002)
-        signal.raise_word()
-        time.sleep(0.001)
-        signal.clear()
-    stats = runner.stop()
+    stats = run_while_the_word_flaps(runner, signal)
     assert stats["sequences"] > 0 and stats["repeated_commits"] == 0
     assert torch.equal(plan.infer(model, x), unpreempted)
     with pytest.raises(ValueError, match="rt_sm_blocks is -1"):
