@@ -41,9 +41,10 @@ for _error in (CompositionError, ConfigError, CudaError, ExecutionError):
 
 __all__ = [
     "Application", "Buffer", "CompositionError", "ConfigError", "Counters", "CudaError",
-    "DataReadyHandler", "DeviceLink", "Display", "ExecutionError", "GraphPort", "Health", "Mailbox", "Operator", "OutputStamp", "PhaseTime", "Plan",
-    "Run", "STAGES", "SensorBridge", "TearDownReport", "TelemetryEntry", "device_count", "modes", "no_device_reason", "operator_catalog", "operator_kinds",
-    "policies", "run_options",
+    "DataReadyHandler", "DeviceLink", "Display", "ExecutionError", "GraphPort", "Health",
+    "Mailbox", "Operator", "OutputStamp", "PhaseTime", "Plan", "Run", "STAGES", "SensorBridge",
+    "TearDownReport", "TelemetryEntry", "device_count", "modes", "no_device_reason",
+    "operator_catalog", "operator_kinds", "policies", "run_options",
 ]
 
 

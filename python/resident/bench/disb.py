@@ -71,7 +71,8 @@ POLICIES = ("exclusive", "priority", "split", "sequential", "translated", "trans
 SPLIT_POLICIES = ("split", "kernel-boundary+split", "translated-spatial")
 TRANSLATED_POLICIES = ("translated", "sequential", "split", "translated-spatial")
 PREEMPTING = ("sequential", "translated", "kernel-boundary", "kernel-boundary+split")
-RAISING = PREEMPTING + ("sequential-graphs", "translated-spatial")  # the RT loop raises the word while it works
+# The RT loop raises the word while it works.
+RAISING = PREEMPTING + ("sequential-graphs", "translated-spatial")
 GRAPH_POLICIES = ("priority", "sequential-graphs", "kernel-boundary", "kernel-boundary+split")
 STAMPS = 1 << 22  # per BE client: a ring of BE activity or gate hold stamps (32 MiB)
 WORKLOADS = {  # name: the BE models and their batch sizes
