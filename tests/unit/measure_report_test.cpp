@@ -287,6 +287,8 @@ TEST(report, serving_policies_of_bench_disb_get_a_table) {
                          const json& be_ratio, const json& preemption) {
     return json{
         {"policy", name},
+        {"workload", "one"},
+        {"arrivals", "fixed"},
         {"latency_us",
          {{"n", 300}, {"p50", p99 - 4}, {"p99", p99}, {"p99_9", p99 + 1}, {"max", p99 + 2}}},
         {"deadline_misses", 0},
@@ -300,7 +302,13 @@ TEST(report, serving_policies_of_bench_disb_get_a_table) {
   r.results.push_back(policy("exclusive", 2200.25, 1.0, 0.0, nullptr, nullptr));
   r.results.push_back(policy("translated", 2310.5, 1.05, 181.5, 1.6,
                              {{"n", 290}, {"p50", 6.5}, {"p99", 18.75}, {"max", 30.0}}));
+  json poisson = policy("exclusive", 2400.0, 1.0, 0.0, nullptr, nullptr);
+  poisson["arrivals"] = "poisson";
+  r.results.push_back(poisson);
   const std::string text = render_text({r});
+  // One row per result, its workload and arrivals named; no raw dump of the same results.
+  EXPECT_THAT(text, HasSubstr("one/poisson"));
+  EXPECT_THAT(text, Not(HasSubstr("policy=")));
   EXPECT_THAT(text, HasSubstr("disb: serving"));
   const auto at = text.find("\ntranslated ");
   ASSERT_NE(at, std::string::npos) << text;
