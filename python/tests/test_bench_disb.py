@@ -38,6 +38,17 @@ def test_the_graph_policies_are_against_the_graphs_sequential_baseline():
     assert by["translated-spatial"]["be_throughput_over_sequential"] == pytest.approx(1.3)
 
 
+def test_the_be_alone_runs_have_no_rt_ratio_and_say_the_most_be_can_get():
+    alone = {"policy": "be-alone", "latency_us": {}, "be_inferences_per_s": 260.0}
+    graphs = {"policy": "be-alone-graphs", "latency_us": {}, "be_inferences_per_s": 900.0}
+    results = [result("exclusive", 2000.0, 0.0), result("sequential", 2010.0, 170.0),
+               result("sequential-graphs", 9000.0, 600.0), alone, graphs]
+    disb.relate(results)
+    assert alone["rt_p99_over_exclusive"] is None and graphs["rt_p99_over_exclusive"] is None
+    assert alone["be_throughput_over_sequential"] == pytest.approx(260.0 / 170.0)
+    assert graphs["be_throughput_over_sequential"] == pytest.approx(1.5)
+
+
 def test_without_a_baseline_the_ratios_are_not_made_up():
     results = [result("translated", 2080.0, 160.0)]
     disb.relate(results)
@@ -69,6 +80,8 @@ def test_bad_arguments_are_refused():
         disb.parse_args(["--rate", "0"])
     with pytest.raises(SystemExit):
         disb.parse_args(["--rt-sms", "0"])
+    with pytest.raises(SystemExit):
+        disb.parse_args(["--alone-s", "0"])
     args = disb.parse_args(["--quick", "--policies", "exclusive,translated"])
     assert args.samples == 300 and args.policies == ["exclusive", "translated"]
     assert disb.parse_args([]).workload == "one"

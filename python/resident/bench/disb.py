@@ -6,6 +6,9 @@ best-effort (BE) clients run other torchvision models back to back at a fixed ba
 policy runs the same workload:
 
   exclusive        the RT loop alone (the baseline of rt_p99_over_exclusive)
+  be-alone, be-alone-graphs
+                   the BE clients alone for --alone-s seconds, no RT loop (translated models;
+                   PyTorch's graphs): the most BE work the GPU gives each implementation
   priority         BE as PyTorch CUDA-graph replays on a low-priority stream, the RT loop on
                    the highest-priority stream: how concurrent model instances (Triton's) share
   split            the RT loop in a green-context partition of --rt-sms SMs, BE as translated
@@ -65,15 +68,17 @@ from resident.bench.inference import pick_cpus, receipt_header, save_partial
 from resident.bench import preemption
 from resident.bench.stats import summarize_run
 
-POLICIES = ("exclusive", "priority", "split", "sequential", "translated", "translated-spatial",
+POLICIES = ("exclusive", "be-alone", "be-alone-graphs", "priority", "split", "sequential", "translated", "translated-spatial",
             "sequential-graphs", "kernel-boundary", "kernel-boundary+split")
 # The RT loop in a partition of its own.
 SPLIT_POLICIES = ("split", "kernel-boundary+split", "translated-spatial")
-TRANSLATED_POLICIES = ("translated", "sequential", "split", "translated-spatial")
+TRANSLATED_POLICIES = ("translated", "sequential", "split", "translated-spatial", "be-alone")
+ALONE = ("be-alone", "be-alone-graphs")  # BE clients with no RT loop
 PREEMPTING = ("sequential", "translated", "kernel-boundary", "kernel-boundary+split")
 # The RT loop raises the word while it works.
 RAISING = PREEMPTING + ("sequential-graphs", "translated-spatial")
-GRAPH_POLICIES = ("priority", "sequential-graphs", "kernel-boundary", "kernel-boundary+split")
+GRAPH_POLICIES = ("priority", "sequential-graphs", "kernel-boundary", "kernel-boundary+split",
+                  "be-alone-graphs")
 STAMPS = 1 << 22  # per BE client: a ring of BE activity or gate hold stamps (32 MiB)
 WORKLOADS = {  # name: the BE models and their batch sizes
     "one": [("vgg16", 8)],
@@ -100,6 +105,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                         "so a raise waits only for the blocks on the SMs (0: one grid block "
                         "per logical block; bench reef's default is 4)")
     p.add_argument("--samples", type=int, default=5000, help="measured RT samples per policy")
+    p.add_argument("--alone-s", type=float, default=10.0,
+                   help="how long the BE clients run alone (be-alone, be-alone-graphs)")
     p.add_argument("--warmup", type=int, default=200)
     p.add_argument("--quick", action="store_true", help="300 samples, 50 warm-up")
     p.add_argument("--json", default="out/disb.json")
@@ -113,6 +120,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         p.error("--rate, --deadline-us and --samples must be > 0, --warmup >= 0")
     if args.rt_sms < 1:
         p.error("--rt-sms must be >= 1")
+    if not 0 < args.alone_s <= 3600:
+        p.error("--alone-s must be > 0 and at most 3600")
     if args.be_window < 1 or not 0 <= args.be_bounded_grid <= 64:
         p.error("--be-window must be >= 1 and --be-bounded-grid from 0 to 64")
     if args.quick:
@@ -273,9 +282,32 @@ class be_client:
         return out
 
 
+def run_alone(policy: str, args: argparse.Namespace) -> dict[str, Any]:
+    """The BE clients for --alone-s seconds with no RT loop: a result with no RT latency."""
+    signal = _resident.PreemptSignal()  # never raised
+    clients = [be_client(name, batch, policy, signal, None, args.be_window, args.be_bounded_grid)
+               for name, batch in WORKLOADS[args.workload]]
+    for c in clients:
+        c.start()
+    try:
+        time.sleep(args.alone_s)
+    finally:
+        be = stop_all(clients)
+    return {"policy": policy, "rt_model": None, "workload": args.workload, "mode": None,
+            "rate_hz": None, "arrivals": None, "deadline_us": None, "deadline_misses": 0,
+            "latency_us": {}, "histogram_us": None, "missing_outputs": 0, "wrong_top1": 0,
+            "partition_sms": None, "stopped": True, "error": "", "be": be,
+            "be_inferences_per_s": sum(b["inferences_per_s"] for b in be),
+            "wrong_outputs": sum(b["wrong_outputs"] for b in be), "seconds": args.alone_s,
+            "preemption_latency_us": None, "preemption": None, "queued_at_stop": 0}
+
+
 def run_policy(policy: str, app_factory: Callable[[Any], Any], reference: list[int],
                args: argparse.Namespace, cpus: dict[str, int]) -> dict[str, Any]:
     import torch
+
+    if policy in ALONE:
+        return run_alone(policy, args)
 
     signal = _resident.PreemptSignal()
     parts = (_resident.split_partitions([args.rt_sms, 8], rest_to_last=True)
@@ -399,7 +431,7 @@ def relate(results: list[dict[str, Any]]) -> None:
         # The sequential baseline of the same BE implementation.
         seq = by.get("sequential-graphs" if r["policy"] in GRAPH_POLICIES else "sequential")
         r["rt_p99_over_exclusive"] = (r["latency_us"]["p99"] / base["latency_us"]["p99"]
-                                      if base else None)
+                                      if base and "p99" in r["latency_us"] else None)
         r["be_throughput_over_sequential"] = (
             r["be_inferences_per_s"] / seq["be_inferences_per_s"]
             if seq and seq["be_inferences_per_s"] > 0 and r["policy"] != "exclusive" else None)
@@ -430,7 +462,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         {"rt_model": args.rt_model, "rate_hz": args.rate, "poisson": args.poisson,
          "deadline_us": args.deadline_us, "workload": args.workload,
          "be_models": WORKLOADS[args.workload], "mode": args.mode, "samples": args.samples,
-         "warmup": args.warmup, "tf32": False,
+         "warmup": args.warmup, "tf32": False, "alone_s": args.alone_s,
          "translated_be": {"window": args.be_window, "bounded_grid_per_sm": args.be_bounded_grid,
                            "spatial": {"window": 2, "rt_sm_blocks": 3}}},
         {"thread_cpus": cpus, "python": platform.python_version(), "torch": torch.__version__},
@@ -441,8 +473,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         r = run_policy(policy, lambda part: InferenceApp(module, part), reference, args, cpus)
         receipt["results"].append(r)
         s = r["latency_us"]
-        print(f"disb: {policy}: RT p50 {s['p50']:.0f} p99 {s['p99']:.0f} max {s['max']:.0f} us, "
-              f"{r['deadline_misses']} misses; BE {r['be_inferences_per_s']:.1f} inferences/s; "
+        rt = (f"RT p50 {s['p50']:.0f} p99 {s['p99']:.0f} max {s['max']:.0f} us, "
+              f"{r['deadline_misses']} misses" if s else "no RT loop")
+        print(f"disb: {policy}: {rt}; BE {r['be_inferences_per_s']:.1f} inferences/s; "
               f"{r['wrong_outputs']} wrong outputs", flush=True)
         if r["preemption"] is not None:
             pl, pr = r["preemption_latency_us"], r["preemption"]
