@@ -108,7 +108,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--alone-s", type=float, default=10.0,
                    help="how long the BE clients run alone (be-alone, be-alone-graphs)")
     p.add_argument("--warmup", type=int, default=200)
-    p.add_argument("--quick", action="store_true", help="300 samples, 50 warm-up")
+    p.add_argument("--quick", action="store_true", help="300 samples, 50 warm-up, 3 s alone")
     p.add_argument("--json", default="out/disb.json")
     p.add_argument("--note", default="")
     args = p.parse_args(argv)
@@ -126,6 +126,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         p.error("--be-window must be >= 1 and --be-bounded-grid from 0 to 64")
     if args.quick:
         args.samples, args.warmup = 300, 50
+        args.alone_s = min(args.alone_s, 3.0)
     return args
 
 
