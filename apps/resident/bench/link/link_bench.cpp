@@ -17,6 +17,7 @@
 #include "resident/app/application.hpp"
 #include "resident/cuda/device.hpp"
 #include "resident/cuda/error.hpp"
+#include "resident/cuda/event.hpp"
 #include "resident/cuda/stream.hpp"
 #include "resident/exec/mode.hpp"
 #include "resident/exec/run_handle.hpp"
@@ -89,22 +90,16 @@ double peer_bandwidth_gbps(int from, int to, std::size_t bytes) {
   device_buffer dst = zeroed_device_buffer(bytes, to);
   const current_device_guard on(from);
   stream s(0);
-  cudaEvent_t begin = nullptr;
-  cudaEvent_t end = nullptr;
-  RESIDENT_CUDA_TRY(cudaEventCreate(&begin));
-  RESIDENT_CUDA_TRY(cudaEventCreate(&end));
+  const event begin(true);
+  const event end(true);
   std::vector<double> ms;
   for (int i = 0; i < 23; ++i) {
-    RESIDENT_CUDA_TRY(cudaEventRecord(begin, s.get()));
+    begin.record(s.view());
     RESIDENT_CUDA_TRY(cudaMemcpyPeerAsync(dst.data(), to, src.data(), from, bytes, s.get()));
-    RESIDENT_CUDA_TRY(cudaEventRecord(end, s.get()));
+    end.record(s.view());
     s.synchronize();
-    float t = 0;
-    RESIDENT_CUDA_TRY(cudaEventElapsedTime(&t, begin, end));
-    if (i >= 3) ms.push_back(t);  // the first copies warm the path up
+    if (i >= 3) ms.push_back(event::elapsed_ms(begin, end));  // the first copies warm it up
   }
-  RESIDENT_CUDA_ASSERT_OK(cudaEventDestroy(begin));
-  RESIDENT_CUDA_ASSERT_OK(cudaEventDestroy(end));
   std::sort(ms.begin(), ms.end());
   const double median_s = ms[ms.size() / 2] / 1e3;
   return static_cast<double>(bytes) / median_s / 1e9;
