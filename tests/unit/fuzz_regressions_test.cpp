@@ -13,12 +13,13 @@
 
 #include "resident/app/error.hpp"
 #include "resident/measure/receipt.hpp"
+#include "resident/measure/report.hpp"
 
 #if __has_include("commands/sim_command.hpp")  // the CLI's code (RESIDENT_BUILD_APPS)
 #define RESIDENT_FUZZ_APPS 1
+#include "camera/camera.hpp"
 #include "commands/plan_command.hpp"
 #include "commands/sim_command.hpp"
-#include "camera/camera.hpp"
 #endif
 
 namespace {
@@ -77,6 +78,33 @@ TEST(fuzz_regressions, receipt_a_number_beyond_double_is_not_valid_json_naming_t
     EXPECT_THAT(e.what(), testing::HasSubstr("receipt: " + file.string() + " is not valid JSON"));
     EXPECT_THAT(e.what(), testing::HasSubstr("number overflow"));
   }
+}
+
+TEST(fuzz_regressions, receipt_numbers_of_300_digits_are_printed_whole) {
+  // A receipt whose latencies are 1e300: "%.2f" prints 303 characters, and the report's
+  // formatters copied that many bytes out of a 32- or 64-byte stack buffer (AddressSanitizer:
+  // stack-buffer-overflow). The text and the page now carry each number whole.
+  const scratch_folder folder("receipt-digits");
+  const auto file =
+      folder.file("io.json", regression_input("receipt", "numbers_of_300_digits.json"));
+  const std::vector<resident::measure::receipt> parts = {resident::measure::receipt::read(file)};
+  const std::string one_e300 = resident::measure::detail::printf_string("%.2f", 1e300);
+  ASSERT_EQ(one_e300.size(), 304u);  // 301 digits, the point and two decimals
+  EXPECT_EQ(one_e300.substr(0, 4), "1000");
+  EXPECT_THAT(resident::measure::render_text(parts), testing::HasSubstr(one_e300));
+  EXPECT_THAT(resident::measure::render_html(parts), testing::HasSubstr(one_e300));
+  const auto merged = resident::measure::merge({parts.front(), parts.front()});
+  EXPECT_THAT(resident::measure::render_text({merged}), testing::HasSubstr(one_e300));
+}
+
+TEST(fuzz_regressions, printf_string_sizes_its_buffer_to_the_text) {
+  using resident::measure::detail::printf_string;
+  EXPECT_EQ(printf_string("%.1f", 2.25), "2.2");
+  EXPECT_EQ(printf_string("%.*f", 3, 1.0), "1.000");
+  EXPECT_EQ(printf_string("%g", -1.7976931348623157e308), "-1.79769e+308");
+  EXPECT_EQ(printf_string("%.0f", -1.7976931348623157e308).size(), 310u);
+  EXPECT_EQ(printf_string("%s|%4zu", std::string(500, 'x').c_str(), std::size_t{7}),
+            std::string(500, 'x') + "|   7");
 }
 
 #ifdef RESIDENT_FUZZ_APPS

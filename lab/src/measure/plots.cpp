@@ -107,14 +107,11 @@ using detail::axis;
 using detail::axis_position;
 using detail::choose_axis;
 using detail::html_escape;
+using detail::printf_string;
 using detail::px;
 
 /// A data vertex's coordinate: whole pixels (a series is drawn at most one bucket per 3 px).
-std::string vertex(double v) {
-  std::array<char, 32> text{};
-  const int n = std::snprintf(text.data(), text.size(), "%.0f", v);
-  return std::string(text.data(), static_cast<std::size_t>(std::max(n, 0)));
-}
+std::string vertex(double v) { return printf_string("%.0f", v); }
 
 /// `b` with groups of consecutive buckets merged so that at most `at_most` remain: each group's
 /// first time, smallest min, largest max and the mean of its means. Unchanged when small enough.
@@ -140,11 +137,7 @@ time_buckets coarsen(const time_buckets& b, std::size_t at_most) {
   return out;
 }
 
-std::string label(double v) {
-  std::array<char, 32> text{};
-  const int n = std::snprintf(text.data(), text.size(), "%g", v);
-  return std::string(text.data(), static_cast<std::size_t>(std::max(n, 0)));
-}
+std::string label(double v) { return printf_string("%g", v); }
 
 // The frame every plot shares: size, margins and the two axes' pixel ranges.
 struct frame {

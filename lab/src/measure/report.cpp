@@ -38,19 +38,11 @@ std::string html_escape(std::string_view text) {
   return out;
 }
 
-std::string format_us(double value) {
-  std::array<char, 64> text{};
-  const int n = std::snprintf(text.data(), text.size(), "%.2f", value);
-  return std::string(text.data(), static_cast<std::size_t>(std::max(n, 0)));
-}
+std::string format_us(double value) { return printf_string("%.2f", value); }
 
 namespace {
 
-std::string format_g(double value) {
-  std::array<char, 64> text{};
-  const int n = std::snprintf(text.data(), text.size(), "%g", value);
-  return std::string(text.data(), static_cast<std::size_t>(std::max(n, 0)));
-}
+std::string format_g(double value) { return printf_string("%g", value); }
 
 // 1, 2 or 5 times a power of ten, at least `raw`.
 double nice_step(double raw) {
@@ -152,11 +144,7 @@ constexpr std::array<const char*, 10> palette = {"#4e79a7", "#f28e2b", "#59a14f"
 
 const char* palette_color(std::size_t index) noexcept { return palette[index % palette.size()]; }
 
-std::string px(double v) {
-  std::array<char, 32> text{};
-  const int n = std::snprintf(text.data(), text.size(), "%.1f", v);
-  return std::string(text.data(), static_cast<std::size_t>(std::max(n, 0)));
-}
+std::string px(double v) { return printf_string("%.1f", v); }
 
 namespace {
 
@@ -252,6 +240,7 @@ std::string box_plot_svg(const std::vector<plot_box>& boxes, axis_scale scale) {
 namespace {
 
 using detail::format_us;
+using detail::printf_string;
 using detail::html_escape;
 using nlohmann::json;
 
@@ -285,9 +274,7 @@ std::string value_text(const json& v) {
   if (v.is_number_float()) {
     const double d = v.get<double>();
     if (!std::isfinite(d) || d == 0.0 || std::abs(d) >= 0.01) return format_us(d);
-    std::array<char, 32> text{};
-    const int n = std::snprintf(text.data(), text.size(), "%.3g", d);
-    return std::string(text.data(), static_cast<std::size_t>(std::max(n, 0)));
+    return printf_string("%.3g", d);
   }
   return v.dump(-1, ' ', false, json::error_handler_t::replace);
 }
@@ -423,9 +410,7 @@ bool is_policy_result(const json& r) {
 std::string ratio_field(const json& r, const char* key) {
   const auto it = r.find(key);
   if (it == r.end() || !it->is_number()) return "-";
-  std::array<char, 32> text{};
-  const int n = std::snprintf(text.data(), text.size(), "%.3fx", it->get<double>());
-  return std::string(text.data(), static_cast<std::size_t>(std::max(n, 0)));
+  return printf_string("%.3fx", it->get<double>());
 }
 
 // "RT duty": the share of the run the RT loop held the preempt word up (rt_word_up), what a
@@ -526,9 +511,7 @@ std::vector<target_row> target_rows(const receipt& rc) {
   if (t == rc.settings.end() || !t->is_array()) return rows;
   const auto number = [](const nlohmann::json& v) {
     if (!v.is_number()) return std::string("-");
-    std::array<char, 32> text{};
-    const int n = std::snprintf(text.data(), text.size(), "%.4g", v.get<double>());
-    return std::string(text.data(), static_cast<std::size_t>(std::max(n, 0)));
+    return printf_string("%.4g", v.get<double>());
   };
   for (const auto& x : *t) {
     if (!x.is_object()) continue;

@@ -20,6 +20,7 @@ namespace {
 
 using measure::detail::format_us;
 using measure::detail::html_escape;
+using measure::detail::printf_string;
 using nlohmann::json;
 
 // ---- shared ------------------------------------------------------------------------------------
@@ -34,9 +35,7 @@ std::string number(const json& r, const char* key, int digits = 2) {
   const auto it = r.find(key);
   if (it == r.end() || !it->is_number()) return "-";
   if (it->is_number_integer() || it->is_number_unsigned()) return it->dump();
-  std::array<char, 48> out{};
-  const int n = std::snprintf(out.data(), out.size(), "%.*f", digits, it->get<double>());
-  return std::string(out.data(), static_cast<std::size_t>(std::max(n, 0)));
+  return printf_string("%.*f", digits, it->get<double>());
 }
 
 std::string level_name(const std::string& contention) {
@@ -103,23 +102,18 @@ void latency_rows(std::ostringstream& os, const json& results, const std::string
     if (r.value("kind", "") != kind) continue;
     if (!any) {
       os << "\n" << kind << " latency (us; each statistic the median over the runs)\n";
-      char head[200];
-      std::snprintf(head, sizeof head,
-                    "%-20s %-8s %-12s %4s %7s %10s %10s %10s %10s %10s %10s %8s\n", "workload",
-                    "contend", "mode", "runs", "n", "mean", "p50", "p99", "p99.9", "max", "J",
-                    "dropped");
-      os << head;
+      os << printf_string("%-20s %-8s %-12s %4s %7s %10s %10s %10s %10s %10s %10s %8s\n",
+                          "workload", "contend", "mode", "runs", "n", "mean", "p50", "p99", "p99.9",
+                          "max", "J", "dropped");
       any = true;
     }
-    char row[300];
-    std::snprintf(
-        row, sizeof row, "%-20s %-8s %-12s %4zu %7s %10s %10s %10s %10s %10s %10s %8s%s\n",
+    os << printf_string(
+        "%-20s %-8s %-12s %4zu %7s %10s %10s %10s %10s %10s %10s %8s%s\n",
         text(r, "workload").c_str(), text(r, "contention").c_str(), text(r, "mode").c_str(),
         r.value("runs", json::array()).size(), number(r, "n").c_str(), number(r, "mean_us").c_str(),
         number(r, "p50_us").c_str(), number(r, "p99_us").c_str(), number(r, "p999_us").c_str(),
         number(r, "max_us").c_str(), number(r, "jitter_us").c_str(), number(r, "dropped").c_str(),
         r.value("errors", json::array()).empty() ? "" : "  ERRORS");
-    os << row;
   }
 }
 
@@ -131,11 +125,9 @@ void other_rows(std::ostringstream& os, const json& results) {
     if (kind == "operator") {
       if (!ops) os << "\noperators (device time per launch, us)\n";
       ops = true;
-      char row[200];
-      std::snprintf(row, sizeof row, "  %-20s %-6s p50 %9s  p99 %9s\n", text(r, "operator").c_str(),
-                    text(r, "resolution").c_str(), number(r, "p50_us").c_str(),
-                    number(r, "p99_us").c_str());
-      os << row;
+      os << printf_string("  %-20s %-6s p50 %9s  p99 %9s\n", text(r, "operator").c_str(),
+                          text(r, "resolution").c_str(), number(r, "p50_us").c_str(),
+                          number(r, "p99_us").c_str());
     } else if (kind == "demosaic_quality") {
       if (!quality) os << "\ndemosaic PSNR against the photograph (dB)\n";
       quality = true;

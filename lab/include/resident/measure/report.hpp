@@ -4,6 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cstdio>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -79,6 +80,17 @@ svg .extreme{stroke:#b00;stroke-width:1.5;fill:none}
 /// keeps its name, one that occurs n > 1 times becomes "mode (run k of n)" at its k-th
 /// occurrence, so repeated runs can be told apart.
 [[nodiscard]] std::vector<std::string> run_labels(const std::vector<std::string>& modes);
+/// printf-style text of any length: the buffer is sized by a first snprintf, so a value of any
+/// magnitude (1e300 with "%.2f" is 303 characters) is printed whole, never cut or overrun.
+template <typename... Args>
+[[nodiscard]] std::string printf_string(const char* format, Args... args) {
+  const int n = std::snprintf(nullptr, 0, format, args...);
+  if (n <= 0) return {};
+  std::string out(static_cast<std::size_t>(n) + 1, '\0');
+  (void)std::snprintf(out.data(), out.size(), format, args...);
+  out.resize(static_cast<std::size_t>(n));
+  return out;
+}
 /// An SVG coordinate with one decimal: enough for pixels, short enough to read.
 [[nodiscard]] std::string px(double v);
 /// Microseconds as the report prints them: two decimals ("12.34").
