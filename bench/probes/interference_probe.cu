@@ -218,6 +218,268 @@ stats summarize(std::vector<float> v) {
   return {at(0.5), at(0.9), at(0.99), v.back()};
 }
 
+// The RT body: a 3-layer MLP of batch 32 (256-512-512-256) as gemm + bias/ReLU launches.
+struct rt_mlp {
+  std::vector<gemm_args> gemms;
+  std::vector<bias_act_args> acts;
+  std::uint32_t* done = nullptr;
+
+  rt_mlp() {
+    constexpr std::int32_t batch = 32;
+    const std::vector<std::int32_t> widths{256, 512, 512, 256};
+    const float* in = device_random(std::size_t{batch} * widths[0], 1);
+    for (std::size_t l = 0; l + 1 < widths.size(); ++l) {
+      float* w = device_random(std::size_t(widths[l]) * widths[l + 1], 2 + l);
+      float* out = device_zeros<float>(std::size_t{batch} * widths[l + 1]);
+      float* bias = device_random(widths[l + 1], 10 + l);
+      gemms.push_back({in, w, out, batch, widths[l + 1], widths[l]});
+      acts.push_back(
+          {out, bias, std::int64_t{batch} * widths[l + 1], 1, widths[l + 1], activation::relu});
+      in = out;
+    }
+    done = device_zeros<std::uint32_t>(4096);
+  }
+
+  void run(cudaStream_t s) const {
+    for (std::size_t l = 0; l < gemms.size(); ++l) {
+      be_launch_view v;
+      v.done = done;
+      v.blocks = gemm_blocks(gemms[l]);
+      launch_gemm(s, v, gemms[l]);
+      if (l + 1 < gemms.size()) {
+        be_launch_view va;
+        va.done = done;
+        va.blocks = bias_act_blocks(acts[l]);
+        launch_bias_act(s, va, acts[l]);
+      }
+    }
+  }
+};
+
+struct background {
+  std::string name;
+  const char* unit;
+};
+
+const std::vector<background> backgrounds{{"none", ""},
+                                          {"spin", "GFLOP/s"},
+                                          {"l2-read", "GB/s"},
+                                          {"l2-read-1", "GB/s"},
+                                          {"hbm-read", "GB/s"},
+                                          {"l2-write", "GB/s"},
+                                          {"l2-write-1", "GB/s"},
+                                          {"be-mlp", "GFLOP/s"},
+                                          {"be-gemm", "GFLOP/s"},
+                                          {"be-act", "launches/s"},
+                                          {"be-fused", "GFLOP/s"},
+                                          {"fat-gemm", "GFLOP/s"}};
+
+// The background work on its own partition: started before the RT bodies, stopped after them,
+// its rate while it ran.
+class background_load {
+ public:
+  background_load(cudaStream_t bg, int bg_sms, int bodies)
+      : _bg(bg), _bg_sms(bg_sms), _bodies(bodies) {
+    CHECK(cudaStreamCreateWithFlags(&_ctl, cudaStreamNonBlocking));
+    _bx = device_random(std::size_t{be_m} * be_w, 20);
+    _bw = device_random(std::size_t{be_w} * be_w, 21);
+    _by = device_zeros<float>(std::size_t{be_m} * be_w);
+    _bb = device_random(be_w, 22);
+    _gemm = {_bx, _bw, _by, be_m, be_w, be_w};
+    _act = {_by, _bb, std::int64_t{be_m} * be_w, 1, be_w, activation::relu};
+    _done = device_zeros<std::uint32_t>(std::max(gemm_blocks(_gemm), bias_act_blocks(_act)));
+    _big = device_zeros<float4>(hbm_bytes / 16);
+    _stop = device_zeros<unsigned>(32);
+    _work = device_zeros<unsigned long long>(4);
+    _sink = device_zeros<float>(4);
+  }
+
+  void start(const std::string& name) {
+    const unsigned zero = 0;
+    CHECK(cudaMemcpyAsync(_stop, &zero, sizeof zero, cudaMemcpyHostToDevice, _ctl));
+    CHECK(cudaMemsetAsync(_work, 0, sizeof(unsigned long long), _ctl));
+    CHECK(cudaStreamSynchronize(_ctl));
+    const int per_sm4 = 4 * _bg_sms;
+    if (name == "spin") {
+      spin<<<per_sm4, 256, 0, _bg>>>(_stop, _sink, _work);
+    } else if (name == "l2-read" || name == "l2-read-1") {
+      stream<false><<<name == "l2-read" ? per_sm4 : _bg_sms, 256, 0, _bg>>>(_big, l2_bytes / 16,
+                                                                            _stop, _sink, _work);
+    } else if (name == "hbm-read") {
+      stream<false><<<per_sm4, 256, 0, _bg>>>(_big, hbm_bytes / 16, _stop, _sink, _work);
+    } else if (name == "l2-write" || name == "l2-write-1") {
+      stream<true><<<name == "l2-write" ? per_sm4 : _bg_sms, 256, 0, _bg>>>(_big, l2_bytes / 16,
+                                                                            _stop, _sink, _work);
+    } else if (name == "fat-gemm") {
+      fat_gemm<<<2 * _bg_sms, 256, 0, _bg>>>(_bx, _bw, _by, be_m, be_w, be_w, _stop, _work);
+    } else if (name == "be-fused") {
+      launch_fused();
+    } else if (name == "be-mlp" || name == "be-gemm" || name == "be-act") {
+      launch_layers(name);
+    }
+    CHECK(cudaGetLastError());
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+
+  /// Stops the background and returns its rate over `seconds` (plus the drain for launches).
+  double finish(const std::string& name, double seconds) {
+    const unsigned one = 1;
+    CHECK(cudaMemcpyAsync(_stop, &one, sizeof one, cudaMemcpyHostToDevice, _ctl));
+    CHECK(cudaStreamSynchronize(_ctl));
+    const auto t0 = std::chrono::steady_clock::now();
+    CHECK(cudaStreamSynchronize(_bg));
+    const double drain =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    unsigned long long w = 0;
+    CHECK(cudaMemcpy(&w, _work, sizeof w, cudaMemcpyDeviceToHost));
+    if (name == "be-act") return _launches / (seconds + drain);
+    if (name == "be-mlp" || name == "be-gemm" || name == "be-fused") {
+      return 2.0 * be_m * be_w * be_w * _launches / (seconds + drain) * 1e-9;
+    }
+    return static_cast<double>(w) / seconds * 1e-9;  // stopped right after: rate while on
+  }
+
+ private:
+  static constexpr std::int32_t be_m = 4096;
+  static constexpr std::int32_t be_w = 512;
+  static constexpr std::int64_t l2_bytes = 8LL << 20;
+  static constexpr std::int64_t hbm_bytes = 1LL << 30;
+
+  void launch_fused() {
+    _launches = 0;
+    const gemm_bias_act_args fused{_gemm, _bb, activation::relu};
+    for (int i = 0; i < 40 + _bodies; ++i) {
+      be_launch_view v;
+      v.done = _done;
+      v.blocks = gemm_bias_act_blocks(fused);
+      launch_gemm_bias_act(_bg, v, fused);
+      ++_launches;
+    }
+  }
+
+  // Enough to outlast the RT bodies (about 0.15 ms per pair on 100 SMs, 0.02 ms per bias_act).
+  void launch_layers(const std::string& name) {
+    _launches = 0;
+    const int n = name == "be-act" ? 8 * (40 + _bodies) : 40 + _bodies;
+    for (int i = 0; i < n; ++i) {
+      if (name != "be-act") {
+        be_launch_view v;
+        v.done = _done;
+        v.blocks = gemm_blocks(_gemm);
+        launch_gemm(_bg, v, _gemm);
+      }
+      if (name != "be-gemm") {
+        be_launch_view va;
+        va.done = _done;
+        va.blocks = bias_act_blocks(_act);
+        launch_bias_act(_bg, va, _act);
+      }
+      ++_launches;
+    }
+  }
+
+  cudaStream_t _bg;
+  int _bg_sms;
+  int _bodies;
+  cudaStream_t _ctl{};
+  float* _bx = nullptr;
+  float* _bw = nullptr;
+  float* _by = nullptr;
+  float* _bb = nullptr;
+  gemm_args _gemm{};
+  bias_act_args _act{};
+  std::uint32_t* _done = nullptr;
+  float4* _big = nullptr;
+  unsigned* _stop = nullptr;
+  unsigned long long* _work = nullptr;
+  float* _sink = nullptr;
+  int _launches = 0;
+};
+
+// Per background: RT body times, empty-kernel times, background rates and SM clocks.
+struct measurements {
+  std::vector<std::vector<float>> body_us = std::vector<std::vector<float>>(backgrounds.size());
+  std::vector<std::vector<float>> chain_us = std::vector<std::vector<float>>(backgrounds.size());
+  std::vector<std::vector<double>> rate = std::vector<std::vector<double>>(backgrounds.size());
+  std::vector<std::vector<double>> clock_mhz = std::vector<std::vector<double>>(backgrounds.size());
+};
+
+// The events and the clock word a round records into (never freed: the probe ends with them).
+struct round_events {
+  std::vector<cudaEvent_t> bodies;
+  cudaEvent_t c0{};
+  cudaEvent_t c1{};
+  unsigned long long* clock_khz = device_zeros<unsigned long long>(1);
+
+  explicit round_events(int n) : bodies(n + 1) {
+    for (auto& e : bodies) CHECK(cudaEventCreate(&e));
+    CHECK(cudaEventCreate(&c0));
+    CHECK(cudaEventCreate(&c1));
+  }
+};
+
+// One round: every background in turn, `bodies` RT bodies timed beside it, then a chain of
+// empty kernels and the SM clock.
+void measure_round(const rt_mlp& mlp, cudaStream_t rt, background_load& load, int bodies,
+                   const round_events& e, measurements& m) {
+  constexpr int chain = 20;
+  const std::vector<cudaEvent_t>& ev = e.bodies;
+  const cudaEvent_t c0 = e.c0;
+  const cudaEvent_t c1 = e.c1;
+  unsigned long long* clock_khz = e.clock_khz;
+  for (std::size_t b = 0; b < backgrounds.size(); ++b) {
+    const auto& name = backgrounds[b].name;
+    load.start(name);
+    const auto t0 = std::chrono::steady_clock::now();
+    mlp.run(rt);  // warm
+    for (int i = 0; i < bodies; ++i) {
+      CHECK(cudaEventRecord(ev[i], rt));
+      mlp.run(rt);
+    }
+    CHECK(cudaEventRecord(ev[bodies], rt));
+    CHECK(cudaEventRecord(c0, rt));
+    for (int i = 0; i < chain; ++i) empty_kernel<<<1, 32, 0, rt>>>();
+    CHECK(cudaEventRecord(c1, rt));
+    sm_clock<<<1, 1, 0, rt>>>(clock_khz);
+    CHECK(cudaGetLastError());
+    CHECK(cudaStreamSynchronize(rt));
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() + 2e-3;
+    m.rate[b].push_back(load.finish(name, seconds));
+    for (int i = 0; i < bodies; ++i) {
+      float ms = 0;
+      CHECK(cudaEventElapsedTime(&ms, ev[i], ev[i + 1]));
+      m.body_us[b].push_back(ms * 1000.0F);
+    }
+    float ms = 0;
+    CHECK(cudaEventElapsedTime(&ms, c0, c1));
+    m.chain_us[b].push_back(ms * 1000.0F / chain);
+    unsigned long long khz = 0;
+    CHECK(cudaMemcpy(&khz, clock_khz, sizeof khz, cudaMemcpyDeviceToHost));
+    m.clock_mhz[b].push_back(static_cast<double>(khz) / 1000.0);
+  }
+}
+
+void print_table(const measurements& m, int bg_sms, int rounds, int bodies) {
+  std::printf(
+      "interference_probe: RT body in 32 SMs (groups 0-3), background on %d SMs; %d rounds of "
+      "%d bodies\n",
+      bg_sms, rounds, bodies);
+  std::printf("%-10s %8s %8s %8s %8s | %8s | %8s | %s\n", "background", "p50 us", "p90 us",
+              "p99 us", "max us", "empty us", "SM MHz", "background rate (median)");
+  auto med = [](std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v[v.size() / 2];
+  };
+  for (std::size_t b = 0; b < backgrounds.size(); ++b) {
+    const stats s = summarize(m.body_us[b]);
+    const stats c = summarize(m.chain_us[b]);
+    std::printf("%-10s %8.2f %8.2f %8.2f %8.2f | %8.2f | %8.0f | %.0f %s\n",
+                backgrounds[b].name.c_str(), s.p50, s.p90, s.p99, s.max, c.p50, med(m.clock_mhz[b]),
+                med(m.rate[b]), backgrounds[b].unit);
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -248,207 +510,14 @@ int main(int argc, char** argv) {
   const auto bg = reinterpret_cast<cudaStream_t>(green_stream(dev, bg_pieces));
   int bg_sms = 0;
   for (const auto& p : bg_pieces) bg_sms += static_cast<int>(p.sm.smCount);
-  cudaStream_t ctl{};
-  CHECK(cudaStreamCreateWithFlags(&ctl, cudaStreamNonBlocking));
 
   load_be_kernels();
-  // The RT body.
-  constexpr std::int32_t batch = 32;
-  const std::vector<std::int32_t> widths{256, 512, 512, 256};
-  std::vector<gemm_args> gemms;
-  std::vector<bias_act_args> acts;
-  const float* in = device_random(std::size_t{batch} * widths[0], 1);
-  for (std::size_t l = 0; l + 1 < widths.size(); ++l) {
-    float* w = device_random(std::size_t(widths[l]) * widths[l + 1], 2 + l);
-    float* out = device_zeros<float>(std::size_t{batch} * widths[l + 1]);
-    float* bias = device_random(widths[l + 1], 10 + l);
-    gemms.push_back({in, w, out, batch, widths[l + 1], widths[l]});
-    acts.push_back(
-        {out, bias, std::int64_t{batch} * widths[l + 1], 1, widths[l + 1], activation::relu});
-    in = out;
-  }
-  auto* rt_done = device_zeros<std::uint32_t>(4096);
-  auto rt_body = [&](cudaStream_t s) {
-    for (std::size_t l = 0; l < gemms.size(); ++l) {
-      be_launch_view v;
-      v.done = rt_done;
-      v.blocks = gemm_blocks(gemms[l]);
-      launch_gemm(s, v, gemms[l]);
-      if (l + 1 < gemms.size()) {
-        be_launch_view va;
-        va.done = rt_done;
-        va.blocks = bias_act_blocks(acts[l]);
-        launch_bias_act(s, va, acts[l]);
-      }
-    }
-  };
-
-  // The BE MLP's layer and the fat gemm's buffers.
-  constexpr std::int32_t be_m = 4096;
-  constexpr std::int32_t be_w = 512;
-  float* bx = device_random(std::size_t{be_m} * be_w, 20);
-  float* bw = device_random(std::size_t{be_w} * be_w, 21);
-  float* by = device_zeros<float>(std::size_t{be_m} * be_w);
-  float* bb = device_random(be_w, 22);
-  const gemm_args be_gemm{bx, bw, by, be_m, be_w, be_w};
-  const bias_act_args be_act{by, bb, std::int64_t{be_m} * be_w, 1, be_w, activation::relu};
-  auto* be_done =
-      device_zeros<std::uint32_t>(std::max(gemm_blocks(be_gemm), bias_act_blocks(be_act)));
-  constexpr std::int64_t l2_bytes = 8LL << 20;
-  constexpr std::int64_t hbm_bytes = 1LL << 30;
-  auto* big = device_zeros<float4>(hbm_bytes / 16);
-  auto* stop = device_zeros<unsigned>(32);
-  auto* work = device_zeros<unsigned long long>(4);
-  auto* sink = device_zeros<float>(4);
-  auto* clock_khz = device_zeros<unsigned long long>(1);
+  const rt_mlp mlp;
+  background_load load(bg, bg_sms, bodies);
   CHECK(cudaDeviceSynchronize());
-
-  struct background {
-    std::string name;
-    const char* unit;
-  };
-  const std::vector<background> backgrounds{{"none", ""},
-                                            {"spin", "GFLOP/s"},
-                                            {"l2-read", "GB/s"},
-                                            {"l2-read-1", "GB/s"},
-                                            {"hbm-read", "GB/s"},
-                                            {"l2-write", "GB/s"},
-                                            {"l2-write-1", "GB/s"},
-                                            {"be-mlp", "GFLOP/s"},
-                                            {"be-gemm", "GFLOP/s"},
-                                            {"be-act", "launches/s"},
-                                            {"be-fused", "GFLOP/s"},
-                                            {"fat-gemm", "GFLOP/s"}};
-  int be_launches = 0;
-  auto start = [&](const std::string& name) {
-    const unsigned zero = 0;
-    CHECK(cudaMemcpyAsync(stop, &zero, sizeof zero, cudaMemcpyHostToDevice, ctl));
-    CHECK(cudaMemsetAsync(work, 0, sizeof(unsigned long long), ctl));
-    CHECK(cudaStreamSynchronize(ctl));
-    const int per_sm4 = 4 * bg_sms;
-    if (name == "spin") {
-      spin<<<per_sm4, 256, 0, bg>>>(stop, sink, work);
-    } else if (name == "l2-read" || name == "l2-read-1") {
-      stream<false><<<name == "l2-read" ? per_sm4 : bg_sms, 256, 0, bg>>>(big, l2_bytes / 16, stop,
-                                                                          sink, work);
-    } else if (name == "hbm-read") {
-      stream<false><<<per_sm4, 256, 0, bg>>>(big, hbm_bytes / 16, stop, sink, work);
-    } else if (name == "l2-write" || name == "l2-write-1") {
-      stream<true><<<name == "l2-write" ? per_sm4 : bg_sms, 256, 0, bg>>>(big, l2_bytes / 16, stop,
-                                                                          sink, work);
-    } else if (name == "fat-gemm") {
-      fat_gemm<<<2 * bg_sms, 256, 0, bg>>>(bx, bw, by, be_m, be_w, be_w, stop, work);
-    } else if (name == "be-fused") {
-      be_launches = 0;
-      const gemm_bias_act_args fused{be_gemm, bb, activation::relu};
-      for (int i = 0; i < 40 + bodies; ++i) {
-        be_launch_view v;
-        v.done = be_done;
-        v.blocks = gemm_bias_act_blocks(fused);
-        launch_gemm_bias_act(bg, v, fused);
-        ++be_launches;
-      }
-    } else if (name == "be-mlp" || name == "be-gemm" || name == "be-act") {
-      // Enough to outlast the RT bodies (about 0.15 ms per pair on 100 SMs, 0.02 ms per
-      // bias_act).
-      be_launches = 0;
-      const int n = name == "be-act" ? 8 * (40 + bodies) : 40 + bodies;
-      for (int i = 0; i < n; ++i) {
-        if (name != "be-act") {
-          be_launch_view v;
-          v.done = be_done;
-          v.blocks = gemm_blocks(be_gemm);
-          launch_gemm(bg, v, be_gemm);
-        }
-        if (name != "be-gemm") {
-          be_launch_view va;
-          va.done = be_done;
-          va.blocks = bias_act_blocks(be_act);
-          launch_bias_act(bg, va, be_act);
-        }
-        ++be_launches;
-      }
-    }
-    CHECK(cudaGetLastError());
-    std::this_thread::sleep_for(std::chrono::milliseconds(2));
-  };
-  auto finish = [&](const std::string& name, double seconds) -> double {
-    const unsigned one = 1;
-    CHECK(cudaMemcpyAsync(stop, &one, sizeof one, cudaMemcpyHostToDevice, ctl));
-    CHECK(cudaStreamSynchronize(ctl));
-    const auto t0 = std::chrono::steady_clock::now();
-    CHECK(cudaStreamSynchronize(bg));
-    const double drain =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    unsigned long long w = 0;
-    CHECK(cudaMemcpy(&w, work, sizeof w, cudaMemcpyDeviceToHost));
-    if (name == "be-act") return be_launches / (seconds + drain);
-    if (name == "be-mlp" || name == "be-gemm" || name == "be-fused") {
-      return 2.0 * be_m * be_w * be_w * be_launches / (seconds + drain) * 1e-9;
-    }
-    return static_cast<double>(w) / seconds * 1e-9;  // stopped right after: rate while on
-  };
-
-  constexpr int chain = 20;
-  std::vector<std::vector<float>> body_us(backgrounds.size());
-  std::vector<std::vector<float>> chain_us(backgrounds.size());
-  std::vector<std::vector<double>> rate(backgrounds.size());
-  std::vector<std::vector<double>> clock_mhz(backgrounds.size());
-  std::vector<cudaEvent_t> ev(bodies + 1);
-  for (auto& e : ev) CHECK(cudaEventCreate(&e));
-  cudaEvent_t c0{};
-  cudaEvent_t c1{};
-  CHECK(cudaEventCreate(&c0));
-  CHECK(cudaEventCreate(&c1));
-  for (int r = 0; r < rounds; ++r) {
-    for (std::size_t b = 0; b < backgrounds.size(); ++b) {
-      const auto& name = backgrounds[b].name;
-      start(name);
-      const auto t0 = std::chrono::steady_clock::now();
-      rt_body(rt);  // warm
-      for (int i = 0; i < bodies; ++i) {
-        CHECK(cudaEventRecord(ev[i], rt));
-        rt_body(rt);
-      }
-      CHECK(cudaEventRecord(ev[bodies], rt));
-      CHECK(cudaEventRecord(c0, rt));
-      for (int i = 0; i < chain; ++i) empty_kernel<<<1, 32, 0, rt>>>();
-      CHECK(cudaEventRecord(c1, rt));
-      sm_clock<<<1, 1, 0, rt>>>(clock_khz);
-      CHECK(cudaGetLastError());
-      CHECK(cudaStreamSynchronize(rt));
-      const double seconds =
-          std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() + 2e-3;
-      rate[b].push_back(finish(name, seconds));
-      for (int i = 0; i < bodies; ++i) {
-        float ms = 0;
-        CHECK(cudaEventElapsedTime(&ms, ev[i], ev[i + 1]));
-        body_us[b].push_back(ms * 1000.0F);
-      }
-      float ms = 0;
-      CHECK(cudaEventElapsedTime(&ms, c0, c1));
-      chain_us[b].push_back(ms * 1000.0F / chain);
-      unsigned long long khz = 0;
-      CHECK(cudaMemcpy(&khz, clock_khz, sizeof khz, cudaMemcpyDeviceToHost));
-      clock_mhz[b].push_back(static_cast<double>(khz) / 1000.0);
-    }
-  }
-  std::printf(
-      "interference_probe: RT body in 32 SMs (groups 0-3), background on %d SMs; %d rounds of "
-      "%d bodies\n",
-      bg_sms, rounds, bodies);
-  std::printf("%-10s %8s %8s %8s %8s | %8s | %8s | %s\n", "background", "p50 us", "p90 us",
-              "p99 us", "max us", "empty us", "SM MHz", "background rate (median)");
-  for (std::size_t b = 0; b < backgrounds.size(); ++b) {
-    const stats s = summarize(body_us[b]);
-    const stats c = summarize(chain_us[b]);
-    auto med = [](std::vector<double> v) {
-      std::sort(v.begin(), v.end());
-      return v[v.size() / 2];
-    };
-    std::printf("%-10s %8.2f %8.2f %8.2f %8.2f | %8.2f | %8.0f | %.0f %s\n",
-                backgrounds[b].name.c_str(), s.p50, s.p90, s.p99, s.max, c.p50, med(clock_mhz[b]),
-                med(rate[b]), backgrounds[b].unit);
-  }
+  const round_events events(bodies);
+  measurements m;
+  for (int r = 0; r < rounds; ++r) measure_round(mlp, rt, load, bodies, events, m);
+  print_table(m, bg_sms, rounds, bodies);
   return 0;
 }

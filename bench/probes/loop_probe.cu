@@ -298,6 +298,117 @@ void run_tail(harness& h, const char* name, const char* what, probe p, bool two_
   CHECK(cudaGraphDestroy(g));
 }
 
+// Spinning kernels and WHILE graphs of one to three kernels.
+void run_plain_shapes(harness& h, probe** arg) {
+  if (selected("spin")) {
+    probe p = h.fresh();
+    h.load(p);
+    spin_loop<<<1, 1, 0, h.stream>>>(h.dev);
+    h.report("spin", "persistent kernel, same work per pass");
+  }
+  if (selected("spin+pcie")) {
+    probe p = h.fresh();
+    p.mapped_read = 1;
+    h.load(p);
+    spin_loop<<<1, 1, 0, h.stream>>>(h.dev);
+    h.report("spin+pcie", "persistent kernel, one host-mapped read per pass");
+  }
+  run_while(h, "W{h}", "WHILE, one kernel", h.fresh(),
+            [&](cudaGraph_t, cudaGraph_t b, probe&) { add_kernel(b, {}, head, arg); });
+  {
+    probe p = h.fresh();
+    p.mapped_read = 1;
+    run_while(h, "W{h+pcie}", "WHILE, one kernel with a host-mapped read", p,
+              [&](cudaGraph_t, cudaGraph_t b, probe&) { add_kernel(b, {}, head, arg); });
+  }
+  run_while(h, "W{h->m}", "WHILE, two kernels", h.fresh(), [&](cudaGraph_t, cudaGraph_t b, probe&) {
+    auto a = add_kernel(b, {}, head, arg);
+    add_kernel(b, {a}, mid, arg);
+  });
+  {
+    probe p = h.fresh();
+    p.mapped_fence = 1;
+    run_while(h, "W{h->m+fence}", "WHILE, two kernels, mid fences + stores to host", p,
+              [&](cudaGraph_t, cudaGraph_t b, probe&) {
+                auto a = add_kernel(b, {}, head, arg);
+                add_kernel(b, {a}, mid, arg);
+              });
+  }
+  run_while(h, "W{h=>m} pdl", "WHILE, two kernels, programmatic edge", h.fresh(),
+            [&](cudaGraph_t, cudaGraph_t b, probe&) {
+              auto a = add_kernel(b, {}, head_pdl, arg);
+              add_kernel(b, {a}, mid_pdl, arg, true);
+            });
+  run_while(h, "W{h->m->m}", "WHILE, three kernels", h.fresh(),
+            [&](cudaGraph_t, cudaGraph_t b, probe&) {
+              auto a = add_kernel(b, {}, head, arg);
+              auto c = add_kernel(b, {a}, tail, arg);
+              add_kernel(b, {c}, mid, arg);
+            });
+}
+
+// WHILE graphs with an IF inside, and a WHILE nested in a WHILE.
+void run_conditional_shapes(harness& h, probe** arg) {
+  // WHILE { head [-> mid] -> IF { body -> tail } }, the IF taken (1) or not (0).
+  const auto if_shape = [&](bool fused, unsigned handle_flags) {
+    return [&, fused, handle_flags](cudaGraph_t, cudaGraph_t b, probe& pp) {
+      CHECK(cudaGraphConditionalHandleCreate(&pp.if_h, b, 0, handle_flags));
+      cudaGraphNode_t last = add_kernel(b, {}, fused ? head_sets_if : head, arg);
+      if (!fused) last = add_kernel(b, {last}, mid, arg);
+      cudaGraphNode_t ifn = nullptr;
+      cudaGraph_t ib = add_cond(b, {last}, &ifn, pp.if_h, cudaGraphCondTypeIf);
+      add_kernel(ib, {add_kernel(ib, {}, body, arg)}, tail, arg);
+    };
+  };
+  struct if_variant {
+    const char* name[2];
+    const char* what[2];
+    bool fused;
+    unsigned handle_flags;
+  };
+  const if_variant if_variants[] = {
+      {{"W{h->m->IF0{b->t}}", "W{h->m->IF1{b->t}}"},
+       {"current while shape, idle", "current while shape, busy"},
+       false,
+       cudaGraphCondAssignDefault},
+      {{"W{hm->IF0{b->t}}", "W{hm->IF1{b->t}}"},
+       {"handler+controller fused, idle", "handler+controller fused, busy"},
+       true,
+       cudaGraphCondAssignDefault},
+      // IF handle without a default: the predicate keeps what the controller set.
+      {{"W{h->m->IF0} nodef", "W{h->m->IF1} nodef"},
+       {"as current, IF handle without default assign",
+        "as current, IF handle without default assign"},
+       false,
+       0},
+  };
+  for (const if_variant& iv : if_variants) {
+    for (unsigned v : {0U, 1U}) {
+      probe p = h.fresh();
+      p.if_value = v;
+      run_while(h, iv.name[v], iv.what[v], p, if_shape(iv.fused, iv.handle_flags));
+    }
+  }
+  for (unsigned long long every : {1000000ULL, 4ULL, 1ULL}) {
+    // Nested: outer WHILE { inner WHILE { h -> m } -> b -> t }; m ends the inner loop every
+    // k-th iteration (k = 1: every iteration goes through b and t).
+    probe p = h.fresh();
+    p.exit_every = every;
+    char name[64];
+    std::snprintf(name, sizeof name, "W{W{h->m}->b->t} k=%llu", every);
+    run_while(
+        h, name, "idle loop inside, DAG after it", p, [&](cudaGraph_t, cudaGraph_t b, probe& pp) {
+          CHECK(cudaGraphConditionalHandleCreate(&pp.inner_h, b, 1, cudaGraphCondAssignDefault));
+          cudaGraphNode_t wn = nullptr;
+          cudaGraph_t inner = add_cond(b, {}, &wn, pp.inner_h, cudaGraphCondTypeWhile);
+          auto a = add_kernel(inner, {}, head, arg);
+          add_kernel(inner, {a}, mid, arg);
+          auto x = add_kernel(b, {wn}, body, arg);
+          add_kernel(b, {x}, tail, arg);
+        });
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -320,110 +431,8 @@ int main(int argc, char** argv) {
   }
   for (int rep = 0; rep < (g_only != nullptr ? 1 : 2); ++rep) {
     if (g_only == nullptr) std::printf("--- round %d\n", rep + 1);
-    if (selected("spin")) {
-      probe p = h.fresh();
-      h.load(p);
-      spin_loop<<<1, 1, 0, h.stream>>>(h.dev);
-      h.report("spin", "persistent kernel, same work per pass");
-    }
-    if (selected("spin+pcie")) {
-      probe p = h.fresh();
-      p.mapped_read = 1;
-      h.load(p);
-      spin_loop<<<1, 1, 0, h.stream>>>(h.dev);
-      h.report("spin+pcie", "persistent kernel, one host-mapped read per pass");
-    }
-    run_while(h, "W{h}", "WHILE, one kernel", h.fresh(),
-              [&](cudaGraph_t, cudaGraph_t b, probe&) { add_kernel(b, {}, head, arg); });
-    {
-      probe p = h.fresh();
-      p.mapped_read = 1;
-      run_while(h, "W{h+pcie}", "WHILE, one kernel with a host-mapped read", p,
-                [&](cudaGraph_t, cudaGraph_t b, probe&) { add_kernel(b, {}, head, arg); });
-    }
-    run_while(h, "W{h->m}", "WHILE, two kernels", h.fresh(),
-              [&](cudaGraph_t, cudaGraph_t b, probe&) {
-                auto a = add_kernel(b, {}, head, arg);
-                add_kernel(b, {a}, mid, arg);
-              });
-    {
-      probe p = h.fresh();
-      p.mapped_fence = 1;
-      run_while(h, "W{h->m+fence}", "WHILE, two kernels, mid fences + stores to host", p,
-                [&](cudaGraph_t, cudaGraph_t b, probe&) {
-                  auto a = add_kernel(b, {}, head, arg);
-                  add_kernel(b, {a}, mid, arg);
-                });
-    }
-    run_while(h, "W{h=>m} pdl", "WHILE, two kernels, programmatic edge", h.fresh(),
-              [&](cudaGraph_t, cudaGraph_t b, probe&) {
-                auto a = add_kernel(b, {}, head_pdl, arg);
-                add_kernel(b, {a}, mid_pdl, arg, true);
-              });
-    run_while(h, "W{h->m->m}", "WHILE, three kernels", h.fresh(),
-              [&](cudaGraph_t, cudaGraph_t b, probe&) {
-                auto a = add_kernel(b, {}, head, arg);
-                auto c = add_kernel(b, {a}, tail, arg);
-                add_kernel(b, {c}, mid, arg);
-              });
-    // WHILE { head [-> mid] -> IF { body -> tail } }, the IF taken (1) or not (0).
-    const auto if_shape = [&](bool fused, unsigned handle_flags) {
-      return [&, fused, handle_flags](cudaGraph_t, cudaGraph_t b, probe& pp) {
-        CHECK(cudaGraphConditionalHandleCreate(&pp.if_h, b, 0, handle_flags));
-        cudaGraphNode_t last = add_kernel(b, {}, fused ? head_sets_if : head, arg);
-        if (!fused) last = add_kernel(b, {last}, mid, arg);
-        cudaGraphNode_t ifn = nullptr;
-        cudaGraph_t ib = add_cond(b, {last}, &ifn, pp.if_h, cudaGraphCondTypeIf);
-        add_kernel(ib, {add_kernel(ib, {}, body, arg)}, tail, arg);
-      };
-    };
-    struct if_variant {
-      const char* name[2];
-      const char* what[2];
-      bool fused;
-      unsigned handle_flags;
-    };
-    const if_variant if_variants[] = {
-        {{"W{h->m->IF0{b->t}}", "W{h->m->IF1{b->t}}"},
-         {"current while shape, idle", "current while shape, busy"},
-         false,
-         cudaGraphCondAssignDefault},
-        {{"W{hm->IF0{b->t}}", "W{hm->IF1{b->t}}"},
-         {"handler+controller fused, idle", "handler+controller fused, busy"},
-         true,
-         cudaGraphCondAssignDefault},
-        // IF handle without a default: the predicate keeps what the controller set.
-        {{"W{h->m->IF0} nodef", "W{h->m->IF1} nodef"},
-         {"as current, IF handle without default assign",
-          "as current, IF handle without default assign"},
-         false,
-         0},
-    };
-    for (const if_variant& iv : if_variants) {
-      for (unsigned v : {0U, 1U}) {
-        probe p = h.fresh();
-        p.if_value = v;
-        run_while(h, iv.name[v], iv.what[v], p, if_shape(iv.fused, iv.handle_flags));
-      }
-    }
-    for (unsigned long long every : {1000000ULL, 4ULL, 1ULL}) {
-      // Nested: outer WHILE { inner WHILE { h -> m } -> b -> t }; m ends the inner loop every
-      // k-th iteration (k = 1: every iteration goes through b and t).
-      probe p = h.fresh();
-      p.exit_every = every;
-      char name[64];
-      std::snprintf(name, sizeof name, "W{W{h->m}->b->t} k=%llu", every);
-      run_while(
-          h, name, "idle loop inside, DAG after it", p, [&](cudaGraph_t, cudaGraph_t b, probe& pp) {
-            CHECK(cudaGraphConditionalHandleCreate(&pp.inner_h, b, 1, cudaGraphCondAssignDefault));
-            cudaGraphNode_t wn = nullptr;
-            cudaGraph_t inner = add_cond(b, {}, &wn, pp.inner_h, cudaGraphCondTypeWhile);
-            auto a = add_kernel(inner, {}, head, arg);
-            add_kernel(inner, {a}, mid, arg);
-            auto x = add_kernel(b, {wn}, body, arg);
-            add_kernel(b, {x}, tail, arg);
-          });
-    }
+    run_plain_shapes(h, arg);
+    run_conditional_shapes(h, arg);
     run_tail(h, "T{h} self", "tail launch, one kernel relaunches its graph", h.fresh(), false);
     run_tail(h, "T{h->m} self", "tail launch, two kernels", h.fresh(), true);
     {

@@ -158,7 +158,10 @@ std::shared_ptr<const partition::green_context> partition_of(const py::handle& v
   return v.cast<const partition_handle&>().p;
 }
 
-void bind_sched(py::module_& m) {
+namespace {
+
+/// Partitions and streams.
+void bind_partitions(py::module_& m) {
   py::class_<partition_handle>(m, "Partition",
                                "A green-context SM partition (the run option `partition`, and "
                                "BestEffortRunner's `partition`).")
@@ -196,7 +199,10 @@ void bind_sched(py::module_& m) {
       py::arg("sm_counts"), py::arg("rest_to_last") = true, py::arg("device") = 0,
       "Green-context partitions of at least these many SMs each (the last also takes the rest "
       "with rest_to_last); RuntimeError naming the ask when they do not fit.");
+}
 
+/// The preempt word, spatial sharing and the translated models' runner.
+void bind_preemption(py::module_& m) {
   py::class_<sched::preempt_signal>(
       m, "PreemptSignal",
       "The preempt word a real-time loop raises when its work comes (run option `preempt`) "
@@ -264,7 +270,10 @@ void bind_sched(py::module_& m) {
         const auto p = r.r.progress();
         return py::make_tuple(p.submissions, p.retired);
       });
+}
 
+/// Closed graphs gated at kernel boundaries, and the device-side raiser.
+void bind_gates(py::module_& m) {
   py::class_<sched::gated_graph>(
       m, "GatedGraph",
       "A copy of a captured CUDA graph (e.g. torch.cuda.CUDAGraph(keep_graph=True)"
@@ -314,6 +323,14 @@ void bind_sched(py::module_& m) {
         RESIDENT_CUDA_TRY(cudaMemcpy(&ns, r.stamp.data(), sizeof ns, cudaMemcpyDeviceToHost));
         return ns;
       });
+}
+
+}  // namespace
+
+void bind_sched(py::module_& m) {
+  bind_partitions(m);
+  bind_preemption(m);
+  bind_gates(m);
 }
 
 }  // namespace resident::python

@@ -264,9 +264,8 @@ void soak_settings::validate() const {
       << " Hz publishes " << minutes * 60.0 * mailbox_rate_hz
       << " samples; the soak keeps each one's stamps (about 120 bytes) for its per-minute "
          "summaries, at most "
-      << max_samples << " (about 1 GB): shorten the run or lower the rate (at "
-      << mailbox_rate_hz << " Hz: at most " << max_samples / mailbox_rate_hz / 60.0
-      << " minutes)";
+      << max_samples << " (about 1 GB): shorten the run or lower the rate (at " << mailbox_rate_hz
+      << " Hz: at most " << max_samples / mailbox_rate_hz / 60.0 << " minutes)";
     throw std::invalid_argument(m.str());
   }
   range("--health-every-s", health_every_s, 0.0, 86400.0);
@@ -380,8 +379,9 @@ struct soak_outcome {
 
 /// A drift judgment: within 5%, or not judged where the run had too few whole minutes.
 json drift_judgment(const std::string& what, std::optional<double> drift) {
-  if (!drift) return judged(what + " (fewer than two whole minutes after warm-up: not judged)",
-                            true, nullptr);
+  if (!drift)
+    return judged(what + " (fewer than two whole minutes after warm-up: not judged)", true,
+                  nullptr);
   return judged(what, *drift <= 0.05, *drift);
 }
 
@@ -535,6 +535,67 @@ void wait_for_camera_start(shared_state& state, std::ostream& log) {
   }
 }
 
+/// What the sensor side of the soak saw: samples published, memory once warm.
+struct sensor_outcome {
+  std::uint64_t published = 0;
+  std::uint64_t rss_warm = 0;
+  std::uint64_t free_warm = 0;
+};
+
+/// The sensor (the calling thread) for `seconds` from t0: publishes at the rate; every second it
+/// reconciles both loops' counters; every health_every_s it writes a health line.
+sensor_outcome run_sensor(const soak_settings& s, lab_pipeline& app, const sample_pool& pool,
+                          mailbox_side& mside, run_handle& mrun, shared_state& state,
+                          std::uint64_t base, clock_type::time_point t0, double seconds) {
+  std::ofstream health_file;
+  if (!s.health_path.empty()) {
+    health_file.open(s.health_path);
+    if (!health_file) throw std::runtime_error("bench soak: cannot write " + s.health_path);
+  }
+  std::ostream& health = s.health_path.empty() ? static_cast<std::ostream&>(std::cerr)
+                                               : static_cast<std::ostream&>(health_file);
+  const auto period_ns = static_cast<std::int64_t>(1e9 / s.mailbox_rate_hz);
+  const std::int64_t start_ns = now_ns();
+  sensor_outcome out;
+  std::uint64_t& published = out.published;
+  double next_second = 1.0;
+  double next_health = s.health_every_s;
+  while (seconds_since(t0) < seconds) {
+    wait_until(start_ns + static_cast<std::int64_t>(published) * period_ns);
+    const std::uint64_t seq = base + published + 1;
+    std::atomic_ref<std::int64_t>(mside.publish_ns[seq % mside.publish_ns.size()]).store(now_ns());
+    (void)app.mailbox->publish(std::as_bytes(std::span(pool.inputs[published % pool_size])));
+    ++published;
+    const double t = seconds_since(t0);
+    if (out.rss_warm == 0 && t >= s.warmup_s) {
+      out.rss_warm = resident_set_bytes();
+      out.free_warm = free_device_bytes();
+    }
+    if (t < next_second) continue;
+    next_second += 1.0;
+    const loop_counters mc = mrun.counters();
+    std::lock_guard lock(state.mutex);
+    ++state.reconciliations;
+    if (!accounted(mc) || mc.last_seq > base + published ||
+        (state.camera.last_seq != 0 && !accounted(state.camera))) {
+      ++state.reconcile_failures;
+    }
+    if (s.health_every_s > 0 && t >= next_health) {
+      next_health += s.health_every_s;
+      health << json{{"t_s", t},
+                     {"mailbox", counters_json(mc)},
+                     {"camera", counters_json(state.camera)},
+                     {"mailbox_checked", mside.checked.load()},
+                     {"mailbox_mismatches", mside.mismatches.load()},
+                     {"rss_bytes", resident_set_bytes()}}
+                    .dump()
+             << '\n'
+             << std::flush;
+    }
+  }
+  return out;
+}
+
 measure::receipt run_soak_bench(const soak_settings& s, std::ostream& log, bool& ok) {
   s.validate();
   measure::receipt receipt = soak_receipt(s);
@@ -605,56 +666,8 @@ measure::receipt run_soak_bench(const soak_settings& s, std::ostream& log, bool&
   std::atomic<bool> done{false};
   std::thread actuator([&] { run_actuator(*app.mailbox, base, pool, mside, done, t0); });
 
-  // The sensor (this thread): publishes at the rate; every second it reconciles both loops'
-  // counters; every health_every_s it writes a health line.
-  std::ofstream health_file;
-  if (!s.health_path.empty()) {
-    health_file.open(s.health_path);
-    if (!health_file) throw std::runtime_error("bench soak: cannot write " + s.health_path);
-  }
-  std::ostream& health = s.health_path.empty() ? static_cast<std::ostream&>(std::cerr)
-                                               : static_cast<std::ostream&>(health_file);
-  const auto period_ns = static_cast<std::int64_t>(1e9 / s.mailbox_rate_hz);
-  const std::int64_t start_ns = now_ns();
-  std::uint64_t published = 0;
-  double next_second = 1.0;
-  double next_health = s.health_every_s;
-  std::uint64_t rss_warm = 0;
-  std::uint64_t free_warm = 0;
-  while (seconds_since(t0) < seconds) {
-    wait_until(start_ns + static_cast<std::int64_t>(published) * period_ns);
-    const std::uint64_t seq = base + published + 1;
-    std::atomic_ref<std::int64_t>(mside.publish_ns[seq % mside.publish_ns.size()]).store(now_ns());
-    (void)app.mailbox->publish(std::as_bytes(std::span(pool.inputs[published % pool_size])));
-    ++published;
-    const double t = seconds_since(t0);
-    if (rss_warm == 0 && t >= s.warmup_s) {
-      rss_warm = resident_set_bytes();
-      free_warm = free_device_bytes();
-    }
-    if (t >= next_second) {
-      next_second += 1.0;
-      const loop_counters mc = mrun->counters();
-      std::lock_guard lock(state.mutex);
-      ++state.reconciliations;
-      if (!accounted(mc) || mc.last_seq > base + published ||
-          (state.camera.last_seq != 0 && !accounted(state.camera))) {
-        ++state.reconcile_failures;
-      }
-      if (s.health_every_s > 0 && t >= next_health) {
-        next_health += s.health_every_s;
-        health << json{{"t_s", t},
-                       {"mailbox", counters_json(mc)},
-                       {"camera", counters_json(state.camera)},
-                       {"mailbox_checked", mside.checked.load()},
-                       {"mailbox_mismatches", mside.mismatches.load()},
-                       {"rss_bytes", resident_set_bytes()}}
-                      .dump()
-               << '\n'
-               << std::flush;
-      }
-    }
-  }
+  const sensor_outcome sensor = run_sensor(s, app, pool, mside, *mrun, state, base, t0, seconds);
+  const std::uint64_t published = sensor.published;
   const std::uint64_t rss_end = resident_set_bytes();
   const std::uint64_t free_end = free_device_bytes();
   std::this_thread::sleep_for(50ms);  // the last samples come out
@@ -674,15 +687,10 @@ measure::receipt run_soak_bench(const soak_settings& s, std::ostream& log, bool&
   log << "bench soak: " << total_s << " s, " << published << " mailbox samples, "
       << cres.counters.processed << " camera frames\n";
 
-  soak_outcome outcome{cres,
-                       camera_failure,
-                       cside,
-                       mside,
-                       mrep,
-                       in_loop,
-                       published,
-                       run_s,
-                       {rss_warm, rss_end, free_warm, free_end}};
+  soak_outcome outcome{
+      cres,      camera_failure, cside,
+      mside,     mrep,           in_loop,
+      published, run_s,          {sensor.rss_warm, rss_end, sensor.free_warm, free_end}};
   record_soak(receipt, s, cam.sensor.rate_hz, outcome, state, ok);
   return receipt;
 }
