@@ -38,6 +38,23 @@ def test_the_graph_policies_are_against_the_graphs_sequential_baseline():
     assert by["translated-spatial"]["be_throughput_over_sequential"] == pytest.approx(1.3)
 
 
+def test_rt_p99_is_related_to_the_priority_stream_policy_like_reef_to_triton():
+    results = [result("exclusive", 2000.0, 0.0), result("priority", 9000.0, 800.0),
+               result("sequential-graphs", 3000.0, 400.0), result("kernel-boundary", 2250.0, 380.0),
+               result("translated", 2080.0, 160.0)]
+    disb.relate(results)
+    by = {r["policy"]: r for r in results}
+    assert by["kernel-boundary"]["priority_p99_over_rt_p99"] == pytest.approx(4.0)
+    assert by["sequential-graphs"]["priority_p99_over_rt_p99"] == pytest.approx(3.0)
+    assert by["translated"]["priority_p99_over_rt_p99"] == pytest.approx(9000.0 / 2080.0)
+    assert by["priority"]["priority_p99_over_rt_p99"] is None
+    assert by["exclusive"]["priority_p99_over_rt_p99"] is None
+    # Without a priority run there is nothing to relate to.
+    alone = [result("exclusive", 2000.0, 0.0), result("translated", 2080.0, 160.0)]
+    disb.relate(alone)
+    assert alone[1]["priority_p99_over_rt_p99"] is None
+
+
 def test_the_be_alone_runs_have_no_rt_ratio_and_say_the_most_be_can_get():
     alone = {"policy": "be-alone", "latency_us": {}, "be_inferences_per_s": 260.0}
     graphs = {"policy": "be-alone-graphs", "latency_us": {}, "be_inferences_per_s": 900.0}

@@ -302,6 +302,7 @@ TEST(report, serving_policies_of_bench_disb_get_a_table) {
   r.results.push_back(policy("exclusive", 2200.25, 1.0, 0.0, nullptr, nullptr));
   r.results.push_back(policy("translated", 2310.5, 1.05, 181.5, 1.6,
                              {{"n", 290}, {"p50", 6.5}, {"p99", 18.75}, {"max", 30.0}}));
+  r.results.back()["priority_p99_over_rt_p99"] = 3.25;  // priority's RT p99 over translated's
   json poisson = policy("exclusive", 2400.0, 1.0, 0.0, nullptr, nullptr);
   poisson["arrivals"] = "poisson";
   r.results.push_back(poisson);
@@ -316,7 +317,9 @@ TEST(report, serving_policies_of_bench_disb_get_a_table) {
   EXPECT_THAT(row, HasSubstr("2310.50"));
   EXPECT_THAT(row, HasSubstr("1.050x"));
   EXPECT_THAT(row, HasSubstr("1.600x"));
+  EXPECT_THAT(row, HasSubstr("3.250x"));
   EXPECT_THAT(row, HasSubstr("18.75"));
+  EXPECT_THAT(text, HasSubstr("priority / RT p99"));
   const auto ex = text.find("\nexclusive ");
   ASSERT_NE(ex, std::string::npos);
   EXPECT_THAT(text.substr(ex + 1, text.find('\n', ex + 1) - ex - 1), Not(HasSubstr("0.000x")));

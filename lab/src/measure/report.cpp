@@ -240,8 +240,8 @@ std::string box_plot_svg(const std::vector<plot_box>& boxes, axis_scale scale) {
 namespace {
 
 using detail::format_us;
-using detail::printf_string;
 using detail::html_escape;
+using detail::printf_string;
 using nlohmann::json;
 
 // A latency result names its configuration; fixed-cost results (bench overhead) name a cost.
@@ -460,10 +460,11 @@ bool is_serving_result(const json& r) {
 }
 
 const std::vector<std::string> serving_header = {
-    "policy",          "workload",        "RT p50",          "RT p99",
-    "RT p99.9",        "RT max",          "deadline misses", "RT p99 / exclusive",
-    "BE inferences/s", "BE / sequential", "preemption p50",  "preemption p99",
-    "wrong outputs"};
+    "policy",          "workload",           "RT p50",
+    "RT p99",          "RT p99.9",           "RT max",
+    "deadline misses", "RT p99 / exclusive", "priority / RT p99",
+    "BE inferences/s", "BE / sequential",    "preemption p50",
+    "preemption p99",  "wrong outputs"};
 
 std::vector<std::string> serving_row(const json& r) {
   const json& rt = object_at(r, "latency_us");
@@ -480,6 +481,7 @@ std::vector<std::string> serving_row(const json& r) {
           us_field(rt, "max"),
           count_field(r, "deadline_misses"),
           ratio_field(r, "rt_p99_over_exclusive"),
+          ratio_field(r, "priority_p99_over_rt_p99"),
           count_field(r, "be_inferences_per_s"),
           ratio_field(r, "be_throughput_over_sequential"),
           us_field(pre, "p50"),

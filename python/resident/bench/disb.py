@@ -40,7 +40,8 @@ policy runs the same workload:
 Every RT output's top-1 is checked against eager PyTorch, and every BE client's last output
 against eager (translated: the plan's output; graphs: the graph's output tensor). Results name
 the RT model, the workload and the policy and carry rt_p99_over_exclusive,
-be_throughput_over_sequential, wrong_outputs and, for the preempting policies,
+be_throughput_over_sequential, priority_p99_over_rt_p99 (the priority policy's RT p99 over this
+policy's: REEF reports 1.12-5.20x against Triton), wrong_outputs and, for the preempting policies,
 preemption_latency_us: per RT sample, from the loop raising its word to the BE work leaving
 (translated: the last BE block off the GPU; gated graphs: the first gate holding), on the
 device clock (resident.bench.preemption). Each BE implementation has its own sequential
@@ -425,10 +426,17 @@ def preemption_of(run: Any, clients: list[Any], warmup: int) -> dict[str, Any]:
 
 
 def relate(results: list[dict[str, Any]]) -> None:
-    """rt_p99_over_exclusive and be_throughput_over_sequential, from the same run's results."""
+    """rt_p99_over_exclusive, be_throughput_over_sequential and priority_p99_over_rt_p99 (how
+    many times lower this policy's RT p99 is than the priority-stream policy's, as REEF relates
+    its RT latency to Triton's), from the same run's results."""
     by = {r["policy"]: r for r in results}
     base = by.get("exclusive")
+    prio = by.get("priority")
+    prio_p99 = prio["latency_us"].get("p99") if prio else None
     for r in results:
+        p99 = r["latency_us"].get("p99")
+        r["priority_p99_over_rt_p99"] = (prio_p99 / p99 if prio_p99 and p99 and
+                                         r["policy"] not in ("priority", "exclusive") else None)
         # The sequential baseline of the same BE implementation.
         seq = by.get("sequential-graphs" if r["policy"] in GRAPH_POLICIES else "sequential")
         r["rt_p99_over_exclusive"] = (r["latency_us"]["p99"] / base["latency_us"]["p99"]
