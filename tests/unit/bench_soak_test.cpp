@@ -3,6 +3,8 @@
 
 #include <gmock/gmock.h>
 
+#include <sstream>
+#include <stdexcept>
 #include <vector>
 
 #include "bench/soak/soak_bench.hpp"
@@ -44,8 +46,8 @@ TEST(soak_minutes, drift_is_the_spread_of_the_p99s_after_warm_up) {
 TEST(soak_minutes, a_last_minute_the_run_did_not_fill_is_not_judged) {
   // An 8-minute run's ninth minute holds the samples of its last fraction of a second: a p99 of
   // a handful of samples, lower than any whole minute's.
-  const std::vector<minute_summary> m{{1, 1000, 5, 40, 50}, {2, 1000, 5, 41, 50},
-                                      {3, 1000, 5, 40.5, 50}, {4, 1, 28, 28, 28}};
+  const std::vector<minute_summary> m{
+      {1, 1000, 5, 40, 50}, {2, 1000, 5, 41, 50}, {3, 1000, 5, 40.5, 50}, {4, 1, 28, 28, 28}};
   EXPECT_NEAR(p99_drift(m, 20.0, 240.5).value(), 0.025, 1e-12);
   EXPECT_NEAR(p99_drift(m, 20.0, 300.0).value(), (41.0 - 28.0) / 28.0, 1e-12)
       << "a whole fifth minute counts";
@@ -63,12 +65,12 @@ TEST(soak_minutes, in_loop_latency_is_sighting_to_commit_filed_by_sequence) {
     return e;
   };
   const std::vector<telemetry_entry> t{
-      entry(101, 0, 1000, 4500),     // 3.5 us, 1st sample after base 100
-      entry(101, 1, 2000, 9000),     // a repeat: not a response
-      entry(100, 0, 1000, 2000),     // before the run's base
-      entry(4101, 0, 0, 5000),       // no sighting stamp
-      entry(4101, 0, 7000, 6000),    // commit before sighting: not a response
-      entry(4102, 0, 10000, 12250)}; // 2.25 us, 4002nd sample: 2.001 s at 2 kHz
+      entry(101, 0, 1000, 4500),      // 3.5 us, 1st sample after base 100
+      entry(101, 1, 2000, 9000),      // a repeat: not a response
+      entry(100, 0, 1000, 2000),      // before the run's base
+      entry(4101, 0, 0, 5000),        // no sighting stamp
+      entry(4101, 0, 7000, 6000),     // commit before sighting: not a response
+      entry(4102, 0, 10000, 12250)};  // 2.25 us, 4002nd sample: 2.001 s at 2 kHz
   const auto l = in_loop_latencies(t, 100, 2000.0);
   ASSERT_EQ(l.size(), 2U);
   EXPECT_DOUBLE_EQ(l[0].t_s, 1.0 / 2000.0);
@@ -96,9 +98,9 @@ TEST(soak_settings, ranges_and_modes_are_checked_by_name) {
                                          HasSubstr("'host-graph' is not GPU-resident")));
   s = {};
   s.minutes = 24 * 60.0;  // a day at 2 kHz: 172.8 million samples' stamps, about 20 GB
-  EXPECT_THAT([&] { s.validate(); }, ::testing::ThrowsMessage<std::invalid_argument>(AllOf(
-                                         HasSubstr("publishes 1.728e+08 samples"),
-                                         HasSubstr("at most 66.6667 minutes"))));
+  EXPECT_THAT([&] { s.validate(); },
+              ::testing::ThrowsMessage<std::invalid_argument>(AllOf(
+                  HasSubstr("publishes 1.728e+08 samples"), HasSubstr("at most 66.6667 minutes"))));
   s.minutes = 60.0;
   EXPECT_NO_THROW(s.validate());
   s.mailbox_rate_hz = 100'000.0;
@@ -110,6 +112,20 @@ TEST(soak_settings, ranges_and_modes_are_checked_by_name) {
   s.make_quick();
   EXPECT_NO_THROW(s.validate());
   EXPECT_LT(s.minutes, 1.0);
+}
+
+TEST(soak_settings, a_health_path_that_cannot_be_written_is_refused_before_anything_starts) {
+  // Refused before the camera's reference frames, the loops or any thread: no GPU is touched,
+  // so the error comes the same with or without one.
+  soak_settings s;
+  s.make_quick();
+  s.health_path = "/nonexistent-folder/of/soak/health.jsonl";
+  std::ostringstream log;
+  bool ok = true;
+  EXPECT_THAT([&] { (void)run_soak_bench(s, log, ok); },
+              ::testing::ThrowsMessage<std::runtime_error>(HasSubstr(
+                  "cannot write the health lines to /nonexistent-folder/of/soak/health.jsonl")));
+  EXPECT_EQ(log.str(), "");
 }
 
 }  // namespace

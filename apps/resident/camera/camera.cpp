@@ -333,6 +333,7 @@ camera_result run_camera(const camera_settings& s, const camera_mode& m,
     for (;;) {
       const loop_counters c = run.counters();
       if (c.processed >= o.frames || clock_type::now() - start > timeout) break;
+      if (o.stop != nullptr && o.stop->load()) break;
       if (o.during) o.during(*bridge, c);
       if (o.watch) o.watch(*bridge, *display, c);
       drain();

@@ -11,6 +11,7 @@
 // metadata mirror and launches the graph), `while` and `tail` GPU-resident. `eager` (device ring,
 // stream launches) is there for completeness.
 
+#include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -126,6 +127,9 @@ struct camera_run_options {
   /// Called like `during`, with the display too (a soak checks the shown frames through it).
   std::function<void(io::sensor_bridge&, io::display&, const loop_counters&)> watch;
   std::chrono::nanoseconds deadline{0};  // run_options::deadline
+  /// When set (from another thread), the run ends as if its frames were done: the loop is torn
+  /// down and the result covers the frames so far (a soak ending early on an error elsewhere).
+  const std::atomic<bool>* stop{nullptr};
 };
 
 /// One processed frame's path, device clock in nanoseconds (0 where nothing stamped it): where a

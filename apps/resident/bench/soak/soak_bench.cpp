@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <map>
 #include <mutex>
@@ -535,6 +536,44 @@ void wait_for_camera_start(shared_state& state, std::ostream& log) {
   }
 }
 
+/// A thread joined when its scope ends, asked to stop first: an exception on the soak's own
+/// thread (a loop's set-up refused, a tear-down that throws) ends the soak with its message
+/// instead of std::terminate on a joinable thread.
+class stopping_thread {
+ public:
+  stopping_thread(std::function<void()> stop, std::function<void()> body)
+      : _stop(std::move(stop)), _thread(std::move(body)) {}
+  stopping_thread(const stopping_thread&) = delete;
+  stopping_thread& operator=(const stopping_thread&) = delete;
+  ~stopping_thread() {
+    if (_thread.joinable()) {
+      _stop();
+      _thread.join();
+    }
+  }
+  /// Waits for the thread to end on its own.
+  void join() { _thread.join(); }
+
+ private:
+  std::function<void()> _stop;
+  std::thread _thread;
+};
+
+/// Where the health lines go: the file asked for (opened before anything starts, so a path that
+/// cannot be written is refused at once), or stderr.
+class health_output {
+ public:
+  explicit health_output(const std::string& path) {
+    if (path.empty()) return;
+    _file.open(path);
+    if (!_file) throw std::runtime_error("bench soak: cannot write the health lines to " + path);
+  }
+  [[nodiscard]] std::ostream& stream() { return _file.is_open() ? _file : std::cerr; }
+
+ private:
+  std::ofstream _file;
+};
+
 /// What the sensor side of the soak saw: samples published, memory once warm.
 struct sensor_outcome {
   std::uint64_t published = 0;
@@ -546,14 +585,8 @@ struct sensor_outcome {
 /// reconciles both loops' counters; every health_every_s it writes a health line.
 sensor_outcome run_sensor(const soak_settings& s, lab_pipeline& app, const sample_pool& pool,
                           mailbox_side& mside, run_handle& mrun, shared_state& state,
-                          std::uint64_t base, clock_type::time_point t0, double seconds) {
-  std::ofstream health_file;
-  if (!s.health_path.empty()) {
-    health_file.open(s.health_path);
-    if (!health_file) throw std::runtime_error("bench soak: cannot write " + s.health_path);
-  }
-  std::ostream& health = s.health_path.empty() ? static_cast<std::ostream&>(std::cerr)
-                                               : static_cast<std::ostream&>(health_file);
+                          std::uint64_t base, clock_type::time_point t0, double seconds,
+                          std::ostream& health) {
   const auto period_ns = static_cast<std::int64_t>(1e9 / s.mailbox_rate_hz);
   const std::int64_t start_ns = now_ns();
   sensor_outcome out;
@@ -598,6 +631,7 @@ sensor_outcome run_sensor(const soak_settings& s, lab_pipeline& app, const sampl
 
 measure::receipt run_soak_bench(const soak_settings& s, std::ostream& log, bool& ok) {
   s.validate();
+  health_output health(s.health_path);
   measure::receipt receipt = soak_receipt(s);
   const camera::camera_settings cam = soak_camera(s);
   const io::rgb8_image photo = soak_photo(cam, log);
@@ -623,30 +657,34 @@ measure::receipt run_soak_bench(const soak_settings& s, std::ostream& log, bool&
   shared_state state;
   camera::camera_result cres;
   std::string camera_failure;
-  std::thread camera_thread([&] {
-    try {
-      camera::camera_run_options o;
-      // It starts before the mailbox and t0: a few seconds more keep it running to the end.
-      o.frames = static_cast<std::uint64_t>(cam.sensor.rate_hz * (seconds + 10.0));
-      o.progress = false;
-      o.timeout = std::chrono::seconds(static_cast<std::int64_t>(seconds) + 60);
-      o.deadline = deadline;
-      o.watch = [&](io::sensor_bridge& b, io::display& d, const loop_counters& c) {
-        if (c.processed >= cside.next_check) {
-          check_screen(d, b, cside);
-          cside.next_check = c.processed + s.check_every;
+  std::atomic<bool> camera_stop{false};
+  stopping_thread camera_thread(
+      [&] { camera_stop = true; },
+      [&] {
+        try {
+          camera::camera_run_options o;
+          o.stop = &camera_stop;
+          // It starts before the mailbox and t0: a few seconds more keep it running to the end.
+          o.frames = static_cast<std::uint64_t>(cam.sensor.rate_hz * (seconds + 10.0));
+          o.progress = false;
+          o.timeout = std::chrono::seconds(static_cast<std::int64_t>(seconds) + 60);
+          o.deadline = deadline;
+          o.watch = [&](io::sensor_bridge& b, io::display& d, const loop_counters& c) {
+            if (c.processed >= cside.next_check) {
+              check_screen(d, b, cside);
+              cside.next_check = c.processed + s.check_every;
+            }
+            std::lock_guard lock(state.mutex);
+            state.camera = c;
+            state.camera_running = true;
+          };
+          cres = camera::run_camera(cam, camera::parse_camera_mode(s.camera_mode), o, photo);
+        } catch (const std::exception& e) {
+          camera_failure = e.what();
         }
         std::lock_guard lock(state.mutex);
-        state.camera = c;
-        state.camera_running = true;
-      };
-      cres = camera::run_camera(cam, camera::parse_camera_mode(s.camera_mode), o, photo);
-    } catch (const std::exception& e) {
-      camera_failure = e.what();
-    }
-    std::lock_guard lock(state.mutex);
-    state.camera_ended = true;
-  });
+        state.camera_ended = true;
+      });
   wait_for_camera_start(state, log);
 
   // The mailbox loop (its application and mailbox were made before the camera started).
@@ -664,9 +702,11 @@ measure::receipt run_soak_bench(const soak_settings& s, std::ostream& log, bool&
   const std::uint64_t base = app.mailbox->published();
   const auto t0 = clock_type::now();
   std::atomic<bool> done{false};
-  std::thread actuator([&] { run_actuator(*app.mailbox, base, pool, mside, done, t0); });
+  stopping_thread actuator([&] { done = true; },
+                           [&] { run_actuator(*app.mailbox, base, pool, mside, done, t0); });
 
-  const sensor_outcome sensor = run_sensor(s, app, pool, mside, *mrun, state, base, t0, seconds);
+  const sensor_outcome sensor =
+      run_sensor(s, app, pool, mside, *mrun, state, base, t0, seconds, health.stream());
   const std::uint64_t published = sensor.published;
   const std::uint64_t rss_end = resident_set_bytes();
   const std::uint64_t free_end = free_device_bytes();
