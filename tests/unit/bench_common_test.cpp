@@ -2,6 +2,11 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <chrono>
+#include <stdexcept>
+#include <thread>
+
 #include "bench/common.hpp"
 
 namespace resident::bench {
@@ -242,6 +247,40 @@ TEST(add_shared_stalls, pairs_every_observer_with_every_other_and_names_its_cpu)
   nlohmann::json one = nlohmann::json::array({{{"cpu", 7}}});
   add_shared_stalls(one, {&a}, {7});
   EXPECT_FALSE(one[0].contains("stalls_shared"));  // nobody to compare with
+}
+
+TEST(stopping_thread, an_exception_in_its_scope_stops_and_joins_the_thread) {
+  std::atomic<bool> stop{false};
+  std::atomic<int> polls{0};
+  std::atomic<bool> ended{false};
+  try {
+    stopping_thread worker([&] { stop = true; },
+                           [&] {
+                             while (!stop.load()) {
+                               ++polls;
+                               std::this_thread::sleep_for(std::chrono::microseconds(100));
+                             }
+                             ended = true;
+                           });
+    while (polls.load() == 0) std::this_thread::yield();
+    throw std::runtime_error("the loop's set-up was refused");
+  } catch (const std::runtime_error& e) {
+    // Here, not in std::terminate: the thread was asked to stop and joined.
+    EXPECT_STREQ(e.what(), "the loop's set-up was refused");
+  }
+  EXPECT_TRUE(stop.load());
+  EXPECT_TRUE(ended.load());
+}
+
+TEST(stopping_thread, join_waits_for_the_body_and_the_stop_is_not_called) {
+  bool stop_called = false;
+  int result = 0;
+  {
+    stopping_thread worker([&] { stop_called = true; }, [&] { result = 42; });
+    worker.join();
+    EXPECT_EQ(result, 42);
+  }
+  EXPECT_FALSE(stop_called);
 }
 
 }  // namespace

@@ -5,7 +5,9 @@
 #include <atomic>
 #include <cstdint>
 #include <ctime>
+#include <functional>
 #include <string>
+#include <thread>
 #include <tuple>
 #include <utility>
 #include <vector>
@@ -29,6 +31,30 @@ inline void cpu_relax() noexcept {
   __builtin_ia32_pause();
 #endif
 }
+
+/// A thread joined when its scope ends, asked to stop first (`stop`, e.g. setting the flag its
+/// body polls): an exception on the thread that started it (a loop's set-up refused, a
+/// tear-down that throws) then ends the run with its message instead of std::terminate on a
+/// joinable std::thread. An exception escaping `body` itself still terminates: catch inside.
+class stopping_thread {
+ public:
+  stopping_thread(std::function<void()> stop, std::function<void()> body)
+      : _stop(std::move(stop)), _thread(std::move(body)) {}
+  stopping_thread(const stopping_thread&) = delete;
+  stopping_thread& operator=(const stopping_thread&) = delete;
+  ~stopping_thread() {
+    if (_thread.joinable()) {
+      _stop();
+      _thread.join();
+    }
+  }
+  /// Waits for the thread to end on its own.
+  void join() { _thread.join(); }
+
+ private:
+  std::function<void()> _stop;
+  std::thread _thread;
+};
 
 /// Waits until CLOCK_MONOTONIC reaches `target_ns`: sleeps while far away, spins the last
 /// 100 us so the release time does not inherit the scheduler's wake-up latency.

@@ -8,6 +8,7 @@
 #include <array>
 #include <atomic>
 #include <iostream>
+#include <optional>
 #include <random>
 #include <sstream>
 #include <stdexcept>
@@ -307,12 +308,14 @@ void log_progress(const std::string& policy, const run_handle& handle, const be_
 void drive_samples(rt_endpoints& ends, const std::string& policy, const run_handle& handle,
                    const be_clients& be, const sched::preempt_signal& signal, std::ostream& log) {
   const std::vector<std::int64_t> offsets = release_offsets(ends.s, ends.total);
-  std::thread actuator([&] { ends.actuator(); });
-  std::thread sensor([&] { ends.sensor(offsets); });
+  // The sensor ends when its samples are released; the actuator when told to stop.
+  stopping_thread actuator([&] { ends.stop = true; }, [&] { ends.actuator(); });
+  stopping_thread sensor([] {}, [&] { ends.sensor(offsets); });
   std::atomic<bool> monitor_stop{false};
-  std::thread monitor;
+  std::optional<stopping_thread> monitor;
   if (ends.s.progress) {
-    monitor = std::thread(
+    monitor.emplace(
+        [&] { monitor_stop = true; },
         [&] { log_progress(policy, handle, be, signal, ends.base, ends.total, monitor_stop); });
   }
   sensor.join();
@@ -320,8 +323,7 @@ void drive_samples(rt_endpoints& ends, const std::string& policy, const run_hand
   std::this_thread::sleep_for(2ms);
   ends.stop = true;
   actuator.join();
-  monitor_stop = true;
-  if (monitor.joinable()) monitor.join();
+  monitor.reset();  // asks it to stop and joins it
   if (!all_seen) {
     const loop_counters c = handle.counters();
     log << "reef " << policy << ": the RT loop had not processed the last sample 5 s after its "

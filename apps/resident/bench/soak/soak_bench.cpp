@@ -536,29 +536,6 @@ void wait_for_camera_start(shared_state& state, std::ostream& log) {
   }
 }
 
-/// A thread joined when its scope ends, asked to stop first: an exception on the soak's own
-/// thread (a loop's set-up refused, a tear-down that throws) ends the soak with its message
-/// instead of std::terminate on a joinable thread.
-class stopping_thread {
- public:
-  stopping_thread(std::function<void()> stop, std::function<void()> body)
-      : _stop(std::move(stop)), _thread(std::move(body)) {}
-  stopping_thread(const stopping_thread&) = delete;
-  stopping_thread& operator=(const stopping_thread&) = delete;
-  ~stopping_thread() {
-    if (_thread.joinable()) {
-      _stop();
-      _thread.join();
-    }
-  }
-  /// Waits for the thread to end on its own.
-  void join() { _thread.join(); }
-
- private:
-  std::function<void()> _stop;
-  std::thread _thread;
-};
-
 /// Where the health lines go: the file asked for (opened before anything starts, so a path that
 /// cannot be written is refused at once), or stderr.
 class health_output {
