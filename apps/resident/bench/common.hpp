@@ -40,8 +40,8 @@ class stopping_thread {
  public:
   stopping_thread(std::function<void()> stop, std::function<void()> body)
       : _stop(std::move(stop)), _thread(std::move(body)) {}
-  stopping_thread(const stopping_thread&) = delete;
-  stopping_thread& operator=(const stopping_thread&) = delete;
+  stopping_thread(stopping_thread&&) noexcept = default;   // e.g. in a vector of observers
+  stopping_thread& operator=(stopping_thread&&) = delete;  // would drop a running thread
   ~stopping_thread() {
     if (_thread.joinable()) {
       _stop();

@@ -253,9 +253,12 @@ struct io_run {
   }
 
   void measure_samples() {
-    std::vector<std::thread> actuators;
-    for (auto& ob : observers) actuators.emplace_back([this, o = ob.get()] { observe(*o); });
-    std::thread sensor([this] { release(); });
+    std::vector<stopping_thread> actuators;
+    actuators.reserve(observers.size());
+    for (auto& ob : observers) {
+      actuators.emplace_back([this] { stop = true; }, [this, o = ob.get()] { observe(*o); });
+    }
+    stopping_thread sensor([] {}, [this] { release(); });
     sensor.join();
     if (peer) {
       const std::int64_t deadline = now_ns() + 2'000'000'000;

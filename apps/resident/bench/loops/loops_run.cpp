@@ -258,12 +258,14 @@ struct loops_run {
     irq_sensor0 = measure::read_interrupts(cpus.sensor);
     const double cpu0 = cpu_seconds();
     const std::int64_t wall0 = now_ns();
-    std::vector<std::thread> actuators;
+    std::vector<stopping_thread> actuators;
+    actuators.reserve(observers.size());
     for (std::size_t o = 0; o < observers.size(); ++o) {
-      actuators.emplace_back([this, o] { observe(*observers[o], cpus.actuators[o]); });
+      actuators.emplace_back([this] { stop = true; },
+                             [this, o] { observe(*observers[o], cpus.actuators[o]); });
     }
     start = now_ns() + 5'000'000;
-    std::thread sensor([this] { release(); });
+    stopping_thread sensor([] {}, [this] { release(); });
     sensor.join();
     const auto deadline = std::chrono::steady_clock::now() + 3s;
     for (int i = 0; i < count; ++i) {
