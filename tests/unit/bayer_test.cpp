@@ -13,8 +13,12 @@ namespace {
 using ::testing::HasSubstr;
 
 rgb8_image solid(std::uint32_t w, std::uint32_t h, std::uint8_t r, std::uint8_t g, std::uint8_t b) {
-  rgb8_image img{w, h, {}};
-  for (std::uint32_t i = 0; i < w * h; ++i) img.rgb.insert(img.rgb.end(), {r, g, b});
+  rgb8_image img{w, h, std::vector<std::uint8_t>(std::size_t{w} * h * 3)};
+  for (std::size_t i = 0; i < img.rgb.size(); i += 3) {
+    img.rgb[i] = r;
+    img.rgb[i + 1] = g;
+    img.rgb[i + 2] = b;
+  }
   return img;
 }
 
