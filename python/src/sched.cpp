@@ -4,7 +4,6 @@
 
 #include <pybind11/stl.h>
 
-#include <array>
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -29,38 +28,13 @@ namespace resident::python {
 
 namespace {
 
-/// Spatial preemption beside a real-time loop in a partition: the partition's SMs as a device
-/// bitmap (a raised word clears only those SMs) and one count per SM of the BE blocks there,
-/// shared by every runner beside that loop, so at most `rt_sm_blocks` BE blocks hold an RT SM
-/// and the loop's handler and kernels always find room (0: no cap).
-struct spatial_share {
-  spatial_share(const partition_handle& rt, std::uint32_t blocks)
-      : mask(rt.p->sm_mask()),
-        rt_sms(sizeof(mask)),
-        rt_sm_load(blocks > 0
-                       ? zeroed_device_buffer(sched::rt_sm_load_words * sizeof(std::uint32_t),
-                                              current_device())
-                       : device_buffer{}),
-        rt_sm_blocks(blocks) {
-    RESIDENT_CUDA_TRY(cudaMemcpy(rt_sms.data(), mask.data(), sizeof(mask), cudaMemcpyHostToDevice));
-  }
-  [[nodiscard]] int sm_count() const {
-    int n = 0;
-    for (const std::uint32_t w : mask) n += __builtin_popcount(w);
-    return n;
-  }
-  std::array<std::uint32_t, 8> mask;
-  device_buffer rt_sms;
-  device_buffer rt_sm_load;
-  std::uint32_t rt_sm_blocks;
-};
-
 /// A runner over a translated model's calls on a stream of its own (the lowest priority; in a
 /// partition when one is given: its stream, and the scheduler thread in its context).
 struct runner {
   runner(const translated& m, const sched::preempt_signal& signal, std::size_t window,
          std::int32_t bounded_grid_per_sm, bool sequential, bool preemptible,
-         const partition_handle* part, std::size_t activity_stamps, const spatial_share* spatial)
+         const partition_handle* part, std::size_t activity_stamps,
+         const sched::spatial_share* spatial)
       : part(part != nullptr ? part->p : nullptr),
         work(part != nullptr ? part->p->make_stream(0) : resident::stream(0)),
         trace(activity_stamps > 0 ? zeroed_device_buffer(sizeof(sched::be_trace), current_device())
@@ -75,7 +49,7 @@ struct runner {
                                           bool preemptible,
                                           std::shared_ptr<const partition::green_context> p,
                                           sched::be_trace* trace, sched::stamp_ring_view activity,
-                                          const spatial_share* spatial) {
+                                          const sched::spatial_share* spatial) {
     sched::be_runner_options o;
     o.trace = trace;
     o.activity = activity;
@@ -89,11 +63,7 @@ struct runner {
         throw std::invalid_argument(
             "BestEffortRunner: spatial needs preemptible=True and sequential=False");
       }
-      o.rt_sms = spatial->rt_sms.data_as<std::uint32_t>();
-      if (spatial->rt_sm_blocks > 0) {
-        o.rt_sm_load = spatial->rt_sm_load.data_as<std::uint32_t>();
-        o.rt_sm_blocks = spatial->rt_sm_blocks;
-      }
+      spatial->apply(o);
     }
     if (p) {
       o.thread_scope = [p]() -> std::shared_ptr<void> {
@@ -217,33 +187,35 @@ void bind_preemption(py::module_& m) {
       .def_property_readonly("raised", &sched::preempt_signal::raised)
       .def_property_readonly("raises", &sched::preempt_signal::raises);
 
-  py::class_<spatial_share>(
+  py::class_<sched::spatial_share>(
       m, "SpatialShare",
       "Spatial preemption beside a real-time loop run in partition `rt`: BestEffortRunner("
       "spatial=...) clears only that partition's SMs when the word is raised and keeps running "
       "on the others; at most rt_sm_blocks of its blocks hold an RT SM at once (0: no cap), so "
       "the loop's handler always finds room. Share one between every runner beside that loop.")
       .def(py::init([](const partition_handle& rt, int blocks) {
-             if (blocks < 0 || blocks > 64) {
+             if (blocks < 0) {  // the library's count is unsigned: a negative one never reaches it
                throw std::invalid_argument("SpatialShare: rt_sm_blocks is " +
                                            std::to_string(blocks) + "; it must be 0 to 64");
              }
-             return std::make_unique<spatial_share>(rt, static_cast<std::uint32_t>(blocks));
+             return std::make_unique<sched::spatial_share>(rt.p->sm_mask(),
+                                                           static_cast<std::uint32_t>(blocks));
            }),
            py::arg("rt"), py::arg("rt_sm_blocks") = 3)
-      .def_property_readonly("sm_count", &spatial_share::sm_count)
-      .def_readonly("rt_sm_blocks", &spatial_share::rt_sm_blocks);
+      .def_property_readonly("sm_count", &sched::spatial_share::sm_count)
+      .def_property_readonly("rt_sm_blocks", &sched::spatial_share::rt_sm_blocks);
 
   py::class_<runner>(m, "BestEffortRunner",
                      "A translated model's inference run over and over on a stream of its own, "
                      "its launches preempted while the signal's word is up and resumed after.")
-      .def(py::init<const translated&, const sched::preempt_signal&, std::size_t, std::int32_t,
-                    bool, bool, const partition_handle*, std::size_t, const spatial_share*>(),
-           py::arg("model"), py::arg("signal"), py::arg("window") = 2,
-           py::arg("bounded_grid_per_sm") = 0, py::arg("sequential") = false,
-           py::arg("preemptible") = true, py::arg("partition") = nullptr,
-           py::arg("activity_stamps") = 0, py::arg("spatial") = nullptr, py::keep_alive<1, 2>(),
-           py::keep_alive<1, 3>(), py::keep_alive<1, 10>())
+      .def(
+          py::init<const translated&, const sched::preempt_signal&, std::size_t, std::int32_t, bool,
+                   bool, const partition_handle*, std::size_t, const sched::spatial_share*>(),
+          py::arg("model"), py::arg("signal"), py::arg("window") = 2,
+          py::arg("bounded_grid_per_sm") = 0, py::arg("sequential") = false,
+          py::arg("preemptible") = true, py::arg("partition") = nullptr,
+          py::arg("activity_stamps") = 0, py::arg("spatial") = nullptr, py::keep_alive<1, 2>(),
+          py::keep_alive<1, 3>(), py::keep_alive<1, 10>())
       .def(
           "activity",
           [](const runner& r) {

@@ -3,6 +3,7 @@
 #include "resident/sched/preemption.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <chrono>
 #include <cstring>
 #include <stdexcept>
@@ -112,6 +113,11 @@ std::size_t effective_window(const be_runner_options& o) {
     throw std::invalid_argument("be_runner '" + o.name +
                                 "': rt_sm_load needs rt_sms and preemptible (spatial preemption)");
   }
+  if (o.rt_sms != nullptr && (!o.preemptible || o.sequential)) {
+    throw std::invalid_argument("be_runner '" + o.name +
+                                "': rt_sms (spatial preemption) needs preemptible and not "
+                                "sequential");
+  }
   if (o.rt_sm_load != nullptr && o.rt_sm_blocks == 0) {
     throw std::invalid_argument("be_runner '" + o.name +
                                 "': rt_sm_blocks is 0; BE blocks need room on at least one SM");
@@ -120,6 +126,37 @@ std::size_t effective_window(const be_runner_options& o) {
 }
 
 }  // namespace
+
+spatial_share::spatial_share(const std::array<std::uint32_t, 8>& rt_sm_mask,
+                             std::uint32_t rt_sm_blocks)
+    : _mask(rt_sm_mask), _rt_sm_blocks(rt_sm_blocks) {
+  if (rt_sm_blocks > 64) {
+    throw std::invalid_argument("spatial_share: rt_sm_blocks is " + std::to_string(rt_sm_blocks) +
+                                "; it must be 0 (no cap) to 64");
+  }
+  if (sm_count() == 0) throw std::invalid_argument("spatial_share: the SM mask marks no SM");
+  const int device = current_device();
+  _rt_sms = device_buffer(sizeof(_mask));
+  RESIDENT_CUDA_TRY(
+      cudaMemcpy(_rt_sms.data(), _mask.data(), sizeof(_mask), cudaMemcpyHostToDevice));
+  if (rt_sm_blocks > 0) {
+    _rt_sm_load = zeroed_device_buffer(rt_sm_load_words * sizeof(std::uint32_t), device);
+  }
+}
+
+int spatial_share::sm_count() const noexcept {
+  int n = 0;
+  for (const std::uint32_t w : _mask) n += std::popcount(w);
+  return n;
+}
+
+void spatial_share::apply(be_runner_options& options) const {
+  options.rt_sms = _rt_sms.data_as<std::uint32_t>();
+  if (_rt_sm_blocks > 0) {
+    options.rt_sm_load = _rt_sm_load.data_as<std::uint32_t>();
+    options.rt_sm_blocks = _rt_sm_blocks;
+  }
+}
 
 be_runner::be_runner(std::vector<be_call> calls, cudaStream_t stream, const preempt_signal* signal,
                      be_runner_options options)

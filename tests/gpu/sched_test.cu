@@ -11,6 +11,7 @@
 #include <numeric>
 #include <random>
 #include <thread>
+#include <vector>
 
 #include "resident/cuda/block_sync.cuh"
 #include "resident/sched/be_kernels.cuh"
@@ -483,6 +484,47 @@ TEST(SchedPreemption, RunnerRefusesBadConfigurations) {
   } catch (const std::invalid_argument& e) {
     EXPECT_NE(std::string(e.what()).find("rt_sm_blocks is 0"), std::string::npos) << e.what();
   }
+  // Spatial preemption keeps submitting while the word is up: it cannot also be sequential.
+  sched::be_runner_options spatial_sequential;
+  spatial_sequential.rt_sms = words.data_as<std::uint32_t>();
+  spatial_sequential.sequential = true;
+  try {
+    sched::be_runner r({a.call("a"), a.call("b")}, s.get(), &signal, spatial_sequential);
+    ADD_FAILURE() << "rt_sms with sequential was accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("needs preemptible and not sequential"), std::string::npos)
+        << e.what();
+  }
+}
+
+TEST(SchedPreemption, SpatialSharePointsEveryRunnerAtOneBitmapAndOneLoadArray) {
+  RESIDENT_REQUIRE_GPU();
+  const std::array<std::uint32_t, 8> mask{0xF0U, 0x1U};  // SMs 4-7 and 32
+  const sched::spatial_share capped(mask, 3);
+  EXPECT_EQ(capped.sm_count(), 5);
+  sched::be_runner_options a;
+  sched::be_runner_options b;
+  capped.apply(a);
+  capped.apply(b);
+  ASSERT_NE(a.rt_sms, nullptr);
+  EXPECT_EQ(a.rt_sms, b.rt_sms);
+  ASSERT_NE(a.rt_sm_load, nullptr);
+  EXPECT_EQ(a.rt_sm_load, b.rt_sm_load);
+  EXPECT_EQ(a.rt_sm_blocks, 3U);
+  std::array<std::uint32_t, 8> on_device{};
+  RESIDENT_CUDA_TRY(
+      cudaMemcpy(on_device.data(), a.rt_sms, sizeof(on_device), cudaMemcpyDeviceToHost));
+  EXPECT_EQ(on_device, mask);
+  std::vector<std::uint32_t> load(sched::rt_sm_load_words, 1U);
+  RESIDENT_CUDA_TRY(cudaMemcpy(load.data(), a.rt_sm_load, load.size() * sizeof(std::uint32_t),
+                               cudaMemcpyDeviceToHost));
+  EXPECT_EQ(std::count(load.begin(), load.end(), 0U), static_cast<long>(load.size()));
+  // No cap: the bitmap only.
+  const sched::spatial_share uncapped(mask, 0);
+  sched::be_runner_options c;
+  uncapped.apply(c);
+  EXPECT_NE(c.rt_sms, nullptr);
+  EXPECT_EQ(c.rt_sm_load, nullptr);
 }
 
 // ---- dynamic kernel padding --------------------------------------------------------------------

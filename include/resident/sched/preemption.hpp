@@ -12,6 +12,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <cstddef>
@@ -132,6 +133,27 @@ struct be_runner_options {
   /// How long stop() waits for the launches in flight to finish. Past it, stop() throws,
   /// naming the oldest launch, instead of hanging on a stream the GPU does not run.
   std::chrono::milliseconds stop_timeout{10000};
+};
+
+/// Spatial preemption beside one real-time loop: the device bitmap of the SMs the loop runs on
+/// (bit s of word s / 32, e.g. partition::green_context::sm_mask()) and, with rt_sm_blocks > 0,
+/// the per-SM count of BE blocks there (zero). Share one between every runner beside that loop:
+/// apply() points a runner's options at it (rt_sms, rt_sm_load, rt_sm_blocks). Device memory of
+/// the current device; it must outlive the runners.
+class spatial_share {
+ public:
+  /// invalid_argument for rt_sm_blocks above 64 or a mask that marks no SM.
+  spatial_share(const std::array<std::uint32_t, 8>& rt_sm_mask, std::uint32_t rt_sm_blocks);
+  void apply(be_runner_options& options) const;
+  [[nodiscard]] const std::array<std::uint32_t, 8>& rt_sm_mask() const noexcept { return _mask; }
+  [[nodiscard]] int sm_count() const noexcept;
+  [[nodiscard]] std::uint32_t rt_sm_blocks() const noexcept { return _rt_sm_blocks; }
+
+ private:
+  std::array<std::uint32_t, 8> _mask;
+  device_buffer _rt_sms;
+  device_buffer _rt_sm_load;  // empty when rt_sm_blocks is 0 (no cap)
+  std::uint32_t _rt_sm_blocks;
 };
 
 /// Live counts of a running be_runner, readable from any thread (e.g. a progress monitor).

@@ -70,8 +70,8 @@ namespace {
 /// The SM partitions a policy runs in, and what the spatial BE kernels read about the RT one.
 struct policy_partitions {
   std::shared_ptr<partition::partition_set> parts;
-  device_buffer rt_sms;      // spatial: the RT partition's SMs, for the BE kernels
-  device_buffer rt_sm_load;  // spatial: BE blocks on each RT SM (be_rt_sm_blocks)
+  /// spatial: the RT partition's SMs and the count of BE blocks on each (be_rt_sm_blocks).
+  std::unique_ptr<sched::spatial_share> spatial;
   std::array<std::uint32_t, 8> rt_mask{};
 };
 
@@ -102,10 +102,6 @@ policy_partitions make_partitions(const reef_settings& s, const policy_config& p
   policy_partitions out;
   if (pc.spatial) {
     out.parts = partition::partition_set::split({s.split_sms});
-    if (s.be_rt_sm_blocks > 0) {  // one count per SM, shared by every BE client
-      out.rt_sm_load = device_buffer(sched::rt_sm_load_words * sizeof(std::uint32_t));
-      RESIDENT_CUDA_TRY(cudaMemset(out.rt_sm_load.data(), 0, out.rt_sm_load.size()));
-    }
   } else if (pc.split && s.split_be_rest) {
     // BE gets every SM the RT partition leaves, the ones in no driver group included.
     const auto info = partition::query_sm_resource(0, false);
@@ -118,10 +114,9 @@ policy_partitions make_partitions(const reef_settings& s, const policy_config& p
   // Which SMs the driver gave the RT partition (a probe kernel finds them; they may differ from
   // one split to the next): for the spatial BE kernels and for the receipt.
   if (out.parts) out.rt_mask = (*out.parts)[0].sm_mask();
-  if (pc.spatial) {
-    out.rt_sms = device_buffer(sizeof(out.rt_mask));
-    RESIDENT_CUDA_TRY(cudaMemcpy(out.rt_sms.data(), out.rt_mask.data(), sizeof(out.rt_mask),
-                                 cudaMemcpyHostToDevice));
+  if (pc.spatial) {  // one share for every BE client
+    out.spatial = std::make_unique<sched::spatial_share>(
+        out.rt_mask, static_cast<std::uint32_t>(s.be_rt_sm_blocks));
   }
   return out;
 }
@@ -147,13 +142,7 @@ sched::be_runner_options runner_options(const reef_settings& s, const policy_con
   ro.bounded_grid_counter = s.be_bounded_grid_counter;
   ro.sequential = pc.sequential;
   ro.trace = trace;
-  if (pc.spatial) {
-    ro.rt_sms = pp.rt_sms.data_as<std::uint32_t>();
-    if (pp.rt_sm_load.size() > 0) {
-      ro.rt_sm_load = pp.rt_sm_load.data_as<std::uint32_t>();
-      ro.rt_sm_blocks = static_cast<std::uint32_t>(s.be_rt_sm_blocks);
-    }
-  }
+  if (pp.spatial) pp.spatial->apply(ro);
   if (pc.split) {
     // Events and launches from the context that owns the BE streams.
     ro.thread_scope = [parts = pp.parts]() -> std::shared_ptr<void> {
