@@ -465,6 +465,7 @@ const std::vector<std::string> serving_header = {
     "deadline misses", "RT p99 / exclusive", "priority / RT p99",
     "BE inferences/s", "BE / sequential",    "preemption p50",
     "preemption p99",  "wrong outputs"};
+constexpr std::size_t serving_text_columns = 2;  // policy and workload, left-aligned
 
 std::vector<std::string> serving_row(const json& r) {
   const json& rt = object_at(r, "latency_us");
@@ -586,7 +587,7 @@ std::string render_text(const std::vector<receipt>& receipts) {
     }
     if (const auto serving = serving_rows_of(rc); !serving.empty()) {
       std::vector<bool> right(serving_header.size(), true);
-      right[0] = right[1] = false;
+      std::fill_n(right.begin(), serving_text_columns, false);
       policies += "\n" + rc.benchmark + ": serving (\xC2\xB5s)\n";
       policies += render_columns(serving_header, right, serving);
     }
@@ -955,7 +956,7 @@ void render_receipt(std::ostringstream& html, const receipt& rc, const report_op
   }
   if (const auto serving = serving_rows_of(rc); !serving.empty()) {
     html << "<h3>serving</h3>\n";
-    rows_table(html, serving_header, 2, serving);
+    rows_table(html, serving_header, serving_text_columns, serving);
   }
   if (!targets.empty()) targets_table(html, targets);
   std::vector<const json*> others;
