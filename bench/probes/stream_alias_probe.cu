@@ -4,14 +4,16 @@
 // may find its commands behind the loop's; a loop's set-up beside running loops (one per device
 // link end, PyTorch's streams, the display and the bridge) would then wait for ever.
 //
-//   resident_stream_alias_probe [STREAMS] [behind]
+//   resident_stream_alias_probe [STREAMS] [behind] [lazy]
 //
 // Launches a spinning kernel on stream A (released through a host-mapped word), with `behind`:
 // an event recorded on A after it (work queued behind a running kernel, as a supervisor's
 // end-of-loop event is); then makes STREAMS new streams (default 40) one by one, launches a
 // one-thread kernel on each and waits up to 200 ms for it. Prints which streams waited, releases
 // the spinner and checks that every stream then finished. Run it with CUDA_DEVICE_MAX_CONNECTIONS
-// unset, 8 and 32.
+// unset, 8 and 32. Kernels load eagerly, as in resident's programs (a kernel loaded lazily while
+// another spins may wait for it: that is a different question); `lazy` keeps the driver's default
+// of loading each kernel at its first launch.
 
 #include <chrono>
 #include <cstdio>
@@ -43,12 +45,22 @@ bool finishes_within(cudaStream_t s, std::chrono::milliseconds limit) {
   return false;
 }
 
+bool has_word(int argc, char** argv, const char* word) {
+  for (int i = 2; i < argc; ++i) {
+    if (std::string(argv[i]) == word) return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+  const bool lazy = has_word(argc, argv, "lazy");
+  // Before the first CUDA call; an explicit CUDA_MODULE_LOADING in the environment wins.
+  if (!lazy) ::setenv("CUDA_MODULE_LOADING", "EAGER", 0);
   probe_check::require_gpu("resident_stream_alias_probe");
   const int streams = argc > 1 ? std::atoi(argv[1]) : 40;
-  const bool behind = argc > 2 && std::string(argv[2]) == "behind";
+  const bool behind = has_word(argc, argv, "behind");
   if (streams < 1 || streams > 1024) {
     std::fprintf(stderr, "resident_stream_alias_probe: STREAMS must be 1..1024\n");
     return 1;
@@ -79,9 +91,12 @@ int main(int argc, char** argv) {
     CHECK(cudaGetLastError());
     if (!finishes_within(made[i], std::chrono::milliseconds(200))) waited.push_back(i);
   }
-  std::printf("CUDA_DEVICE_MAX_CONNECTIONS=%s, %s the spinner: %zu of %d new streams waited:",
-              connections ? connections : "unset", behind ? "an event behind" : "nothing behind",
-              waited.size(), streams);
+  const char* loading = std::getenv("CUDA_MODULE_LOADING");
+  std::printf(
+      "CUDA_DEVICE_MAX_CONNECTIONS=%s, CUDA_MODULE_LOADING=%s, %s the spinner: %zu of %d new "
+      "streams waited:",
+      connections ? connections : "unset", loading ? loading : "unset",
+      behind ? "an event behind" : "nothing behind", waited.size(), streams);
   for (const int i : waited) std::printf(" %d", i);
   std::printf("\n");
 
