@@ -195,22 +195,19 @@ def run_pipeline(model: torch.nn.Module, photo: torch.Tensor, *, mode: str, fram
     display.start()
     bridge.start()
     try:
-        # The camera loop first: its set-up allocates, and a CUDA allocation or free beside a
-        # running resident loop may wait for the device to be idle, which it never is (bench
-        # soak starts its camera loop first for the same reason). Frames it sends before the
-        # classifier runs are counted as dropped by L1. Each set-up is watched.
-        with watched("the camera loop's set-up"):
-            k = camera.run(mode, device=0, **options)
-        with k:
-            with watched("the classifier loop's set-up"):
-                c = classifier.run(mode, device=cls, **options)
-            with c:
-                with watched("the display loop's set-up"):
-                    s = show.run(mode, device=0, **options)
-                with s:
-                    wait_for_frames(s, frames, rate)
-                    bridge.stop()
-                    time.sleep(0.05)  # the last frame through the three loops
+        # Every loop is set up before any of them runs (resident.run_together): a set-up beside
+        # a running loop can wait for the device to go idle, which it never is (instantiating
+        # the classifier's PyTorch graph beside the running camera loop did). Consumers are
+        # launched first (display, classifier, then camera), so no frame is sent to a loop that
+        # is not there yet. The set-up is watched.
+        with watched("setting up the three loops"):
+            s, c, k = resident.run_together((show, mode, dict(options, device=0)),
+                                            (classifier, mode, dict(options, device=cls)),
+                                            (camera, mode, dict(options, device=0)))
+        with k, c, s:  # torn down display first, then the classifier, then the camera
+            wait_for_frames(s, frames, rate)
+            bridge.stop()
+            time.sleep(0.05)  # the last frame through the three loops
     finally:
         with watched("stopping the bridge and the display"):
             bridge.stop()

@@ -26,8 +26,9 @@
 
 namespace {
 
-__global__ void spin_kernel(const volatile int* stop, int* started) {
+__global__ void spin_kernel(const volatile int* stop, volatile int* started) {
   *started = 1;
+  __threadfence_system();  // the host sees the word now, not when the kernel ends (never)
   while (*stop == 0) __nanosleep(1000);
 }
 
@@ -81,7 +82,16 @@ int main(int argc, char** argv) {
   cudaEvent_t after = nullptr;
   CHECK(cudaEventCreateWithFlags(&after, cudaEventDisableTiming));
   if (behind) CHECK(cudaEventRecord(after, a));
-  while (reinterpret_cast<volatile int*>(words)[1] == 0) std::this_thread::yield();
+  const auto started_by = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (reinterpret_cast<volatile int*>(words)[1] == 0) {
+    if (std::chrono::steady_clock::now() > started_by) {
+      std::fprintf(stderr,
+                   "resident_stream_alias_probe: the spinning kernel did not start "
+                   "within 5 s\n");
+      return 1;
+    }
+    std::this_thread::yield();
+  }
 
   std::vector<cudaStream_t> made(static_cast<std::size_t>(streams));
   std::vector<int> waited;

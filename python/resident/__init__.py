@@ -44,7 +44,7 @@ __all__ = [
     "DataReadyHandler", "DeviceLink", "Display", "ExecutionError", "GraphPort", "Health",
     "Mailbox", "Operator", "OutputStamp", "PhaseTime", "Plan", "Run", "STAGES", "SensorBridge",
     "TearDownReport", "TelemetryEntry", "device_count", "modes", "no_device_reason",
-    "operator_catalog", "operator_kinds", "policies", "run_options",
+    "operator_catalog", "operator_kinds", "policies", "run_options", "run_together",
 ]
 
 
@@ -288,6 +288,10 @@ class Application(_resident.Application):
     def run(self, mode: str = "while", *, timeout_ms: int = 2000, **options: Any) -> Run:
         """Launches the loop in `mode` ("eager", "host-graph", "while", "tail"). `options` are
         run_options fields (policy, poll_ns, ...); `timeout_ms` bounds the tear-down."""
+        self._before_run(options)
+        return self._started(Run(_resident._run(self, mode, options), timeout_ms), options)
+
+    def _before_run(self, options: dict) -> None:
         # A torn-down earlier run of this application still holds the C++ run (and with it
         # the application); release it now (see Run._release).
         last = self.__dict__.get("_last_run")
@@ -297,7 +301,37 @@ class Application(_resident.Application):
         # Compose first (once; CPU only): the PyTorch graphs to check exist only after it.
         self._plan_summary()
         self._check_capture_partitions(options.get("partition"))
-        run = Run(_resident._run(self, mode, options), timeout_ms)
+
+    def _started(self, run: "Run", options: dict) -> "Run":
         run._keep_alive = options.get("preempt")  # the loop raises its word
         self.__dict__["_last_run"] = weakref.ref(run)
         return run
+
+
+def run_together(*loops: Tuple[Application, str, Mapping[str, Any]],
+                 timeout_ms: int = 2000) -> list[Run]:
+    """Several loops of one program set up before any of them runs: each (application, mode,
+    options) is built first (memory, captures, CUDA graph instantiation), then the loops are
+    launched in the order given; returns their Runs in that order. Prefer it to run() one loop
+    after another: a set-up beside a running loop can wait for the device to go idle, which it
+    never does (instantiating a PyTorch graph beside a running loop did), and a producer launched
+    before its consumer loses what it sends first. Put consumers first. If a build fails,
+    nothing was launched; if a launch fails, the loops already running are torn down, and the
+    error names the loop. Each application at most once; `timeout_ms` bounds each tear-down."""
+    requests = []
+    for i, loop in enumerate(loops):
+        if not (isinstance(loop, tuple) and len(loop) == 3):
+            raise TypeError(f"run_together: loop {i} must be (application, mode, options), "
+                            f"not {loop!r}")
+        app, mode, options = loop
+        if not isinstance(app, Application):
+            raise TypeError(f"run_together: loop {i}: {app!r} is not a resident.Application")
+        if not isinstance(options, Mapping):
+            raise TypeError(f"run_together: loop {i}: options must be a mapping of run() "
+                            f"options, not {type(options).__name__}")
+        options = dict(options)
+        app._before_run(options)
+        requests.append((app, mode, options))
+    handles = _resident._run_together(requests)
+    return [app._started(Run(h, timeout_ms), options)
+            for (app, _, options), h in zip(requests, handles)]

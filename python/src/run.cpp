@@ -141,6 +141,38 @@ run_handle_ptr start_run(Application& app, const std::string& mode, const py::di
   return run_handle_ptr(run_async(app, m, std::move(o)).release());
 }
 
+// [(app, mode, options), ...] -> [handle, ...]: every loop built before any is launched
+// (run_together). Each handle keeps its application alive, as _run's keep_alive does.
+py::list start_runs_together(const py::list& loops) {
+  std::vector<loop_request> requests;
+  std::vector<py::object> apps;
+  for (const py::handle item : loops) {
+    const auto entry = item.cast<py::tuple>();
+    if (entry.size() != 3) {
+      throw py::value_error("run_together: each loop is (application, mode, options), not " +
+                            std::to_string(entry.size()) + " items");
+    }
+    auto& app = entry[0].cast<Application&>();
+    loop_request r{&app, parse_execution_mode(entry[1].cast<std::string>()),
+                   to_run_options(entry[2].cast<py::dict>())};
+    (void)app.plan();  // compose() is Python: with the GIL held
+    requests.push_back(std::move(r));
+    apps.push_back(py::reinterpret_borrow<py::object>(entry[0]));
+  }
+  std::vector<std::unique_ptr<run_handle>> runs;
+  {
+    py::gil_scoped_release release;
+    runs = run_together(std::move(requests));
+  }
+  py::list out;
+  for (std::size_t i = 0; i < runs.size(); ++i) {
+    py::object h = py::cast(run_handle_ptr(runs[i].release()));
+    py::detail::keep_alive_impl(h, apps[i]);
+    out.append(h);
+  }
+  return out;
+}
+
 tear_down_report tear_down(run_handle& h, std::int64_t timeout_ms) {
   py::gil_scoped_release release;
   return h.tear_down(std::chrono::milliseconds(timeout_ms));
@@ -217,6 +249,8 @@ void bind_run(py::module_& m) {
   // keep_alive: the loop's run guard points at the application, so the handle keeps it alive.
   m.def("_run", &start_run, py::arg("app"), py::arg("mode"), py::arg("options"),
         py::keep_alive<0, 1>());
+  m.def("_run_together", &start_runs_together, py::arg("loops"),
+        "[(app, mode, options), ...] -> run handles: every loop built, then launched in order.");
   m.def(
       "_check_run_options", [](const py::dict& o) { (void)to_run_options(o); },
       "Validates run() options without a GPU (raises TypeError/ValueError).");

@@ -79,6 +79,30 @@ def test_a_link_hands_every_sample_over_in_lockstep(mode):
     assert c.report.counters.processed == 10
 
 
+@pytest.mark.parametrize("mode", ["host-graph", "while", "tail"])
+def test_run_together_sets_both_loops_up_then_launches_the_consumer_first(mode):
+    link = resident.DeviceLink(4 * ELEMENTS, depth=4)
+    producer, consumer = Producer(link), Consumer(link)
+    options = dict(policy="every")
+    c, p = resident.run_together((consumer, mode, options), (producer, mode, options))
+    assert (c.mode, p.mode) == (mode, mode)
+    stamp = resident.OutputStamp()
+    with c, p:  # the producer torn down first
+        for i in range(10):
+            x = sample(i)
+            producer.mailbox.publish(x)
+            stamp, payload = consumer.mailbox.wait_output(stamp, timeout=5.0)
+            got = array.array("f", payload)
+            assert all(math.isclose(g, SCALE * v + OFFSET, rel_tol=1e-6, abs_tol=1e-6)
+                       for g, v in zip(got, x)), i
+    assert p.report.stopped and c.report.stopped, (p.report.error, c.report.error)
+    assert p.report.counters.processed == 10
+    assert (c.report.counters.processed, c.report.counters.dropped) == (10, 0)
+    # Both applications are free again: a plain run of each works.
+    with consumer.run(mode, **options), producer.run(mode, **options):
+        pass
+
+
 def test_a_link_for_a_device_the_machine_lacks_is_refused_by_name():
     missing = resident.device_count()
     with pytest.raises(resident.CompositionError, match=f"consumer_device {missing} does not"):

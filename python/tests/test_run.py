@@ -59,6 +59,29 @@ def test_resident_mode_without_handler_is_a_composition_error():
         Handled().run("while", policy="every")
 
 
+def test_run_together_refuses_malformed_loops_before_any_gpu_work():
+    a = Handled()
+    with pytest.raises(TypeError, match=r"loop 0 must be \(application, mode, options\)"):
+        resident.run_together((a, "while"))
+    with pytest.raises(TypeError, match="loop 0: 'camera' is not a resident.Application"):
+        resident.run_together(("camera", "while", {}))
+    with pytest.raises(TypeError, match="loop 1: options must be a mapping"):
+        resident.run_together((a, "while", {}), (Handled(), "while", ["every"]))
+    with pytest.raises(ValueError,
+                       match=r"application 'app' is asked for twice \(loops 0 and 1\)"):
+        resident.run_together((a, "while", {}), (a, "tail", {}))
+    with pytest.raises(TypeError, match="unknown option 'polcy'"):
+        resident.run_together((a, "while", {"polcy": "every"}))
+    assert resident.run_together() == []
+
+
+def test_run_together_a_failed_build_leaves_every_application_free():
+    a, b = Handled(), Handled()
+    for _ in range(2):  # the same error twice: the first attempt reserved nothing
+        with pytest.raises(resident.CompositionError, match="data-ready handler"):
+            resident.run_together((a, "while", {}), (b, "while", {}))
+
+
 def test_counters_shape():
     names = [f.name for f in dataclasses.fields(resident.Counters)]
     assert names == ["processed", "dropped", "repeated", "last_seq", "start_seq", "iterations",

@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <cstdio>
 #include <mutex>
+#include <stdexcept>
+#include <string>
+#include <vector>
 
 #include "resident/cuda/device.hpp"
 #include "resident/detail/supervised_loop.hpp"
@@ -34,23 +37,34 @@ void note_lazy_loading() {
 }  // namespace
 
 run_handle::run_handle(Application& app, execution_mode mode, run_options options)
-    : _guard(app, std::string(to_string(mode))), _mode(mode) {
-  std::unique_ptr<Executor> executor;
+    : run_handle(app, mode, std::move(options), build_only{}) {
+  launch();
+}
+
+run_handle::run_handle(Application& app, execution_mode mode, run_options options, build_only)
+    : _guard(app, std::string(to_string(mode))),
+      _mode(mode),
+      _name(loop_name(app, mode)),
+      _options(std::move(options)) {
+  // With a partition: its context is current when the build starts. The executor allocates in
+  // the device's primary context (current_device_guard), which outlives the partition, and
+  // captures and launches on the partition's streams, so every node runs on its SMs.
+  partition::green_context::current_scope in_partition(_options.partition.get());
+  _built = make_executor(app, mode, _options);
+}
+
+void run_handle::launch() {
   {
     // Should anything below throw once the loop runs, the executor's destructor stops it.
-    // With a partition: its context is current when the build starts. The executor allocates
-    // in the device's primary context (current_device_guard), which outlives the partition, and
-    // captures and launches on the partition's streams, so every node runs on its SMs.
-    partition::green_context::current_scope in_partition(options.partition.get());
-    executor = make_executor(app, mode, options);
-    executor->launch();
+    partition::green_context::current_scope in_partition(_options.partition.get());
+    _built->launch();
   }
-  if (is_resident(mode)) note_lazy_loading();
-  _loop = std::make_unique<detail::supervised_loop>(std::move(executor), loop_name(app, mode),
-                                                    std::move(options));
+  if (is_resident(_mode)) note_lazy_loading();
+  _loop = std::make_unique<detail::supervised_loop>(std::move(_built), _name, std::move(_options));
 }
 
 run_handle::~run_handle() {
+  if (_loop == nullptr) return;  // built by run_together, never launched: nothing runs
   if (!_loop->torn_down()) {
     const tear_down_report r = tear_down();
     if (!r.stopped || !r.error.empty()) {
@@ -87,6 +101,60 @@ std::uint64_t run_handle::telemetry_lost() const noexcept { return _loop->teleme
 
 std::unique_ptr<run_handle> run_async(Application& app, execution_mode mode, run_options options) {
   return std::make_unique<run_handle>(app, mode, std::move(options));
+}
+
+namespace {
+
+/// Refuses a request without an application, or one application asked for twice, before
+/// anything is built.
+void check_requests(const std::vector<loop_request>& loops) {
+  for (std::size_t i = 0; i < loops.size(); ++i) {
+    if (loops[i].app == nullptr) {
+      throw std::invalid_argument("run_together: loop " + std::to_string(i) +
+                                  " names no application");
+    }
+    for (std::size_t j = 0; j < i; ++j) {
+      if (loops[j].app == loops[i].app) {
+        throw std::invalid_argument("run_together: application '" + loops[i].app->name() +
+                                    "' is asked for twice (loops " + std::to_string(j) + " and " +
+                                    std::to_string(i) +
+                                    "); an application runs one loop at a time");
+      }
+    }
+  }
+}
+
+}  // namespace
+
+std::vector<std::unique_ptr<run_handle>> run_together(std::vector<loop_request> loops) {
+  check_requests(loops);
+  std::vector<std::unique_ptr<run_handle>> runs;
+  runs.reserve(loops.size());
+  // Every build before any launch. Should one fail, the loops built so far are freed unlaunched.
+  for (loop_request& r : loops) {
+    runs.push_back(std::unique_ptr<run_handle>(
+        new run_handle(*r.app, r.mode, std::move(r.options), run_handle::build_only{})));
+  }
+  std::size_t launched = 0;
+  try {
+    for (; launched < runs.size(); ++launched) runs[launched]->launch();
+  } catch (const std::exception& e) {
+    // Tear the running loops down (the last launched first) before anything is freed: a free
+    // beside a running loop waits for an idle device.
+    std::string stops;
+    for (std::size_t i = launched; i-- > 0;) {
+      const tear_down_report r = runs[i]->tear_down();
+      if (!r.stopped || !r.error.empty()) stops += "; " + runs[i]->_name + ": " + r.error;
+    }
+    const std::string what =
+        "run_together: launching the " + runs[launched]->_name + " failed: " + e.what() +
+        (launched == 0 ? std::string()
+                       : " (the " + std::to_string(launched) +
+                             " loop(s) launched before it were torn down" + stops + ")");
+    runs.clear();
+    throw std::runtime_error(what);
+  }
+  return runs;
 }
 
 }  // namespace resident

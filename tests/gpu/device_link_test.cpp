@@ -16,6 +16,7 @@
 #include "gpu/support.hpp"
 #include "resident/cuda/device.hpp"
 #include "resident/exec/executor.hpp"
+#include "resident/exec/run_handle.hpp"
 #include "resident/io/device_link.hpp"
 #include "resident/io/mailbox.hpp"
 #include "resident/ops/vector_ops.hpp"
@@ -125,6 +126,61 @@ TEST(device_link, two_loops_on_one_gpu_hand_samples_over_with_no_host_between_th
     EXPECT_EQ(c.counters.processed + c.counters.dropped, link->published());
     EXPECT_EQ(c.counters.processed, 20U);
   }
+}
+
+// run_together: both loops built before either runs, the consumer launched first, so the link
+// drops nothing; in every mode the outputs and the accounting are those of run_async's.
+TEST(device_link, run_together_builds_both_loops_then_launches_the_consumer_first) {
+  RESIDENT_REQUIRE_GPU();
+  for (const auto mode : {execution_mode::host_graph, execution_mode::while_loop,
+                          execution_mode::tail, execution_mode::persistent}) {
+    SCOPED_TRACE(to_string(mode));
+    auto link = link_on(0, 0);
+    producer_app producer(link);
+    consumer_app consumer(link);
+    run_options options;
+    options.persistent_blocks = 1;  // two persistent loops at once: each leaves room
+    auto runs = run_together({{&consumer, mode, options}, {&producer, mode, options}});
+    ASSERT_EQ(runs.size(), 2U);
+    EXPECT_TRUE(runs[0]->is_launched());
+    EXPECT_TRUE(runs[1]->is_launched());
+    expect_lockstep_through(producer, consumer, 20);
+    const tear_down_report p = runs[1]->tear_down();
+    const tear_down_report c = runs[0]->tear_down();
+    ASSERT_TRUE(p.stopped) << p.error;
+    ASSERT_TRUE(c.stopped) << c.error;
+    EXPECT_EQ(p.counters.processed, 20U);
+    EXPECT_EQ(link->published(), 20U);
+    EXPECT_EQ(c.counters.processed, 20U);
+    EXPECT_EQ(c.counters.dropped, 0U);
+  }
+}
+
+// A build that fails after another succeeded (the producer asked for on a device the machine
+// lacks): nothing runs, the error names the device, and both applications can run afterwards.
+TEST(device_link, run_together_whose_second_build_fails_launches_nothing) {
+  RESIDENT_REQUIRE_GPU();
+  auto link = link_on(0, 0);
+  producer_app producer(link);
+  consumer_app consumer(link);
+  run_options bad;
+  bad.device = resident::device_count();  // one past the last device
+  try {
+    (void)run_together({{&consumer, execution_mode::while_loop, {}},
+                        {&producer, execution_mode::while_loop, bad}});
+    FAIL() << "expected the missing device to be refused";
+  } catch (const std::exception& e) {
+    EXPECT_NE(std::string(e.what()).find("does not exist"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(link->published(), 0U);
+  auto runs = run_together(
+      {{&consumer, execution_mode::while_loop, {}}, {&producer, execution_mode::while_loop, {}}});
+  expect_lockstep_through(producer, consumer, 5);
+  const tear_down_report p = runs[1]->tear_down();
+  const tear_down_report c = runs[0]->tear_down();
+  ASSERT_TRUE(p.stopped) << p.error;
+  ASSERT_TRUE(c.stopped) << c.error;
+  EXPECT_EQ(c.counters.processed, 5U);
 }
 
 // A payload the producer's blocks share: every output equals the CPU reference of its own

@@ -70,5 +70,49 @@ TEST(run_async, reports_a_broken_dag_before_touching_the_gpu) {
   }
 }
 
+// run_together: requests checked before anything is built, and a failed build leaves no
+// application reserved (these requests fail before any GPU work, so they need no device).
+TEST(run_together, refuses_an_application_asked_for_twice_or_missing_before_composing) {
+  test_app a([](test_app&) {}, "camera");
+  test_app b([](test_app&) {}, "display");
+  try {
+    (void)run_together({{&a, execution_mode::while_loop, {}},
+                        {&b, execution_mode::tail, {}},
+                        {&a, execution_mode::tail, {}}});
+    FAIL() << "expected std::invalid_argument";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_THAT(e.what(), HasSubstr("application 'camera' is asked for twice (loops 0 and 2)"));
+  }
+  try {
+    (void)run_together({{&a, execution_mode::while_loop, {}}, {nullptr, execution_mode::tail, {}}});
+    FAIL() << "expected std::invalid_argument";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_THAT(e.what(), HasSubstr("run_together: loop 1 names no application"));
+  }
+  EXPECT_EQ(a.compose_calls, 0);
+  EXPECT_EQ(b.compose_calls, 0);
+  EXPECT_TRUE(run_together({}).empty());
+}
+
+TEST(run_together, a_build_that_fails_stops_the_rest_and_leaves_no_application_reserved) {
+  test_app first([](test_app& a) { a.make_operator<ports_op>("body", std::vector<port_decl>{}); },
+                 "first");
+  test_app second([](test_app& a) { a.make_operator<ports_op>("body", std::vector<port_decl>{}); },
+                  "second");
+  // Neither registers a data-ready handler, which `while` needs: the first build fails.
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    try {
+      (void)run_together(
+          {{&first, execution_mode::while_loop, {}}, {&second, execution_mode::while_loop, {}}});
+      FAIL() << "expected composition_error";
+    } catch (const composition_error& e) {
+      // The second attempt fails the same way: the first did not leave 'first' reserved
+      // ("already running").
+      EXPECT_THAT(e.what(), HasSubstr("application 'first' registers none")) << attempt;
+    }
+  }
+  EXPECT_EQ(second.compose_calls, 0);  // nothing after the failed build was built
+}
+
 }  // namespace
 }  // namespace resident::test

@@ -35,6 +35,8 @@ namespace detail {
 class supervised_loop;
 }
 
+struct loop_request;
+
 /// A running loop. Tears the loop down on destruction if the caller has not. The application
 /// stays reserved for this run until the handle is destroyed (its graphs, telemetry and counters
 /// live until then). Destroy a handle while no other loop runs: freeing its device memory
@@ -73,13 +75,41 @@ class run_handle {
   [[nodiscard]] std::uint64_t telemetry_lost() const noexcept;
 
  private:
+  friend std::vector<std::unique_ptr<run_handle>> run_together(std::vector<loop_request> loops);
+  struct build_only {};
+  /// Builds the loop without launching it (run_together launches it later with launch()).
+  run_handle(Application& app, execution_mode mode, run_options options, build_only);
+  void launch();
+
   Application::run_guard _guard;
   execution_mode _mode;
-  std::unique_ptr<detail::supervised_loop> _loop;
+  std::string _name;
+  run_options _options;              // until launch(), which hands them to the supervisor
+  std::unique_ptr<Executor> _built;  // built, not launched yet (run_together only)
+  std::unique_ptr<detail::supervised_loop> _loop;  // set once launched
 };
 
 /// Builds the executor for `mode`, launches the loop and starts its supervisor.
 [[nodiscard]] std::unique_ptr<run_handle> run_async(Application& app, execution_mode mode,
                                                     run_options options = {});
+
+/// One loop of run_together.
+struct loop_request {
+  Application* app{nullptr};
+  execution_mode mode{execution_mode::while_loop};
+  run_options options{};
+};
+
+/// Several loops of one program, set up before any of them runs: every loop is built first (its
+/// memory, captures, graph instantiation and upload), then the loops are launched in the order
+/// given, each with its supervisor. Prefer it to run_async one loop after another: a set-up
+/// beside a loop that already runs can wait for the device to go idle, which it never does
+/// (CUDA graph instantiation of PyTorch graphs beside a running loop did, docs/findings.md
+/// "Correctness"), and a loop launched before its consumers loses the samples it sends them
+/// first. So put consumers before producers. If a build fails, nothing was launched; if a
+/// launch fails, the loops already launched are torn down first, then everything is freed, and
+/// the error names the loop. Each application at most once.
+[[nodiscard]] std::vector<std::unique_ptr<run_handle>> run_together(
+    std::vector<loop_request> loops);
 
 }  // namespace resident
