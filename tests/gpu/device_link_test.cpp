@@ -104,6 +104,20 @@ void expect_lockstep_through(producer_app& producer, consumer_app& consumer, int
   }
 }
 
+/// Tears the producer's loop down, then the consumer's: both stop, and each processed every one
+/// of the `samples` the link published (so the consumer dropped none).
+void expect_both_stop_with(run_handle& producer_run, run_handle& consumer_run,
+                           const io::device_link& link, std::uint64_t samples) {
+  const tear_down_report p = producer_run.tear_down();
+  const tear_down_report c = consumer_run.tear_down();
+  ASSERT_TRUE(p.stopped) << p.error;
+  ASSERT_TRUE(c.stopped) << c.error;
+  EXPECT_EQ(p.counters.processed, samples);
+  EXPECT_EQ(link.published(), samples);
+  EXPECT_EQ(c.counters.processed + c.counters.dropped, link.published());
+  EXPECT_EQ(c.counters.processed, samples);
+}
+
 TEST(device_link, two_loops_on_one_gpu_hand_samples_over_with_no_host_between_them) {
   RESIDENT_REQUIRE_GPU();
   for (const auto mode : {execution_mode::while_loop, execution_mode::tail,
@@ -117,14 +131,7 @@ TEST(device_link, two_loops_on_one_gpu_hand_samples_over_with_no_host_between_th
     auto consumer_run = run_async(consumer, mode, options);
     auto producer_run = run_async(producer, mode, options);
     expect_lockstep_through(producer, consumer, 20);
-    const tear_down_report p = producer_run->tear_down();
-    const tear_down_report c = consumer_run->tear_down();
-    ASSERT_TRUE(p.stopped) << p.error;
-    ASSERT_TRUE(c.stopped) << c.error;
-    EXPECT_EQ(p.counters.processed, 20U);
-    EXPECT_EQ(link->published(), 20U);
-    EXPECT_EQ(c.counters.processed + c.counters.dropped, link->published());
-    EXPECT_EQ(c.counters.processed, 20U);
+    expect_both_stop_with(*producer_run, *consumer_run, *link, 20);
   }
 }
 
@@ -145,14 +152,7 @@ TEST(device_link, run_together_builds_both_loops_then_launches_the_consumer_firs
     EXPECT_TRUE(runs[0]->is_launched());
     EXPECT_TRUE(runs[1]->is_launched());
     expect_lockstep_through(producer, consumer, 20);
-    const tear_down_report p = runs[1]->tear_down();
-    const tear_down_report c = runs[0]->tear_down();
-    ASSERT_TRUE(p.stopped) << p.error;
-    ASSERT_TRUE(c.stopped) << c.error;
-    EXPECT_EQ(p.counters.processed, 20U);
-    EXPECT_EQ(link->published(), 20U);
-    EXPECT_EQ(c.counters.processed, 20U);
-    EXPECT_EQ(c.counters.dropped, 0U);
+    expect_both_stop_with(*runs[1], *runs[0], *link, 20);
   }
 }
 
@@ -176,11 +176,7 @@ TEST(device_link, run_together_whose_second_build_fails_launches_nothing) {
   auto runs = run_together(
       {{&consumer, execution_mode::while_loop, {}}, {&producer, execution_mode::while_loop, {}}});
   expect_lockstep_through(producer, consumer, 5);
-  const tear_down_report p = runs[1]->tear_down();
-  const tear_down_report c = runs[0]->tear_down();
-  ASSERT_TRUE(p.stopped) << p.error;
-  ASSERT_TRUE(c.stopped) << c.error;
-  EXPECT_EQ(c.counters.processed, 5U);
+  expect_both_stop_with(*runs[1], *runs[0], *link, 5);
 }
 
 // A payload the producer's blocks share: every output equals the CPU reference of its own
