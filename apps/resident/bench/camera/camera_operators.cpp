@@ -238,6 +238,68 @@ json time_egress(const timing_context& t, stage_buffers& b) {
   return timed(t, "egress", runner, "the frame written (display counters)");
 }
 
+/// The fused pass alone (imaging.camera_isp: RAW12, Malvar, previous-frame statistics): the
+/// frame's packet stream in device memory to the display's scanout buffer, integrity checks
+/// included. Checked: the frame's integrity record sound and the frame written.
+json time_fused(const timing_context& t, const io::rgb8_image& photo) {
+  const auto format = io::csi2::raw_format::raw12;
+  const auto pixels = camera_mosaic(photo, t.w, t.h, 12);
+  const auto packets = io::csi2::frame_packets(format, t.w, t.h, pixels, io::csi2_frame_number(1));
+  const device_buffer stream_memory = upload(std::span<const std::uint8_t>(packets));
+  io::frame_ref ref{};
+  ref.packets = stream_memory.data_as<const std::uint8_t>();
+  ref.bytes = packets.size();
+  ref.frame = 1;
+  const device_buffer ref_memory = upload(std::span<const io::frame_ref>(&ref, 1));
+  device_buffer integrity(sizeof(io::frame_integrity));
+  io::display_config c;
+  c.width = t.w;
+  c.height = t.h;
+  auto screen = std::make_shared<io::display>(c);  // not started: the pass only writes
+  operator_runner runner(
+      [&](Application& a) {
+        return a.make_operator<img::camera_isp>(
+            "op", screen, arg("width", whole(t.w)), arg("height", whole(t.h)),
+            arg("format", std::string(io::csi2::to_string(format))),
+            arg("order", std::string("rggb")));
+      },
+      {{"frame", ref_memory.data(), sizeof(io::frame_ref)}},
+      {{"integrity", integrity.data(), sizeof(io::frame_integrity)}});
+  runner.run_once();
+  const auto record = download<io::frame_integrity>(integrity, 1).front();
+  if (!record.ok() || screen->counters().frames_written != 1) {
+    throw std::runtime_error("bench camera: the fused pass at " + t.resolution +
+                             " did not write a sound frame (" + std::to_string(record.lines) +
+                             " of " + std::to_string(record.expected_lines) + " lines passed, " +
+                             std::to_string(screen->counters().frames_written) + " written)");
+  }
+  return timed(t, "fused raw12", runner, "integrity ok and the frame written (display counters)");
+}
+
+/// The fused pass against the peer a user would reach for: NPP's demosaic plus the copy to
+/// scanout (the egress), their p50s from the same run. Without NPP the result says so.
+void add_npp_peer(json& results) {
+  const auto p50_of = [&](const std::string& name) -> const json* {
+    for (const auto& r : results) {
+      if (r.value("operator", "") == name && r.contains("p50_us")) return &r["p50_us"];
+    }
+    return nullptr;
+  };
+  for (auto& r : results) {
+    if (r.value("operator", "") != "fused raw12") continue;
+    const json* npp = p50_of("demosaic npp");
+    const json* egress = p50_of("egress");
+    r["peer"] = "demosaic npp + egress";
+    if (npp == nullptr || egress == nullptr) {
+      r["peer_note"] = "not measured: this build has no NPP";
+      return;
+    }
+    const double peer = npp->get<double>() + egress->get<double>();
+    r["peer_p50_us"] = peer;
+    r["p50_over_peer"] = r["p50_us"].get<double>() / peer;
+  }
+}
+
 }  // namespace
 
 std::vector<std::string> camera_operator_names() {
@@ -247,6 +309,7 @@ std::vector<std::string> camera_operator_names() {
   names.emplace_back("demosaic npp");
 #endif
   names.emplace_back("egress");
+  names.emplace_back("fused raw12");
   return names;
 }
 
@@ -270,6 +333,8 @@ json time_camera_operators(const std::string& resolution, std::uint32_t width, s
   // The egress reads what the last demosaic wrote (Malvar's, or NPP's 12-bit scale: dark, but
   // the same work).
   results.push_back(time_egress(t, b));
+  results.push_back(time_fused(t, photo));
+  add_npp_peer(results);
   return results;
 }
 
