@@ -179,7 +179,7 @@ def run_pipeline(model: torch.nn.Module, photo: torch.Tensor, *, mode: str, fram
                                    rate_hz=rate)
     display = resident.Display(width=width, height=height)
     camera = Camera(bridge, width, height, cls)
-    # Compose (capture every PyTorch graph) before the display's engine kernel starts.
+    # Compose (capture every PyTorch graph) before anything runs on the GPU.
     camera.plan()
     frame_bytes = width * height * 4
     l2 = resident.DeviceLink(frame_bytes + camera.integrity_bytes, depth=4, producer_device=cls,
@@ -192,19 +192,20 @@ def run_pipeline(model: torch.nn.Module, photo: torch.Tensor, *, mode: str, fram
     options = dict(telemetry_samples=frames + 64)
     if mode != "host-graph":
         options["poll_ns"] = 2_000_000
-    display.start()
-    bridge.start()
     try:
-        # Every loop is set up before any of them runs (resident.run_together): a set-up beside
-        # a running loop can wait for the device to go idle, which it never is (instantiating
-        # the classifier's PyTorch graph beside the running camera loop did). Consumers are
-        # launched first (display, classifier, then camera), so no frame is sent to a loop that
-        # is not there yet. The set-up is watched.
+        # Every loop is set up before anything runs on the GPU (resident.run_together): a set-up
+        # beside a kernel that never ends can wait for the device to go idle, which it never is
+        # (instantiating the classifier's PyTorch graph beside the running camera loop did).
+        # Consumers are launched first (display loop, classifier, then camera), and the display
+        # engine and the sensor after the loops, so no frame is sent to a loop that is not
+        # there yet. The set-up is watched.
         with watched("setting up the three loops"):
             s, c, k = resident.run_together((show, mode, dict(options, device=0)),
                                             (classifier, mode, dict(options, device=cls)),
                                             (camera, mode, dict(options, device=0)))
         with k, c, s:  # torn down display first, then the classifier, then the camera
+            display.start()
+            bridge.start()
             wait_for_frames(s, frames, rate)
             bridge.stop()
             time.sleep(0.05)  # the last frame through the three loops
