@@ -104,6 +104,19 @@ void expect_lockstep_through(producer_app& producer, consumer_app& consumer, int
   }
 }
 
+/// A producer and a consumer loop on device 0 joined by a link, with options that let two
+/// persistent loops run at once (each leaves room for the other).
+struct one_gpu_pair {
+  std::shared_ptr<io::device_link> link = link_on(0, 0);
+  producer_app producer{link};
+  consumer_app consumer{link};
+  run_options options = [] {
+    run_options o;
+    o.persistent_blocks = 1;
+    return o;
+  }();
+};
+
 /// Tears the producer's loop down, then the consumer's: both stop, and each processed every one
 /// of the `samples` the link published (so the consumer dropped none).
 void expect_both_stop_with(run_handle& producer_run, run_handle& consumer_run,
@@ -123,15 +136,11 @@ TEST(device_link, two_loops_on_one_gpu_hand_samples_over_with_no_host_between_th
   for (const auto mode : {execution_mode::while_loop, execution_mode::tail,
                           execution_mode::persistent, execution_mode::eager}) {
     SCOPED_TRACE(to_string(mode));
-    auto link = link_on(0, 0);
-    producer_app producer(link);
-    consumer_app consumer(link);
-    run_options options;
-    options.persistent_blocks = 1;  // two persistent loops at once: each leaves room
-    auto consumer_run = run_async(consumer, mode, options);
-    auto producer_run = run_async(producer, mode, options);
-    expect_lockstep_through(producer, consumer, 20);
-    expect_both_stop_with(*producer_run, *consumer_run, *link, 20);
+    one_gpu_pair t;
+    auto consumer_run = run_async(t.consumer, mode, t.options);
+    auto producer_run = run_async(t.producer, mode, t.options);
+    expect_lockstep_through(t.producer, t.consumer, 20);
+    expect_both_stop_with(*producer_run, *consumer_run, *t.link, 20);
   }
 }
 
@@ -142,17 +151,13 @@ TEST(device_link, run_together_builds_both_loops_then_launches_the_consumer_firs
   for (const auto mode : {execution_mode::host_graph, execution_mode::while_loop,
                           execution_mode::tail, execution_mode::persistent}) {
     SCOPED_TRACE(to_string(mode));
-    auto link = link_on(0, 0);
-    producer_app producer(link);
-    consumer_app consumer(link);
-    run_options options;
-    options.persistent_blocks = 1;  // two persistent loops at once: each leaves room
-    auto runs = run_together({{&consumer, mode, options}, {&producer, mode, options}});
+    one_gpu_pair t;
+    auto runs = run_together({{&t.consumer, mode, t.options}, {&t.producer, mode, t.options}});
     ASSERT_EQ(runs.size(), 2U);
     EXPECT_TRUE(runs[0]->is_launched());
     EXPECT_TRUE(runs[1]->is_launched());
-    expect_lockstep_through(producer, consumer, 20);
-    expect_both_stop_with(*runs[1], *runs[0], *link, 20);
+    expect_lockstep_through(t.producer, t.consumer, 20);
+    expect_both_stop_with(*runs[1], *runs[0], *t.link, 20);
   }
 }
 

@@ -119,20 +119,33 @@ json timed(const timing_context& t, const std::string& name, operator_runner& ru
           {"checked", checked}};
 }
 
+/// The photograph as the camera sends it in one RAW format: its mosaic, the frame's CSI-2 packet
+/// stream in device memory and a frame_ref to that stream in device memory (frame 1).
+struct packet_frame {
+  packet_frame(const timing_context& t, const io::rgb8_image& photo, io::csi2::raw_format format)
+      : pixels(camera_mosaic(photo, t.w, t.h, static_cast<unsigned>(format))) {
+    const auto packets =
+        io::csi2::frame_packets(format, t.w, t.h, pixels, io::csi2_frame_number(1));
+    stream = upload(std::span<const std::uint8_t>(packets));
+    io::frame_ref r{};
+    r.packets = stream.data_as<const std::uint8_t>();
+    r.bytes = packets.size();
+    r.frame = 1;
+    ref = upload(std::span<const io::frame_ref>(&r, 1));
+  }
+  std::vector<std::uint16_t> pixels;
+  device_buffer stream;
+  device_buffer ref;
+};
+
 /// Reconstruction of one RAW format: the frame's packet stream in device memory, a frame_ref
 /// to it; the output checked against the mosaic and the integrity record.
 json time_reconstruct(const timing_context& t, const io::rgb8_image& photo,
                       io::csi2::raw_format format) {
-  const unsigned bits = static_cast<unsigned>(format);
   const std::string fname(io::csi2::to_string(format));
-  const auto pixels = camera_mosaic(photo, t.w, t.h, bits);
-  const auto packets = io::csi2::frame_packets(format, t.w, t.h, pixels, io::csi2_frame_number(1));
-  const device_buffer stream_memory = upload(std::span<const std::uint8_t>(packets));
-  io::frame_ref ref{};
-  ref.packets = stream_memory.data_as<const std::uint8_t>();
-  ref.bytes = packets.size();
-  ref.frame = 1;
-  const device_buffer ref_memory = upload(std::span<const io::frame_ref>(&ref, 1));
+  const packet_frame frame(t, photo, format);
+  const auto& pixels = frame.pixels;
+  const device_buffer& ref_memory = frame.ref;
   const std::size_t bayer_bytes = pixels.size() * sizeof(std::uint16_t);
   device_buffer bayer(bayer_bytes);
   device_buffer integrity(sizeof(io::frame_integrity));
@@ -243,14 +256,8 @@ json time_egress(const timing_context& t, stage_buffers& b) {
 /// included. Checked: the frame's integrity record sound and the frame written.
 json time_fused(const timing_context& t, const io::rgb8_image& photo) {
   const auto format = io::csi2::raw_format::raw12;
-  const auto pixels = camera_mosaic(photo, t.w, t.h, 12);
-  const auto packets = io::csi2::frame_packets(format, t.w, t.h, pixels, io::csi2_frame_number(1));
-  const device_buffer stream_memory = upload(std::span<const std::uint8_t>(packets));
-  io::frame_ref ref{};
-  ref.packets = stream_memory.data_as<const std::uint8_t>();
-  ref.bytes = packets.size();
-  ref.frame = 1;
-  const device_buffer ref_memory = upload(std::span<const io::frame_ref>(&ref, 1));
+  const packet_frame frame(t, photo, format);
+  const device_buffer& ref_memory = frame.ref;
   device_buffer integrity(sizeof(io::frame_integrity));
   io::display_config c;
   c.width = t.w;
