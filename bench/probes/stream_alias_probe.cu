@@ -60,6 +60,8 @@ int main(int argc, char** argv) {
   // Before the first CUDA call; an explicit CUDA_MODULE_LOADING in the environment wins.
   if (!lazy) ::setenv("CUDA_MODULE_LOADING", "EAGER", 0);
   probe_check::require_gpu("resident_stream_alias_probe");
+  // Unbuffered: when a step never returns (the question asked here), the lines before it show.
+  std::setvbuf(stdout, nullptr, _IONBF, 0);
   const int streams = argc > 1 ? std::atoi(argv[1]) : 40;
   const bool behind = has_word(argc, argv, "behind");
   if (streams < 1 || streams > 1024) {
@@ -93,10 +95,16 @@ int main(int argc, char** argv) {
     std::this_thread::yield();
   }
 
+  std::printf("the spinner runs; making %d streams\n", streams);
+
   std::vector<cudaStream_t> made(static_cast<std::size_t>(streams));
   std::vector<int> waited;
   for (int i = 0; i < streams; ++i) {
+    const auto t0 = std::chrono::steady_clock::now();
     CHECK(cudaStreamCreateWithFlags(&made[i], cudaStreamNonBlocking));
+    const auto create_ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    if (create_ms > 50.0) std::printf("  stream %d: its creation took %.1f ms\n", i, create_ms);
     touch_kernel<<<1, 1, 0, made[i]>>>(out + i, i + 1);
     CHECK(cudaGetLastError());
     if (!finishes_within(made[i], std::chrono::milliseconds(200))) waited.push_back(i);
@@ -111,6 +119,7 @@ int main(int argc, char** argv) {
   std::printf("\n");
 
   reinterpret_cast<volatile int*>(words)[0] = 1;  // release the spinner
+  std::printf("spinner released\n");
   CHECK(cudaDeviceSynchronize());
   std::vector<int> seen(static_cast<std::size_t>(streams));
   CHECK(cudaMemcpy(seen.data(), out, seen.size() * sizeof(int), cudaMemcpyDeviceToHost));
