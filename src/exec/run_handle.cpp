@@ -3,11 +3,13 @@
 #include <algorithm>
 #include <cstdio>
 #include <mutex>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "resident/cuda/device.hpp"
+#include "resident/detail/slow_step.hpp"
 #include "resident/detail/supervised_loop.hpp"
 
 #include "resident/partition/green_context.hpp"
@@ -50,6 +52,7 @@ run_handle::run_handle(Application& app, execution_mode mode, run_options option
   // the device's primary context (current_device_guard), which outlives the partition, and
   // captures and launches on the partition's streams, so every node runs on its SMs.
   partition::green_context::current_scope in_partition(_options.partition.get());
+  const detail::slow_step_notice notice("setting up the " + _name);
   _built = make_executor(app, mode, _options);
 }
 
@@ -64,13 +67,20 @@ void run_handle::launch() {
 }
 
 run_handle::~run_handle() {
-  if (_loop == nullptr) return;  // built by run_together, never launched: nothing runs
-  if (!_loop->torn_down()) {
+  // A loop built by run_together and never launched has no _loop: nothing of it runs.
+  if (_loop != nullptr && !_loop->torn_down()) {
     const tear_down_report r = tear_down();
     if (!r.stopped || !r.error.empty()) {
       std::fprintf(stderr, "resident: tear-down at destruction: %s\n", r.error.c_str());
     }
   }
+  std::optional<detail::slow_step_notice> notice;
+  try {
+    notice.emplace("freeing the " + _name);
+  } catch (...) {  // no memory for the name: freed unwatched rather than not at all
+  }
+  _loop.reset();
+  _built.reset();
 }
 
 bool run_handle::is_launched() const noexcept { return _loop->launched(); }
