@@ -191,7 +191,9 @@ class Run:
         graphs and device memory), which frees the application for another run. Freeing device
         memory waits for every kernel on the device, so Application.run() calls this when the
         next run of the same application starts, not the tear-down: a Display engine or another
-        loop may still be running then, and the free would wait for it forever."""
+        loop may still be running then, and the free would wait for it forever. The same holds
+        at that next run if another GPU-resident loop runs by then: run_together frees every
+        earlier run before it launches any loop."""
         if self._handle is None or self.report is None:
             return
         handle = self._handle

@@ -98,9 +98,13 @@ def test_run_together_sets_both_loops_up_then_launches_the_consumer_first(mode):
     assert p.report.stopped and c.report.stopped, (p.report.error, c.report.error)
     assert p.report.counters.processed == 10
     assert (c.report.counters.processed, c.report.counters.dropped) == (10, 0)
-    # Both applications are free again: a plain run of each works.
-    with consumer.run(mode, **options), producer.run(mode, **options):
-        pass
+    # Both applications are free again: they run together again. (Not run() one after the
+    # other: producer.run() frees the producer's first run, and in a GPU-resident mode that free
+    # waits for the device to go idle, which the consumer's new loop never lets it do.)
+    c, p = resident.run_together((consumer, mode, options), (producer, mode, options))
+    with c, p:
+        assert (c.mode, p.mode) == (mode, mode)
+    assert p.report.stopped and c.report.stopped, (p.report.error, c.report.error)
 
 
 def test_a_link_for_a_device_the_machine_lacks_is_refused_by_name():
