@@ -204,3 +204,31 @@ def test_a_released_run_keeps_its_report_counters_and_telemetry():
     with pytest.raises(RuntimeError, match="released when the application ran again"):
         run.write_dot("x.dot")
     assert run.tear_down() is report  # still once
+
+
+def test_run_together_frees_every_earlier_run_before_it_builds_any(monkeypatch):
+    # A free beside a running GPU-resident loop can wait for ever; run_together frees the
+    # earlier runs of all its applications before it builds (or launches) anything.
+    a, b = Handled(), Handled()
+    earlier = []
+    for app in (a, b):
+        run = app._started(resident.Run(FakeHandle()), {})
+        run.tear_down()
+        earlier.append(run)
+    seen = {}
+
+    def fake_run_together(requests):
+        seen["released"] = [run._handle is None for run in earlier]
+        seen["apps"] = [app for app, _, _ in requests]
+        return [FakeHandle() for _ in requests]
+
+    monkeypatch.setattr(resident._resident, "_run_together", fake_run_together)
+    runs = resident.run_together((b, "while", {}), (a, "tail", {}))
+    assert seen == {"released": [True, True], "apps": [b, a]}
+    assert [r.report for r in earlier] == [resident.TearDownReport(True, 5, resident.Counters(),
+                                                                   "", 0.0)] * 2
+    assert len(runs) == 2 and all(r.report is None for r in runs)
+    # An earlier run not yet torn down is not freed (its loop may still run).
+    live = a._started(resident.Run(FakeHandle()), {})
+    resident.run_together((a, "while", {}))
+    assert live._handle is not None
