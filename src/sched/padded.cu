@@ -36,6 +36,32 @@ __device__ inline std::uint64_t now_ns() {
   return t;
 }
 
+/// The last block out of a merged launch: the placement record and the stamps (diagnostics),
+/// then the launch state reset for the next launch (a captured graph replays the kernel with the
+/// same arguments).
+__device__ __forceinline__ void close_launch(std::uint32_t* state, const pad_job_view& job,
+                                             std::uint32_t rt_count, bool record, bool stamp_starts,
+                                             pad_launch_stamps* stamps) {
+  const auto word = [state](int at) { return reinterpret_cast<unsigned long long*>(state + at); };
+  const unsigned long long first = stamp_starts ? atomicAdd(word(first_rt_ns), 0ULL) : 0ULL;
+  const unsigned long long last = stamp_starts ? atomicAdd(word(last_rt_ns), 0ULL) : 0ULL;
+  if (record) {
+    // Where the RT blocks landed: how many SMs, and how far apart their starts were.
+    std::uint32_t sms = 0;
+    for (int i = 0; i < 8; ++i) sms += __popc(atomicAdd(state + rt_here + i, 0U));
+    if (sms < rt_count) atomicAdd(job.rt_crowded, 1U);
+    atomicAdd(job.rt_crowded + 1, 1U);  // launches
+    if (first != 0ULL && last >= first) atomicAdd(job.rt_spread_ns, last - first);
+  }
+  if (stamps != nullptr) {
+    stamps->first_rt_start_ns = first;
+    stamps->last_rt_start_ns = last;
+    stamps->last_rt_end_ns = atomicAdd(word(rt_end_ns), 0ULL);
+  }
+  for (int i = 0; i < state_words; ++i) state[i] = 0U;
+  __threadfence();
+}
+
 template <class RtArgs, class BeArgs, void (*RtBody)(const RtArgs&, be_block&),
           void (*BeBody)(const BeArgs&, be_block&)>
 __global__ void __launch_bounds__(be_block_threads)
@@ -147,28 +173,7 @@ __global__ void __launch_bounds__(be_block_threads)
   if (threadIdx.x == 0) {
     __threadfence();
     if (atomicAdd(state + blocks_done, 1U) == gridDim.x - 1) {
-      const unsigned long long first =
-          stamp_starts ? atomicAdd(reinterpret_cast<unsigned long long*>(state + first_rt_ns), 0ULL)
-                       : 0ULL;
-      const unsigned long long last =
-          stamp_starts ? atomicAdd(reinterpret_cast<unsigned long long*>(state + last_rt_ns), 0ULL)
-                       : 0ULL;
-      if (record) {
-        // Where the RT blocks landed: how many SMs, and how far apart their starts were.
-        std::uint32_t sms = 0;
-        for (int i = 0; i < 8; ++i) sms += __popc(atomicAdd(state + rt_here + i, 0U));
-        if (sms < rt_count) atomicAdd(job.rt_crowded, 1U);
-        atomicAdd(job.rt_crowded + 1, 1U);  // launches
-        if (first != 0ULL && last >= first) atomicAdd(job.rt_spread_ns, last - first);
-      }
-      if (stamps != nullptr) {
-        stamps->first_rt_start_ns = first;
-        stamps->last_rt_start_ns = last;
-        stamps->last_rt_end_ns =
-            atomicAdd(reinterpret_cast<unsigned long long*>(state + rt_end_ns), 0ULL);
-      }
-      for (int i = 0; i < state_words; ++i) state[i] = 0U;
-      __threadfence();
+      close_launch(state, job, rt_count, record, stamp_starts, stamps);
     }
   }
 }
