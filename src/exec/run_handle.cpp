@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cstdio>
 #include <mutex>
-#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -52,7 +51,7 @@ run_handle::run_handle(Application& app, execution_mode mode, run_options option
   // the device's primary context (current_device_guard), which outlives the partition, and
   // captures and launches on the partition's streams, so every node runs on its SMs.
   partition::green_context::current_scope in_partition(_options.partition.get());
-  const detail::slow_step_notice notice("setting up the " + _name);
+  const detail::slow_step_notice notice("setting up", _name);
   _built = make_executor(app, mode, _options);
 }
 
@@ -74,11 +73,7 @@ run_handle::~run_handle() {
       std::fprintf(stderr, "resident: tear-down at destruction: %s\n", r.error.c_str());
     }
   }
-  std::optional<detail::slow_step_notice> notice;
-  try {
-    notice.emplace("freeing the " + _name);
-  } catch (...) {  // no memory for the name: freed unwatched rather than not at all
-  }
+  const detail::slow_step_notice notice("freeing", _name);
   _loop.reset();
   _built.reset();
 }

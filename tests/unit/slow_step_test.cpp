@@ -17,7 +17,8 @@ using namespace std::chrono_literals;
 TEST(slow_step_notice, a_step_past_its_limit_is_named_then_timed) {
   testing::internal::CaptureStderr();
   {
-    const slow_step_notice notice("freeing the while loop of application 'consumer'", 20ms);
+    const std::string loop = "while loop of application 'consumer'";
+    const slow_step_notice notice("freeing", loop, 20ms);
     std::this_thread::sleep_for(300ms);
   }
   const std::string err = testing::internal::GetCapturedStderr();
@@ -32,7 +33,8 @@ TEST(slow_step_notice, a_step_past_its_limit_is_named_then_timed) {
 TEST(slow_step_notice, a_step_within_its_limit_prints_nothing) {
   testing::internal::CaptureStderr();
   {
-    const slow_step_notice notice("setting up the tail loop of application 'a'", 10s);
+    const std::string loop = "tail loop of application 'a'";
+    const slow_step_notice notice("setting up", loop, 10s);
     std::this_thread::sleep_for(1ms);
   }  // ends at once: the watcher is woken, not left to time out
   EXPECT_EQ(testing::internal::GetCapturedStderr(), "");

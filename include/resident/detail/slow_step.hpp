@@ -20,7 +20,10 @@ class slow_step_notice {
  public:
   static constexpr std::chrono::milliseconds default_after{10000};
 
-  explicit slow_step_notice(std::string what, std::chrono::milliseconds after = default_after);
+  /// Watches "<step> the <subject>" (e.g. "freeing", "while loop of application 'camera'"):
+  /// both must outlive the notice, which copies neither, so watching allocates nothing.
+  slow_step_notice(const char* step, const std::string& subject,
+                   std::chrono::milliseconds after = default_after);
   ~slow_step_notice();
   slow_step_notice(const slow_step_notice&) = delete;
   slow_step_notice& operator=(const slow_step_notice&) = delete;
@@ -28,7 +31,8 @@ class slow_step_notice {
  private:
   void watch(std::chrono::milliseconds after);
 
-  std::string _what;
+  const char* _step;
+  const std::string& _subject;
   std::chrono::steady_clock::time_point _start;
   std::mutex _mutex;
   std::condition_variable _done_cv;
