@@ -180,11 +180,37 @@ __device__ __forceinline__ uint2 raw_pair(const std::uint8_t* payload, std::uint
   return make_uint2(math::unpack_pixel(Bits, g, k), math::unpack_pixel(Bits, g, k + 1));
 }
 
+constexpr int tile_words = shared_h * shared_words;
+constexpr int words_per_thread = (tile_words + tile_threads - 1) / tile_threads;
+
+/// Word i of the tile at (x0, y0): its pair of raw samples and the frame line they come from.
+/// An interior tile reads each pair's bytes once; at the frame's edges each sample is mirrored on
+/// its own (mirroring keeps a column's parity, so its channel).
+template <unsigned Bits>
+__device__ __forceinline__ uint2 gather_pair(const fused_args& a, const std::uint8_t* packets,
+                                             int x0, int y0, bool interior, int i,
+                                             std::uint32_t& y) {
+  const int yy = y0 - apron + i / shared_words;
+  const int xx = x0 - apron + 2 * (i % shared_words);  // even
+  if (interior) {
+    y = static_cast<std::uint32_t>(yy);
+    return raw_pair<Bits>(packet_of(a, packets, y) + 4, static_cast<std::uint32_t>(xx));
+  }
+  const int w = static_cast<int>(a.width);
+  y = static_cast<std::uint32_t>(demosaic_math::mirror(yy, static_cast<int>(a.height)));
+  const std::uint8_t* payload = packet_of(a, packets, y) + 4;
+  const auto xa = static_cast<std::uint32_t>(demosaic_math::mirror(xx, w));
+  const auto xb = static_cast<std::uint32_t>(demosaic_math::mirror(xx + 1, w));
+  constexpr unsigned gp = math::group_pixels(Bits);
+  constexpr unsigned gb = math::group_bytes(Bits);
+  return make_uint2(math::unpack_pixel(Bits, payload + xa / gp * gb, xa % gp),
+                    math::unpack_pixel(Bits, payload + xb / gp * gb, xb % gp));
+}
+
 /// Loads tile (x0, y0) (64 x 16 pixels) and its apron, corrected, into `tile`, a pair of samples
 /// (one shared word) per step, by threads `tid` 0..tile_threads-1; counts the levels of the
-/// tile's own samples into `c` when `count`. An interior tile reads each pair's bytes once; at
-/// the frame's edges each sample is mirrored on its own (mirroring keeps a column's parity, so
-/// its channel).
+/// tile's own samples into `c` when `count`. A thread gathers all its words before it corrects
+/// any, so their loads wait for memory once.
 template <unsigned Bits>
 __device__ void load_tile_bits(const fused_args& a, const std::uint8_t* packets, int x0, int y0,
                                tile_t& tile, const std::uint64_t* m, bool count,
@@ -193,74 +219,61 @@ __device__ void load_tile_bits(const fused_args& a, const std::uint8_t* packets,
   const int h = static_cast<int>(a.height);
   const bool interior =
       x0 >= apron && y0 >= apron && x0 + tile_w + apron <= w && y0 + tile_h + apron <= h;
-  for (int i = tid; i < shared_h * shared_words; i += tile_threads) {
+  uint2 v[words_per_thread];
+  std::uint32_t line[words_per_thread];
+#pragma unroll
+  for (int k = 0; k < words_per_thread; ++k) {
+    const int i = tid + k * tile_threads;
+    if (i < tile_words) v[k] = gather_pair<Bits>(a, packets, x0, y0, interior, i, line[k]);
+  }
+#pragma unroll
+  for (int k = 0; k < words_per_thread; ++k) {
+    const int i = tid + k * tile_threads;
+    if (i >= tile_words) break;
     const int r = i / shared_words;
     const int p = i % shared_words;
-    const int yy = y0 - apron + r;
-    const int xx = x0 - apron + 2 * p;  // even
-    uint2 v;
-    std::uint32_t y;
-    if (interior) {
-      y = static_cast<std::uint32_t>(yy);
-      v = raw_pair<Bits>(packet_of(a, packets, y) + 4, static_cast<std::uint32_t>(xx));
-    } else {
-      y = static_cast<std::uint32_t>(demosaic_math::mirror(yy, h));
-      const std::uint8_t* payload = packet_of(a, packets, y) + 4;
-      const auto xa = static_cast<std::uint32_t>(demosaic_math::mirror(xx, w));
-      const auto xb = static_cast<std::uint32_t>(demosaic_math::mirror(xx + 1, w));
-      constexpr unsigned gp = math::group_pixels(Bits);
-      constexpr unsigned gb = math::group_bytes(Bits);
-      v = make_uint2(math::unpack_pixel(Bits, payload + xa / gp * gb, xa % gp),
-                     math::unpack_pixel(Bits, payload + xb / gp * gb, xb % gp));
-    }
-    const int even = channel_of(a, 0, y);
-    const int odd = channel_of(a, 1, y);
-    tile[r][p] = static_cast<std::uint32_t>(isp_math::correct(v.x, a.black, m[even], a.max)) |
-                 static_cast<std::uint32_t>(isp_math::correct(v.y, a.black, m[odd], a.max)) << 16;
+    const int even = channel_of(a, 0, line[k]);
+    const int odd = channel_of(a, 1, line[k]);
+    tile[r][p] = static_cast<std::uint32_t>(isp_math::correct(v[k].x, a.black, m[even], a.max)) |
+                 static_cast<std::uint32_t>(isp_math::correct(v[k].y, a.black, m[odd], a.max))
+                     << 16;
     // The tile's own samples: rows [apron, apron + tile_h), pairs [1, 1 + tile_w / 2), inside
     // the frame (an edge tile's own part may end before the tile does).
+    const int yy = y0 - apron + r;
+    const int xx = x0 - apron + 2 * p;
     if (count && r >= apron && r < apron + tile_h && p >= apron / 2 && p < apron / 2 + tile_w / 2 &&
         yy < h && xx < w) {
-      count_level(c, even, isp_math::bin_of(v.x, a.black, a.max));
-      count_level(c, odd, isp_math::bin_of(v.y, a.black, a.max));
+      count_level(c, even, isp_math::bin_of(v[k].x, a.black, a.max));
+      count_level(c, odd, isp_math::bin_of(v[k].y, a.black, a.max));
     }
-  }
-}
-
-__device__ void load_tile(const fused_args& a, const std::uint8_t* packets, int x0, int y0,
-                          tile_t& tile, const std::uint64_t* m, bool count,
-                          std::uint32_t (&c)[sum_words], int tid) {
-  switch (a.bits) {
-    case 12:
-      load_tile_bits<12>(a, packets, x0, y0, tile, m, count, c, tid);
-      break;
-    case 10:
-      load_tile_bits<10>(a, packets, x0, y0, tile, m, count, c, tid);
-      break;
-    default:
-      load_tile_bits<8>(a, packets, x0, y0, tile, m, count, c, tid);
-      break;
   }
 }
 
 /// XOR of the CRC terms of the tile's chunks on each of its rows, into the rows' line words
-/// (threads tid < 128 of the tile's, whole warps).
+/// (threads tid < 128 of the tile's, whole warps). A thread reads its chunk's bytes before the
+/// serial CRC steps, so they wait for memory once.
+template <unsigned Bits>
 __device__ void add_crc_terms(const fused_args& a, const std::uint8_t* packets, int x0, int y0,
                               const std::uint16_t* table, int tid) {
   if (tid >= chunks_per_tile * tile_h) return;
+  constexpr unsigned chunk_bytes =
+      chunk_pixels / math::group_pixels(Bits) * math::group_bytes(Bits);
   const int r = tid / chunks_per_tile;
   const auto j = static_cast<std::uint32_t>(x0) / chunk_pixels +
                  static_cast<std::uint32_t>(tid % chunks_per_tile);
   const auto y = static_cast<std::uint32_t>(y0 + r);
   unsigned term = 0;
   if (y < a.height && j < a.chunks) {
-    const unsigned gp = math::group_pixels(a.bits);
-    const unsigned gb = math::group_bytes(a.bits);
     const std::uint32_t pixels = min(chunk_pixels, a.width - j * chunk_pixels);
-    const std::uint8_t* b = packet_of(a, packets, y) + 4 + j * (chunk_pixels / gp * gb);
+    const std::uint32_t n = pixels / math::group_pixels(Bits) * math::group_bytes(Bits);
+    const std::uint8_t* b = packet_of(a, packets, y) + 4 + j * chunk_bytes;
+    std::uint8_t bytes[chunk_bytes];
+#pragma unroll
+    for (std::uint32_t k = 0; k < chunk_bytes; ++k) bytes[k] = k < n ? b[k] : 0;
     std::uint16_t crc = 0;
-    for (std::uint32_t k = 0; k < pixels / gp * gb; ++k) {
-      crc = static_cast<std::uint16_t>((crc >> 8) ^ table[(crc ^ b[k]) & 0xFFU]);
+#pragma unroll
+    for (std::uint32_t k = 0; k < chunk_bytes; ++k) {
+      if (k < n) crc = static_cast<std::uint16_t>((crc >> 8) ^ table[(crc ^ bytes[k]) & 0xFFU]);
     }
     term = math::crc16_multiply(crc, a.factors[j]);
   }
@@ -268,6 +281,26 @@ __device__ void add_crc_terms(const fused_args& a, const std::uint8_t* packets, 
     term ^= __shfl_xor_sync(0xFFFFFFFFU, term, offset);
   }
   if (tid % chunks_per_tile == 0 && term != 0 && y < a.height) atomicXor(a.line_crc + y, term);
+}
+
+/// The tile's corrected samples (load_tile_bits) and its chunks' CRC terms (add_crc_terms).
+__device__ void load_tile(const fused_args& a, const std::uint8_t* packets, int x0, int y0,
+                          tile_t& tile, const std::uint64_t* m, bool count,
+                          std::uint32_t (&c)[sum_words], const std::uint16_t* table, int tid) {
+  switch (a.bits) {
+    case 12:
+      load_tile_bits<12>(a, packets, x0, y0, tile, m, count, c, tid);
+      add_crc_terms<12>(a, packets, x0, y0, table, tid);
+      break;
+    case 10:
+      load_tile_bits<10>(a, packets, x0, y0, tile, m, count, c, tid);
+      add_crc_terms<10>(a, packets, x0, y0, table, tid);
+      break;
+    default:
+      load_tile_bits<8>(a, packets, x0, y0, tile, m, count, c, tid);
+      add_crc_terms<8>(a, packets, x0, y0, table, tid);
+      break;
+  }
 }
 
 /// Pixel pair (x, y), (x + 1, y) as RGBA8 after demosaic, the rgba16 level and the gamma table.
@@ -319,12 +352,34 @@ __device__ math::frame_counts count_lines(const fused_args& a, bool stream_ok) {
   if (threadIdx.x < 5) counts[threadIdx.x] = 0;
   resident::device::sync_block();
   math::frame_counts mine;
-  for (std::uint32_t y = threadIdx.x; y < a.height; y += blockDim.x) {
-    const auto terms = static_cast<std::uint16_t>(__ldcg(a.line_crc + y));
-    a.line_crc[y] = 0;
-    if (stream_ok) {
-      mine.add(math::line_verdict(packet_of(a, a.frame->packets, y), a.data_type, a.line_bytes,
-                                  static_cast<std::uint16_t>(a.seed_term ^ terms)));
+  // A thread reads `batch` lines (line word, header, footer) before it judges any, so their
+  // loads wait for memory once, not once a line.
+  constexpr unsigned batch = 4;
+  const std::uint8_t* packets = a.frame->packets;
+  for (std::uint32_t y0 = threadIdx.x; y0 < a.height; y0 += batch * blockDim.x) {
+    std::uint32_t terms[batch] = {};
+    std::uint8_t header[batch][4] = {};
+    std::uint16_t sent[batch] = {};
+#pragma unroll
+    for (unsigned k = 0; k < batch; ++k) {
+      const std::uint32_t y = y0 + k * blockDim.x;
+      if (y >= a.height) break;
+      terms[k] = __ldcg(a.line_crc + y);
+      if (!stream_ok) continue;  // a short stream: no packet is read
+      const std::uint8_t* p = packet_of(a, packets, y);
+      for (int i = 0; i < 4; ++i) header[k][i] = p[i];
+      sent[k] = static_cast<std::uint16_t>(p[4 + a.line_bytes] | p[5 + a.line_bytes] << 8);
+    }
+#pragma unroll
+    for (unsigned k = 0; k < batch; ++k) {
+      const std::uint32_t y = y0 + k * blockDim.x;
+      if (y >= a.height) break;
+      a.line_crc[y] = 0;
+      if (!stream_ok) continue;
+      const math::header_fields h =
+          math::decode_header(header[k][0], header[k][1], header[k][2], header[k][3]);
+      mine.add(math::line_verdict_of(h, sent[k], a.data_type, a.line_bytes,
+                                     static_cast<std::uint16_t>(a.seed_term ^ terms[k])));
     }
   }
   const unsigned values[5] = {mine.lines, mine.corrected_headers, mine.corrupt_headers,
@@ -411,8 +466,7 @@ __device__ void run_tiles(const fused_args& a, block_state& b, tile_t* tiles, in
     const int x0 = t % tiles_x * tile_w;
     const int y0 = t / tiles_x * tile_h;
     if (t < total) {
-      load_tile(a, ref->packets, x0, y0, tiles[half], b.m, count, c, tid);
-      add_crc_terms(a, ref->packets, x0, y0, b.table, tid);
+      load_tile(a, ref->packets, x0, y0, tiles[half], b.m, count, c, b.table, tid);
     }
     resident::device::sync_block();
     if (t < total) write_cell(a, tiles[half], x0, y0, a.view.buffers[b.target], tid);

@@ -111,20 +111,32 @@ inline constexpr std::uint8_t verdict_format = 4;
 inline constexpr std::uint8_t verdict_crc = 8;
 inline constexpr std::uint8_t verdict_line = 16;  // every check passed: the line is used
 
-/// The verdict on a line packet (header at `packet`, footer CRC after `line_bytes` of payload)
-/// whose payload's CRC is `payload_crc`.
-RESIDENT_HD constexpr std::uint8_t line_verdict(const std::uint8_t* packet, std::uint8_t data_type,
-                                                std::uint32_t line_bytes,
-                                                std::uint16_t payload_crc) noexcept {
-  const header_fields h = decode_header(packet[0], packet[1], packet[2], packet[3]);
+/// The verdict on a line packet from its decoded header and the CRC its footer sent (read only
+/// when the header fits: `sent` is not looked at otherwise), whose payload's CRC is
+/// `payload_crc`.
+RESIDENT_HD constexpr std::uint8_t line_verdict_of(const header_fields& h, std::uint16_t sent,
+                                                   std::uint8_t data_type, std::uint32_t line_bytes,
+                                                   std::uint16_t payload_crc) noexcept {
   if (h.check == header_check::corrupt) return verdict_corrupt;
   const std::uint8_t corrected = h.check == header_check::corrected ? verdict_corrected : 0;
   if (h.data_type != data_type || h.word_count != line_bytes) {
     return static_cast<std::uint8_t>(corrected | verdict_format);
   }
-  const std::uint8_t* footer = packet + 4 + line_bytes;
-  const auto sent = static_cast<std::uint16_t>(footer[0] | footer[1] << 8);
   return static_cast<std::uint8_t>(corrected | (sent == payload_crc ? verdict_line : verdict_crc));
+}
+
+/// The verdict on a line packet (header at `packet`, footer CRC after `line_bytes` of payload)
+/// whose payload's CRC is `payload_crc`. Reads the footer only when the header says it is there.
+RESIDENT_HD constexpr std::uint8_t line_verdict(const std::uint8_t* packet, std::uint8_t data_type,
+                                                std::uint32_t line_bytes,
+                                                std::uint16_t payload_crc) noexcept {
+  const header_fields h = decode_header(packet[0], packet[1], packet[2], packet[3]);
+  std::uint16_t sent = 0;
+  if (h.check != header_check::corrupt && h.data_type == data_type && h.word_count == line_bytes) {
+    const std::uint8_t* footer = packet + 4 + line_bytes;
+    sent = static_cast<std::uint16_t>(footer[0] | footer[1] << 8);
+  }
+  return line_verdict_of(h, sent, data_type, line_bytes, payload_crc);
 }
 
 /// A frame's counts, as io::frame_integrity holds them.
