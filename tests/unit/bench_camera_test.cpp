@@ -342,6 +342,75 @@ TEST(judge_camera_targets, judges_mean_and_median_jitter_and_needs_20000_frames_
   EXPECT_TRUE(not_judged(v, "demosaic Malvar p50 / NPP bilinear p50 at 1080p"));
 }
 
+json fused(const std::string& resolution, const std::string& contention, const std::string& mode,
+           std::vector<camera_run> runs) {
+  camera_case c{"software",
+                resolution,
+                "raw12",
+                contention,
+                mode,
+                "vrr240-flip",
+                static_cast<int>(runs.size())};
+  c.pipeline = "fused";
+  return case_result(c, runs);
+}
+
+/// A run whose stage breakdown found spaced frames with this J.
+camera_run with_spaced_jitter(camera_run r, double j) {
+  r.stages = {{"spaced", {{"n", 100}, {"jitter_us", j}}}};
+  return r;
+}
+
+TEST(judge_camera_targets, the_fused_pass_is_judged_in_every_gpu_resident_mode) {
+  json results = json::array();
+  results.push_back(fused("1080p", "none", "while",
+                          {synthetic_run(20000, 18, 1.5), synthetic_run(20000, 18, 1.5),
+                           synthetic_run(20000, 18, 1.5)}));
+  results.push_back(fused("1080p", "none", "persistent", {synthetic_run(20000, 19, 8)}));
+  results.push_back(fused("4k", "none", "while", {synthetic_run(1000, 45, 2)}));
+  results.push_back(fused("4k", "none", "persistent", {synthetic_run(1000, 44, 2)}));
+  // Under contention: every frame's J 40 us, the spaced frames' 6, 9 and 30 (median 9).
+  results.push_back(fused("1080p", "stress", "while",
+                          {with_spaced_jitter(synthetic_run(500, 20, 40), 6),
+                           with_spaced_jitter(synthetic_run(500, 20, 40), 9),
+                           with_spaced_jitter(synthetic_run(500, 20, 40), 30)}));
+  const camera_verdicts v = judge_camera_targets(results);
+  const json* mean = target(v, "fused 1080p RAW12 quiet, while: mean <= 20 us");
+  ASSERT_NE(mean, nullptr);
+  EXPECT_TRUE((*mean)["met"].get<bool>());
+  const json* spread = target(v, "fused 1080p RAW12 quiet, while: p99 - p50 <= 2 us");
+  ASSERT_NE(spread, nullptr);
+  EXPECT_TRUE((*spread)["met"].get<bool>()) << (*spread)["value"];
+  const json* wide = target(v, "fused 1080p RAW12 quiet, persistent: p99 - p50 <= 2 us");
+  ASSERT_NE(wide, nullptr);
+  EXPECT_FALSE((*wide)["met"].get<bool>()) << "a ramp of 8 us: p99 - p50 is about 3.9 us";
+  EXPECT_FALSE((*target(v, "fused 1080p RAW12 quiet, persistent: J <= 5 us"))["met"].get<bool>());
+  const json* contended = target(v, "fused 1080p RAW12 under contention, while: J over spaced");
+  ASSERT_NE(contended, nullptr);
+  EXPECT_DOUBLE_EQ((*contended)["value"].get<double>(), 9.0);
+  EXPECT_TRUE((*contended)["met"].get<bool>());
+  EXPECT_DOUBLE_EQ((*contended)["all_frames_jitter_us"].get<double>(), 40.0);
+  const json* ratio_1080p = target(v, "fused 1080p RAW12 quiet: mean persistent / while");
+  ASSERT_NE(ratio_1080p, nullptr);
+  EXPECT_FALSE((*ratio_1080p)["met"].get<bool>()) << "23 against 18.75 us";
+  const json* ratio_4k = target(v, "fused 4K RAW12 quiet: mean persistent / while");
+  ASSERT_NE(ratio_4k, nullptr);
+  EXPECT_TRUE((*ratio_4k)["met"].get<bool>());
+  EXPECT_TRUE((*target(v, "fused 4K RAW12 quiet, persistent: mean <= 50 us"))["met"].get<bool>());
+  EXPECT_TRUE(not_judged(v, "fused 1080p RAW12 quiet, tail"));
+  EXPECT_TRUE(not_judged(v, "fused 1080p RAW12 under contention, persistent"));
+}
+
+TEST(judge_camera_targets, a_run_without_spaced_frames_leaves_the_spaced_j_unjudged) {
+  json results = json::array();
+  results.push_back(
+      fused("1080p", "stress", "while",
+            {with_spaced_jitter(synthetic_run(500, 20, 40), 6), synthetic_run(500, 20, 40)}));
+  EXPECT_FALSE(results[0].contains("spaced_jitter_us")) << "one run of two had none";
+  const camera_verdicts v = judge_camera_targets(results);
+  EXPECT_TRUE(not_judged(v, "fused 1080p RAW12 under contention, while: J over spaced"));
+}
+
 TEST(judge_camera_targets, reports_host_graph_over_gpu_resident_under_contention) {
   json results = json::array();
   results.push_back(software("1080p raw12", "stress", "while", {synthetic_run(500, 30, 8)}));
@@ -699,6 +768,17 @@ TEST(stage_breakdown, late_frames_are_filed_under_the_stage_they_waited_in) {
   EXPECT_EQ(late["by_stage"]["sighting"], 0);
   EXPECT_EQ(late["bunched"], 1) << "frame 41 landed 0.1 ms after frame 40, the median gap 1 ms";
   EXPECT_EQ(late["sensor_late"], 1) << "frame 42's sensor thread was 30 us late";
+  // Spaced frames: those that landed more than one pipeline latency (52.5 us) after the frame
+  // before. Frame 41 (0.1 ms after frame 40) qualifies but frame 1 has no frame before it.
+  const auto spaced = stage_breakdown(frames, 1)["spaced"];
+  EXPECT_DOUBLE_EQ(spaced["gap_over_us"].get<double>(), 52.5);
+  EXPECT_EQ(spaced["n"], 41);
+  EXPECT_DOUBLE_EQ(spaced["jitter_us"].get<double>(), 111.5 - 52.5);
+  // Frame 41 landing 40 us after frame 40, inside the pipeline latency: left out of the spaced J.
+  frames[40] = stamped(41, a41 - 60'000, a41, a41 + 1'000, a41 + 1'500, a41 + 51'500);
+  const auto bunched = stage_breakdown(frames, 1)["spaced"];
+  EXPECT_EQ(bunched["n"], 40);
+  EXPECT_DOUBLE_EQ(bunched["max_us"].get<double>(), 92.5) << "frame 42, late in its own DAG";
 }
 
 // ---- white-balance statistics ----------------------------------------------------------------

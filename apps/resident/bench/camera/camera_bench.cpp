@@ -335,6 +335,25 @@ std::size_t median_jitter_run(const std::vector<camera_run>& runs) {
   return j[(j.size() - 1) / 2].second;
 }
 
+/// p99 - p50 of the aggregate, and the median over the runs of the J over spaced frames (those
+/// that arrived more than one pipeline latency after the frame before: camera_stages.hpp), when
+/// every run with samples has one.
+void add_spread_fields(json& result, const std::vector<camera_run>& runs,
+                       std::size_t with_samples) {
+  if (result.contains("p99_us") && result.contains("p50_us")) {
+    result["p99_minus_p50_us"] = result["p99_us"].get<double>() - result["p50_us"].get<double>();
+  }
+  std::vector<double> spaced;
+  for (const auto& r : runs) {
+    if (r.stages.is_object() && r.stages.value("spaced", json()).is_object()) {
+      spaced.push_back(r.stages["spaced"]["jitter_us"].get<double>());
+    }
+  }
+  if (!spaced.empty() && spaced.size() == with_samples) {
+    result["spaced_jitter_us"] = median(std::move(spaced));
+  }
+}
+
 }  // namespace
 
 json case_result(const camera_case& c, const std::vector<camera_run>& runs) {
@@ -365,6 +384,7 @@ json case_result(const camera_case& c, const std::vector<camera_run>& runs) {
     result = {{"mode", c.mode}, {"workload", c.workload()}, {"contention", c.contention}};
   }
   for (const auto& [key, value] : total) result[key] = value;
+  add_spread_fields(result, runs, sums.size());
   const auto [w, h] = frame_size(c.resolution);
   result["kind"] = c.part;
   result["resolution"] = c.resolution;
@@ -450,18 +470,38 @@ std::vector<latency_target> latency_targets() {
                    "photon", "photon vrr240-flip", level, mode, "jitter_us", 1000.0});
     }
   }
+  // The fused pass (one imaging.camera_isp), in every GPU-resident mode.
+  for (const std::string mode : {"while", "tail", "persistent"}) {
+    const std::string m = ", " + mode + ": ";
+    const std::string quiet = "fused 1080p RAW12 quiet" + m;
+    t.push_back(
+        {quiet + "mean <= 20 us", "software", "1080p raw12 fused", "none", mode, "mean_us", 20.0});
+    t.push_back({quiet + "J <= 5 us over >= 20,000 frames", "software", "1080p raw12 fused", "none",
+                 mode, "jitter_us", 5.0, 20000});
+    t.push_back({quiet + "p99 - p50 <= 2 us", "software", "1080p raw12 fused", "none", mode,
+                 "p99_minus_p50_us", 2.0});
+    t.push_back({"fused 4K RAW12 quiet" + m + "mean <= 50 us", "software", "4k raw12 fused", "none",
+                 mode, "mean_us", 50.0});
+    t.push_back({"fused 1080p RAW12 under contention" + m + "J over spaced frames <= 10 us",
+                 "software", "1080p raw12 fused", "stress", mode, "spaced_jitter_us", 10.0});
+  }
   return t;
 }
 
 void judge_latency(camera_verdicts& v, const json& results, const latency_target& t) {
   const json* r = find_result(results, t.kind, t.workload, t.contention, t.mode);
   if (r == nullptr || !r->contains(t.field)) {
-    v.not_judged.push_back(
-        {{"name", t.name},
-         {"why", r == nullptr ? "configuration not run (see --parts, "
-                                "--resolutions, --formats, --contention, "
-                                "--modes, --displays)"
-                              : "no samples: " + r->value("errors", json::array()).dump()}});
+    std::string why =
+        "configuration not run (see --parts, --resolutions, --formats, --contention, "
+        "--modes, --displays, --pipelines)";
+    if (r != nullptr) {
+      why = !r->contains("mean_us") ? "no samples: " + r->value("errors", json::array()).dump()
+            : t.field == "spaced_jitter_us"
+                ? "a run had no frame that arrived more than one pipeline latency after the one "
+                  "before (or no stage stamps)"
+                : "the result has no " + t.field;
+    }
+    v.not_judged.push_back({{"name", t.name}, {"why", why}});
     return;
   }
   const double value = (*r)[t.field].get<double>();
@@ -487,6 +527,9 @@ void judge_latency(camera_verdicts& v, const json& results, const latency_target
                 {"statistic", t.field},
                 {"run_values", run_values},
                 {"aggregate", r->value("aggregate", "")}};
+  if (t.field == "spaced_jitter_us" && r->contains("jitter_us")) {
+    entry["all_frames_jitter_us"] = (*r)["jitter_us"];  // every frame's J, beside the judged one
+  }
   if (t.min_frames > 0) {
     entry["frames_per_run"] = fewest;
     if (fewest < t.min_frames) {
@@ -599,6 +642,31 @@ void judge_quality(camera_verdicts& v, const json& results) {
                        {"met", edge >= 0.0}});
 }
 
+/// The fused pass's `persistent` mean over its `while` mean, quiet, at each resolution: <= 1.
+void judge_persistent_against_while(camera_verdicts& v, const json& results) {
+  for (const std::string res : {"1080p", "4k"}) {
+    const std::string name = "fused " + std::string(res == "4k" ? "4K" : res) +
+                             " RAW12 quiet: mean persistent / while <= 1";
+    const json* p = find_result(results, "software", res + " raw12 fused", "none", "persistent");
+    const json* w = find_result(results, "software", res + " raw12 fused", "none", "while");
+    if (p == nullptr || w == nullptr || !p->contains("mean_us") || !w->contains("mean_us")) {
+      v.not_judged.push_back(
+          {{"name", name}, {"why", "persistent and while (fused, quiet) not both run at " + res}});
+      continue;
+    }
+    const double a = (*p)["mean_us"].get<double>();
+    const double b = (*w)["mean_us"].get<double>();
+    v.targets.push_back({{"name", name},
+                         {"value", a / b},
+                         {"target", 1.0},
+                         {"op", "<="},
+                         {"unit", "ratio"},
+                         {"persistent_us", a},
+                         {"while_us", b},
+                         {"met", a <= b}});
+  }
+}
+
 /// host-graph's statistic over a GPU-resident mode's, same workload and contention.
 void add_ratios(camera_verdicts& v, const json& results, const std::string& kind,
                 const std::string& workload, const std::string& label, double paper_j) {
@@ -631,6 +699,7 @@ void add_ratios(camera_verdicts& v, const json& results, const std::string& kind
 camera_verdicts judge_camera_targets(const json& results) {
   camera_verdicts v;
   for (const auto& t : latency_targets()) judge_latency(v, results, t);
+  judge_persistent_against_while(v, results);
   judge_demosaic_speed(v, results);
   judge_quality(v, results);
   judge_statistics(v, results);

@@ -91,6 +91,26 @@ json late_frames(const std::vector<split>& splits) {
           {"sensor_late", sensor_late}};
 }
 
+/// Arrival -> commit over the frames that arrived more than one pipeline latency (the median
+/// arrival -> commit) after the frame before them: frames no earlier frame could hold up.
+json spaced_frames(const std::vector<split>& splits) {
+  std::vector<double> totals;
+  totals.reserve(splits.size());
+  for (const auto& s : splits) totals.push_back(s.total);
+  const double latency = median_of(totals);
+  std::vector<double> spaced;
+  for (const auto& s : splits) {
+    if (s.arrival_gap > latency) spaced.push_back(s.total);
+  }
+  if (spaced.empty()) return nullptr;
+  const auto [lo, hi] = std::minmax_element(spaced.begin(), spaced.end());
+  return {{"gap_over_us", round_ns(latency)},
+          {"n", spaced.size()},
+          {"min_us", round_ns(*lo)},
+          {"max_us", round_ns(*hi)},
+          {"jitter_us", round_ns(*hi - *lo)}};
+}
+
 }  // namespace
 
 json stage_breakdown(const std::vector<camera::frame_stages>& frames, std::uint64_t first_frame,
@@ -136,7 +156,8 @@ json stage_breakdown(const std::vector<camera::frame_stages>& frames, std::uint6
   return {{"n", splits.size()},
           {"stages_us", stages},
           {"slowest", slow},
-          {"late", late_frames(splits)}};
+          {"late", late_frames(splits)},
+          {"spaced", spaced_frames(splits)}};
 }
 
 }  // namespace resident::bench
