@@ -38,6 +38,7 @@ io::rgb8_image test_card(std::uint32_t w, std::uint32_t h) {
 
 camera_settings small_camera(double rate_hz, std::uint32_t distinct = 8) {
   camera_settings s;
+  s.isp = "unfused";  // these tests are the four-operator chain's; the fused pass's call fused()
   s.sensor.width = 256;
   s.sensor.height = 128;
   s.sensor.format = io::csi2::raw_format::raw12;

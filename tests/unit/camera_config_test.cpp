@@ -35,6 +35,7 @@ TEST(camera, the_example_configuration_reads) {
   EXPECT_EQ(s.sensor.width, 1920U);
   EXPECT_EQ(s.sensor.height, 1080U);
   EXPECT_EQ(s.demosaic, "malvar");
+  EXPECT_EQ(s.isp, "fused");
   EXPECT_DOUBLE_EQ(s.display.refresh_hz, 240.0);
 }
 

@@ -100,7 +100,7 @@ TEST(camera_settings_isp, fused_and_its_statistics_are_read_and_checked) {
   EXPECT_EQ(s.isp, "fused");
   EXPECT_EQ(s.statistics, "same-frame");
   const camera_settings d = parse_camera_settings("camera: {width: 64, height: 32}\n", "cam.yaml");
-  EXPECT_EQ(d.isp, "unfused");
+  EXPECT_EQ(d.isp, "fused") << "the fused pass is the default";
   EXPECT_EQ(d.statistics, "previous-frame");
   EXPECT_THAT(error_of("width: 64, height: 32", "pipeline: {isp: fast}\n"),
               AllOf(HasSubstr("pipeline.isp"), HasSubstr("unfused"), HasSubstr("fused")));
@@ -111,6 +111,20 @@ TEST(camera_settings_isp, fused_and_its_statistics_are_read_and_checked) {
   EXPECT_THAT(error_of("width: 64, height: 32",
                        "pipeline: {isp: fused}\ndisplay: {present: front_buffer}\n"),
               HasSubstr("needs display.present 'flip'"));
+}
+
+// Left unnamed, pipeline.isp is the fused pass unless the configuration asks for what only the
+// four operators offer; named, it is what was asked for (and refused by name where it cannot be).
+TEST(camera_settings_isp, an_unnamed_isp_is_fused_unless_the_configuration_needs_the_chain) {
+  const auto parse = [](const std::string& rest) {
+    return parse_camera_settings("camera: {width: 64, height: 32}\n" + rest, "cam.yaml");
+  };
+  EXPECT_EQ(parse("pipeline: {demosaic: bilinear}\n").isp, "fused");
+  EXPECT_EQ(parse("display: {present: flip}\n").isp, "fused");
+  EXPECT_EQ(parse("pipeline: {demosaic: npp}\n").isp, "unfused");
+  EXPECT_EQ(parse("display: {present: front_buffer}\n").isp, "unfused");
+  EXPECT_EQ(parse("pipeline: {isp: unfused}\n").isp, "unfused");
+  EXPECT_THROW((void)parse("pipeline: {isp: fused, demosaic: npp}\n"), config_error);
 }
 
 }  // namespace

@@ -57,8 +57,10 @@ inline constexpr double max_gamma = 10.0;
 struct camera_settings {
   io::sensor_config sensor;        // shape, format, Bayer order, rate, ring
   std::string photo{"astronaut"};  // a photograph of the set (lab png.hpp) or a PNG path
-  // unfused: csi2_reconstruct -> raw_isp -> demosaic -> display_tx; fused: one camera_isp pass.
-  std::string isp{"unfused"};
+  // fused (the default): one camera_isp pass; unfused: csi2_reconstruct -> raw_isp -> demosaic
+  // -> display_tx (a configuration that leaves pipeline.isp out and asks for what only the
+  // unfused chain has, demosaic npp or a front-buffer display, gets the unfused chain).
+  std::string isp{"fused"};
   std::string isp_grid{"resident"};  // fused, graph modes: resident (blocks that fit) | tiles
   std::string statistics{"previous-frame"};  // fused: previous-frame | same-frame white balance
   std::string demosaic{"malvar"};            // malvar | bilinear | npp

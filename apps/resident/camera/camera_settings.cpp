@@ -272,6 +272,10 @@ camera_settings parse_camera_settings(std::string_view yaml, const std::string& 
   if (root["display"]) read_display(origin, root["display"], s);
   if (root["loop"]) read_loop(origin, root["loop"], s);
   check_shape(origin, root["camera"], s);
+  const bool isp_named = root["pipeline"] && root["pipeline"]["isp"];
+  if (!isp_named && (s.demosaic == "npp" || s.display.mode != io::present_mode::flip)) {
+    s.isp = "unfused";  // what only the four operators offer, asked for without naming the isp
+  }
   if (s.isp == "fused" && s.demosaic == "npp") {
     fail(origin, root["pipeline"],
          "pipeline.isp 'fused' demosaics itself (malvar or bilinear); 'npp' needs isp: unfused");

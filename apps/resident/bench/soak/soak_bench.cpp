@@ -493,8 +493,10 @@ measure::receipt soak_receipt(const soak_settings& s) {
   return receipt;
 }
 
-/// The camera's configuration, refused when the soak cannot check what it shows.
-camera::camera_settings soak_camera(const soak_settings& s) {
+/// The camera's configuration, refused when the soak cannot check what it shows. The fused pass
+/// runs with same-frame statistics (said on `log`): with previous-frame ones each frame shows the
+/// gains of whichever frame the loop processed before it, which the check does not follow.
+camera::camera_settings soak_camera(const soak_settings& s, std::ostream& log) {
   camera::camera_settings cam = camera::load_camera_settings(s.camera_config);
   if (cam.demosaic == "npp") {
     throw std::invalid_argument(
@@ -502,10 +504,10 @@ camera::camera_settings soak_camera(const soak_settings& s) {
         "check shown frames against; use malvar or bilinear");
   }
   if (cam.isp == "fused" && cam.statistics == "previous-frame") {
-    throw std::invalid_argument(
-        "bench soak: pipeline.isp 'fused' with previous-frame statistics shows each frame with "
-        "the gains of whichever frame the loop processed before it, which the soak's check does "
-        "not follow yet; use statistics: same-frame (or isp: unfused)");
+    cam.statistics = "same-frame";
+    log << "soak: the camera's fused pass runs with same-frame statistics (previous-frame gains "
+           "depend on which frames the loop dropped, which the check of shown frames does not "
+           "follow)\n";
   }
   return cam;
 }
@@ -610,7 +612,9 @@ measure::receipt run_soak_bench(const soak_settings& s, std::ostream& log, bool&
   s.validate();
   health_output health(s.health_path);
   measure::receipt receipt = soak_receipt(s);
-  const camera::camera_settings cam = soak_camera(s);
+  const camera::camera_settings cam = soak_camera(s, log);
+  receipt.settings["camera_pipeline"] = {
+      {"isp", cam.isp}, {"statistics", cam.statistics}, {"demosaic", cam.demosaic}};
   const io::rgb8_image photo = soak_photo(cam, log);
   const auto deadline = std::chrono::nanoseconds(static_cast<std::int64_t>(s.deadline_us * 1e3));
   const double seconds = s.minutes * 60.0;
