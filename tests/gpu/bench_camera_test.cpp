@@ -79,6 +79,15 @@ TEST(bench_camera, a_small_run_of_every_part_fills_the_receipt) {
     } else if (kind == "operator") {
       ++operators;
       EXPECT_GT(r["p50_us"].get<double>(), 0.0);
+      if (r["operator"] == "fused raw12 stamped") {
+        // The kernel's own stamps: its phases, inside the launch the events time.
+        const auto& ph = r["phases"];
+        EXPECT_EQ(ph["launches"], r["reps"]);
+        EXPECT_GT(ph["tiles_p50_us"].get<double>(), 0.0);
+        EXPECT_GT(ph["finish_p50_us"].get<double>(), 0.0);
+        EXPECT_GE(ph["kernel_p50_us"].get<double>(), ph["tiles_p50_us"].get<double>());
+        EXPECT_LE(ph["kernel_p50_us"].get<double>(), r["p50_us"].get<double>() * 1.5);
+      }
     }
   }
   EXPECT_EQ(software, 2U);

@@ -36,6 +36,7 @@ struct fused_args {
   std::uint64_t* multipliers;
   const std::uint8_t* lut;  // rgba16 level -> gamma-encoded 8 bits
   unsigned* done;           // [0] statistics pass, [1] fused pass
+  std::uint64_t* stamps;    // camera_isp_workspace::stamps (the stamped kernel only)
   io::display_view view;
   loop_state* loop;
   std::uint64_t stream_bytes;
@@ -499,9 +500,27 @@ __device__ void count_frame(const fused_args& a, unsigned long long* block_sums,
   merge_counts(a, c, block_sums, replica);
 }
 
+/// The stamped kernel's record of a launch, by the last block's thread 0 after its commit: the
+/// launch's four stamps into the ring, and the running minimum and maximum reset for the next.
+__device__ void record_phases(std::uint64_t* st, std::uint64_t verdict, std::uint64_t committed) {
+  const auto k = static_cast<unsigned>(st[2]++ % camera_isp_workspace::phase_ring);
+  std::uint64_t* slot = st + 4 + 4 * std::size_t{k};
+  slot[0] = __ldcg(st);
+  slot[1] = __ldcg(st + 1);
+  slot[2] = verdict;
+  slot[3] = committed;
+  st[0] = ~std::uint64_t{0};
+  st[1] = 0;
+}
+
+template <bool Stamped>
 __global__ void __launch_bounds__(tile_threads) fused_kernel(fused_args a) {
+  using resident::device::globaltimer_ns;
   resident::device::let_next_kernel_start();
   resident::device::wait_for_previous_kernels();
+  if (Stamped && threadIdx.x == 0) {
+    atomicMin(reinterpret_cast<unsigned long long*>(a.stamps), globaltimer_ns());
+  }
   __shared__ tile_t tile[1];
   __shared__ block_state b;
   __shared__ bool last;
@@ -509,14 +528,19 @@ __global__ void __launch_bounds__(tile_threads) fused_kernel(fused_args a) {
   run_tiles(a, b, tile, t, static_cast<int>(gridDim.x), blockIdx.x % replicas);
   resident::device::sync_block();
   if (threadIdx.x == 0) {
+    if (Stamped) atomicMax(reinterpret_cast<unsigned long long*>(a.stamps + 1), globaltimer_ns());
     __threadfence();  // the block's pixels, line words and sums before its arrival
     last = atomicAdd(&a.done[1], 1U) == gridDim.x - 1;
     if (last) __threadfence();
   }
   resident::device::sync_block();
   if (!last) return;
+  const std::uint64_t verdict = Stamped ? globaltimer_ns() : 0;
   finish_frame(a, a.loop);
-  if (threadIdx.x == 0) a.done[1] = 0;  // for the next frame (its launch starts after this one)
+  if (threadIdx.x == 0) {
+    a.done[1] = 0;  // for the next frame (its launch starts after this one)
+    if (Stamped) record_phases(a.stamps, verdict, globaltimer_ns());
+  }
 }
 
 /// same-frame statistics in kernel mode: the counts, then the last block derives the
@@ -584,6 +608,7 @@ fused_args make_args(const io::frame_ref* frame, io::frame_integrity* integrity,
   a.multipliers = ws.multipliers();
   a.lut = ws.lut();
   a.done = ws.done();
+  a.stamps = ws.stamps();
   a.view = view;
   a.loop = loop;
   a.stream_bytes = io::csi2::frame_packet_bytes(k.format, k.width, k.height);
@@ -628,13 +653,37 @@ camera_isp_workspace::camera_isp_workspace(const camera_isp_config& config)
   RESIDENT_CUDA_TRY(cudaMemcpy(_lut.data(), lut.data(), lut.size(), cudaMemcpyHostToDevice));
   _done = device_buffer(2 * sizeof(unsigned));
   RESIDENT_CUDA_TRY(cudaMemset(_done.data(), 0, _done.size()));
+  if (config.phase_stamps) {
+    std::vector<std::uint64_t> st(4 + 4 * std::size_t{phase_ring}, 0);
+    st[0] = ~std::uint64_t{0};
+    _stamps = device_buffer(st.size() * sizeof(std::uint64_t));
+    RESIDENT_CUDA_TRY(
+        cudaMemcpy(_stamps.data(), st.data(), _stamps.size(), cudaMemcpyHostToDevice));
+  }
   int per_sm = 0;
   RESIDENT_CUDA_TRY(
-      cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, fused_kernel, tile_threads, 0));
+      cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, fused_kernel<false>, tile_threads, 0));
   int sms = 0;
   RESIDENT_CUDA_TRY(
       cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, resident::current_device()));
   _resident_blocks = static_cast<unsigned>(std::max(1, per_sm * sms));
+}
+
+std::vector<fused_pass_times> camera_isp_workspace::read_phase_times() const {
+  std::vector<fused_pass_times> out;
+  if (stamps() == nullptr) return out;
+  std::vector<std::uint64_t> st(_stamps.size() / sizeof(std::uint64_t));
+  RESIDENT_CUDA_TRY(cudaMemcpy(st.data(), _stamps.data(), _stamps.size(), cudaMemcpyDeviceToHost));
+  const std::uint64_t launches = st[2];
+  const std::uint64_t kept = std::min<std::uint64_t>(launches, phase_ring);
+  const auto us = [](std::uint64_t later, std::uint64_t earlier) {
+    return later > earlier ? static_cast<double>(later - earlier) / 1e3 : 0.0;
+  };
+  for (std::uint64_t i = launches - kept; i < launches; ++i) {
+    const std::uint64_t* s = st.data() + 4 + 4 * (i % phase_ring);
+    out.push_back({us(s[1], s[0]), us(s[2], s[1]), us(s[3], s[2]), us(s[3], s[0])});
+  }
+  return out;
 }
 
 std::array<std::uint64_t, 3> camera_isp_workspace::read_multipliers() const {
@@ -660,7 +709,11 @@ void launch_camera_isp(const io::frame_ref* frame, io::frame_integrity* integrit
   // The blocks take tiles blockIdx, blockIdx + gridDim, ...: a resident grid does each block's
   // set-up, sums merge and arrival once, not once a tile.
   const unsigned blocks = ws.config().resident_grid ? std::min(tiles, ws.resident_blocks()) : tiles;
-  fused_kernel<<<blocks, tile_threads, 0, s>>>(a);
+  if (a.stamps != nullptr) {
+    fused_kernel<true><<<blocks, tile_threads, 0, s>>>(a);
+  } else {
+    fused_kernel<false><<<blocks, tile_threads, 0, s>>>(a);
+  }
   RESIDENT_CUDA_CHECK_LAUNCH("camera_isp fused_kernel");
 }
 
@@ -740,6 +793,10 @@ std::optional<device_form> camera_isp::persistent_form() const {
 }
 
 void camera_isp::initialize() { _workspace = std::make_unique<camera_isp_workspace>(_config); }
+
+std::vector<fused_pass_times> camera_isp::phase_times() const {
+  return _workspace == nullptr ? std::vector<fused_pass_times>{} : _workspace->read_phase_times();
+}
 
 void camera_isp::compute(CaptureContext& ctx) {
   if (_workspace == nullptr) {

@@ -34,6 +34,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <vector>
 
 #include "resident/app/operator.hpp"
 #include "resident/cuda/buffers.hpp"
@@ -60,6 +61,17 @@ struct camera_isp_config {
   /// (true), or one block per tile (false: thousands at 4K, each with its own set-up, sums
   /// merge and arrival).
   bool resident_grid{true};
+  /// Graph modes: the fused kernel stamps its phases on the device clock at every launch
+  /// (camera_isp::stamp_phases; bench camera's operators part). Persistent mode ignores it.
+  bool phase_stamps{false};
+};
+
+/// One launch of the fused kernel on the device clock (camera_isp_config::phase_stamps), µs.
+struct fused_pass_times {
+  double tiles_us{0};    // the first block's start -> the last block's tiles written
+  double arrival_us{0};  // -> the last block to arrive begins the frame's verdict
+  double finish_us{0};   // the verdict, the integrity record, the gains and the commit
+  double total_us{0};    // the first block's start -> the commit
 };
 
 /// Device memory of camera_isp besides its ports: the CSI-2 tables, a CRC word per line, the
@@ -92,6 +104,16 @@ class camera_isp_workspace {
   [[nodiscard]] unsigned resident_blocks() const noexcept { return _resident_blocks; }
   /// Copies the current multipliers to the host (a synchronous copy: tests and tools).
   [[nodiscard]] std::array<std::uint64_t, 3> read_multipliers() const;
+  /// The phase stamps (config().phase_stamps; null otherwise): [0] the earliest block start and
+  /// [1] the latest tiles' end of the launch in flight, [2] the launches stamped, then a ring of
+  /// phase_ring launches of four stamps (start, tiles, verdict begun, committed).
+  [[nodiscard]] std::uint64_t* stamps() const noexcept {
+    return _stamps.size() == 0 ? nullptr : _stamps.data_as<std::uint64_t>();
+  }
+  static constexpr unsigned phase_ring = 256;
+  /// The stamped launches' phases, oldest first (the last phase_ring of them; a synchronous
+  /// copy; empty without config().phase_stamps).
+  [[nodiscard]] std::vector<fused_pass_times> read_phase_times() const;
 
  private:
   camera_isp_config _config;
@@ -101,6 +123,7 @@ class camera_isp_workspace {
   device_buffer _multipliers;
   device_buffer _lut;
   device_buffer _done;
+  device_buffer _stamps;
   unsigned _resident_blocks{1};
 };
 
@@ -116,6 +139,10 @@ class camera_isp final : public Operator {
   [[nodiscard]] const camera_isp_config& config() const noexcept { return _config; }
   /// Its device memory (after initialize(); null before).
   [[nodiscard]] const camera_isp_workspace* workspace() const noexcept { return _workspace.get(); }
+  /// Before initialize(): the graph modes' kernel stamps its phases (phase_times()).
+  void stamp_phases() noexcept { _config.phase_stamps = true; }
+  /// The stamped launches' phases, oldest first (empty unless stamp_phases() was called).
+  [[nodiscard]] std::vector<fused_pass_times> phase_times() const;
 
  private:
   std::shared_ptr<io::display> _display;
