@@ -303,8 +303,18 @@ math::frame_counts kernel_decisions(const std::vector<std::uint8_t>& stream, io:
       crc ^= math::crc16_multiply(crc0({packet + 4 + at, end - at}),
                                   math::crc16_zero_bytes_factor(line - end));
     }
-    counts.add(math::line_verdict(packet, static_cast<std::uint8_t>(io::csi2::data_type_of(f)),
-                                  static_cast<std::uint32_t>(line), crc));
+    const auto type = static_cast<std::uint8_t>(io::csi2::data_type_of(f));
+    const auto bytes = static_cast<std::uint32_t>(line);
+    const std::uint8_t verdict = math::line_verdict(packet, type, bytes, crc);
+    // The fused pass reads the header and the footer before it judges (camera_isp's batch of
+    // lines): the same verdict from the decoded header and the footer read whatever it says.
+    const std::uint8_t* footer = packet + 4 + line;
+    EXPECT_EQ(math::line_verdict_of(math::decode_header(packet[0], packet[1], packet[2], packet[3]),
+                                    static_cast<std::uint16_t>(footer[0] | footer[1] << 8), type,
+                                    bytes, crc),
+              verdict)
+        << "line " << y;
+    counts.add(verdict);
   }
   math::check_frame_ends(stream.data(), stream.data() + stream.size() - 4, expected_number, counts);
   return counts;
