@@ -51,20 +51,26 @@ double median_of(std::vector<double> v) {
   return *mid;
 }
 
+/// The pipeline latency: the median arrival -> commit.
+double median_total(const std::vector<split>& splits) {
+  std::vector<double> totals;
+  totals.reserve(splits.size());
+  for (const auto& s : splits) totals.push_back(s.total);
+  return median_of(std::move(totals));
+}
+
 /// The late frames: which stage each waited in (most above that stage's median), how many
 /// landed bunched with the frame before, how many the sensor thread itself delivered late.
-json late_frames(const std::vector<split>& splits) {
-  std::vector<double> totals;
+json late_frames(const std::vector<split>& splits, double latency) {
   std::vector<double> gaps;
   std::array<std::vector<double>, 4> per_stage;
   for (const auto& s : splits) {
-    totals.push_back(s.total);
     if (s.arrival_gap >= 0) gaps.push_back(s.arrival_gap);
     for (std::size_t k = 0; k < per_stage.size(); ++k) per_stage[k].push_back(s.stage[k]);
   }
   std::array<double, 4> median{};
   for (std::size_t k = 0; k < median.size(); ++k) median[k] = median_of(per_stage[k]);
-  const double threshold = median_of(totals) + late_margin_us;
+  const double threshold = latency + late_margin_us;
   const double gap = median_of(gaps);
   std::array<std::uint64_t, 4> by_stage{};
   std::uint64_t late = 0;
@@ -91,13 +97,9 @@ json late_frames(const std::vector<split>& splits) {
           {"sensor_late", sensor_late}};
 }
 
-/// Arrival -> commit over the frames that arrived more than one pipeline latency (the median
-/// arrival -> commit) after the frame before them: frames no earlier frame could hold up.
-json spaced_frames(const std::vector<split>& splits) {
-  std::vector<double> totals;
-  totals.reserve(splits.size());
-  for (const auto& s : splits) totals.push_back(s.total);
-  const double latency = median_of(totals);
+/// Arrival -> commit over the frames that arrived more than one pipeline `latency` after the
+/// frame before them: frames no earlier frame could hold up.
+json spaced_frames(const std::vector<split>& splits, double latency) {
   std::vector<double> spaced;
   for (const auto& s : splits) {
     if (s.arrival_gap > latency) spaced.push_back(s.total);
@@ -127,6 +129,7 @@ json stage_breakdown(const std::vector<camera::frame_stages>& frames, std::uint6
     if (f.arrival_ns != 0) previous_arrival = f.arrival_ns;
   }
   if (splits.empty()) return nullptr;
+  const double latency = median_total(splits);
   json stages = json::object();
   for (std::size_t k = 0; k < stage_names.size(); ++k) {
     std::vector<double> v;
@@ -156,8 +159,8 @@ json stage_breakdown(const std::vector<camera::frame_stages>& frames, std::uint6
   return {{"n", splits.size()},
           {"stages_us", stages},
           {"slowest", slow},
-          {"late", late_frames(splits)},
-          {"spaced", spaced_frames(splits)}};
+          {"late", late_frames(splits, latency)},
+          {"spaced", spaced_frames(splits, latency)}};
 }
 
 }  // namespace resident::bench
