@@ -76,6 +76,11 @@ void run_options::validate() const {
                                 to_string(static_cast<unsigned>(capture)));
   }
   if (device < 0) throw std::invalid_argument("run_options: device must be >= 0");
+  if (on_telemetry && telemetry_samples == 0) {
+    throw std::invalid_argument(
+        "run_options: on_telemetry needs telemetry_samples > 0 (the size of the device ring it "
+        "is drained from)");
+  }
   if (deadline.count() < 0 || deadline > std::chrono::seconds(1)) {
     throw std::invalid_argument("run_options: deadline must be 0 (none) to 1 s, got " +
                                 to_string(deadline.count()) + " ns");

@@ -138,8 +138,11 @@ loop_executor::loop_executor(Application& app, execution_mode mode, const run_op
   // Touched now, not as the drain fills it: a long run's memory must not grow with its
   // telemetry (bench soak checks the process's RSS). resize() writes every entry; clear() keeps
   // the capacity.
-  _telemetry.resize(options.telemetry_samples);
-  _telemetry.clear();
+  // With a streaming consumer the run keeps nothing.
+  if (!options.on_telemetry) {
+    _telemetry.resize(options.telemetry_samples);
+    _telemetry.clear();
+  }
 }
 
 std::string loop_executor::loop_name() const {
@@ -195,14 +198,25 @@ void loop_executor::drain_telemetry(bool force) {
   const std::uint64_t after = read_written();
   const std::uint64_t trusted_from = after > capacity ? std::max(from, after - capacity) : from;
   _telemetry_lost += trusted_from - from;
-  for (std::uint64_t i = trusted_from; i < written; ++i) {
+  _drained = written;
+  const std::span<const telemetry_entry> batch(staging + (trusted_from - from),
+                                               staging + (written - from));
+  if (_options.on_telemetry) {
+    try {
+      _options.on_telemetry(batch);
+    } catch (...) {
+      _telemetry_lost += batch.size();
+      throw;  // the supervisor reports it and goes on
+    }
+    return;
+  }
+  for (const telemetry_entry& e : batch) {
     if (_telemetry.size() < _telemetry.capacity()) {
-      _telemetry.push_back(staging[i - from]);
+      _telemetry.push_back(e);
     } else {
       ++_telemetry_lost;
     }
   }
-  _drained = written;
 }
 
 double loop_executor::mean_iteration_ns() {

@@ -21,7 +21,6 @@ namespace {
 
 using steady = std::chrono::steady_clock;
 constexpr std::size_t line = 64;
-constexpr std::size_t max_log = std::size_t{1} << 20;
 
 std::size_t round_up(std::size_t n) { return (n + line - 1) / line * line; }
 
@@ -54,6 +53,9 @@ void check(const sensor_config& c) {
   }
   if (c.distinct_frames == 0 || c.distinct_frames > 64) {
     fail("distinct_frames must be 1..64, got " + std::to_string(c.distinct_frames));
+  }
+  if (c.log_frames > (1U << 24)) {
+    fail("log_frames must be 0 to 16777216, got " + std::to_string(c.log_frames));
   }
 }
 
@@ -135,8 +137,8 @@ sensor_bridge::sensor_bridge(const sensor_config& config, const rgb8_image& phot
   allocate_ring();
   _clock_offset_ns = measure_clock_offset().offset_ns;
   // The first 2^16 entries are touched now (2 MB), so a run of up to 18 minutes at 60 Hz logs
-  // without growing the process; beyond, the log grows up to max_log.
-  _log.resize(std::min<std::size_t>(max_log, 1U << 16));
+  // without growing the process; beyond, the log grows up to log_frames, then wraps.
+  _log.resize(std::min<std::size_t>(_config.log_frames, 1U << 16));
   _log.clear();
 }
 
@@ -249,7 +251,11 @@ std::uint32_t sensor_bridge::distinct_of(std::uint64_t frame) const noexcept {
 
 std::vector<frame_log> sensor_bridge::log() const {
   std::lock_guard lock(_mutex);
-  return _log;
+  std::vector<frame_log> out;
+  out.reserve(_log.size());
+  out.insert(out.end(), _log.begin() + static_cast<std::ptrdiff_t>(_log_oldest), _log.end());
+  out.insert(out.end(), _log.begin(), _log.begin() + static_cast<std::ptrdiff_t>(_log_oldest));
+  return out;
 }
 
 std::string sensor_bridge::failure() const {
@@ -317,8 +323,13 @@ void sensor_bridge::deliver(std::uint64_t frame, std::uint64_t start_dev_ns,
       it = _pending.erase(it);
     }
     const bool faulty = a.patches > 0 || a.status != 0;
-    if (_log.size() < max_log)
-      _log.push_back({frame, start_dev_ns, late_ns, distinct == 0, faulty});
+    const frame_log entry{frame, start_dev_ns, late_ns, distinct == 0, faulty};
+    if (_log.size() < _config.log_frames) {
+      _log.push_back(entry);
+    } else if (!_log.empty()) {
+      _log[_log_oldest] = entry;
+      _log_oldest = (_log_oldest + 1) % _log.size();
+    }
   }
   if (_config.delivery == frame_delivery::device) {
     auto* base = static_cast<std::uint8_t*>(_ring.data());

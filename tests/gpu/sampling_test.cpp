@@ -5,8 +5,11 @@
 
 #include <atomic>
 #include <cmath>
+#include <mutex>
 #include <numeric>
+#include <span>
 #include <thread>
+#include <vector>
 
 #include "gpu/support.hpp"
 
@@ -205,6 +208,49 @@ TEST(sample_policy_every, processes_each_sample_in_order_when_the_loop_keeps_up)
     std::vector<std::uint64_t> order;
     for (const telemetry_entry& e : run->telemetry()) order.push_back(e.seq);
     std::vector<std::uint64_t> want(30);
+    std::iota(want.begin(), want.end(), 1U);
+    EXPECT_EQ(order, want);
+  }
+}
+
+// Streaming telemetry: a run five times longer than its device ring hands every entry to the
+// consumer, in order, and keeps none itself.
+TEST(streaming_telemetry, hands_every_entry_of_a_run_longer_than_its_ring_to_the_consumer) {
+  RESIDENT_REQUIRE_GPU();
+  constexpr std::uint64_t total = 5 * 1024;
+  for (const auto mode : all_execution_modes) {
+    SCOPED_TRACE(std::string(to_string(mode)));
+    slow_app app(1000);
+    std::mutex mutex;
+    std::vector<std::uint64_t> order;
+    order.reserve(total);
+    std::uint64_t batches = 0;
+    run_options options;
+    options.policy = sample_policy::every;
+    options.telemetry_samples = 1024;  // the ring: a fifth of the run
+    options.on_telemetry = [&](std::span<const telemetry_entry> batch) {
+      const std::lock_guard lock(mutex);
+      ++batches;
+      for (const telemetry_entry& e : batch) order.push_back(e.seq);
+    };
+    auto run = run_async(app, mode, options);
+    // 4 kHz: the supervisor (every 50 ms) drains the ring long before it wraps.
+    const auto start = std::chrono::steady_clock::now();
+    for (std::uint64_t i = 1; i <= total; ++i) {
+      std::this_thread::sleep_until(start + i * 250us);
+      app._mailbox->publish(as_bytes(sample_for(i)));
+    }
+    const auto deadline = std::chrono::steady_clock::now() + 2s;
+    while (run->counters().last_seq < total && std::chrono::steady_clock::now() < deadline) {
+    }
+    const tear_down_report report = run->tear_down();
+    ASSERT_TRUE(report.stopped) << report.error;
+    EXPECT_EQ(report.counters.processed, total);
+    EXPECT_TRUE(run->telemetry().empty()) << "a streaming run keeps no telemetry of its own";
+    EXPECT_EQ(run->telemetry_lost(), 0U);
+    const std::lock_guard lock(mutex);
+    EXPECT_GE(batches, 2U) << "the ring was drained while the loop ran, not only at the end";
+    std::vector<std::uint64_t> want(total);
     std::iota(want.begin(), want.end(), 1U);
     EXPECT_EQ(order, want);
   }

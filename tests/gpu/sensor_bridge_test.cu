@@ -94,6 +94,37 @@ TEST_P(sensor_bridge_delivery, lands_frames_the_host_receiver_accepts_with_their
   }
 }
 
+TEST_P(sensor_bridge_delivery, a_bounded_log_keeps_the_newest_frames_in_order) {
+  RESIDENT_REQUIRE_GPU();
+  io::sensor_config c = small_sensor(1000.0, GetParam());
+  c.log_frames = 8;
+  io::sensor_bridge bridge(c, gradient_photo(200, 150));
+  bridge.start();
+  wait_for_frames(bridge, 21);
+  bridge.stop();
+  ASSERT_EQ(bridge.failure(), "");
+  const std::uint64_t newest = bridge.produced();
+  const auto log = bridge.log();
+  ASSERT_EQ(log.size(), 8U);
+  for (std::size_t i = 0; i < log.size(); ++i) {
+    EXPECT_EQ(log[i].frame, newest - 7 + i);
+    EXPECT_EQ(log[i].led_lit, (log[i].frame - 1) % c.distinct_frames == 0);
+  }
+  c.log_frames = 0;  // no log at all, for runs of any length
+  io::sensor_bridge silent(c, gradient_photo(200, 150));
+  silent.start();
+  wait_for_frames(silent, 3);
+  silent.stop();
+  EXPECT_TRUE(silent.log().empty());
+  c.log_frames = (1U << 24) + 1;
+  try {
+    io::sensor_bridge refused(c, gradient_photo(200, 150));
+    ADD_FAILURE() << "a log of 2^24 + 1 frames was accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_THAT(e.what(), ::testing::HasSubstr("log_frames must be 0 to 16777216, got 16777217"));
+  }
+}
+
 TEST_P(sensor_bridge_delivery, applies_an_injected_bit_flip_to_exactly_one_frame) {
   RESIDENT_REQUIRE_GPU();
   io::sensor_bridge bridge(small_sensor(200.0, GetParam()), gradient_photo(64, 64));

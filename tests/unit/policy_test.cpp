@@ -246,6 +246,15 @@ TEST(run_options, a_deadline_is_none_or_up_to_one_second) {
   EXPECT_THROW(options.validate(), std::invalid_argument);
 }
 
+TEST(run_options, streaming_telemetry_needs_a_ring) {
+  run_options options;
+  options.on_telemetry = [](std::span<const telemetry_entry>) {};
+  EXPECT_THAT(error_of<std::invalid_argument>([&] { options.validate(); }),
+              HasSubstr("on_telemetry needs telemetry_samples > 0"));
+  options.telemetry_samples = 1024;
+  EXPECT_NO_THROW(options.validate());
+}
+
 TEST(run_options, zero_stall_timeout_is_rejected) {
   run_options options;
   options.stall_timeout = 0ms;

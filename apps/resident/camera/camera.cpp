@@ -165,15 +165,21 @@ void software_latency(const std::vector<telemetry_entry>& t, camera_result& r) {
   r.software_us.reserve(t.size());
   r.software_frames.reserve(t.size());
   for (const auto& e : t) {
-    const auto arrival = e.stamp_ns[static_cast<std::size_t>(stage::arrival)];
-    const auto commit = e.stamp_ns[static_cast<std::size_t>(stage::commit)];
-    if (e.repeat != 0 || arrival == 0 || commit < arrival) continue;
-    r.software_us.push_back(static_cast<double>(commit - arrival) / 1000.0);
-    r.software_frames.push_back(e.seq);
+    if (const auto us = software_latency_us(e)) {
+      r.software_us.push_back(*us);
+      r.software_frames.push_back(e.seq);
+    }
   }
 }
 
 }  // namespace
+
+std::optional<double> software_latency_us(const telemetry_entry& e) noexcept {
+  const auto arrival = e.stamp_ns[static_cast<std::size_t>(stage::arrival)];
+  const auto commit = e.stamp_ns[static_cast<std::size_t>(stage::commit)];
+  if (e.repeat != 0 || arrival == 0 || commit < arrival) return std::nullopt;
+  return static_cast<double>(commit - arrival) / 1000.0;
+}
 
 std::vector<frame_stages> stages_of(const std::vector<telemetry_entry>& telemetry,
                                     const std::vector<io::frame_log>& log) {
@@ -291,7 +297,11 @@ camera_result run_camera(const camera_settings& s, const camera_mode& m,
   opts.phase_rows =
       static_cast<std::uint32_t>(std::clamp<std::uint64_t>(o.frames + 1, 2, 1U << 20));
   opts.on_loop_thread_start = o.on_loop_thread_start;
-  opts.telemetry_samples = std::bit_ceil(std::max<std::uint64_t>(o.frames + 64, 1024));
+  const bool streaming = static_cast<bool>(o.on_telemetry);
+  // Streaming: a ring the supervisor drains (every 50 ms; half of it is 1 s of frames at 4 kHz).
+  opts.telemetry_samples =
+      streaming ? 8192 : std::bit_ceil(std::max<std::uint64_t>(o.frames + 64, 1024));
+  opts.on_telemetry = o.on_telemetry;
   const auto timeout = o.timeout.count() > 0
                            ? std::chrono::duration<double>(o.timeout)
                            : std::chrono::duration<double>(o.frames / s.sensor.rate_hz + 10.0);
@@ -299,7 +309,7 @@ camera_result run_camera(const camera_settings& s, const camera_mode& m,
   std::vector<io::scanout_event> scanouts;
   std::vector<io::photodiode_event> edges;
   std::vector<telemetry_entry> telemetry;
-  {
+  if (!streaming) {
     // Touched before the run (resize, then clear keeps the capacity), so that collecting the
     // events of a long run does not grow the process while it is measured (bench soak).
     const double seconds = timeout.count();
@@ -313,8 +323,9 @@ camera_result run_camera(const camera_settings& s, const camera_mode& m,
   }
   auto drain = [&] {
     auto s1 = display->drain_scanouts();
-    scanouts.insert(scanouts.end(), s1.begin(), s1.end());
     auto s2 = display->drain_photodiode();
+    if (streaming) return;  // drained all the same: the display's own buffers stay bounded
+    scanouts.insert(scanouts.end(), s1.begin(), s1.end());
     edges.insert(edges.end(), s2.begin(), s2.end());
   };
   // While the display engine runs, freeing device memory may wait for it: whatever leaves this

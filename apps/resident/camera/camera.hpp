@@ -18,6 +18,8 @@
 #include <filesystem>
 #include <functional>
 #include <memory>
+#include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -132,6 +134,12 @@ struct camera_run_options {
   /// When set (from another thread), the run ends as if its frames were done: the loop is torn
   /// down and the result covers the frames so far (a soak ending early on an error elsewhere).
   const std::atomic<bool>* stop{nullptr};
+  /// For runs of any length (bench soak): each batch of the loop's telemetry goes here as the
+  /// supervisor drains it (run_options::on_telemetry, from its thread), and the run keeps
+  /// neither the telemetry nor the display's scanout and photodiode events, so its memory does
+  /// not grow with its length. camera_result's per-frame vectors (software_us, processed_frames,
+  /// shown_frames, photon_us, stages) then stay empty.
+  std::function<void(std::span<const telemetry_entry>)> on_telemetry;
 };
 
 /// One processed frame's path, device clock in nanoseconds (0 where nothing stamped it): where a
@@ -171,6 +179,11 @@ struct camera_result {
   std::vector<phase_time> phases;               // phase_times: per phase of a DAG pass
   std::vector<frame_stages> stages;             // per processed frame, in order
 };
+
+/// A processed frame's software latency from its telemetry entry: the bridge's metadata arrival
+/// to the scanout written, device clock, in µs; nothing for a repeat or an entry that lacks
+/// either stamp.
+[[nodiscard]] std::optional<double> software_latency_us(const telemetry_entry& e) noexcept;
 
 /// Each processed frame's stages from the loop's telemetry and the bridge's log.
 [[nodiscard]] std::vector<frame_stages> stages_of(const std::vector<telemetry_entry>& telemetry,

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -41,6 +42,15 @@ struct run_options {
   /// device ring that the supervisor drains off the critical path; the host memory for all of
   /// them is taken before launch.
   std::size_t telemetry_samples{0};
+  /// Streaming telemetry, for runs of any length: when set, the supervisor hands each batch it
+  /// drains to this function (on its own thread, off the critical path, oldest entry first) and
+  /// keeps none itself, so run_handle::telemetry() stays empty and the run's memory does not
+  /// grow with its length. telemetry_samples then sizes only the device ring, which the
+  /// supervisor drains once half full; entries the loop overwrote before they were drained, and
+  /// a batch during which this function threw, count in run_handle::telemetry_lost() (the
+  /// supervisor prints the exception and goes on; at tear-down the report's error names it).
+  /// The entries are valid only during the call. Needs telemetry_samples > 0.
+  std::function<void(std::span<const telemetry_entry>)> on_telemetry;
   /// Host-driven modes: called first on the loop thread (e.g. to pin it and raise its
   /// priority). Resident modes have no loop thread and never call it.
   std::function<void()> on_loop_thread_start;

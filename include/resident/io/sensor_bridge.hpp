@@ -95,6 +95,9 @@ struct sensor_config {
   float cast[3]{1.25F, 1.0F, 0.8F};  // colour cast the white balance has to undo
   led_marker led{};                  // width 0: placed near the top left, 64 x 32
   int cpu{-1};                       // core for the sensor thread (-1: not pinned)
+  /// Frames the log keeps, the newest (0: none, for runs of any length); the first 2^16 entries
+  /// are reserved when the bridge is built, more as the log fills. At most 2^24.
+  std::uint32_t log_frames{1U << 20};
 };
 
 /// What the sensor thread logged about one frame.
@@ -136,7 +139,8 @@ class sensor_bridge {
   /// Which prebuilt frame frame counter `frame` carries; whether its LED is lit.
   [[nodiscard]] std::uint32_t distinct_of(std::uint64_t frame) const noexcept;
   [[nodiscard]] bool led_lit(std::uint64_t frame) const noexcept { return distinct_of(frame) == 0; }
-  /// The log of every frame produced so far (a copy; bounded at 2^20 frames, then the oldest go).
+  /// The log of the frames produced so far, oldest first (a copy; the newest
+  /// sensor_config::log_frames of them).
   [[nodiscard]] std::vector<frame_log> log() const;
   /// A sensor-thread failure (a CUDA error), or empty.
   [[nodiscard]] std::string failure() const;
@@ -174,7 +178,8 @@ class sensor_bridge {
   std::thread _thread;
   std::uint64_t _next_frame{1};  // sensor-private
   mutable std::mutex _mutex;     // guards the log, the pending faults and the failure
-  std::vector<frame_log> _log;
+  std::vector<frame_log> _log;   // a ring once it holds log_frames entries
+  std::size_t _log_oldest{0};    // where the ring's oldest entry is
   std::vector<bridge_fault> _pending;
   std::string _failure;
   // Loop thread only (host delivery, eager): the host gate's choice for frame_rx, and whether

@@ -14,7 +14,6 @@
 #include <fstream>
 #include <functional>
 #include <iostream>
-#include <map>
 #include <mutex>
 #include <ostream>
 #include <random>
@@ -90,12 +89,12 @@ sample_pool make_pool(std::int64_t elements) {
 }
 
 struct mailbox_side {
+  mailbox_side(std::size_t per_minute, std::size_t minutes)
+      : host(per_minute, minutes), in_loop(per_minute, minutes) {}
   std::atomic<std::uint64_t> checked{0};
   std::atomic<std::uint64_t> mismatches{0};
-  // Sized (and touched) before the run: a vector growing as it fills would be the soak's own
-  // RSS growth. Only the actuator thread writes it; the rest read it after joining that thread.
-  std::vector<timed_latency> latencies;
-  std::size_t filled{0};
+  minute_folder host;     // publish -> the actuator sees it (the actuator thread folds it)
+  minute_folder in_loop;  // sighting -> commit, device clock (the loop's supervisor folds it)
   std::vector<std::int64_t> publish_ns;  // by seq % size: when the sensor published it
 };
 
@@ -119,9 +118,8 @@ void run_actuator(io::mailbox& mb, std::uint64_t base, const sample_pool& pool, 
     }
     const std::int64_t published =
         std::atomic_ref<std::int64_t>(side.publish_ns[got.seq % side.publish_ns.size()]).load();
-    if (published > 0 && seen >= published && side.filled < side.latencies.size()) {
-      side.latencies[side.filled++] = {seconds_since(t0),
-                                       static_cast<double>(seen - published) / 1e3};
+    if (published > 0 && seen >= published) {
+      side.host.add({seconds_since(t0), static_cast<double>(seen - published) / 1e3});
     }
   }
 }
@@ -253,37 +251,51 @@ void soak_settings::validate() const {
       throw std::invalid_argument(m.str());
     }
   };
-  range("--minutes", minutes, 0.05, 60.0 * 24 * 30);
+  range("--minutes", minutes, 0.05, max_minutes);
   range("--mailbox-rate", mailbox_rate_hz, 1.0, 100'000.0);
   range("--elements", static_cast<double>(elements), 1.0, 1 << 24);
   range("--check-every", static_cast<double>(check_every), 1.0, 1e9);
   range("--deadline-us", deadline_us, 0.0, 1e6);
   range("--warmup-s", warmup_s, 0.0, minutes * 60.0);
-  if (minutes * 60.0 * mailbox_rate_hz > max_samples) {
-    std::ostringstream m;
-    m << "bench soak: --minutes " << minutes << " at --mailbox-rate " << mailbox_rate_hz
-      << " Hz publishes " << minutes * 60.0 * mailbox_rate_hz
-      << " samples; the soak keeps each one's stamps (about 120 bytes) for its per-minute "
-         "summaries, at most "
-      << max_samples << " (about 1 GB): shorten the run or lower the rate (at " << mailbox_rate_hz
-      << " Hz: at most " << max_samples / mailbox_rate_hz / 60.0 << " minutes)";
-    throw std::invalid_argument(m.str());
-  }
   range("--health-every-s", health_every_s, 0.0, 86400.0);
   (void)resident_mode(camera_mode, "--camera-mode");
   (void)resident_mode(mailbox_mode, "--mailbox-mode");
 }
 
-std::vector<minute_summary> per_minute(std::span<const timed_latency> samples) {
-  std::map<int, std::vector<double>> by_minute;
-  for (const auto& s : samples)
-    by_minute[static_cast<int>(std::floor(s.t_s / 60.0))].push_back(s.us);
-  std::vector<minute_summary> out;
-  for (auto& [minute, values] : by_minute) {
-    const measure::summary s = measure::summarize(values);
-    out.push_back({minute, s.n, s.p50, s.p99, s.max});
+minute_folder::minute_folder(std::size_t per_minute, std::size_t minutes) {
+  _values.resize(per_minute);
+  _values.clear();
+  _closed.resize(minutes + 2);
+  _closed.clear();
+}
+
+void minute_folder::add(timed_latency sample) {
+  const int minute = static_cast<int>(std::floor(std::max(sample.t_s, 0.0) / 60.0));
+  std::lock_guard lock(_mutex);
+  if (minute > _open) {
+    if (!_values.empty()) _closed.push_back(summary_of_open());
+    _values.clear();
+    _open = minute;
   }
+  _values.push_back(sample.us);
+}
+
+minute_summary minute_folder::summary_of_open() const {
+  const measure::summary s = measure::summarize(_values);
+  return {_open, s.n, s.p50, s.p99, s.max};
+}
+
+std::vector<minute_summary> minute_folder::summaries() const {
+  std::lock_guard lock(_mutex);
+  std::vector<minute_summary> out = _closed;
+  if (!_values.empty()) out.push_back(summary_of_open());
   return out;
+}
+
+std::optional<minute_summary> minute_folder::latest() const {
+  std::lock_guard lock(_mutex);
+  if (_closed.empty()) return std::nullopt;
+  return _closed.back();
 }
 
 std::optional<double> p99_drift(std::span<const minute_summary> minutes, double warmup_s,
@@ -301,21 +313,16 @@ std::optional<double> p99_drift(std::span<const minute_summary> minutes, double 
   return (hi - lo) / lo;
 }
 
-std::vector<timed_latency> in_loop_latencies(std::span<const telemetry_entry> telemetry,
-                                             std::uint64_t base, double rate_hz) {
+std::optional<timed_latency> in_loop_latency(const telemetry_entry& e, std::uint64_t base,
+                                             double rate_hz) {
   constexpr auto detect = static_cast<std::size_t>(stage::detect);
   constexpr auto commit = static_cast<std::size_t>(stage::commit);
-  std::vector<timed_latency> out;
-  out.reserve(telemetry.size());
-  for (const auto& e : telemetry) {
-    if (e.repeat != 0 || e.seq <= base || e.stamp_ns[detect] == 0 ||
-        e.stamp_ns[commit] < e.stamp_ns[detect]) {
-      continue;
-    }
-    out.push_back({static_cast<double>(e.seq - base) / rate_hz,
-                   static_cast<double>(e.stamp_ns[commit] - e.stamp_ns[detect]) / 1e3});
+  if (e.repeat != 0 || e.seq <= base || e.stamp_ns[detect] == 0 ||
+      e.stamp_ns[commit] < e.stamp_ns[detect]) {
+    return std::nullopt;
   }
-  return out;
+  return timed_latency{static_cast<double>(e.seq - base) / rate_hz,
+                       static_cast<double>(e.stamp_ns[commit] - e.stamp_ns[detect]) / 1e3};
 }
 
 std::uint64_t resident_set_bytes() {
@@ -372,7 +379,8 @@ struct soak_outcome {
   const camera_side& screens;
   const mailbox_side& mailbox;
   const tear_down_report& mailbox_report;
-  std::span<const timed_latency> mailbox_in_loop;  // sighting -> commit, device clock
+  std::uint64_t mailbox_telemetry_lost;
+  const minute_folder& camera_latency;  // frame arrival -> scanout written, device clock
   std::uint64_t published;
   double run_s;  // the sensor's seconds, from t0
   soak_memory memory;
@@ -389,24 +397,15 @@ json drift_judgment(const std::string& what, std::optional<double> drift) {
 json drift_json(std::optional<double> drift) { return drift ? json(*drift) : json(nullptr); }
 
 /// The receipt's results and judgments from the run's outcome; `ok` when every check passed.
-void record_soak(measure::receipt& receipt, const soak_settings& s, double camera_rate_hz,
-                 const soak_outcome& o, const shared_state& state, bool& ok) {
-  // Camera latency per minute from its telemetry (arrival -> scanout written, device clock),
-  // filed by the frame's place in the run.
-  std::vector<timed_latency> camera_lat;
-  for (std::size_t i = 0; i < o.camera.software_us.size(); ++i) {
-    const double t =
-        static_cast<double>(o.camera.software_frames[i] - o.camera.counters.start_seq) /
-        camera_rate_hz;
-    camera_lat.push_back({t, o.camera.software_us[i]});
-  }
-  const auto camera_minutes = per_minute(camera_lat);
-  // The mailbox loop's own response (sighting -> commit, device clock) is what drift is judged
-  // on; the actuator's view (publish -> seen, host clock) adds the host threads' wake-ups and
-  // is reported beside it.
-  const auto mailbox_minutes = per_minute(o.mailbox_in_loop);
-  const auto host_minutes =
-      per_minute(std::span<const timed_latency>(o.mailbox.latencies).first(o.mailbox.filled));
+void record_soak(measure::receipt& receipt, const soak_settings& s, const soak_outcome& o,
+                 const shared_state& state, bool& ok) {
+  // Per minute, folded as the run went: the camera's frames by their place in the run; the
+  // mailbox loop's own response (sighting -> commit, device clock) is what drift is judged on;
+  // the actuator's view (publish -> seen, host clock) adds the host threads' wake-ups and is
+  // reported beside it.
+  const auto camera_minutes = o.camera_latency.summaries();
+  const auto mailbox_minutes = o.mailbox.in_loop.summaries();
+  const auto host_minutes = o.mailbox.host.summaries();
   const auto camera_drift = p99_drift(camera_minutes, s.warmup_s, o.run_s);
   const auto mailbox_drift = p99_drift(mailbox_minutes, s.warmup_s, o.run_s);
   const auto host_drift = p99_drift(host_minutes, s.warmup_s, o.run_s);
@@ -424,6 +423,7 @@ void record_soak(measure::receipt& receipt, const soak_settings& s, double camer
                   {"checked", o.mailbox.checked.load()},
                   {"mismatches", o.mailbox.mismatches.load()},
                   {"latency", "handler sighting -> commit, device clock"},
+                  {"telemetry_lost", o.mailbox_telemetry_lost},
                   {"minutes", minutes_json(mailbox_minutes)},
                   {"p99_drift", drift_json(mailbox_drift)},
                   {"host_latency", "sensor publish -> actuator sees the output, host clock"},
@@ -560,12 +560,39 @@ struct sensor_outcome {
   std::uint64_t free_warm = 0;
 };
 
+json latest_json(const minute_folder& f) {
+  const auto m = f.latest();
+  if (!m) return nullptr;
+  return {{"minute", m->minute},
+          {"n", m->n},
+          {"p50_us", m->p50_us},
+          {"p99_us", m->p99_us},
+          {"max_us", m->max_us}};
+}
+
+/// One health line: the counters, the checks so far, the latest whole minute's latencies and
+/// the memory, host and device.
+json health_line(double t, const loop_counters& mailbox, const loop_counters& camera,
+                 const mailbox_side& mside, const minute_folder& camera_latency) {
+  return {{"t_s", t},
+          {"mailbox", counters_json(mailbox)},
+          {"camera", counters_json(camera)},
+          {"mailbox_checked", mside.checked.load()},
+          {"mailbox_mismatches", mside.mismatches.load()},
+          {"latest_minute",
+           {{"mailbox", latest_json(mside.in_loop)},
+            {"mailbox_host", latest_json(mside.host)},
+            {"camera", latest_json(camera_latency)}}},
+          {"rss_bytes", resident_set_bytes()},
+          {"free_device_bytes", free_device_bytes()}};
+}
+
 /// The sensor (the calling thread) for `seconds` from t0: publishes at the rate; every second it
 /// reconciles both loops' counters; every health_every_s it writes a health line.
 sensor_outcome run_sensor(const soak_settings& s, lab_pipeline& app, const sample_pool& pool,
-                          mailbox_side& mside, run_handle& mrun, shared_state& state,
-                          std::uint64_t base, clock_type::time_point t0, double seconds,
-                          std::ostream& health) {
+                          mailbox_side& mside, const minute_folder& camera_latency,
+                          run_handle& mrun, shared_state& state, std::uint64_t base,
+                          clock_type::time_point t0, double seconds, std::ostream& health) {
   const auto period_ns = static_cast<std::int64_t>(1e9 / s.mailbox_rate_hz);
   const std::int64_t start_ns = now_ns();
   sensor_outcome out;
@@ -594,25 +621,55 @@ sensor_outcome run_sensor(const soak_settings& s, lab_pipeline& app, const sampl
     }
     if (s.health_every_s > 0 && t >= next_health) {
       next_health += s.health_every_s;
-      health << json{{"t_s", t},
-                     {"mailbox", counters_json(mc)},
-                     {"camera", counters_json(state.camera)},
-                     {"mailbox_checked", mside.checked.load()},
-                     {"mailbox_mismatches", mside.mismatches.load()},
-                     {"rss_bytes", resident_set_bytes()}}
-                    .dump()
-             << '\n'
+      health << health_line(t, mc, state.camera, mside, camera_latency).dump() << '\n'
              << std::flush;
     }
   }
   return out;
 }
 
+/// The camera run's options. It starts before the mailbox and t0: a few seconds more keep it
+/// running to the end. Each processed frame's latency is folded into `latency`, filed by its
+/// place in the run (the first frame processed starts it; only the camera loop's supervisor
+/// calls that); `watch` checks a shown frame now and then and publishes the counters.
+camera::camera_run_options camera_run(const soak_settings& s, const camera::camera_settings& cam,
+                                      double seconds, std::chrono::nanoseconds deadline,
+                                      const std::atomic<bool>& stop, minute_folder& latency,
+                                      camera_side& cside, shared_state& state) {
+  camera::camera_run_options o;
+  o.stop = &stop;
+  o.frames = static_cast<std::uint64_t>(cam.sensor.rate_hz * (seconds + 10.0));
+  o.progress = false;
+  o.timeout = std::chrono::seconds(static_cast<std::int64_t>(seconds) + 60);
+  o.deadline = deadline;
+  const double rate_hz = cam.sensor.rate_hz;
+  o.on_telemetry = [&latency, rate_hz,
+                    first = std::uint64_t{0}](std::span<const telemetry_entry> batch) mutable {
+    for (const telemetry_entry& e : batch) {
+      const auto us = camera::software_latency_us(e);
+      if (!us) continue;
+      if (first == 0) first = e.seq;
+      latency.add({static_cast<double>(e.seq - first) / rate_hz, *us});
+    }
+  };
+  o.watch = [&s, &cside, &state](io::sensor_bridge& b, io::display& d, const loop_counters& c) {
+    if (c.processed >= cside.next_check) {
+      check_screen(d, b, cside);
+      cside.next_check = c.processed + s.check_every;
+    }
+    std::lock_guard lock(state.mutex);
+    state.camera = c;
+    state.camera_running = true;
+  };
+  return o;
+}
+
 measure::receipt run_soak_bench(const soak_settings& s, std::ostream& log, bool& ok) {
   s.validate();
   health_output health(s.health_path);
   measure::receipt receipt = soak_receipt(s);
-  const camera::camera_settings cam = soak_camera(s, log);
+  camera::camera_settings cam = soak_camera(s, log);
+  cam.sensor.log_frames = 0;  // the soak reads no frame log: none, for runs of any length
   receipt.settings["camera_pipeline"] = {
       {"isp", cam.isp}, {"statistics", cam.statistics}, {"demosaic", cam.demosaic}};
   const io::rgb8_image photo = soak_photo(cam, log);
@@ -627,9 +684,13 @@ measure::receipt run_soak_bench(const soak_settings& s, std::ostream& log, bool&
 
   lab_pipeline app(s.elements, true);
   const sample_pool pool = make_pool(s.elements);
-  mailbox_side mside;
+  // Latencies are folded per minute as the run goes: room for one minute of each series (and a
+  // summary a minute) is taken now, so nothing grows with the run's length.
+  const auto run_minutes = static_cast<std::size_t>(std::ceil(s.minutes)) + 1;
+  mailbox_side mside(static_cast<std::size_t>(s.mailbox_rate_hz * 60.0 * 1.1) + 1024, run_minutes);
   mside.publish_ns.assign(1 << 16, 0);
-  mside.latencies.assign(static_cast<std::size_t>(s.mailbox_rate_hz * seconds * 1.05) + 1024, {});
+  minute_folder camera_latency(static_cast<std::size_t>(cam.sensor.rate_hz * 60.0 * 1.1) + 1024,
+                               run_minutes);
 
   // The camera first, on a thread of its own (run_camera returns when its frames are done): its
   // set-up allocates (the bridge's ring, the display, the telemetry sized by the run's length),
@@ -643,22 +704,8 @@ measure::receipt run_soak_bench(const soak_settings& s, std::ostream& log, bool&
       [&] { camera_stop = true; },
       [&] {
         try {
-          camera::camera_run_options o;
-          o.stop = &camera_stop;
-          // It starts before the mailbox and t0: a few seconds more keep it running to the end.
-          o.frames = static_cast<std::uint64_t>(cam.sensor.rate_hz * (seconds + 10.0));
-          o.progress = false;
-          o.timeout = std::chrono::seconds(static_cast<std::int64_t>(seconds) + 60);
-          o.deadline = deadline;
-          o.watch = [&](io::sensor_bridge& b, io::display& d, const loop_counters& c) {
-            if (c.processed >= cside.next_check) {
-              check_screen(d, b, cside);
-              cside.next_check = c.processed + s.check_every;
-            }
-            std::lock_guard lock(state.mutex);
-            state.camera = c;
-            state.camera_running = true;
-          };
+          const camera::camera_run_options o =
+              camera_run(s, cam, seconds, deadline, camera_stop, camera_latency, cside, state);
           cres = camera::run_camera(cam, camera::parse_camera_mode(s.camera_mode), o, photo);
         } catch (const std::exception& e) {
           camera_failure = e.what();
@@ -672,22 +719,31 @@ measure::receipt run_soak_bench(const soak_settings& s, std::ostream& log, bool&
   run_options mopts;
   mopts.deadline = deadline;
   mopts.persistent_blocks = 1;
-  // Every sample's stamps, for the loop's own latency per minute (reserved and touched before
-  // the run, so the drained telemetry is no RSS growth).
-  mopts.telemetry_samples = mside.latencies.size();
+  // The loop's own latency per sample, streamed through a ring of 2^14 entries (8 s at 2 kHz;
+  // the supervisor drains it every 50 ms once half full) into the per-minute folder. Samples
+  // published before the run (none) would be filed under `base`, set before the first publish.
+  std::atomic<std::uint64_t> telemetry_base{0};
+  mopts.telemetry_samples = 1 << 14;
+  mopts.on_telemetry = [&](std::span<const telemetry_entry> batch) {
+    const std::uint64_t b = telemetry_base.load(std::memory_order_acquire);
+    for (const telemetry_entry& e : batch) {
+      if (const auto l = in_loop_latency(e, b, s.mailbox_rate_hz)) mside.in_loop.add(*l);
+    }
+  };
   std::unique_ptr<run_handle> mrun;
   {
     const setup_watchdog guard(log, "the mailbox loop's set-up", setup_limit);
     mrun = run_async(app, resident_mode(s.mailbox_mode, "--mailbox-mode"), mopts);
   }
   const std::uint64_t base = app.mailbox->published();
+  telemetry_base.store(base, std::memory_order_release);
   const auto t0 = clock_type::now();
   std::atomic<bool> done{false};
   stopping_thread actuator([&] { done = true; },
                            [&] { run_actuator(*app.mailbox, base, pool, mside, done, t0); });
 
-  const sensor_outcome sensor =
-      run_sensor(s, app, pool, mside, *mrun, state, base, t0, seconds, health.stream());
+  const sensor_outcome sensor = run_sensor(s, app, pool, mside, camera_latency, *mrun, state, base,
+                                           t0, seconds, health.stream());
   const std::uint64_t published = sensor.published;
   const std::uint64_t rss_end = resident_set_bytes();
   const std::uint64_t free_end = free_device_bytes();
@@ -698,8 +754,6 @@ measure::receipt run_soak_bench(const soak_settings& s, std::ostream& log, bool&
   const tear_down_report mrep = mrun->tear_down();
   camera_thread.join();
   const double total_s = seconds_since(t0);
-  const std::vector<timed_latency> in_loop =
-      in_loop_latencies(mrun->telemetry(), base, s.mailbox_rate_hz);
   if (mrun->telemetry_lost() > 0) {
     log << "bench soak: " << mrun->telemetry_lost()
         << " mailbox telemetry entries lost (the drain fell behind); the per-minute figures "
@@ -708,11 +762,12 @@ measure::receipt run_soak_bench(const soak_settings& s, std::ostream& log, bool&
   log << "bench soak: " << total_s << " s, " << published << " mailbox samples, "
       << cres.counters.processed << " camera frames\n";
 
-  soak_outcome outcome{
-      cres,      camera_failure, cside,
-      mside,     mrep,           in_loop,
-      published, run_s,          {sensor.rss_warm, rss_end, sensor.free_warm, free_end}};
-  record_soak(receipt, s, cam.sensor.rate_hz, outcome, state, ok);
+  soak_outcome outcome{cres,           camera_failure,
+                       cside,          mside,
+                       mrep,           mrun->telemetry_lost(),
+                       camera_latency, published,
+                       run_s,          {sensor.rss_warm, rss_end, sensor.free_warm, free_end}};
+  record_soak(receipt, s, outcome, state, ok);
   return receipt;
 }
 

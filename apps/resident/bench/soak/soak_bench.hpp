@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <iosfwd>
+#include <mutex>
 #include <optional>
 #include <span>
 #include <string>
@@ -19,11 +20,9 @@
 namespace resident::bench {
 
 struct soak_settings {
-  /// Mailbox samples a run may publish: each one's stamps (host latency and loop telemetry,
-  /// about 120 bytes) are kept for the per-minute summaries, so a run is bounded to about 1 GB
-  /// of them (66 minutes at the default 2 kHz). Summaries folded as the run goes, for runs of
-  /// days, are not built yet.
-  static constexpr double max_samples = 8'000'000.0;
+  /// The longest run: a month. Memory does not grow with the length (the latencies are folded
+  /// into per-minute summaries as the run goes; the loops' telemetry streams through rings).
+  static constexpr double max_minutes = 60.0 * 24 * 31;
 
   double minutes{8.0};
   std::string camera_config{"examples/camera.yaml"};
@@ -65,8 +64,34 @@ struct minute_summary {
   double max_us{0};
 };
 
-/// The samples per whole minute of the run (a minute without samples is left out), in order.
-[[nodiscard]] std::vector<minute_summary> per_minute(std::span<const timed_latency> samples);
+/// Per-minute latency summaries folded as a run goes, so a run of days keeps one minute of
+/// samples, not all of them: a minute's samples stay (in room reserved up front) until a sample
+/// of a later minute closes it. Samples come in time order from one thread; one that belongs to
+/// an earlier minute than the open one counts in the open one. summaries() and latest() may be
+/// called from any thread meanwhile.
+class minute_folder {
+ public:
+  /// `per_minute`: samples a minute is expected to hold; `minutes`: the run's length. Both are
+  /// reserved now (and touched), so folding does not grow the process.
+  minute_folder(std::size_t per_minute, std::size_t minutes);
+  minute_folder(const minute_folder&) = delete;
+  minute_folder& operator=(const minute_folder&) = delete;
+
+  void add(timed_latency sample);
+  /// Every minute with samples (a minute without any is left out), in order: the closed ones,
+  /// then the open one.
+  [[nodiscard]] std::vector<minute_summary> summaries() const;
+  /// The latest closed minute (nothing before the first minute closes).
+  [[nodiscard]] std::optional<minute_summary> latest() const;
+
+ private:
+  [[nodiscard]] minute_summary summary_of_open() const;
+
+  mutable std::mutex _mutex;  // guards everything below
+  int _open{-1};              // the open minute (-1: no sample yet)
+  std::vector<double> _values;
+  std::vector<minute_summary> _closed;
+};
 
 /// How far the per-minute p99 moved over the run, ignoring minutes that start before
 /// `warmup_s` and a last minute the run of `run_s` seconds did not fill (its few samples would
@@ -75,11 +100,12 @@ struct minute_summary {
 [[nodiscard]] std::optional<double> p99_drift(std::span<const minute_summary> minutes,
                                               double warmup_s, double run_s);
 
-/// The loop's own response per sample from its telemetry: the handler's sighting of the sample
-/// to the egress's commit, on the device clock (no host on it), filed at (seq - base) / rate_hz
-/// seconds into the run. Repeats and entries missing either stamp are left out.
-[[nodiscard]] std::vector<timed_latency> in_loop_latencies(
-    std::span<const telemetry_entry> telemetry, std::uint64_t base, double rate_hz);
+/// The loop's own response to a sample from its telemetry entry: the handler's sighting of the
+/// sample to the egress's commit, on the device clock (no host on it), filed at
+/// (seq - base) / rate_hz seconds into the run. Nothing for a repeat, a sample before the base
+/// or an entry missing either stamp.
+[[nodiscard]] std::optional<timed_latency> in_loop_latency(const telemetry_entry& e,
+                                                           std::uint64_t base, double rate_hz);
 
 /// Resident set size of this process in bytes (/proc/self/statm; 0 where unreadable).
 [[nodiscard]] std::uint64_t resident_set_bytes();
