@@ -5,8 +5,11 @@
 #include <gmock/gmock.h>
 
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <set>
+#include <span>
+#include <vector>
 
 #include "gpu/support.hpp"
 
@@ -161,6 +164,43 @@ TEST(camera, the_screen_is_the_cpu_pipeline_of_the_frame_it_shows_when_frames_di
       EXPECT_LE(worst_difference(r.screen, expected), 1)
           << "the screen is not frame " << r.screen_frame << " through the CPU pipeline";
     }
+  }
+}
+
+// A run of any length keeps nothing that grows with it: the loop's telemetry streams to the
+// caller (each processed frame once, in order, with its arrival -> scanout latency), and the run
+// keeps no per-frame record of its own, nor the bridge a frame log.
+TEST(camera, streamed_telemetry_reaches_the_caller_and_the_run_keeps_none) {
+  RESIDENT_REQUIRE_GPU();
+  camera_settings s = small_camera(500.0, 8);
+  s.sensor.log_frames = 0;
+  for (const auto mode : {"while", "tail", "persistent"}) {
+    SCOPED_TRACE(mode);
+    std::vector<std::uint64_t> frames;
+    std::vector<double> latency_us;
+    camera_run_options o;
+    o.frames = 200;
+    o.on_telemetry = [&](std::span<const telemetry_entry> batch) {
+      for (const telemetry_entry& e : batch) {
+        if (e.repeat != 0) continue;
+        frames.push_back(e.seq);
+        if (const auto us = camera::software_latency_us(e)) latency_us.push_back(*us);
+      }
+    };
+    const camera_result r = run(s, mode, o);
+    expect_exact_accounting(r);
+    ASSERT_GE(r.counters.processed, 200U);
+    EXPECT_EQ(frames.size(), r.counters.processed) << "every processed frame, once";
+    EXPECT_EQ(std::adjacent_find(frames.begin(), frames.end(), std::greater_equal<>()),
+              frames.end())
+        << "in order";
+    ASSERT_EQ(latency_us.size(), frames.size()) << "each with its arrival and commit stamps";
+    ASSERT_FALSE(latency_us.empty());
+    EXPECT_GT(*std::min_element(latency_us.begin(), latency_us.end()), 0.0);
+    EXPECT_TRUE(r.software_us.empty());
+    EXPECT_TRUE(r.processed_frames.empty());
+    EXPECT_TRUE(r.shown_frames.empty());
+    EXPECT_TRUE(r.stages.empty());
   }
 }
 
