@@ -135,10 +135,9 @@ loop_executor::loop_executor(Application& app, execution_mode mode, const run_op
   _lifetime =
       std::make_shared<const app_lifetime>(app_lifetime{app.operators(), app.port_memory()});
   _res = std::make_shared<loop_resources>(app, mode, options, _streams.streams);
-  // Touched now, not as the drain fills it: a long run's memory must not grow with its
-  // telemetry (bench soak checks the process's RSS). resize() writes every entry; clear() keeps
-  // the capacity.
-  // With a streaming consumer the run keeps nothing.
+  // Touched now, not as the drain fills it: a run's memory must not grow with its telemetry
+  // (bench soak checks the process's RSS). resize() writes every entry; clear() keeps the
+  // capacity. With a streaming consumer (on_telemetry) the run keeps no entry at all.
   if (!options.on_telemetry) {
     _telemetry.resize(options.telemetry_samples);
     _telemetry.clear();
