@@ -269,26 +269,35 @@ minute_folder::minute_folder(std::size_t per_minute, std::size_t minutes) {
   _closed.clear();
 }
 
+namespace {
+
+/// The summary of one minute's samples, sorted here in place (no allocation).
+minute_summary summary_sorting(int minute, std::span<double> values) {
+  std::sort(values.begin(), values.end());
+  return {minute, values.size(), measure::percentile_sorted(values, 0.50),
+          measure::percentile_sorted(values, 0.99), values.back()};
+}
+
+}  // namespace
+
 void minute_folder::add(timed_latency sample) {
   const int minute = static_cast<int>(std::floor(std::max(sample.t_s, 0.0) / 60.0));
   std::lock_guard lock(_mutex);
   if (minute > _open) {
-    if (!_values.empty()) _closed.push_back(summary_of_open());
+    if (!_values.empty()) _closed.push_back(summary_sorting(_open, _values));
     _values.clear();
     _open = minute;
   }
   _values.push_back(sample.us);
 }
 
-minute_summary minute_folder::summary_of_open() const {
-  const measure::summary s = measure::summarize(_values);
-  return {_open, s.n, s.p50, s.p99, s.max};
-}
-
 std::vector<minute_summary> minute_folder::summaries() const {
   std::lock_guard lock(_mutex);
   std::vector<minute_summary> out = _closed;
-  if (!_values.empty()) out.push_back(summary_of_open());
+  if (!_values.empty()) {
+    std::vector<double> open = _values;  // the open minute goes on: summarized from a copy
+    out.push_back(summary_sorting(_open, open));
+  }
   return out;
 }
 

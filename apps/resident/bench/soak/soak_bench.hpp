@@ -85,8 +85,6 @@ class minute_folder {
   [[nodiscard]] std::optional<minute_summary> latest() const;
 
  private:
-  [[nodiscard]] minute_summary summary_of_open() const;
-
   mutable std::mutex _mutex;  // guards everything below
   int _open{-1};              // the open minute (-1: no sample yet)
   std::vector<double> _values;
