@@ -234,10 +234,15 @@ TEST(streaming_telemetry, hands_every_entry_of_a_run_longer_than_its_ring_to_the
       for (const telemetry_entry& e : batch) order.push_back(e.seq);
     };
     auto run = run_async(app, mode, options);
-    // 4 kHz: the supervisor (every 50 ms) drains the ring long before it wraps.
+    // 4 kHz: the supervisor (every 50 ms) drains the ring long before it wraps. At most three
+    // samples in flight, so a host hiccup followed by a catch-up never overruns the 4-slot
+    // mailbox (the policy would then drop samples, which is not under test here).
     const auto start = std::chrono::steady_clock::now();
     for (std::uint64_t i = 1; i <= total; ++i) {
       std::this_thread::sleep_until(start + i * 250us);
+      const auto limit = std::chrono::steady_clock::now() + 2s;
+      while (i - 1 - run->counters().last_seq >= 3 && std::chrono::steady_clock::now() < limit) {
+      }
       app._mailbox->publish(as_bytes(sample_for(i)));
     }
     const auto deadline = std::chrono::steady_clock::now() + 2s;
