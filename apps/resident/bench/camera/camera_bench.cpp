@@ -542,6 +542,19 @@ void judge_latency(camera_verdicts& v, const json& results, const latency_target
   v.targets.push_back(std::move(entry));
 }
 
+/// A target met when a / b <= 1, with both values under their names.
+void push_at_most_one(camera_verdicts& v, const std::string& name, const char* a_key, double a,
+                      const char* b_key, double b) {
+  v.targets.push_back({{"name", name},
+                       {"value", a / b},
+                       {"target", 1.0},
+                       {"op", "<="},
+                       {"unit", "ratio"},
+                       {a_key, a},
+                       {b_key, b},
+                       {"met", a <= b}});
+}
+
 void judge_demosaic_speed(camera_verdicts& v, const json& results) {
   for (const std::string res : {"1080p", "4k"}) {
     const std::string name =
@@ -554,16 +567,8 @@ void judge_demosaic_speed(camera_verdicts& v, const json& results) {
                                                       : std::string("this build has no NPP")}});
       continue;
     }
-    const double a = (*ours)["p50_us"].get<double>();
-    const double b = (*npp)["p50_us"].get<double>();
-    v.targets.push_back({{"name", name},
-                         {"value", a / b},
-                         {"target", 1.0},
-                         {"op", "<="},
-                         {"unit", "ratio"},
-                         {"malvar_p50_us", a},
-                         {"npp_p50_us", b},
-                         {"met", a <= b}});
+    push_at_most_one(v, name, "malvar_p50_us", (*ours)["p50_us"].get<double>(), "npp_p50_us",
+                     (*npp)["p50_us"].get<double>());
   }
 }
 
@@ -654,16 +659,8 @@ void judge_persistent_against_while(camera_verdicts& v, const json& results) {
           {{"name", name}, {"why", "persistent and while (fused, quiet) not both run at " + res}});
       continue;
     }
-    const double a = (*p)["mean_us"].get<double>();
-    const double b = (*w)["mean_us"].get<double>();
-    v.targets.push_back({{"name", name},
-                         {"value", a / b},
-                         {"target", 1.0},
-                         {"op", "<="},
-                         {"unit", "ratio"},
-                         {"persistent_us", a},
-                         {"while_us", b},
-                         {"met", a <= b}});
+    push_at_most_one(v, name, "persistent_us", (*p)["mean_us"].get<double>(), "while_us",
+                     (*w)["mean_us"].get<double>());
   }
 }
 

@@ -210,15 +210,17 @@ bool accounted(const loop_counters& c) {
   return c.processed + c.dropped == c.last_seq - c.start_seq;
 }
 
+json minute_json(const minute_summary& s) {
+  return {{"minute", s.minute},
+          {"n", s.n},
+          {"p50_us", s.p50_us},
+          {"p99_us", s.p99_us},
+          {"max_us", s.max_us}};
+}
+
 json minutes_json(std::span<const minute_summary> m) {
   json out = json::array();
-  for (const auto& s : m) {
-    out.push_back({{"minute", s.minute},
-                   {"n", s.n},
-                   {"p50_us", s.p50_us},
-                   {"p99_us", s.p99_us},
-                   {"max_us", s.max_us}});
-  }
+  for (const auto& s : m) out.push_back(minute_json(s));
   return out;
 }
 
@@ -571,12 +573,7 @@ struct sensor_outcome {
 
 json latest_json(const minute_folder& f) {
   const auto m = f.latest();
-  if (!m) return nullptr;
-  return {{"minute", m->minute},
-          {"n", m->n},
-          {"p50_us", m->p50_us},
-          {"p99_us", m->p99_us},
-          {"max_us", m->max_us}};
+  return m ? minute_json(*m) : json(nullptr);
 }
 
 /// One health line: the counters, the checks so far, the latest whole minute's latencies and
