@@ -7,13 +7,19 @@
 //   PLACE    stream: three launches on a stream    graph: a captured graph, three replays
 //            if: the body of a conditional if node, three replays
 //            while: the body of a conditional while node, five iterations
+//            spin: on a stream after a kernel that spins 0.2 s on the device clock
+//            mapped: on a stream after a kernel that polls a host-mapped word until the host
+//                    sets it (as a resident loop polls its mailbox), then acknowledges in another
 // Each kernel is correct in every place; the program checks its output and exits 0 when the
 // values are right. Run it under `compute-sanitizer --tool synccheck` (or racecheck) to see what
 // the tool reports (bench/probes/run_sanitizer_probe.sh runs every case).
 
+#include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "probe_check.hpp"
@@ -56,6 +62,21 @@ __global__ void count_down(cudaGraphConditionalHandle handle, int* left) {
   cudaGraphSetConditional(handle, n > 0 ? 1U : 0U);
 }
 
+// Spins on the device clock for `cycles` (a long-running kernel that touches no memory).
+__global__ void spin_kernel(long long cycles) {
+  const long long start = clock64();
+  while (clock64() - start < cycles) {
+  }
+}
+
+// Polls a host-mapped word until the host writes 1, then writes 1 to a second one.
+__global__ void mapped_kernel(const volatile int* go, volatile int* ack) {
+  while (*go == 0) {
+  }
+  *ack = 1;
+  __threadfence_system();
+}
+
 using kernel_fn = void (*)(int*);
 
 kernel_fn pick_kernel(const std::string& kernel, const std::string& barrier) {
@@ -90,6 +111,33 @@ cudaGraphExec_t conditional_graph(cudaGraphConditionalNodeType type, unsigned in
   cudaGraphExec_t exec{};
   CHECK(cudaGraphInstantiate(&exec, *graph, 0));
   return exec;
+}
+
+/// The `mapped` place: a kernel polls a host-mapped word the host sets 20 ms later; the host
+/// waits for its acknowledgement, then `launch` runs three times behind it.
+template <class Launch>
+int run_after_mapped_poll(Launch launch, cudaStream_t s) {
+  int* words = nullptr;
+  CHECK(cudaHostAlloc(&words, 2 * sizeof(int), cudaHostAllocMapped));
+  words[0] = 0;
+  words[1] = 0;
+  int* device_words = nullptr;
+  CHECK(cudaHostGetDevicePointer(&device_words, words, 0));
+  mapped_kernel<<<1, 1, 0, s>>>(device_words, device_words + 1);
+  CHECK(cudaGetLastError());
+  for (int i = 0; i < 3; ++i) launch(s);
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  reinterpret_cast<volatile int*>(words)[0] = 1;
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (reinterpret_cast<volatile int*>(words)[1] == 0) {
+    if (std::chrono::steady_clock::now() > give_up) {
+      std::fprintf(stderr, "mapped: no acknowledgement within 10 s\n");
+      std::exit(1);
+    }
+  }
+  CHECK(cudaStreamSynchronize(s));
+  CHECK(cudaFreeHost(words));
+  return 3;
 }
 
 /// Runs `kernel` in `place`; returns how many launches of it ran.
@@ -132,6 +180,13 @@ int run_in(const std::string& place, kernel_fn kernel, int* out, cudaStream_t s)
         &graph);
     CHECK(cudaGraphLaunch(exec, s));
     launches = 5;
+  } else if (place == "spin") {
+    spin_kernel<<<1, 1, 0, s>>>(400'000'000LL);
+    CHECK(cudaGetLastError());
+    for (int i = 0; i < 3; ++i) launch(s);
+    launches = 3;
+  } else if (place == "mapped") {
+    launches = run_after_mapped_poll(launch, s);
   } else {
     return -1;
   }
@@ -145,7 +200,8 @@ int run_in(const std::string& place, kernel_fn kernel, int* out, cudaStream_t s)
 
 int main(int argc, char** argv) {
   if (argc != 4) {
-    std::fprintf(stderr, "usage: %s post|even sync|bar stream|graph|if|while\n", argv[0]);
+    std::fprintf(stderr, "usage: %s post|even sync|bar stream|graph|if|while|spin|mapped\n",
+                 argv[0]);
     return 2;
   }
   const std::string kernel_name = argv[1], barrier = argv[2], place = argv[3];

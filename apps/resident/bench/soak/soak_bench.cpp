@@ -458,7 +458,7 @@ void record_soak(measure::receipt& receipt, const soak_settings& s, const soak_o
   receipt.results.push_back(camera);
   receipt.results.push_back({{"memory",
                               {{"rss_after_warmup_bytes", o.memory.rss_warm},
-                               {"o.memory.rss_end_bytes", o.memory.rss_end},
+                               {"rss_end_bytes", o.memory.rss_end},
                                {"rss_growth_bytes", rss_growth},
                                {"free_device_after_warmup_bytes", o.memory.free_warm},
                                {"free_device_end_bytes", o.memory.free_end},
