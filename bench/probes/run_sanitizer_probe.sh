@@ -1,12 +1,12 @@
 #!/bin/bash
 # Every case of the sanitizer probe under synccheck and racecheck, one line each: the tool's
 # first report (or its clean summary) and the probe's own verdict on its outputs.
-#   [TOOLS='racecheck'] [PLACES='spin mapped'] run_sanitizer_probe.sh PROBE_BINARY
+#   [TOOLS='racecheck'] [KERNELS='post even busy'] [PLACES='spin mapped'] run_sanitizer_probe.sh PROBE
 set -u
 PROBE=${1:?usage: run_sanitizer_probe.sh PROBE_BINARY}
 command -v compute-sanitizer > /dev/null || { echo "compute-sanitizer is not on PATH"; exit 1; }
 for tool in ${TOOLS:-synccheck racecheck}; do
-  for kernel in post even; do
+  for kernel in ${KERNELS:-post even}; do
     for barrier in sync bar; do
       for place in ${PLACES:-stream graph if while spin mapped}; do
         out=$(timeout 60 compute-sanitizer --tool "$tool" --print-limit 1 "$PROBE" "$kernel" \

@@ -3,6 +3,8 @@
 //   KERNEL   post: thread 0 writes a shared word, barrier, every thread reads it
 //            even: every thread writes its own shared slot, barrier, reads its neighbour's
 //                  (no branch depends on the thread)
+//            busy: `even` 100,000 times in one launch (a long kernel with heavy shared-memory
+//                  traffic, as a resident loop's handler makes)
 //   BARRIER  sync: __syncthreads() (bar.sync, aligned)   bar: barrier.sync 0 (not aligned)
 //   PLACE    stream: three launches on a stream    graph: a captured graph, three replays
 //            if: the body of a conditional if node, three replays
@@ -56,6 +58,19 @@ __global__ void even_kernel(int* out) {
   out[threadIdx.x] = slot[(threadIdx.x + 1) % threads];
 }
 
+template <bool Aligned>
+__global__ void busy_kernel(int* out) {
+  __shared__ int slot[threads];
+  int seen = 0;
+  for (int round = 0; round < 100'000; ++round) {
+    slot[threadIdx.x] = static_cast<int>(threadIdx.x) + out[threads];
+    block_barrier<Aligned>();
+    seen = slot[(threadIdx.x + 1) % threads];
+    block_barrier<Aligned>();
+  }
+  out[threadIdx.x] = seen;
+}
+
 // The while body's last kernel: counts the iterations down, ends the loop at zero.
 __global__ void count_down(cudaGraphConditionalHandle handle, int* left) {
   const int n = --*left;
@@ -83,6 +98,7 @@ kernel_fn pick_kernel(const std::string& kernel, const std::string& barrier) {
   const bool aligned = barrier == "sync";
   if (kernel == "post") return aligned ? post_kernel<true> : post_kernel<false>;
   if (kernel == "even") return aligned ? even_kernel<true> : even_kernel<false>;
+  if (kernel == "busy") return aligned ? busy_kernel<true> : busy_kernel<false>;
   return nullptr;
 }
 
@@ -200,7 +216,7 @@ int run_in(const std::string& place, kernel_fn kernel, int* out, cudaStream_t s)
 
 int main(int argc, char** argv) {
   if (argc != 4) {
-    std::fprintf(stderr, "usage: %s post|even sync|bar stream|graph|if|while|spin|mapped\n",
+    std::fprintf(stderr, "usage: %s post|even|busy sync|bar stream|graph|if|while|spin|mapped\n",
                  argv[0]);
     return 2;
   }
@@ -223,7 +239,8 @@ int main(int argc, char** argv) {
   }
   std::vector<int> got(threads + 1);
   CHECK(cudaMemcpy(got.data(), out, got.size() * sizeof(int), cudaMemcpyDeviceToHost));
-  // post: every thread saw the launch count; even: out[threads] stays 0, so i + 1 (mod threads).
+  // post: every thread saw the launch count; even and busy: out[threads] stays 0, so i + 1
+  // (mod threads).
   int wrong = 0;
   for (int i = 0; i < threads; ++i) {
     const int want = kernel_name == "post" ? launches : (i + 1) % threads;
