@@ -81,6 +81,16 @@ TEST(soak_minutes, a_last_minute_the_run_did_not_fill_is_not_judged) {
   EXPECT_FALSE(p99_drift(m, 20.0, 100.0)) << "only minute 1 is whole: nothing to compare";
 }
 
+TEST(soak_minutes, a_minute_is_judged_after_warm_up_and_when_the_run_filled_it) {
+  const auto minute = [](int i) { return minute_summary{i, 100, 5, 10, 10}; };
+  EXPECT_FALSE(minute_judged(minute(0), 20.0, 490.0)) << "minute 0 starts inside the warm-up";
+  EXPECT_TRUE(minute_judged(minute(0), 0.0, 490.0));
+  EXPECT_TRUE(minute_judged(minute(1), 20.0, 490.0));
+  EXPECT_TRUE(minute_judged(minute(7), 20.0, 490.0)) << "420-480 s lies inside 490 s";
+  EXPECT_FALSE(minute_judged(minute(8), 20.0, 490.0)) << "480-540 s: the run ended at 490 s";
+  EXPECT_TRUE(minute_judged(minute(8), 20.0, 540.0));
+}
+
 TEST(soak_minutes, in_loop_latency_is_sighting_to_commit_filed_by_sequence) {
   auto entry = [](std::uint64_t seq, std::uint64_t repeat, std::uint64_t detect,
                   std::uint64_t commit) {

@@ -218,9 +218,14 @@ json minute_json(const minute_summary& s) {
           {"max_us", s.max_us}};
 }
 
-json minutes_json(std::span<const minute_summary> m) {
+/// The minutes of a receipt, each saying whether its p99 counts for drift.
+json minutes_json(std::span<const minute_summary> m, double warmup_s, double run_s) {
   json out = json::array();
-  for (const auto& s : m) out.push_back(minute_json(s));
+  for (const auto& s : m) {
+    json one = minute_json(s);
+    one["judged"] = minute_judged(s, warmup_s, run_s);
+    out.push_back(std::move(one));
+  }
   return out;
 }
 
@@ -309,13 +314,17 @@ std::optional<minute_summary> minute_folder::latest() const {
   return _closed.back();
 }
 
+bool minute_judged(const minute_summary& m, double warmup_s, double run_s) {
+  return m.minute * 60.0 >= warmup_s && (m.minute + 1) * 60.0 <= run_s;
+}
+
 std::optional<double> p99_drift(std::span<const minute_summary> minutes, double warmup_s,
                                 double run_s) {
   double lo = 0;
   double hi = 0;
   int counted = 0;
   for (const auto& m : minutes) {
-    if (m.minute * 60.0 < warmup_s || (m.minute + 1) * 60.0 > run_s) continue;
+    if (!minute_judged(m, warmup_s, run_s)) continue;
     lo = counted == 0 ? m.p99_us : std::min(lo, m.p99_us);
     hi = counted == 0 ? m.p99_us : std::max(hi, m.p99_us);
     ++counted;
@@ -435,10 +444,10 @@ void record_soak(measure::receipt& receipt, const soak_settings& s, const soak_o
                   {"mismatches", o.mailbox.mismatches.load()},
                   {"latency", "handler sighting -> commit, device clock"},
                   {"telemetry_lost", o.mailbox_telemetry_lost},
-                  {"minutes", minutes_json(mailbox_minutes)},
+                  {"minutes", minutes_json(mailbox_minutes, s.warmup_s, o.run_s)},
                   {"p99_drift", drift_json(mailbox_drift)},
                   {"host_latency", "sensor publish -> actuator sees the output, host clock"},
-                  {"host_minutes", minutes_json(host_minutes)},
+                  {"host_minutes", minutes_json(host_minutes, s.warmup_s, o.run_s)},
                   {"host_p99_drift", drift_json(host_drift)}};
   json camera = {{"pipeline", "camera"},
                  {"mode", s.camera_mode},
@@ -452,7 +461,7 @@ void record_soak(measure::receipt& receipt, const soak_settings& s, const soak_o
                  {"screen_mismatches", o.screens.mismatches},
                  {"worst_screen_lsb", o.screens.worst_lsb},
                  {"latency", "frame arrival -> scanout written, device clock"},
-                 {"minutes", minutes_json(camera_minutes)},
+                 {"minutes", minutes_json(camera_minutes, s.warmup_s, o.run_s)},
                  {"p99_drift", drift_json(camera_drift)}};
   receipt.results.push_back(mailbox);
   receipt.results.push_back(camera);

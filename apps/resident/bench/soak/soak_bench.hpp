@@ -91,6 +91,10 @@ class minute_folder {
   std::vector<minute_summary> _closed;
 };
 
+/// Whether a minute counts for drift: it starts after `warmup_s` and the run of `run_s` seconds
+/// filled it (a last minute's few samples would make a p99 of their own).
+[[nodiscard]] bool minute_judged(const minute_summary& m, double warmup_s, double run_s);
+
 /// How far the per-minute p99 moved over the run, ignoring minutes that start before
 /// `warmup_s` and a last minute the run of `run_s` seconds did not fill (its few samples would
 /// make a p99 of their own): (max p99 - min p99) / min p99; nothing with fewer than two minutes
