@@ -91,6 +91,39 @@ TEST(soak_minutes, a_minute_is_judged_after_warm_up_and_when_the_run_filled_it) 
   EXPECT_TRUE(minute_judged(minute(8), 20.0, 540.0));
 }
 
+telemetry_entry processed(std::uint64_t seq, std::uint64_t repeat = 0) {
+  return telemetry_entry{seq, repeat, {}};
+}
+
+TEST(soak_predecessors, each_frame_knows_the_frame_processed_before_it) {
+  predecessor_ring ring(16);
+  EXPECT_FALSE(ring.before(1)) << "nothing has come in";
+  const std::vector<telemetry_entry> first{processed(1), processed(2), processed(3)};
+  ring.add(first);
+  EXPECT_EQ(ring.before(1), 0U) << "the first frame processed has none";
+  EXPECT_EQ(ring.before(2), 1U);
+  EXPECT_EQ(ring.before(3), 2U);
+  EXPECT_FALSE(ring.before(4)) << "not processed yet";
+  // Frame 4 dropped, 5 processed after 3; 5 processed again (a repeat carries its own gains).
+  const std::vector<telemetry_entry> second{processed(5), processed(5, 1), processed(6)};
+  ring.add(second);
+  EXPECT_FALSE(ring.before(4));
+  EXPECT_EQ(ring.before(5), 5U) << "its latest processing was a repeat";
+  EXPECT_EQ(ring.before(6), 5U);
+}
+
+TEST(soak_predecessors, a_slot_the_ring_moved_past_answers_nothing) {
+  predecessor_ring ring(4);
+  std::vector<telemetry_entry> batch;
+  for (std::uint64_t f = 1; f <= 9; ++f) batch.push_back(processed(f));
+  ring.add(batch);
+  EXPECT_FALSE(ring.before(5)) << "slot 1 now holds frame 9";
+  EXPECT_EQ(ring.before(9), 8U);
+  EXPECT_EQ(ring.before(6), 5U);
+  EXPECT_FALSE(ring.before(0));
+  EXPECT_FALSE(ring.before(std::uint64_t{1} << 32)) << "beyond what a slot's word holds";
+}
+
 TEST(soak_minutes, in_loop_latency_is_sighting_to_commit_filed_by_sequence) {
   auto entry = [](std::uint64_t seq, std::uint64_t repeat, std::uint64_t detect,
                   std::uint64_t commit) {

@@ -6,7 +6,9 @@
 
 #include <unistd.h>
 #include <algorithm>
+#include <array>
 #include <atomic>
+#include <chrono>
 #include <cmath>
 #include <condition_variable>
 #include <cstdio>
@@ -127,43 +129,104 @@ void run_actuator(io::mailbox& mb, std::uint64_t base, const sample_pool& pool, 
 // ---- the camera: which shown frames match the CPU pipeline ------------------------------------
 
 struct camera_side {
-  std::vector<std::vector<std::uint8_t>> expected;  // per prebuilt frame: the screen it gives
+  // Per prebuilt frame d, the screen it gives corrected with its own gains (same-frame
+  // statistics, the four-operator chain, or a repeat) and, with previous-frame statistics,
+  // with the gains of the prebuilt frame before it (d - 1: the frame the loop processed before,
+  // unless it dropped one).
+  std::vector<std::vector<std::uint8_t>> own;
+  std::vector<std::vector<std::uint8_t>> after;
+  bool previous_frame{false};
+  predecessor_ring order{4096};  // filled from the camera loop's telemetry
   std::uint64_t checked{0};
-  std::uint64_t busy{0};  // the front buffer changed during the copy: not judged
+  std::uint64_t busy{0};          // the front buffer changed during the copy: not judged
+  std::uint64_t not_followed{0};  // previous-frame: the frame before it was dropped or unknown
   std::uint64_t mismatches{0};
   int worst_lsb{0};
   std::uint64_t next_check{0};
+  std::uint64_t pending{0};  // the frame of a copied screen waiting for its predecessor
+  std::chrono::steady_clock::time_point pending_since;
   std::vector<std::uint8_t> screen;
 };
 
-std::vector<std::vector<std::uint8_t>> expected_screens(const camera::camera_settings& s,
-                                                        const io::rgb8_image& photo) {
+std::vector<std::uint8_t> screen_of(const imaging::reference::rgb_planes& rgb, float max_value,
+                                    double gamma) {
+  const auto rgba16 = imaging::reference::to_rgba16(rgb, max_value);
+  std::vector<std::uint8_t> screen(rgba16.size());
+  for (std::size_t i = 0; i < screen.size(); ++i) {
+    screen[i] = i % 4 == 3 ? 255 : io::gamma_encode(rgba16[i], 65535, gamma);
+  }
+  return screen;
+}
+
+/// Runs `work(d)` for every prebuilt frame, one thread each: the CPU pipeline takes seconds a
+/// 1080p frame, and the soak's GPU time waits for it.
+void for_each_frame(std::uint32_t frames, const std::function<void(std::uint32_t)>& work) {
+  std::vector<std::thread> workers;
+  for (std::uint32_t d = 0; d < frames; ++d) workers.emplace_back(work, d);
+  for (auto& w : workers) w.join();
+}
+
+void expected_screens(const camera::camera_settings& s, const io::rgb8_image& photo,
+                      camera_side& side) {
   namespace ref = imaging::reference;
   const io::sensor_bridge bridge(s.sensor, photo);  // the same prebuilt frames the run uses
   const auto& k = s.sensor;
   const unsigned bits = static_cast<unsigned>(k.format);
   const float max_value = static_cast<float>((1U << bits) - 1U);
-  std::vector<std::vector<std::uint8_t>> out(k.distinct_frames);
-  // One thread a prebuilt frame: the CPU pipeline takes seconds a 1080p frame, and the soak's
-  // GPU time waits for it.
-  std::vector<std::thread> workers;
-  for (std::uint32_t d = 0; d < k.distinct_frames; ++d) {
-    workers.emplace_back([&, d] {
-      const auto isp = ref::raw_isp(bridge.pixels(d), k.width, k.height, k.order, bits,
-                                    k.black_level, s.white_balance == "grey_world");
-      const auto rgb = s.demosaic == "bilinear"
-                           ? ref::demosaic_bilinear(isp.raw, k.width, k.height, k.order, max_value)
-                           : ref::demosaic_malvar(isp.raw, k.width, k.height, k.order, max_value);
-      const auto rgba16 = ref::to_rgba16(rgb, max_value);
-      std::vector<std::uint8_t> screen(rgba16.size());
-      for (std::size_t i = 0; i < screen.size(); ++i) {
-        screen[i] = i % 4 == 3 ? 255 : io::gamma_encode(rgba16[i], 65535, s.gamma);
-      }
-      out[d] = std::move(screen);
-    });
+  const bool grey_world = s.white_balance == "grey_world";
+  const auto demosaic = [&](const std::vector<std::uint16_t>& raw) {
+    return s.demosaic == "bilinear"
+               ? ref::demosaic_bilinear(raw, k.width, k.height, k.order, max_value)
+               : ref::demosaic_malvar(raw, k.width, k.height, k.order, max_value);
+  };
+  const std::uint32_t n = k.distinct_frames;
+  side.own.assign(n, {});
+  std::vector<std::array<std::uint64_t, 3>> gains(n);
+  for_each_frame(n, [&](std::uint32_t d) {
+    const auto isp =
+        ref::raw_isp(bridge.pixels(d), k.width, k.height, k.order, bits, k.black_level, grey_world);
+    gains[d] = isp.multipliers;
+    side.own[d] = screen_of(demosaic(isp.raw), max_value, s.gamma);
+  });
+  side.after.assign(side.previous_frame ? n : 0, {});
+  if (!side.previous_frame) return;
+  for_each_frame(n, [&](std::uint32_t d) {
+    const auto corrected = ref::correct_raw(bridge.pixels(d), k.width, k.height, k.order, bits,
+                                            k.black_level, gains[(d + n - 1) % n]);
+    side.after[d] = screen_of(demosaic(corrected), max_value, s.gamma);
+  });
+}
+
+/// Judges the copied screen of frame `side.pending` once the frame processed before it is
+/// known (previous-frame statistics: its gains are on the screen); gives up after 2 s.
+void judge_pending(const io::sensor_bridge& b, camera_side& side) {
+  const std::uint64_t frame = side.pending;
+  const std::uint32_t d = b.distinct_of(frame);
+  const std::vector<std::uint8_t>* want = &side.own[d];
+  if (side.previous_frame) {
+    const auto before = side.order.before(frame);
+    if (!before) {
+      if (std::chrono::steady_clock::now() - side.pending_since < std::chrono::seconds(2)) return;
+      ++side.not_followed;
+      side.pending = 0;
+      return;
+    }
+    if (*before + 1 == frame) {
+      want = &side.after[d];
+    } else if (*before != frame) {  // the frame before it was dropped (or it was the first)
+      ++side.not_followed;
+      side.pending = 0;
+      return;
+    }
   }
-  for (auto& w : workers) w.join();
-  return out;
+  int worst = 0;
+  for (std::size_t i = 0; i < want->size(); ++i) {
+    worst = std::max(worst, std::abs(int((*want)[i]) - int(side.screen[i])));
+  }
+  ++side.checked;
+  side.worst_lsb = std::max(side.worst_lsb, worst);
+  if (worst > 1) ++side.mismatches;
+  side.pending = 0;
 }
 
 // The front buffer, copied while the loop runs: judged only when the same buffer was in front
@@ -178,14 +241,9 @@ void check_screen(io::display& d, const io::sensor_bridge& b, camera_side& side)
     ++side.busy;
     return;
   }
-  const auto& want = side.expected[b.distinct_of(frame)];
-  int worst = 0;
-  for (std::size_t i = 0; i < want.size(); ++i) {
-    worst = std::max(worst, std::abs(int(want[i]) - int(side.screen[i])));
-  }
-  ++side.checked;
-  side.worst_lsb = std::max(side.worst_lsb, worst);
-  if (worst > 1) ++side.mismatches;
+  side.pending = frame;
+  side.pending_since = std::chrono::steady_clock::now();
+  judge_pending(b, side);
 }
 
 // ---- health lines and reconciliation ----------------------------------------------------------
@@ -333,6 +391,29 @@ std::optional<double> p99_drift(std::span<const minute_summary> minutes, double 
   return (hi - lo) / lo;
 }
 
+predecessor_ring::predecessor_ring(std::size_t slots)
+    : _slots(std::max<std::size_t>(slots, 1)),
+      _words(std::make_unique<std::atomic<std::uint64_t>[]>(_slots)) {
+  for (std::size_t i = 0; i < _slots; ++i) _words[i].store(0, std::memory_order_relaxed);
+}
+
+void predecessor_ring::add(std::span<const telemetry_entry> batch) {
+  constexpr std::uint64_t low = 0xffff'ffffULL;
+  for (const telemetry_entry& e : batch) {
+    const std::uint64_t before = e.repeat != 0 ? e.seq : _last;
+    _last = e.seq;
+    if (e.seq == 0 || e.seq > low || before > e.seq) continue;
+    _words[e.seq % _slots].store(e.seq << 32 | (e.seq - before), std::memory_order_release);
+  }
+}
+
+std::optional<std::uint64_t> predecessor_ring::before(std::uint64_t frame) const {
+  if (frame == 0 || frame > 0xffff'ffffULL) return std::nullopt;
+  const std::uint64_t w = _words[frame % _slots].load(std::memory_order_acquire);
+  if (w >> 32 != frame) return std::nullopt;
+  return frame - (w & 0xffff'ffffULL);
+}
+
 std::optional<timed_latency> in_loop_latency(const telemetry_entry& e, std::uint64_t base,
                                              double rate_hz) {
   constexpr auto detect = static_cast<std::size_t>(stage::detect);
@@ -458,6 +539,7 @@ void record_soak(measure::receipt& receipt, const soak_settings& s, const soak_o
                  {"frames_written", o.camera.display.frames_written},
                  {"screens_checked", o.screens.checked},
                  {"screens_busy", o.screens.busy},
+                 {"screens_not_followed", o.screens.not_followed},
                  {"screen_mismatches", o.screens.mismatches},
                  {"worst_screen_lsb", o.screens.worst_lsb},
                  {"latency", "frame arrival -> scanout written, device clock"},
@@ -513,9 +595,9 @@ measure::receipt soak_receipt(const soak_settings& s) {
   return receipt;
 }
 
-/// The camera's configuration, refused when the soak cannot check what it shows. The fused pass
-/// runs with same-frame statistics (said on `log`): with previous-frame ones each frame shows the
-/// gains of whichever frame the loop processed before it, which the check does not follow.
+/// The camera's configuration, refused when the soak cannot check what it shows (NPP's
+/// demosaic has no CPU reference). Previous-frame statistics are said on `log`: their check
+/// follows the loop's processing order.
 camera::camera_settings soak_camera(const soak_settings& s, std::ostream& log) {
   camera::camera_settings cam = camera::load_camera_settings(s.camera_config);
   if (cam.demosaic == "npp") {
@@ -524,10 +606,9 @@ camera::camera_settings soak_camera(const soak_settings& s, std::ostream& log) {
         "check shown frames against; use malvar or bilinear");
   }
   if (cam.isp == "fused" && cam.statistics == "previous-frame") {
-    cam.statistics = "same-frame";
-    log << "soak: the camera's fused pass runs with same-frame statistics (previous-frame gains "
-           "depend on which frames the loop dropped, which the check of shown frames does not "
-           "follow)\n";
+    log << "soak: the camera's fused pass runs with previous-frame statistics: a shown frame is "
+           "checked with the gains of the frame the loop processed before it (from its "
+           "telemetry); one whose predecessor was dropped is counted, not judged\n";
   }
   return cam;
 }
@@ -658,8 +739,9 @@ camera::camera_run_options camera_run(const soak_settings& s, const camera::came
   o.timeout = std::chrono::seconds(static_cast<std::int64_t>(seconds) + 60);
   o.deadline = deadline;
   const double rate_hz = cam.sensor.rate_hz;
-  o.on_telemetry = [&latency, rate_hz,
+  o.on_telemetry = [&latency, &cside, rate_hz,
                     first = std::uint64_t{0}](std::span<const telemetry_entry> batch) mutable {
+    cside.order.add(batch);
     for (const telemetry_entry& e : batch) {
       const auto us = camera::software_latency_us(e);
       if (!us) continue;
@@ -668,7 +750,9 @@ camera::camera_run_options camera_run(const soak_settings& s, const camera::came
     }
   };
   o.watch = [&s, &cside, &state](io::sensor_bridge& b, io::display& d, const loop_counters& c) {
-    if (c.processed >= cside.next_check) {
+    if (cside.pending != 0) {
+      judge_pending(b, cside);
+    } else if (c.processed >= cside.next_check) {
       check_screen(d, b, cside);
       cside.next_check = c.processed + s.check_every;
     }
@@ -695,7 +779,8 @@ measure::receipt run_soak_bench(const soak_settings& s, std::ostream& log, bool&
   // while a resident loop runs may wait for the device to be idle, which it never is (the CPU
   // reference's sensor bridge, freed at the end of expected_screens, hung the soak that way).
   camera_side cside;
-  cside.expected = expected_screens(cam, photo);
+  cside.previous_frame = cam.isp == "fused" && cam.statistics == "previous-frame";
+  expected_screens(cam, photo, cside);
 
   lab_pipeline app(s.elements, true);
   const sample_pool pool = make_pool(s.elements);

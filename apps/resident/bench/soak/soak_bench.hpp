@@ -6,8 +6,10 @@
 // and memory (device and host) between warm-up and the end. A periodic health line (JSON lines)
 // lets a run of days be watched by a machine.
 
+#include <atomic>
 #include <cstdint>
 #include <iosfwd>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <span>
@@ -108,6 +110,25 @@ class minute_folder {
 /// or an entry missing either stamp.
 [[nodiscard]] std::optional<timed_latency> in_loop_latency(const telemetry_entry& e,
                                                            std::uint64_t base, double rate_hz);
+
+/// Which frame the camera loop processed before each frame, from its streamed telemetry: with
+/// previous-frame statistics a shown frame F carries the gains of that frame. One thread adds
+/// the batches in processing order while another asks; each slot is one atomic word (the frame
+/// in the high half, how many frames before it its predecessor lies in the low half).
+class predecessor_ring {
+ public:
+  explicit predecessor_ring(std::size_t slots);
+  void add(std::span<const telemetry_entry> batch);
+  /// The frame processed before the latest processing of `frame`: `frame` itself for a repeat,
+  /// 0 for the first frame processed. Nothing while its entry has not come in, once the ring
+  /// has moved past it, or for a frame number of 2^32 or more.
+  [[nodiscard]] std::optional<std::uint64_t> before(std::uint64_t frame) const;
+
+ private:
+  std::size_t _slots;
+  std::unique_ptr<std::atomic<std::uint64_t>[]> _words;
+  std::uint64_t _last{0};  // the adding thread's: the latest frame processed
+};
 
 /// Resident set size of this process in bytes (/proc/self/statm; 0 where unreadable).
 [[nodiscard]] std::uint64_t resident_set_bytes();
