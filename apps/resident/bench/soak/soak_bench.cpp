@@ -130,7 +130,7 @@ void run_actuator(io::mailbox& mb, std::uint64_t base, const sample_pool& pool, 
 
 struct camera_side {
   // Per prebuilt frame d, the screen it gives corrected with its own gains (same-frame
-  // statistics, the four-operator chain, or a repeat) and, with previous-frame statistics,
+  // statistics, the four-operator chain) and, with previous-frame statistics,
   // with the gains of the prebuilt frame before it (d - 1: the frame the loop processed before,
   // unless it dropped one).
   std::vector<std::vector<std::uint8_t>> own;
@@ -139,7 +139,7 @@ struct camera_side {
   predecessor_ring order{4096};  // filled from the camera loop's telemetry
   std::uint64_t checked{0};
   std::uint64_t busy{0};          // the front buffer changed during the copy: not judged
-  std::uint64_t not_followed{0};  // previous-frame: the frame before it was dropped or unknown
+  std::uint64_t not_followed{0};  // previous-frame: the frame before it not processed just before
   std::uint64_t mismatches{0};
   int worst_lsb{0};
   std::uint64_t next_check{0};
@@ -211,13 +211,15 @@ void judge_pending(const io::sensor_bridge& b, camera_side& side) {
       side.pending = 0;
       return;
     }
-    if (*before + 1 == frame) {
-      want = &side.after[d];
-    } else if (*before != frame) {  // the frame before it was dropped (or it was the first)
+    // Judged only when the frame before it was processed just before it: after a drop (or for
+    // the first frame) its gains are an older frame's, and after a repeat the copy may show
+    // either processing.
+    if (*before + 1 != frame) {
       ++side.not_followed;
       side.pending = 0;
       return;
     }
+    want = &side.after[d];
   }
   int worst = 0;
   for (std::size_t i = 0; i < want->size(); ++i) {
