@@ -289,9 +289,19 @@ json minutes_json(std::span<const minute_summary> m, double warmup_s, double run
   return out;
 }
 
+/// The camera's screen checks so far, as the health line reports them.
+struct screen_counts {
+  std::uint64_t checked{0};
+  std::uint64_t mismatches{0};
+  std::uint64_t not_followed{0};
+  std::uint64_t busy{0};
+  int worst_lsb{0};
+};
+
 struct shared_state {
   std::mutex mutex;  // guards everything below
   loop_counters camera;
+  screen_counts screens;       // copied from the camera's thread with its counters
   bool camera_running{false};  // the camera loop's first counters came in
   bool camera_ended{false};    // run_camera returned or threw
   std::uint64_t reconciliations{0};
@@ -670,13 +680,20 @@ json latest_json(const minute_folder& f) {
 
 /// One health line: the counters, the checks so far, the latest whole minute's latencies and
 /// the memory, host and device.
-json health_line(double t, const loop_counters& mailbox, const loop_counters& camera,
+json health_line(double t, const loop_counters& mailbox, const shared_state& state,
                  const mailbox_side& mside, const minute_folder& camera_latency) {
+  const screen_counts& sc = state.screens;
   return {{"t_s", t},
           {"mailbox", counters_json(mailbox)},
-          {"camera", counters_json(camera)},
+          {"camera", counters_json(state.camera)},
           {"mailbox_checked", mside.checked.load()},
           {"mailbox_mismatches", mside.mismatches.load()},
+          {"camera_screens",
+           {{"checked", sc.checked},
+            {"mismatches", sc.mismatches},
+            {"not_followed", sc.not_followed},
+            {"busy", sc.busy},
+            {"worst_lsb", sc.worst_lsb}}},
           {"latest_minute",
            {{"mailbox", latest_json(mside.in_loop)},
             {"mailbox_host", latest_json(mside.host)},
@@ -719,8 +736,7 @@ sensor_outcome run_sensor(const soak_settings& s, lab_pipeline& app, const sampl
     }
     if (s.health_every_s > 0 && t >= next_health) {
       next_health += s.health_every_s;
-      health << health_line(t, mc, state.camera, mside, camera_latency).dump() << '\n'
-             << std::flush;
+      health << health_line(t, mc, state, mside, camera_latency).dump() << '\n' << std::flush;
     }
   }
   return out;
@@ -760,6 +776,8 @@ camera::camera_run_options camera_run(const soak_settings& s, const camera::came
     }
     std::lock_guard lock(state.mutex);
     state.camera = c;
+    state.screens = {cside.checked, cside.mismatches, cside.not_followed, cside.busy,
+                     cside.worst_lsb};
     state.camera_running = true;
   };
   return o;
