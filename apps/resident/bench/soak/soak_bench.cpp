@@ -128,6 +128,15 @@ void run_actuator(io::mailbox& mb, std::uint64_t base, const sample_pool& pool, 
 
 // ---- the camera: which shown frames match the CPU pipeline ------------------------------------
 
+/// The camera's screen checks so far (the receipt and the health line report them).
+struct screen_counts {
+  std::uint64_t checked{0};
+  std::uint64_t mismatches{0};
+  std::uint64_t not_followed{0};  // previous-frame: the frame before it not processed just before
+  std::uint64_t busy{0};          // the front buffer changed during the copy: not judged
+  int worst_lsb{0};
+};
+
 struct camera_side {
   // Per prebuilt frame d, the screen it gives corrected with its own gains (same-frame
   // statistics, the four-operator chain) and, with previous-frame statistics,
@@ -137,11 +146,7 @@ struct camera_side {
   std::vector<std::vector<std::uint8_t>> after;
   bool previous_frame{false};
   predecessor_ring order{4096};  // filled from the camera loop's telemetry
-  std::uint64_t checked{0};
-  std::uint64_t busy{0};          // the front buffer changed during the copy: not judged
-  std::uint64_t not_followed{0};  // previous-frame: the frame before it not processed just before
-  std::uint64_t mismatches{0};
-  int worst_lsb{0};
+  screen_counts counts;
   std::uint64_t next_check{0};
   std::uint64_t pending{0};  // the frame of a copied screen waiting for its predecessor
   std::chrono::steady_clock::time_point pending_since;
@@ -205,17 +210,13 @@ void judge_pending(const io::sensor_bridge& b, camera_side& side) {
   const std::vector<std::uint8_t>* want = &side.own[d];
   if (side.previous_frame) {
     const auto before = side.order.before(frame);
-    if (!before) {
-      if (std::chrono::steady_clock::now() - side.pending_since < std::chrono::seconds(2)) return;
-      ++side.not_followed;
-      side.pending = 0;
-      return;
-    }
+    if (!before && std::chrono::steady_clock::now() - side.pending_since < std::chrono::seconds(2))
+      return;  // its telemetry may not have come in yet
     // Judged only when the frame before it was processed just before it: after a drop (or for
     // the first frame) its gains are an older frame's, and after a repeat the copy may show
     // either processing.
-    if (*before + 1 != frame) {
-      ++side.not_followed;
+    if (!before || *before + 1 != frame) {
+      ++side.counts.not_followed;
       side.pending = 0;
       return;
     }
@@ -225,9 +226,9 @@ void judge_pending(const io::sensor_bridge& b, camera_side& side) {
   for (std::size_t i = 0; i < want->size(); ++i) {
     worst = std::max(worst, std::abs(int((*want)[i]) - int(side.screen[i])));
   }
-  ++side.checked;
-  side.worst_lsb = std::max(side.worst_lsb, worst);
-  if (worst > 1) ++side.mismatches;
+  ++side.counts.checked;
+  side.counts.worst_lsb = std::max(side.counts.worst_lsb, worst);
+  if (worst > 1) ++side.counts.mismatches;
   side.pending = 0;
 }
 
@@ -240,7 +241,7 @@ void check_screen(io::display& d, const io::sensor_bridge& b, camera_side& side)
   side.screen.resize(d.image_bytes());
   d.copy_buffer(front, side.screen);
   if (d.front() != front || d.buffer_frame(front) != frame) {
-    ++side.busy;
+    ++side.counts.busy;
     return;
   }
   side.pending = frame;
@@ -288,15 +289,6 @@ json minutes_json(std::span<const minute_summary> m, double warmup_s, double run
   }
   return out;
 }
-
-/// The camera's screen checks so far, as the health line reports them.
-struct screen_counts {
-  std::uint64_t checked{0};
-  std::uint64_t mismatches{0};
-  std::uint64_t not_followed{0};
-  std::uint64_t busy{0};
-  int worst_lsb{0};
-};
 
 struct shared_state {
   std::mutex mutex;  // guards everything below
@@ -549,11 +541,11 @@ void record_soak(measure::receipt& receipt, const soak_settings& s, const soak_o
                  {"error", o.camera_failure.empty() ? o.camera.error : o.camera_failure},
                  {"corrupt_frames", o.camera.display.corrupt_frames},
                  {"frames_written", o.camera.display.frames_written},
-                 {"screens_checked", o.screens.checked},
-                 {"screens_busy", o.screens.busy},
-                 {"screens_not_followed", o.screens.not_followed},
-                 {"screen_mismatches", o.screens.mismatches},
-                 {"worst_screen_lsb", o.screens.worst_lsb},
+                 {"screens_checked", o.screens.counts.checked},
+                 {"screens_busy", o.screens.counts.busy},
+                 {"screens_not_followed", o.screens.counts.not_followed},
+                 {"screen_mismatches", o.screens.counts.mismatches},
+                 {"worst_screen_lsb", o.screens.counts.worst_lsb},
                  {"latency", "frame arrival -> scanout written, device clock"},
                  {"minutes", minutes_json(camera_minutes, s.warmup_s, o.run_s)},
                  {"p99_drift", drift_json(camera_drift)}};
@@ -569,8 +561,8 @@ void record_soak(measure::receipt& receipt, const soak_settings& s, const soak_o
                              {"reconciliations", state.reconciliations},
                              {"reconcile_failures", state.reconcile_failures}});
   const bool camera_ok = o.camera_failure.empty() && o.camera.error.empty() &&
-                         accounted(o.camera.counters) && o.screens.mismatches == 0 &&
-                         o.screens.checked > 0;
+                         accounted(o.camera.counters) && o.screens.counts.mismatches == 0 &&
+                         o.screens.counts.checked > 0;
   const bool mailbox_ok = o.mailbox_report.stopped && o.mailbox_report.error.empty() &&
                           accounted(o.mailbox_report.counters) && o.mailbox.mismatches == 0 &&
                           o.mailbox.checked > 0;
@@ -578,7 +570,7 @@ void record_soak(measure::receipt& receipt, const soak_settings& s, const soak_o
   judgments.push_back(judged("mailbox: every output checked matches, counters exact", mailbox_ok,
                              o.mailbox.mismatches.load()));
   judgments.push_back(judged("camera: every shown frame checked matches, counters exact", camera_ok,
-                             o.screens.mismatches));
+                             o.screens.counts.mismatches));
   judgments.push_back(judged("counters reconciled every second", state.reconcile_failures == 0,
                              state.reconcile_failures));
   judgments.push_back(
@@ -776,8 +768,7 @@ camera::camera_run_options camera_run(const soak_settings& s, const camera::came
     }
     std::lock_guard lock(state.mutex);
     state.camera = c;
-    state.screens = {cside.checked, cside.mismatches, cside.not_followed, cside.busy,
-                     cside.worst_lsb};
+    state.screens = cside.counts;
     state.camera_running = true;
   };
   return o;
