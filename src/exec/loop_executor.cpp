@@ -22,6 +22,8 @@ namespace {
 /// it must go on watching the heartbeat: a copy the GPU does not run is reported, never waited
 /// on for ever.
 constexpr std::chrono::milliseconds drain_copy_limit{2000};
+/// How old a streaming ring's undrained entries may get before the supervisor drains it anyway.
+constexpr std::chrono::milliseconds streaming_drain_age{250};
 
 void wait_for_drain_copy(cudaStream_t s, const char* what) {
   if (stream_view(s).synchronize_for(drain_copy_limit)) return;
@@ -162,8 +164,14 @@ void loop_executor::drain_telemetry(bool force) {
     // CUDA call. Drain only once the ring is half full.
     const loop_control& c = *_res->control();
     const std::uint64_t runs = host_load_acquire(c.processed) + host_load_acquire(c.repeated);
-    if (runs - _drained < _res->config.ring_capacity / 2) return;
+    // A streaming consumer also gets what a slow loop filed, at most ~250 ms late: a 60 Hz
+    // camera takes a minute to fill half of an 8,192-entry ring.
+    const auto now = std::chrono::steady_clock::now();
+    const bool stale =
+        _options.on_telemetry && runs > _drained && now - _last_drain >= streaming_drain_age;
+    if (runs - _drained < _res->config.ring_capacity / 2 && !stale) return;
   }
+  _last_drain = std::chrono::steady_clock::now();
   const cudaStream_t s = _res->drain_stream.get();
   auto* word = _res->drain_word.data_as<std::uint64_t>();
   const auto read_written = [&] {

@@ -4,6 +4,7 @@
 // host-graph.
 
 #include <atomic>
+#include <chrono>
 #include <exception>
 #include <functional>
 #include <memory>
@@ -110,6 +111,7 @@ class loop_executor : public Executor {
   std::mutex _drain_mutex;
   std::vector<telemetry_entry> _telemetry;  // reserved before launch: draining never allocates
   std::uint64_t _drained{0};
+  std::chrono::steady_clock::time_point _last_drain{};  // of a streaming ring (on_telemetry)
   std::uint64_t _telemetry_lost{0};
 };
 

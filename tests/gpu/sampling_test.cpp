@@ -261,5 +261,52 @@ TEST(streaming_telemetry, hands_every_entry_of_a_run_longer_than_its_ring_to_the
   }
 }
 
+// A slow loop's entries reach a streaming consumer while it runs, not only when its ring is half
+// full or the run ends: 20 samples in a ring of 8,192 (a 60 Hz camera takes a minute to fill
+// half of it), each seen by the consumer within a second of its processing.
+TEST(streaming_telemetry, a_slow_loops_entries_reach_the_consumer_while_it_runs) {
+  RESIDENT_REQUIRE_GPU();
+  constexpr std::uint64_t total = 20;
+  for (const auto mode : all_execution_modes) {
+    SCOPED_TRACE(std::string(to_string(mode)));
+    slow_app app(1000);
+    std::mutex mutex;
+    std::vector<std::uint64_t> order;
+    order.reserve(8192);
+    run_options options;
+    options.policy = sample_policy::every;
+    options.telemetry_samples = 8192;
+    options.on_telemetry = [&](std::span<const telemetry_entry> batch) {
+      const std::lock_guard lock(mutex);
+      for (const telemetry_entry& e : batch) order.push_back(e.seq);
+    };
+    auto run = run_async(app, mode, options);
+    const auto seen = [&] {
+      const std::lock_guard lock(mutex);
+      return order.size();
+    };
+    for (std::uint64_t i = 1; i <= total; ++i) {
+      app._mailbox->publish(as_bytes(sample_for(i)));
+      const auto limit = std::chrono::steady_clock::now() + 2s;
+      while (run->counters().last_seq < i && std::chrono::steady_clock::now() < limit) {
+      }
+      std::this_thread::sleep_for(10ms);  // 100 Hz
+    }
+    const auto limit = std::chrono::steady_clock::now() + 1s;
+    while (seen() < total && std::chrono::steady_clock::now() < limit) {
+      std::this_thread::sleep_for(5ms);
+    }
+    const std::size_t before_tear_down = seen();
+    const tear_down_report report = run->tear_down();
+    ASSERT_TRUE(report.stopped) << report.error;
+    EXPECT_EQ(report.counters.processed, total);
+    EXPECT_EQ(before_tear_down, total) << "the consumer saw the entries while the loop ran";
+    const std::lock_guard lock(mutex);
+    std::vector<std::uint64_t> want(total);
+    std::iota(want.begin(), want.end(), 1U);
+    EXPECT_EQ(order, want);
+  }
+}
+
 }  // namespace
 }  // namespace resident::testing

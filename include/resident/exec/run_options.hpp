@@ -46,7 +46,9 @@ struct run_options {
   /// drains to this function (on its own thread, off the critical path, oldest entry first) and
   /// keeps none itself, so run_handle::telemetry() stays empty and the run's memory does not
   /// grow with its length. telemetry_samples then sizes only the device ring, which the
-  /// supervisor drains once half full; entries the loop overwrote before they were drained, and
+  /// supervisor drains once half full or once its oldest undrained entry may be 250 ms old (a
+  /// slow loop's entries reach the consumer within about 300 ms, not only when the ring fills);
+  /// entries the loop overwrote before they were drained, and
   /// a batch during which this function threw, count in run_handle::telemetry_lost() (the
   /// supervisor prints the exception and goes on; at tear-down the report's error names it).
   /// The entries are valid only during the call. Needs telemetry_samples > 0.
