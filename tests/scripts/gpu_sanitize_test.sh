@@ -19,7 +19,7 @@ echo "fake0000" >"$work/build/git-commit.txt"
 # 'crash' kills the process (SIGSEGV) when FAKE_CRASH=1, one holding 'fail' fails.
 cat >"$work/build/tests/resident_gpu_tests" <<'FAKE'
 #!/usr/bin/env bash
-order=(a.one a.two b.crash_here b.three c.fail_me c.four)
+read -ra order <<<"${FAKE_ORDER:-a.one a.two b.crash_here b.three c.fail_me c.four}"
 filter=""
 for arg; do
   case $arg in
@@ -94,6 +94,14 @@ log="$work/failed/sanitize-racecheck-1of1.log"
 check "a failed test makes the shard exit 1 (got $rc)" test "$rc" = 1
 check "one process" test "$(grep -c '^\[==========\] Running' "$log")" = 1
 check "the failure is counted" grep -q "^rc=1 .* 1 tests failed$" "$log"
+
+# A test that failed in a process that died later is counted (that process prints no list).
+rc=$(run "$work/both" FAKE_ORDER="c.fail_me a.one b.crash_here a.two b.three c.four")
+log="$work/both/sanitize-racecheck-1of1.log"
+check "a death after a failure exits 4 (got $rc)" test "$rc" = 4
+check "the earlier failure is counted" grep -q "^rc=4 .* 1 tests failed; died in: b.crash_here" "$log"
+check "the index counts it" grep -qF '| racecheck | 1/1 | 6 | 4 | 1 | `b.crash_here` (139) |' \
+  <(python3 "$root/scripts/sanitize-index" "$work/both")
 
 # The tool's own error wins over a death.
 rc=$(run "$work/hazard" FAKE_HAZARDS=2 FAKE_FAIL=0)
