@@ -81,6 +81,11 @@ void run_options::validate() const {
         "run_options: on_telemetry needs telemetry_samples > 0 (the size of the device ring it "
         "is drained from)");
   }
+  if (telemetry_max_age.count() < 0 || telemetry_max_age > std::chrono::minutes(1)) {
+    throw std::invalid_argument(
+        "run_options: telemetry_max_age must be 0 (drain when half full) to 60000 ms, got " +
+        to_string(telemetry_max_age.count()) + " ms");
+  }
   if (deadline.count() < 0 || deadline > std::chrono::seconds(1)) {
     throw std::invalid_argument("run_options: deadline must be 0 (none) to 1 s, got " +
                                 to_string(deadline.count()) + " ns");

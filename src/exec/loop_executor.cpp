@@ -22,8 +22,6 @@ namespace {
 /// it must go on watching the heartbeat: a copy the GPU does not run is reported, never waited
 /// on for ever.
 constexpr std::chrono::milliseconds drain_copy_limit{2000};
-/// How old a streaming ring's undrained entries may get before the supervisor drains it anyway.
-constexpr std::chrono::milliseconds streaming_drain_age{250};
 
 void wait_for_drain_copy(cudaStream_t s, const char* what) {
   if (stream_view(s).synchronize_for(drain_copy_limit)) return;
@@ -164,11 +162,12 @@ void loop_executor::drain_telemetry(bool force) {
     // CUDA call. Drain only once the ring is half full.
     const loop_control& c = *_res->control();
     const std::uint64_t runs = host_load_acquire(c.processed) + host_load_acquire(c.repeated);
-    // A streaming consumer also gets what a slow loop filed, at most ~250 ms late: a 60 Hz
-    // camera takes a minute to fill half of an 8,192-entry ring.
+    // A streaming consumer also gets what a slow loop filed once it is telemetry_max_age old
+    // (run_options): a 60 Hz camera takes a minute to fill half of an 8,192-entry ring.
     const auto now = std::chrono::steady_clock::now();
+    const auto age = _options.telemetry_max_age;
     const bool stale =
-        _options.on_telemetry && runs > _drained && now - _last_drain >= streaming_drain_age;
+        _options.on_telemetry && age.count() > 0 && runs > _drained && now - _last_drain >= age;
     if (runs - _drained < _res->config.ring_capacity / 2 && !stale) return;
   }
   _last_drain = std::chrono::steady_clock::now();

@@ -179,6 +179,10 @@ TEST(soak_settings, ranges_and_modes_are_checked_by_name) {
   s.warmup_s = 1e9;
   EXPECT_THROW(s.validate(), std::invalid_argument);
   s = {};
+  s.mailbox_telemetry_age_ms = 60001;
+  EXPECT_THAT([&] { s.validate(); }, ::testing::ThrowsMessage<std::invalid_argument>(HasSubstr(
+                                         "--mailbox-telemetry-age-ms must be 0 to 60000")));
+  s = {};
   s.make_quick();
   EXPECT_NO_THROW(s.validate());
   EXPECT_LT(s.minutes, 1.0);

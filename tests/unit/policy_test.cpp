@@ -255,6 +255,21 @@ TEST(run_options, streaming_telemetry_needs_a_ring) {
   EXPECT_NO_THROW(options.validate());
 }
 
+TEST(run_options, telemetry_max_age_is_0_to_a_minute) {
+  run_options options;
+  EXPECT_EQ(options.telemetry_max_age, 250ms) << "the default";
+  options.telemetry_max_age = 0ms;
+  EXPECT_NO_THROW(options.validate());
+  options.telemetry_max_age = 60000ms;
+  EXPECT_NO_THROW(options.validate());
+  options.telemetry_max_age = 60001ms;
+  EXPECT_THAT(error_of<std::invalid_argument>([&] { options.validate(); }),
+              HasSubstr("telemetry_max_age must be 0 (drain when half full) to 60000 ms, got "
+                        "60001 ms"));
+  options.telemetry_max_age = -1ms;
+  EXPECT_THROW(options.validate(), std::invalid_argument);
+}
+
 TEST(run_options, zero_stall_timeout_is_rejected) {
   run_options options;
   options.stall_timeout = 0ms;

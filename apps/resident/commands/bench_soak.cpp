@@ -39,6 +39,11 @@ CLI::App* add_bench_soak_options(CLI::App& bench, bench_soak_command_settings& s
                   "a JSON health line this often (0: none)")
       ->check(number_in(0, 86400))
       ->capture_default_str();
+  app->add_option("--mailbox-telemetry-age-ms", s.soak.mailbox_telemetry_age_ms,
+                  "drain the mailbox loop's telemetry when entries are this old (0: when half "
+                  "the ring is full)")
+      ->check(number_in(0, 60000))
+      ->capture_default_str();
   app->add_option("--health", s.soak.health_path, "write the health lines here (default stderr)");
   app->add_flag("--quick", s.quick, "30 s");
   app->add_option("--json", s.json, "write the JSON receipt here");

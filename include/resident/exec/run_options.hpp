@@ -46,13 +46,18 @@ struct run_options {
   /// drains to this function (on its own thread, off the critical path, oldest entry first) and
   /// keeps none itself, so run_handle::telemetry() stays empty and the run's memory does not
   /// grow with its length. telemetry_samples then sizes only the device ring, which the
-  /// supervisor drains once half full or once its oldest undrained entry may be 250 ms old (a
-  /// slow loop's entries reach the consumer within about 300 ms, not only when the ring fills);
-  /// entries the loop overwrote before they were drained, and
+  /// supervisor drains once half full or once its oldest undrained entry may be
+  /// telemetry_max_age old (below); entries the loop overwrote before they were drained, and
   /// a batch during which this function threw, count in run_handle::telemetry_lost() (the
   /// supervisor prints the exception and goes on; at tear-down the report's error names it).
   /// The entries are valid only during the call. Needs telemetry_samples > 0.
   std::function<void(std::span<const telemetry_entry>)> on_telemetry;
+  /// With on_telemetry: how stale the consumer's view may get. The supervisor also drains the
+  /// ring when entries have waited this long, so a slow loop's entries arrive within about this
+  /// plus the supervisor's 50 ms tick, not only when half the ring is full (a 60 Hz camera takes
+  /// a minute to fill half of 8,192 entries). Each drain is three small copies on the
+  /// supervisor's stream; 0 drains only when half full.
+  std::chrono::milliseconds telemetry_max_age{250};
   /// Host-driven modes: called first on the loop thread (e.g. to pin it and raise its
   /// priority). Resident modes have no loop thread and never call it.
   std::function<void()> on_loop_thread_start;

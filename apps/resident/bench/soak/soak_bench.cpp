@@ -327,6 +327,7 @@ void soak_settings::validate() const {
   range("--deadline-us", deadline_us, 0.0, 1e6);
   range("--warmup-s", warmup_s, 0.0, minutes * 60.0);
   range("--health-every-s", health_every_s, 0.0, 86400.0);
+  range("--mailbox-telemetry-age-ms", mailbox_telemetry_age_ms, 0.0, 60000.0);
   (void)resident_mode(camera_mode, "--camera-mode");
   (void)resident_mode(mailbox_mode, "--mailbox-mode");
 }
@@ -595,7 +596,8 @@ measure::receipt soak_receipt(const soak_settings& s) {
                       {"elements", s.elements},
                       {"check_every", s.check_every},
                       {"deadline_us", s.deadline_us},
-                      {"warmup_s", s.warmup_s}};
+                      {"warmup_s", s.warmup_s},
+                      {"mailbox_telemetry_age_ms", s.mailbox_telemetry_age_ms}};
   return receipt;
 }
 
@@ -831,10 +833,13 @@ measure::receipt run_soak_bench(const soak_settings& s, std::ostream& log, bool&
   mopts.deadline = deadline;
   mopts.persistent_blocks = 1;
   // The loop's own latency per sample, streamed through a ring of 2^14 entries (8 s at 2 kHz;
-  // the supervisor drains it every 50 ms once half full) into the per-minute folder. Samples
+  // the supervisor drains it once half full, or as often as --mailbox-telemetry-age-ms asks)
+  // into the per-minute folder. Samples
   // published before the run (none) would be filed under `base`, set before the first publish.
   std::atomic<std::uint64_t> telemetry_base{0};
   mopts.telemetry_samples = 1 << 14;
+  mopts.telemetry_max_age =
+      std::chrono::milliseconds(static_cast<std::int64_t>(s.mailbox_telemetry_age_ms));
   mopts.on_telemetry = [&](std::span<const telemetry_entry> batch) {
     const std::uint64_t b = telemetry_base.load(std::memory_order_acquire);
     for (const telemetry_entry& e : batch) {

@@ -36,7 +36,10 @@ struct soak_settings {
   double deadline_us{0.0};        // both loops' run_options::deadline (0: none)
   double warmup_s{20.0};          // memory and drift are judged after this
   double health_every_s{10.0};    // a JSON line this often (0: none)
-  std::string health_path;        // where the JSON lines go (empty: stderr)
+  /// The mailbox loop's run_options::telemetry_max_age in ms: its latencies are folded per
+  /// minute and need no fresher view, so 0 (drained when half full, 2 s at 2 kHz) by default.
+  double mailbox_telemetry_age_ms{0.0};
+  std::string health_path;  // where the JSON lines go (empty: stderr)
   std::string command;
 
   void make_quick();
