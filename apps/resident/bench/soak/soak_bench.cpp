@@ -661,10 +661,10 @@ class health_output {
 };
 
 /// What the sensor side of the soak saw: samples published, memory once warm.
-struct sensor_outcome {
-  std::uint64_t published = 0;
-  std::uint64_t rss_warm = 0;
-  std::uint64_t free_warm = 0;
+/// Host RSS and free device memory once the warm-up is over (the monitor reads them).
+struct warm_memory {
+  std::uint64_t rss = 0;
+  std::uint64_t free_device = 0;
 };
 
 json latest_json(const minute_folder& f) {
@@ -696,35 +696,48 @@ json health_line(double t, const loop_counters& mailbox, const shared_state& sta
           {"free_device_bytes", free_device_bytes()}};
 }
 
-/// The sensor (the calling thread) for `seconds` from t0: publishes at the rate; every second it
-/// reconciles both loops' counters; every health_every_s it writes a health line.
-sensor_outcome run_sensor(const soak_settings& s, lab_pipeline& app, const sample_pool& pool,
-                          mailbox_side& mside, const minute_folder& camera_latency,
-                          run_handle& mrun, shared_state& state, std::uint64_t base,
-                          clock_type::time_point t0, double seconds, std::ostream& health) {
+/// The sensor (the calling thread) for `seconds` from t0: publishes at the rate and does nothing
+/// else, so nothing it waits for (a CUDA call, /proc, the health file, a lock a minute's sort
+/// holds) bunches its samples into drops. `published` is stored after each publish.
+void run_sensor(const soak_settings& s, lab_pipeline& app, const sample_pool& pool,
+                mailbox_side& mside, std::uint64_t base, clock_type::time_point t0, double seconds,
+                std::atomic<std::uint64_t>& published) {
   const auto period_ns = static_cast<std::int64_t>(1e9 / s.mailbox_rate_hz);
   const std::int64_t start_ns = now_ns();
-  sensor_outcome out;
-  std::uint64_t& published = out.published;
-  double next_second = 1.0;
-  double next_health = s.health_every_s;
+  std::uint64_t n = 0;
   while (seconds_since(t0) < seconds) {
-    wait_until(start_ns + static_cast<std::int64_t>(published) * period_ns);
-    const std::uint64_t seq = base + published + 1;
+    wait_until(start_ns + static_cast<std::int64_t>(n) * period_ns);
+    const std::uint64_t seq = base + n + 1;
     std::atomic_ref<std::int64_t>(mside.publish_ns[seq % mside.publish_ns.size()]).store(now_ns());
-    (void)app.mailbox->publish(std::as_bytes(std::span(pool.inputs[published % pool_size])));
-    ++published;
+    (void)app.mailbox->publish(std::as_bytes(std::span(pool.inputs[n % pool_size])));
+    published.store(++n, std::memory_order_release);
+  }
+}
+
+/// The monitor, on its own thread until `done`: every second it reconciles both loops'
+/// counters, every health_every_s it writes a health line, and once past the warm-up it reads
+/// host RSS and free device memory into `warm`.
+void run_monitor(const soak_settings& s, const mailbox_side& mside,
+                 const minute_folder& camera_latency, run_handle& mrun, shared_state& state,
+                 std::uint64_t base, clock_type::time_point t0,
+                 const std::atomic<std::uint64_t>& published, const std::atomic<bool>& done,
+                 std::ostream& health, warm_memory& warm) {
+  double next_health = s.health_every_s;
+  for (int second = 1; !done.load(std::memory_order_acquire); ++second) {
+    std::this_thread::sleep_until(t0 + std::chrono::seconds(second));
+    if (done.load(std::memory_order_acquire)) break;
     const double t = seconds_since(t0);
-    if (out.rss_warm == 0 && t >= s.warmup_s) {
-      out.rss_warm = resident_set_bytes();
-      out.free_warm = free_device_bytes();
+    if (warm.rss == 0 && t >= s.warmup_s) {
+      warm.rss = resident_set_bytes();
+      warm.free_device = free_device_bytes();
     }
-    if (t < next_second) continue;
-    next_second += 1.0;
+    // The counters first, then what was published: a sample the loop has seen was published
+    // before this read.
     const loop_counters mc = mrun.counters();
+    const std::uint64_t sent = published.load(std::memory_order_acquire);
     std::lock_guard lock(state.mutex);
     ++state.reconciliations;
-    if (!accounted(mc) || mc.last_seq > base + published ||
+    if (!accounted(mc) || mc.last_seq > base + sent ||
         (state.camera.last_seq != 0 && !accounted(state.camera))) {
       ++state.reconcile_failures;
     }
@@ -733,7 +746,6 @@ sensor_outcome run_sensor(const soak_settings& s, lab_pipeline& app, const sampl
       health << health_line(t, mc, state, mside, camera_latency).dump() << '\n' << std::flush;
     }
   }
-  return out;
 }
 
 /// The camera run's options. It starts before the mailbox and t0: a few seconds more keep it
@@ -858,9 +870,18 @@ measure::receipt run_soak_bench(const soak_settings& s, std::ostream& log, bool&
   stopping_thread actuator([&] { done = true; },
                            [&] { run_actuator(*app.mailbox, base, pool, mside, done, t0); });
 
-  const sensor_outcome sensor = run_sensor(s, app, pool, mside, camera_latency, *mrun, state, base,
-                                           t0, seconds, health.stream());
-  const std::uint64_t published = sensor.published;
+  warm_memory warm;
+  std::atomic<std::uint64_t> sent{0};
+  std::atomic<bool> sensor_done{false};
+  stopping_thread monitor([&] { sensor_done = true; },
+                          [&] {
+                            run_monitor(s, mside, camera_latency, *mrun, state, base, t0, sent,
+                                        sensor_done, health.stream(), warm);
+                          });
+  run_sensor(s, app, pool, mside, base, t0, seconds, sent);
+  sensor_done = true;
+  monitor.join();
+  const std::uint64_t published = sent.load();
   const std::uint64_t rss_end = resident_set_bytes();
   const std::uint64_t free_end = free_device_bytes();
   std::this_thread::sleep_for(50ms);  // the last samples come out
@@ -882,7 +903,7 @@ measure::receipt run_soak_bench(const soak_settings& s, std::ostream& log, bool&
                        cside,          mside,
                        mrep,           mrun->telemetry_lost(),
                        camera_latency, published,
-                       run_s,          {sensor.rss_warm, rss_end, sensor.free_warm, free_end}};
+                       run_s,          {warm.rss, rss_end, warm.free_device, free_end}};
   record_soak(receipt, s, outcome, state, ok);
   return receipt;
 }
