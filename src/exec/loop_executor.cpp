@@ -159,15 +159,13 @@ void loop_executor::drain_telemetry(bool force) {
   std::lock_guard lock(_drain_mutex);
   if (!force) {
     // Every DAG run files one entry; the host-mapped counters say how many there were without a
-    // CUDA call. Drain only once the ring is half full.
+    // CUDA call. Drain once the ring is half full, or, for a streaming consumer, once what a slow
+    // loop filed is telemetry_max_age old (a 60 Hz camera takes a minute to fill half of 8,192).
     const loop_control& c = *_res->control();
     const std::uint64_t runs = host_load_acquire(c.processed) + host_load_acquire(c.repeated);
-    // A streaming consumer also gets what a slow loop filed once it is telemetry_max_age old
-    // (run_options): a 60 Hz camera takes a minute to fill half of an 8,192-entry ring.
-    const auto now = std::chrono::steady_clock::now();
     const auto age = _options.telemetry_max_age;
-    const bool stale =
-        _options.on_telemetry && age.count() > 0 && runs > _drained && now - _last_drain >= age;
+    const bool stale = _options.on_telemetry && age.count() > 0 && runs > _drained &&
+                       std::chrono::steady_clock::now() - _last_drain >= age;
     if (runs - _drained < _res->config.ring_capacity / 2 && !stale) return;
   }
   _last_drain = std::chrono::steady_clock::now();

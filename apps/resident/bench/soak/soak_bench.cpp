@@ -660,7 +660,6 @@ class health_output {
   std::ofstream _file;
 };
 
-/// What the sensor side of the soak saw: samples published, memory once warm.
 /// Host RSS and free device memory once the warm-up is over (the monitor reads them).
 struct warm_memory {
   std::uint64_t rss = 0;
@@ -846,8 +845,8 @@ measure::receipt run_soak_bench(const soak_settings& s, std::ostream& log, bool&
   mopts.persistent_blocks = 1;
   // The loop's own latency per sample, streamed through a ring of 2^14 entries (8 s at 2 kHz;
   // the supervisor drains it once half full, or as often as --mailbox-telemetry-age-ms asks)
-  // into the per-minute folder. Samples
-  // published before the run (none) would be filed under `base`, set before the first publish.
+  // into the per-minute folder. Samples published before the run (none) would be filed under
+  // `base`, set before the first publish.
   std::atomic<std::uint64_t> telemetry_base{0};
   mopts.telemetry_samples = 1 << 14;
   mopts.telemetry_max_age =
