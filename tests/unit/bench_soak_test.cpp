@@ -41,6 +41,44 @@ TEST(soak_minutes, samples_are_folded_per_minute_in_order) {
   EXPECT_EQ(f.latest()->minute, 1);
 }
 
+TEST(soak_minutes, a_minute_says_how_thick_its_slow_tail_is) {
+  // 1,000 samples: 970 at 10 us, then 30 slow ones (20..49 us). The p99 lands inside the slow
+  // tail; the tail share (slower than 1.5 x p50 = 15 us) counts all 30.
+  minute_folder f(1000, 2);
+  for (int i = 0; i < 970; ++i) f.add({i * 0.05, 10.0});
+  for (int i = 0; i < 30; ++i) f.add({48.5 + i * 0.01, 20.0 + i});
+  const auto m = f.summaries();
+  ASSERT_EQ(m.size(), 1U);
+  EXPECT_DOUBLE_EQ(m[0].p50_us, 10.0);
+  EXPECT_DOUBLE_EQ(m[0].p90_us, 10.0);
+  EXPECT_GT(m[0].p99_us, 38.0);
+  EXPECT_LT(m[0].p99_us, 41.0);
+  EXPECT_GT(m[0].p999_us, 48.0);
+  EXPECT_DOUBLE_EQ(m[0].max_us, 49.0);
+  EXPECT_DOUBLE_EQ(m[0].tail_share, 0.03);
+}
+
+TEST(soak_table, prints_the_judged_minutes_ranges_under_each_pipeline) {
+  measure::receipt rc("soak", "resident bench soak --minutes 3");
+  const auto minute = [](int i, double p99, double tail, bool judged) {
+    return nlohmann::json{{"minute", i},   {"n", 100},           {"p50_us", 17.0},
+                          {"p99_us", p99}, {"tail_share", tail}, {"judged", judged}};
+  };
+  rc.results.push_back(
+      {{"pipeline", "mailbox"},
+       {"mode", "while"},
+       {"counters",
+        {{"processed", 10}, {"dropped", 0}, {"unaccounted", 0}, {"deadline_misses", 0}}},
+       {"p99_drift", 0.1},
+       {"minutes",
+        {minute(0, 90, 0.5, false), minute(1, 33.5, 0.012, true), minute(2, 37, 0.0175, true)}}});
+  const std::string table = soak_table(rc);
+  EXPECT_THAT(table, HasSubstr("mailbox (while): processed 10"));
+  EXPECT_THAT(table, HasSubstr("judged minutes: p50 17-17, p99 33.5-37 us, tail share (> 1.5 x "
+                               "p50) 1.2-1.75 %"))
+      << table << "(minute 0, not judged, is left out)";
+}
+
 TEST(soak_minutes, a_week_of_samples_keeps_one_minute_of_them) {
   // 7 days at 2 kHz in a folder reserved for one minute of 2 kHz and a week of summaries: the
   // process does not grow while it folds 1.2 billion samples' worth (here one in 1,000 of them,

@@ -15,10 +15,12 @@
 #include <cstdlib>
 #include <fstream>
 #include <functional>
+#include <iomanip>
 #include <iostream>
 #include <mutex>
 #include <ostream>
 #include <random>
+#include <ranges>
 #include <sstream>
 #include <stdexcept>
 #include <thread>
@@ -272,11 +274,10 @@ bool accounted(const loop_counters& c) {
 }
 
 json minute_json(const minute_summary& s) {
-  return {{"minute", s.minute},
-          {"n", s.n},
-          {"p50_us", s.p50_us},
-          {"p99_us", s.p99_us},
-          {"max_us", s.max_us}};
+  return {{"minute", s.minute}, {"n", s.n},
+          {"p50_us", s.p50_us}, {"p90_us", s.p90_us},
+          {"p99_us", s.p99_us}, {"p999_us", s.p999_us},
+          {"max_us", s.max_us}, {"tail_share", s.tail_share}};
 }
 
 /// The minutes of a receipt, each saying whether its p99 counts for drift.
@@ -344,8 +345,13 @@ namespace {
 /// The summary of one minute's samples, sorted here in place (no allocation).
 minute_summary summary_sorting(int minute, std::span<double> values) {
   std::sort(values.begin(), values.end());
-  return {minute, values.size(), measure::percentile_sorted(values, 0.50),
-          measure::percentile_sorted(values, 0.99), values.back()};
+  minute_summary s{minute, values.size(), measure::percentile_sorted(values, 0.50),
+                   measure::percentile_sorted(values, 0.99), values.back()};
+  s.p90_us = measure::percentile_sorted(values, 0.90);
+  s.p999_us = measure::percentile_sorted(values, 0.999);
+  const auto slow = std::upper_bound(values.begin(), values.end(), 1.5 * s.p50_us);
+  s.tail_share = static_cast<double>(values.end() - slow) / static_cast<double>(values.size());
+  return s;
 }
 
 }  // namespace
@@ -907,6 +913,28 @@ measure::receipt run_soak_bench(const soak_settings& s, std::ostream& log, bool&
   return receipt;
 }
 
+namespace {
+
+/// "p50 a-b, p99 c-d us, tail share e-f %" over a pipeline's judged minutes ("" with none).
+std::string judged_minutes_line(const json& minutes) {
+  std::vector<const json*> judged;
+  for (const auto& m : minutes) {
+    if (m.value("judged", false)) judged.push_back(&m);
+  }
+  if (judged.empty()) return {};
+  const auto range = [&](const char* key, double scale) {
+    const auto [lo, hi] = std::ranges::minmax(
+        judged | std::views::transform([&](const json* m) { return m->at(key).get<double>(); }));
+    std::ostringstream r;
+    r << std::setprecision(4) << lo * scale << "-" << hi * scale;
+    return r.str();
+  };
+  return "  judged minutes: p50 " + range("p50_us", 1) + ", p99 " + range("p99_us", 1) +
+         " us, tail share (> 1.5 x p50) " + range("tail_share", 100) + " %\n";
+}
+
+}  // namespace
+
 std::string soak_table(const measure::receipt& receipt) {
   std::ostringstream out;
   for (const auto& r : receipt.results) {
@@ -924,6 +952,7 @@ std::string soak_table(const measure::receipt& receipt) {
         out << " (host view " << r["host_p99_drift"].get<double>() * 100 << "%)";
       }
       out << "\n";
+      if (r.contains("minutes")) out << judged_minutes_line(r["minutes"]);
     }
     if (r.contains("judgments")) {
       for (const auto& j : r["judgments"]) {

@@ -67,6 +67,11 @@ struct minute_summary {
   double p50_us{0};
   double p99_us{0};
   double max_us{0};
+  double p90_us{0};
+  double p999_us{0};
+  /// Share of the minute's samples slower than 1.5 x its p50: how thick the slow tail is, which
+  /// moves a p99 that sits near the tail's edge more than any one sample does.
+  double tail_share{0};
 };
 
 /// Per-minute latency summaries folded as a run goes, so a run of days keeps one minute of
