@@ -100,6 +100,9 @@ struct mailbox_side {
   minute_folder host;     // publish -> the actuator sees it (the actuator thread folds it)
   minute_folder in_loop;  // sighting -> commit, device clock (the loop's supervisor folds it)
   std::vector<std::int64_t> publish_ns;  // by seq % size: when the sensor published it
+  // Which samples ran beside the camera's frames (the camera's supervisor adds the frames).
+  overlap_census beside_camera{landing_ns};
+  static constexpr std::uint64_t landing_ns = 200'000;  // a 1080p RAW12 frame's copy: ~130 µs
 };
 
 // The actuator: every commit it sees is checked against the sample's reference, and its latency
@@ -153,6 +156,7 @@ struct camera_side {
   std::uint64_t pending{0};  // the frame of a copied screen waiting for its predecessor
   std::chrono::steady_clock::time_point pending_since;
   std::vector<std::uint8_t> screen;
+  overlap_census* census{nullptr};  // the mailbox's census of samples beside frames
 };
 
 std::vector<std::uint8_t> screen_of(const imaging::reference::rgb_planes& rgb, float max_value,
@@ -425,6 +429,118 @@ std::optional<std::uint64_t> predecessor_ring::before(std::uint64_t frame) const
   return frame - (w & 0xffff'ffffULL);
 }
 
+overlap_census::overlap_census(std::uint64_t landing_ns, std::size_t calibration,
+                               std::size_t frames, std::size_t pending)
+    : _landing_ns(landing_ns),
+      _calibration(std::max<std::size_t>(calibration, 1)),
+      _frames(std::max<std::size_t>(frames, 1)),
+      _pending(std::max<std::size_t>(pending, 1)) {
+  _first.reserve(_calibration);
+}
+
+void overlap_census::add_frame(std::uint64_t arrival_ns, std::uint64_t sighting_ns,
+                               std::uint64_t commit_ns) {
+  if (commit_ns < sighting_ns) return;
+  std::lock_guard lock(_mutex);
+  _frames[_frames_added % _frames.size()] = {arrival_ns, sighting_ns, commit_ns};
+  ++_frames_added;
+  _longest_work_ns = std::max(_longest_work_ns, commit_ns - sighting_ns);
+  settle(false);
+}
+
+void overlap_census::add_sample(std::uint64_t sighting_ns, std::uint64_t commit_ns) {
+  if (commit_ns < sighting_ns) return;
+  std::lock_guard lock(_mutex);
+  if (_first.size() < _calibration) {
+    _first.push_back(static_cast<double>(commit_ns - sighting_ns) / 1e3);
+    if (_first.size() == _calibration) {
+      const auto mid = _first.begin() + static_cast<std::ptrdiff_t>(_first.size() / 2);
+      std::nth_element(_first.begin(), mid, _first.end());
+      _counts.slow_above_us = 1.5 * *mid;
+    }
+  }
+  if (_pending_n == _pending.size()) {  // full: the oldest is judged with what is known
+    if (_counts.slow_above_us > 0) {
+      judge(_pending[_pending_head % _pending.size()]);
+    } else {
+      ++_counts.unjudged;
+    }
+    ++_pending_head;
+    --_pending_n;
+  }
+  _pending[(_pending_head + _pending_n) % _pending.size()] = {sighting_ns, commit_ns};
+  ++_pending_n;
+  settle(false);
+}
+
+overlap_census::counts overlap_census::result(bool settle_all) {
+  std::lock_guard lock(_mutex);
+  if (settle_all) settle(true);
+  return _counts;
+}
+
+void overlap_census::settle(bool all) {
+  while (_pending_n > 0) {
+    const span_ns& s = _pending[_pending_head % _pending.size()];
+    if (_counts.slow_above_us <= 0) {
+      if (!all) return;
+      ++_counts.unjudged;
+    } else {
+      const bool covered =
+          _frames_added > 0 &&
+          _frames[(_frames_added - 1) % _frames.size()].arrival_ns > s.end_ns + _landing_ns;
+      if (!covered && !all) return;
+      judge(s);
+    }
+    ++_pending_head;
+    --_pending_n;
+  }
+}
+
+void overlap_census::judge(const span_ns& s) {
+  const std::uint64_t n = _frames.size();
+  const std::uint64_t lo = _frames_added > n ? _frames_added - n : 0;
+  const auto at = [&](std::uint64_t i) -> const frame_window& { return _frames[i % n]; };
+  if (lo > 0 && at(lo).arrival_ns > s.begin_ns) {  // frames that could touch it are gone
+    ++_counts.unjudged;
+    return;
+  }
+  // Frames are kept in processing order, so both their work and their arrivals rise with the
+  // index: find the first that could reach the sample, then walk while they still begin before
+  // it ends.
+  const auto first_from = [&](auto key_of, std::uint64_t from_ns) {
+    std::uint64_t a = lo;
+    std::uint64_t b = _frames_added;
+    while (a < b) {
+      const std::uint64_t mid = a + (b - a) / 2;
+      if (key_of(at(mid)) < from_ns) {
+        a = mid + 1;
+      } else {
+        b = mid;
+      }
+    }
+    return a;
+  };
+  bool in_work = false;
+  const std::uint64_t reach = s.begin_ns > _longest_work_ns ? s.begin_ns - _longest_work_ns : 0;
+  for (std::uint64_t i = first_from([](const frame_window& f) { return f.begin_ns; }, reach);
+       i < _frames_added && at(i).begin_ns < s.end_ns && !in_work; ++i) {
+    in_work = at(i).end_ns > s.begin_ns;
+  }
+  // A landing [arrival - landing, arrival] touches the sample when the first frame arriving
+  // after the sample began lands before it ends.
+  const std::uint64_t next =
+      first_from([](const frame_window& f) { return f.arrival_ns; }, s.begin_ns);
+  const bool in_landing = next < _frames_added && at(next).arrival_ns < s.end_ns + _landing_ns;
+  const bool slow = static_cast<double>(s.end_ns - s.begin_ns) / 1e3 > _counts.slow_above_us;
+  ++(slow ? _counts.slow : _counts.fast);
+  if (in_work) {
+    ++(slow ? _counts.slow_in_work : _counts.fast_in_work);
+  } else if (in_landing) {
+    ++(slow ? _counts.slow_in_landing : _counts.fast_in_landing);
+  }
+}
+
 std::optional<timed_latency> in_loop_latency(const telemetry_entry& e, std::uint64_t base,
                                              double rate_hz) {
   constexpr auto detect = static_cast<std::size_t>(stage::detect);
@@ -496,7 +612,33 @@ struct soak_outcome {
   std::uint64_t published;
   double run_s;  // the sensor's seconds, from t0
   soak_memory memory;
+  overlap_census::counts beside_camera;
 };
+
+/// The census of mailbox samples beside the camera's frames, with each group's shares.
+json census_json(const overlap_census::counts& c) {
+  const auto share = [](std::uint64_t part, std::uint64_t whole) {
+    return whole == 0 ? 0.0 : static_cast<double>(part) / static_cast<double>(whole);
+  };
+  return {{"what",
+           "mailbox samples (sighting -> commit) that overlapped a camera frame's work (its "
+           "sighting -> commit) or, failing that, its landing (the " +
+               std::to_string(mailbox_side::landing_ns / 1000) +
+               " us before its arrival stamp), device clock; slow: above 1.5 x the median of the "
+               "first 4,096 samples"},
+          {"slow_above_us", c.slow_above_us},
+          {"slow", c.slow},
+          {"slow_in_work", c.slow_in_work},
+          {"slow_in_landing", c.slow_in_landing},
+          {"slow_in_work_share", share(c.slow_in_work, c.slow)},
+          {"slow_in_landing_share", share(c.slow_in_landing, c.slow)},
+          {"fast", c.fast},
+          {"fast_in_work", c.fast_in_work},
+          {"fast_in_landing", c.fast_in_landing},
+          {"fast_in_work_share", share(c.fast_in_work, c.fast)},
+          {"fast_in_landing_share", share(c.fast_in_landing, c.fast)},
+          {"unjudged", c.unjudged}};
+}
 
 /// A drift judgment: within 5%, or not judged where the run had too few whole minutes.
 json drift_judgment(const std::string& what, std::optional<double> drift) {
@@ -540,7 +682,8 @@ void record_soak(measure::receipt& receipt, const soak_settings& s, const soak_o
                   {"p99_drift", drift_json(mailbox_drift)},
                   {"host_latency", "sensor publish -> actuator sees the output, host clock"},
                   {"host_minutes", minutes_json(host_minutes, s.warmup_s, o.run_s)},
-                  {"host_p99_drift", drift_json(host_drift)}};
+                  {"host_p99_drift", drift_json(host_drift)},
+                  {"beside_camera", census_json(o.beside_camera)}};
   json camera = {{"pipeline", "camera"},
                  {"mode", s.camera_mode},
                  {"produced", o.camera.produced},
@@ -774,6 +917,10 @@ camera::camera_run_options camera_run(const soak_settings& s, const camera::came
     for (const telemetry_entry& e : batch) {
       const auto us = camera::software_latency_us(e);
       if (!us) continue;
+      if (cside.census != nullptr) {
+        const auto at = [&e](stage st) { return e.stamp_ns[static_cast<std::size_t>(st)]; };
+        cside.census->add_frame(at(stage::arrival), at(stage::detect), at(stage::commit));
+      }
       if (first == 0) first = e.seq;
       latency.add({static_cast<double>(e.seq - first) / rate_hz, *us});
     }
@@ -819,6 +966,7 @@ measure::receipt run_soak_bench(const soak_settings& s, std::ostream& log, bool&
   const auto run_minutes = static_cast<std::size_t>(std::ceil(s.minutes)) + 1;
   mailbox_side mside(static_cast<std::size_t>(s.mailbox_rate_hz * 60.0 * 1.1) + 1024, run_minutes);
   mside.publish_ns.assign(1 << 16, 0);
+  cside.census = &mside.beside_camera;
   minute_folder camera_latency(static_cast<std::size_t>(cam.sensor.rate_hz * 60.0 * 1.1) + 1024,
                                run_minutes);
 
@@ -860,7 +1008,11 @@ measure::receipt run_soak_bench(const soak_settings& s, std::ostream& log, bool&
   mopts.on_telemetry = [&](std::span<const telemetry_entry> batch) {
     const std::uint64_t b = telemetry_base.load(std::memory_order_acquire);
     for (const telemetry_entry& e : batch) {
-      if (const auto l = in_loop_latency(e, b, s.mailbox_rate_hz)) mside.in_loop.add(*l);
+      const auto l = in_loop_latency(e, b, s.mailbox_rate_hz);
+      if (!l) continue;
+      mside.in_loop.add(*l);
+      mside.beside_camera.add_sample(e.stamp_ns[static_cast<std::size_t>(stage::detect)],
+                                     e.stamp_ns[static_cast<std::size_t>(stage::commit)]);
     }
   };
   std::unique_ptr<run_handle> mrun;
@@ -904,11 +1056,17 @@ measure::receipt run_soak_bench(const soak_settings& s, std::ostream& log, bool&
   log << "bench soak: " << total_s << " s, " << published << " mailbox samples, "
       << cres.counters.processed << " camera frames\n";
 
-  soak_outcome outcome{cres,           camera_failure,
-                       cside,          mside,
-                       mrep,           mrun->telemetry_lost(),
-                       camera_latency, published,
-                       run_s,          {warm.rss, rss_end, warm.free_device, free_end}};
+  soak_outcome outcome{cres,
+                       camera_failure,
+                       cside,
+                       mside,
+                       mrep,
+                       mrun->telemetry_lost(),
+                       camera_latency,
+                       published,
+                       run_s,
+                       {warm.rss, rss_end, warm.free_device, free_end},
+                       mside.beside_camera.result(true)};
   record_soak(receipt, s, outcome, state, ok);
   return receipt;
 }
@@ -933,6 +1091,18 @@ std::string judged_minutes_line(const json& minutes) {
          " us, tail share (> 1.5 x p50) " + range("tail_share", 100) + " %\n";
 }
 
+/// "slow samples (> X us): N; beside a camera frame's work a %, its landing b % (fast ...)".
+std::string census_line(const json& c) {
+  std::ostringstream r;
+  r << std::setprecision(3) << "  slow samples (> " << c.value("slow_above_us", 0.0)
+    << " us): " << c.value("slow", 0) << "; during a camera frame's work "
+    << 100 * c.value("slow_in_work_share", 0.0) << " %, its landing "
+    << 100 * c.value("slow_in_landing_share", 0.0)
+    << " % (fast samples: " << 100 * c.value("fast_in_work_share", 0.0) << " %, "
+    << 100 * c.value("fast_in_landing_share", 0.0) << " %)\n";
+  return r.str();
+}
+
 }  // namespace
 
 std::string soak_table(const measure::receipt& receipt) {
@@ -953,6 +1123,7 @@ std::string soak_table(const measure::receipt& receipt) {
       }
       out << "\n";
       if (r.contains("minutes")) out << judged_minutes_line(r["minutes"]);
+      if (r.contains("beside_camera")) out << census_line(r["beside_camera"]);
     }
     if (r.contains("judgments")) {
       for (const auto& j : r["judgments"]) {

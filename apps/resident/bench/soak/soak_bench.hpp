@@ -119,6 +119,66 @@ class minute_folder {
 [[nodiscard]] std::optional<timed_latency> in_loop_latency(const telemetry_entry& e,
                                                            std::uint64_t base, double rate_hz);
 
+/// Which mailbox samples ran while the camera loop worked on a frame, so a receipt can say
+/// whether the mailbox's slow tail is the other loop's doing. Each sample's [sighting, commit]
+/// and each frame's windows are device-clock times (one GPU's %globaltimer): the frame's work
+/// [sighting, commit] and its landing, the `landing_ns` before its arrival stamp (the bridge's
+/// copy of the frame into device memory ends at the arrival). A sample is slow above 1.5 x the
+/// median of the first `calibration` samples. Samples wait until frames known cover their time
+/// (a frame that arrives later than commit + landing_ns cannot touch them); each series comes
+/// in time order from its own thread (the two loops' supervisors). Room is taken up front: a
+/// ring of `frames` frames (a sample older than the oldest kept is counted as unjudged) and one
+/// of `pending` samples (when full, the oldest is judged against the frames known).
+class overlap_census {
+ public:
+  struct counts {
+    double slow_above_us{0};  // 0 until calibrated
+    std::uint64_t slow{0};
+    std::uint64_t slow_in_work{0};     // overlapped a frame's work
+    std::uint64_t slow_in_landing{0};  // overlapped a frame's landing (and no frame's work)
+    std::uint64_t fast{0};
+    std::uint64_t fast_in_work{0};
+    std::uint64_t fast_in_landing{0};
+    std::uint64_t unjudged{0};  // older than every frame kept, or before calibration ended
+  };
+
+  overlap_census(std::uint64_t landing_ns, std::size_t calibration = 4096,
+                 std::size_t frames = 4096, std::size_t pending = 1 << 15);
+  overlap_census(const overlap_census&) = delete;
+  overlap_census& operator=(const overlap_census&) = delete;
+
+  void add_frame(std::uint64_t arrival_ns, std::uint64_t sighting_ns, std::uint64_t commit_ns);
+  void add_sample(std::uint64_t sighting_ns, std::uint64_t commit_ns);
+  /// The counts so far; with `settle_all` (the run has ended) every waiting sample is judged
+  /// against the frames known.
+  [[nodiscard]] counts result(bool settle_all);
+
+ private:
+  struct frame_window {
+    std::uint64_t arrival_ns;
+    std::uint64_t begin_ns;  // the frame's work
+    std::uint64_t end_ns;
+  };
+  struct span_ns {
+    std::uint64_t begin_ns;
+    std::uint64_t end_ns;
+  };
+  void settle(bool all);         // with _mutex held
+  void judge(const span_ns& s);  // with _mutex held
+
+  std::mutex _mutex;  // guards everything below
+  std::uint64_t _landing_ns;
+  std::size_t _calibration;
+  std::vector<double> _first;  // the calibration samples' latencies (µs)
+  std::vector<frame_window> _frames;
+  std::uint64_t _frames_added{0};
+  std::uint64_t _longest_work_ns{0};
+  std::vector<span_ns> _pending;
+  std::uint64_t _pending_head{0};  // index of the oldest waiting sample (mod size)
+  std::uint64_t _pending_n{0};
+  counts _counts;
+};
+
 /// Which frame the camera loop processed before each frame, from its streamed telemetry: with
 /// previous-frame statistics a shown frame F carries the gains of that frame. One thread adds
 /// the batches in processing order while another asks; each slot is one atomic word (the frame
