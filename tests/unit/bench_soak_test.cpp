@@ -80,16 +80,19 @@ TEST(soak_table, prints_the_judged_minutes_ranges_under_each_pipeline) {
 }
 
 constexpr std::uint64_t us(std::uint64_t x) { return x * 1000; }
+// A device-clock time x µs into a run (a stamp is never 0: 0 means not stamped).
+constexpr std::uint64_t t(std::uint64_t x) { return (1'000'000 + x) * 1000; }
 
 TEST(overlap_census, counts_slow_and_fast_samples_beside_a_frames_work_and_landing) {
   overlap_census c(us(100), 4, 8, 16);  // landing: the 100 us before a frame's arrival
-  for (std::uint64_t t : {0, 20, 40, 60}) c.add_sample(us(t), us(t + 10));  // median 10 us
-  c.add_sample(us(950), us(960));    // fast, in frame 1's landing [900, 1000]
-  c.add_sample(us(1000), us(1040));  // slow, in frame 1's work [1010, 1060]
-  c.add_sample(us(2000), us(2050));  // slow, beside nothing
-  c.add_sample(us(3000), us(3005));  // fast, in frame 2's work [2990, 3010]
-  c.add_frame(us(1000), us(1010), us(1060));
-  c.add_frame(us(2980), us(2990), us(3010));
+  for (std::uint64_t x : {0, 20, 40, 60}) c.add_sample(t(x), t(x + 10));  // median 10 us
+  c.add_sample(t(950), t(960));    // fast, in frame 1's landing [900, 1000]
+  c.add_sample(t(1000), t(1040));  // slow, in frame 1's work [1010, 1060]
+  c.add_sample(t(2000), t(2050));  // slow, beside nothing
+  c.add_sample(t(3000), t(3005));  // fast, in frame 2's work [2990, 3010]
+  c.add_frame(t(1000), t(1010), t(1060));
+  c.add_frame(t(1500), 0, t(1600));  // not stamped: left out (it would span from time 0)
+  c.add_frame(t(2980), t(2990), t(3010));
   auto n = c.result(false);
   EXPECT_DOUBLE_EQ(n.slow_above_us, 15.0) << "1.5 x the first four samples' median";
   EXPECT_EQ(n.slow, 2U);
@@ -98,7 +101,7 @@ TEST(overlap_census, counts_slow_and_fast_samples_beside_a_frames_work_and_landi
   EXPECT_EQ(n.fast, 5U) << "the sample at 3000 waits: a frame arriving before 3105 could touch it";
   EXPECT_EQ(n.fast_in_landing, 1U);
   EXPECT_EQ(n.fast_in_work, 0U);
-  c.add_frame(us(5000), us(5005), us(5050));  // arrives after 3105: the last sample is judged
+  c.add_frame(t(5000), t(5005), t(5050));  // arrives after 3105: the last sample is judged
   n = c.result(false);
   EXPECT_EQ(n.fast, 6U);
   EXPECT_EQ(n.fast_in_work, 1U);
@@ -107,35 +110,35 @@ TEST(overlap_census, counts_slow_and_fast_samples_beside_a_frames_work_and_landi
 
 TEST(overlap_census, what_it_cannot_judge_is_counted_as_unjudged) {
   overlap_census early(us(100), 4, 8, 16);
-  early.add_sample(us(0), us(10));
-  early.add_frame(us(500), us(510), us(520));
+  early.add_sample(t(0), t(10));
+  early.add_frame(t(500), t(510), t(520));
   EXPECT_EQ(early.result(false).unjudged, 0U) << "waits for the calibration";
   const auto e = early.result(true);
   EXPECT_EQ(e.unjudged, 1U) << "the run ended before 4 samples calibrated the threshold";
   EXPECT_EQ(e.slow + e.fast, 0U);
 
   overlap_census c(us(100), 1, 2, 16);  // two frames kept
-  c.add_sample(us(0), us(10));          // calibrates: slow above 15 us
-  c.add_sample(us(1000), us(1020));     // waits for frames past 1120
-  c.add_frame(us(3000), us(3010), us(3020));
-  c.add_frame(us(4000), us(4010), us(4020));
-  c.add_frame(us(5000), us(5010), us(5020));  // the first kept frame is now at 4000
+  c.add_sample(t(0), t(10));            // calibrates: slow above 15 us
+  c.add_sample(t(1000), t(1020));       // waits for frames past 1120
+  c.add_frame(t(3000), t(3010), t(3020));
+  c.add_frame(t(4000), t(4010), t(4020));
+  c.add_frame(t(5000), t(5010), t(5020));  // the first kept frame is now at 4000
   auto n = c.result(false);
   EXPECT_EQ(n.fast, 1U) << "the calibration sample was judged while frame 3000 was kept";
   EXPECT_EQ(n.slow, 1U) << "frames 3000.. could not touch [1000, 1020]: judged when covered";
 
   overlap_census late(us(100), 2, 2, 16);  // calibrates on its second sample
-  late.add_sample(us(0), us(10));          // waits for the calibration ...
-  for (std::uint64_t t : {3000, 4000, 5000}) late.add_frame(us(t), us(t + 10), us(t + 20));
-  late.add_sample(us(6000), us(6010));  // ... which ends when frame 3000 is no longer kept
+  late.add_sample(t(0), t(10));            // waits for the calibration ...
+  for (std::uint64_t x : {3000, 4000, 5000}) late.add_frame(t(x), t(x + 10), t(x + 20));
+  late.add_sample(t(6000), t(6010));  // ... which ends when frame 3000 is no longer kept
   n = late.result(true);
   EXPECT_EQ(n.unjudged, 1U) << "a sample older than every frame kept";
   EXPECT_EQ(n.fast, 1U);
 
   overlap_census full(us(100), 1, 8, 2);  // room for two waiting samples
-  full.add_sample(us(0), us(10));
-  full.add_sample(us(20), us(40));
-  full.add_sample(us(50), us(60));  // full: the oldest is judged against no frame
+  full.add_sample(t(0), t(10));
+  full.add_sample(t(20), t(40));
+  full.add_sample(t(50), t(60));  // full: the oldest is judged against no frame
   n = full.result(false);
   EXPECT_EQ(n.fast, 1U);
   EXPECT_EQ(n.slow + n.unjudged, 0U);

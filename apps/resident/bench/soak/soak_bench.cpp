@@ -440,7 +440,7 @@ overlap_census::overlap_census(std::uint64_t landing_ns, std::size_t calibration
 
 void overlap_census::add_frame(std::uint64_t arrival_ns, std::uint64_t sighting_ns,
                                std::uint64_t commit_ns) {
-  if (commit_ns < sighting_ns) return;
+  if (arrival_ns == 0 || sighting_ns == 0 || commit_ns < sighting_ns) return;  // not stamped
   std::lock_guard lock(_mutex);
   _frames[_frames_added % _frames.size()] = {arrival_ns, sighting_ns, commit_ns};
   ++_frames_added;
@@ -449,7 +449,7 @@ void overlap_census::add_frame(std::uint64_t arrival_ns, std::uint64_t sighting_
 }
 
 void overlap_census::add_sample(std::uint64_t sighting_ns, std::uint64_t commit_ns) {
-  if (commit_ns < sighting_ns) return;
+  if (sighting_ns == 0 || commit_ns < sighting_ns) return;  // not stamped
   std::lock_guard lock(_mutex);
   if (_first.size() < _calibration) {
     _first.push_back(static_cast<double>(commit_ns - sighting_ns) / 1e3);
