@@ -940,6 +940,32 @@ camera::camera_run_options camera_run(const soak_settings& s, const camera::came
   return o;
 }
 
+/// The mailbox loop's options: the loop's own latency per sample streams through a ring of 2^14
+/// entries (8 s at 2 kHz; the supervisor drains it once half full, or as often as
+/// --mailbox-telemetry-age-ms asks) into the per-minute folder and the census beside the
+/// camera. Samples published before the run (none) would be filed under `base`, which the caller
+/// sets before the first publish.
+run_options mailbox_run_options(const soak_settings& s, std::chrono::nanoseconds deadline,
+                                mailbox_side& mside, const std::atomic<std::uint64_t>& base) {
+  run_options o;
+  o.deadline = deadline;
+  o.persistent_blocks = 1;
+  o.telemetry_samples = 1 << 14;
+  o.telemetry_max_age =
+      std::chrono::milliseconds(static_cast<std::int64_t>(s.mailbox_telemetry_age_ms));
+  o.on_telemetry = [&s, &mside, &base](std::span<const telemetry_entry> batch) {
+    const std::uint64_t b = base.load(std::memory_order_acquire);
+    for (const telemetry_entry& e : batch) {
+      const auto l = in_loop_latency(e, b, s.mailbox_rate_hz);
+      if (!l) continue;
+      mside.in_loop.add(*l);
+      mside.beside_camera.add_sample(e.stamp_ns[static_cast<std::size_t>(stage::detect)],
+                                     e.stamp_ns[static_cast<std::size_t>(stage::commit)]);
+    }
+  };
+  return o;
+}
+
 measure::receipt run_soak_bench(const soak_settings& s, std::ostream& log, bool& ok) {
   s.validate();
   health_output health(s.health_path);
@@ -994,27 +1020,8 @@ measure::receipt run_soak_bench(const soak_settings& s, std::ostream& log, bool&
   wait_for_camera_start(state, log);
 
   // The mailbox loop (its application and mailbox were made before the camera started).
-  run_options mopts;
-  mopts.deadline = deadline;
-  mopts.persistent_blocks = 1;
-  // The loop's own latency per sample, streamed through a ring of 2^14 entries (8 s at 2 kHz;
-  // the supervisor drains it once half full, or as often as --mailbox-telemetry-age-ms asks)
-  // into the per-minute folder. Samples published before the run (none) would be filed under
-  // `base`, set before the first publish.
   std::atomic<std::uint64_t> telemetry_base{0};
-  mopts.telemetry_samples = 1 << 14;
-  mopts.telemetry_max_age =
-      std::chrono::milliseconds(static_cast<std::int64_t>(s.mailbox_telemetry_age_ms));
-  mopts.on_telemetry = [&](std::span<const telemetry_entry> batch) {
-    const std::uint64_t b = telemetry_base.load(std::memory_order_acquire);
-    for (const telemetry_entry& e : batch) {
-      const auto l = in_loop_latency(e, b, s.mailbox_rate_hz);
-      if (!l) continue;
-      mside.in_loop.add(*l);
-      mside.beside_camera.add_sample(e.stamp_ns[static_cast<std::size_t>(stage::detect)],
-                                     e.stamp_ns[static_cast<std::size_t>(stage::commit)]);
-    }
-  };
+  const run_options mopts = mailbox_run_options(s, deadline, mside, telemetry_base);
   std::unique_ptr<run_handle> mrun;
   {
     const setup_watchdog guard(log, "the mailbox loop's set-up", setup_limit);
