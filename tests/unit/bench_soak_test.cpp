@@ -71,12 +71,28 @@ TEST(soak_table, prints_the_judged_minutes_ranges_under_each_pipeline) {
         {{"processed", 10}, {"dropped", 0}, {"unaccounted", 0}, {"deadline_misses", 0}}},
        {"p99_drift", 0.1},
        {"minutes",
-        {minute(0, 90, 0.5, false), minute(1, 33.5, 0.012, true), minute(2, 37, 0.0175, true)}}});
+        {minute(0, 90, 0.5, false), minute(1, 33.5, 0.012, true), minute(2, 37, 0.0175, true)}},
+       {"beside_camera",
+        {{"slow_above_us", 25.5},
+         {"slow", 200},
+         {"slow_in_work_share", 0.1},
+         {"slow_in_landing_share", 0.6},
+         {"fast_in_work_share", 0.01},
+         {"fast_in_landing_share", 0.012},
+         {"gap_to_next_arrival",
+          {{"edges_us", {25, 50, 100, 200, 400, 800, 1600}},
+           {"slow", {100, 40, 20, 10, 10, 10, 10, 0, 0}},     // 170 of 200 within 200 us
+           {"fast", {1, 1, 2, 8, 12, 24, 48, 900, 4}}}}}}});  // 12 of 1000
   const std::string table = soak_table(rc);
   EXPECT_THAT(table, HasSubstr("mailbox (while): processed 10"));
   EXPECT_THAT(table, HasSubstr("judged minutes: p50 17-17, p99 33.5-37 us, tail share (> 1.5 x "
                                "p50) 1.2-1.75 %"))
       << table << "(minute 0, not judged, is left out)";
+  EXPECT_THAT(table, HasSubstr("slow samples (> 25.5 us): 200; during a camera frame's work 10 %, "
+                               "its landing 60 % (fast samples: 1 %, 1.2 %)"))
+      << table;
+  EXPECT_THAT(table, HasSubstr("ended < 200 us before a frame's arrival: slow 85 %, fast 1.2 %"))
+      << table;
 }
 
 constexpr std::uint64_t us(std::uint64_t x) { return x * 1000; }
@@ -106,6 +122,12 @@ TEST(overlap_census, counts_slow_and_fast_samples_beside_a_frames_work_and_landi
   EXPECT_EQ(n.fast, 6U);
   EXPECT_EQ(n.fast_in_work, 1U);
   EXPECT_EQ(n.unjudged, 0U);
+  // How long before the next arrival each ended: the slow one at 1000 contains frame 1's
+  // arrival (0 us), the one at 2000 ends 930 us before frame 2's; the fast ones 930-990 us
+  // (calibration), 40 us (950) and 1,995 us (3000, before frame 3's) before theirs.
+  using gaps = std::array<std::uint64_t, overlap_census::gap_buckets>;
+  EXPECT_EQ(n.slow_by_gap, (gaps{1, 0, 0, 0, 0, 0, 1, 0, 0}));
+  EXPECT_EQ(n.fast_by_gap, (gaps{0, 1, 0, 0, 0, 0, 4, 1, 0}));
 }
 
 TEST(overlap_census, what_it_cannot_judge_is_counted_as_unjudged) {
@@ -145,6 +167,8 @@ TEST(overlap_census, what_it_cannot_judge_is_counted_as_unjudged) {
   n = full.result(true);
   EXPECT_EQ(n.slow, 1U);
   EXPECT_EQ(n.fast, 2U);
+  EXPECT_EQ(n.fast_by_gap.back(), 2U) << "no frame came after them";
+  EXPECT_EQ(n.slow_by_gap.back(), 1U);
 }
 
 TEST(soak_minutes, a_week_of_samples_keeps_one_minute_of_them) {

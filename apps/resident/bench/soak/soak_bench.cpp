@@ -533,6 +533,14 @@ void overlap_census::judge(const span_ns& s) {
       first_from([](const frame_window& f) { return f.arrival_ns; }, s.begin_ns);
   const bool in_landing = next < _frames_added && at(next).arrival_ns < s.end_ns + _landing_ns;
   const bool slow = static_cast<double>(s.end_ns - s.begin_ns) / 1e3 > _counts.slow_above_us;
+  std::size_t gap = gap_buckets - 1;  // no later frame
+  if (next < _frames_added) {
+    const std::uint64_t arrival = at(next).arrival_ns;
+    const double gap_us = arrival > s.end_ns ? static_cast<double>(arrival - s.end_ns) / 1e3 : 0;
+    gap = static_cast<std::size_t>(std::ranges::upper_bound(gap_edges_us, gap_us) -
+                                   gap_edges_us.begin());
+  }
+  ++(slow ? _counts.slow_by_gap : _counts.fast_by_gap)[gap];
   ++(slow ? _counts.slow : _counts.fast);
   if (in_work) {
     ++(slow ? _counts.slow_in_work : _counts.fast_in_work);
@@ -637,7 +645,15 @@ json census_json(const overlap_census::counts& c) {
           {"fast_in_landing", c.fast_in_landing},
           {"fast_in_work_share", share(c.fast_in_work, c.fast)},
           {"fast_in_landing_share", share(c.fast_in_landing, c.fast)},
-          {"unjudged", c.unjudged}};
+          {"unjudged", c.unjudged},
+          {"gap_to_next_arrival",
+           {{"what",
+             "samples by how long before the next camera frame's arrival stamp they ended (0: "
+             "the arrival fell inside the sample), in buckets up to each edge, then beyond the "
+             "last edge, then no later frame"},
+            {"edges_us", overlap_census::gap_edges_us},
+            {"slow", c.slow_by_gap},
+            {"fast", c.fast_by_gap}}}};
 }
 
 /// A drift judgment: within 5%, or not judged where the run had too few whole minutes.
@@ -1107,6 +1123,23 @@ std::string census_line(const json& c) {
     << 100 * c.value("slow_in_landing_share", 0.0)
     << " % (fast samples: " << 100 * c.value("fast_in_work_share", 0.0) << " %, "
     << 100 * c.value("fast_in_landing_share", 0.0) << " %)\n";
+  if (c.contains("gap_to_next_arrival")) {
+    // The share of each group that ended less than 200 us before a frame's arrival stamp.
+    const auto near = [&](const char* group) {
+      const auto& counts = c["gap_to_next_arrival"][group];
+      const auto& edges = c["gap_to_next_arrival"]["edges_us"];
+      std::uint64_t all = 0;
+      std::uint64_t within = 0;
+      for (std::size_t i = 0; i < counts.size(); ++i) {
+        const auto k = counts[i].get<std::uint64_t>();
+        all += k;
+        if (i < edges.size() && edges[i].get<double>() <= 200) within += k;
+      }
+      return all == 0 ? 0.0 : 100.0 * static_cast<double>(within) / static_cast<double>(all);
+    };
+    r << "  ended < 200 us before a frame's arrival: slow " << near("slow") << " %, fast "
+      << near("fast") << " %\n";
+  }
   return r.str();
 }
 

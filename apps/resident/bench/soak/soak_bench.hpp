@@ -6,6 +6,7 @@
 // and memory (device and host) between warm-up and the end. A periodic health line (JSON lines)
 // lets a run of days be watched by a machine.
 
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <iosfwd>
@@ -131,6 +132,8 @@ class minute_folder {
 /// of `pending` samples (when full, the oldest is judged against the frames known).
 class overlap_census {
  public:
+  static constexpr std::array<double, 7> gap_edges_us{25, 50, 100, 200, 400, 800, 1600};
+  static constexpr std::size_t gap_buckets = gap_edges_us.size() + 2;
   struct counts {
     double slow_above_us{0};  // 0 until calibrated
     std::uint64_t slow{0};
@@ -140,6 +143,12 @@ class overlap_census {
     std::uint64_t fast_in_work{0};
     std::uint64_t fast_in_landing{0};
     std::uint64_t unjudged{0};  // older than every frame kept, or before calibration ended
+    // By how long before the next frame's arrival stamp a sample ended (0 when that arrival
+    // fell inside the sample), in the buckets of gap_edges_us plus one beyond the last edge and
+    // one for no later frame: a landing's true length shows as the gap under which slow samples
+    // crowd.
+    std::array<std::uint64_t, gap_buckets> slow_by_gap{};
+    std::array<std::uint64_t, gap_buckets> fast_by_gap{};
   };
 
   overlap_census(std::uint64_t landing_ns, std::size_t calibration = 4096,
