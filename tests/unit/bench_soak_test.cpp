@@ -3,11 +3,13 @@
 
 #include <gmock/gmock.h>
 
+#include <filesystem>
 #include <sstream>
 #include <stdexcept>
 #include <vector>
 
 #include "bench/soak/soak_bench.hpp"
+#include "commands/report.hpp"
 
 namespace resident::bench {
 namespace {
@@ -169,6 +171,127 @@ TEST(overlap_census, what_it_cannot_judge_is_counted_as_unjudged) {
   EXPECT_EQ(n.fast, 2U);
   EXPECT_EQ(n.fast_by_gap.back(), 2U) << "no frame came after them";
   EXPECT_EQ(n.slow_by_gap.back(), 1U);
+}
+
+TEST(soak_report, prints_the_soak_table_and_a_row_a_minute_old_receipts_included) {
+  measure::receipt rc("soak", "resident bench soak --minutes 2");
+  rc.git_commit = "abc1234";
+  rc.device.name = "NVIDIA H200";
+  const auto minute = [](int i, bool judged, bool with_tail) {
+    nlohmann::json m{{"minute", i},    {"n", 120000},  {"p50_us", 17.0},
+                     {"p99_us", 21.5}, {"max_us", 56}, {"judged", judged}};
+    if (with_tail) {
+      m["p90_us"] = 17.5;
+      m["p999_us"] = 40.25;
+      m["tail_share"] = 0.012;
+    }
+    return m;
+  };
+  rc.results.push_back(
+      {{"pipeline", "mailbox"},
+       {"mode", "while"},
+       {"counters",
+        {{"processed", 10}, {"dropped", 0}, {"unaccounted", 0}, {"deadline_misses", 0}}},
+       {"p99_drift", 0.0},
+       {"minutes", {minute(0, false, true), minute(1, true, true)}},
+       {"host_minutes", {minute(1, true, false)}}});
+  rc.results.push_back(
+      {{"pipeline", "camera"},
+       {"mode", "while"},
+       {"counters", {{"processed", 5}, {"dropped", 0}, {"unaccounted", 0}, {"deadline_misses", 0}}},
+       {"p99_drift", nullptr},
+       {"minutes", {minute(2, false, false)}}});  // a minute only the camera has
+  const std::string text = soak_report_text(rc);
+  EXPECT_THAT(text, HasSubstr("soak: git abc1234, started"));
+  EXPECT_THAT(text, HasSubstr("NVIDIA H200\n  command: resident bench soak --minutes 2"));
+  EXPECT_THAT(text, HasSubstr("mailbox (while): processed 10"));
+  EXPECT_THAT(text, HasSubstr("camera (while): processed 5, dropped 0, unaccounted 0, deadline "
+                              "misses 0, p99 drift not judged"));
+  EXPECT_THAT(text, HasSubstr("     1    yes   120000    17.00    17.50    21.50    40.25    56.00 "
+                              "   1.20     21.50        -        -        -"))
+      << text;
+  EXPECT_THAT(text, HasSubstr("     2     no        -        -        -        -        -        - "
+                              "      -         -    17.00    21.50    56.00"))
+      << text;
+  // The camera's minutes carry no tail share: its judged-minutes line (none judged) is left
+  // out, and the mailbox's says "?" only where a judged minute lacks a field.
+  EXPECT_THAT(text, HasSubstr("judged minutes: p50 17-17, p99 21.5-21.5 us, tail share (> 1.5 x "
+                              "p50) 1.2-1.2 %"));
+}
+
+TEST(soak_report, resident_report_prints_a_soak_receipt_with_its_own_table) {
+  const auto dir = std::filesystem::temp_directory_path() / "resident-soak-report-test";
+  std::filesystem::create_directories(dir);
+  measure::receipt rc("soak", "resident bench soak --quick");
+  rc.results.push_back(
+      {{"pipeline", "mailbox"},
+       {"mode", "tail"},
+       {"counters", {{"processed", 3}, {"dropped", 1}, {"unaccounted", 0}, {"deadline_misses", 0}}},
+       {"p99_drift", nullptr},
+       {"minutes",
+        {{{"minute", 0}, {"n", 3}, {"p50_us", 9.0}, {"p99_us", 9.5}, {"max_us", 9.5}}}}});
+  rc.write((dir / "soak.json").string());
+  cli::report_settings s;
+  s.receipts = {(dir / "soak.json").string()};
+  ::testing::internal::CaptureStdout();
+  EXPECT_EQ(cli::run_report(s), 0);
+  const std::string out = ::testing::internal::GetCapturedStdout();
+  EXPECT_THAT(out, HasSubstr("mailbox (tail): processed 3, dropped 1")) << out;
+  EXPECT_THAT(out, HasSubstr("per minute (us; judged: counted for drift)")) << out;
+  EXPECT_THAT(out, ::testing::Not(HasSubstr("counters={"))) << "not the generic key=value dump";
+  std::filesystem::remove_all(dir);
+}
+
+TEST(soak_report, a_receipt_not_shaped_as_bench_soak_writes_it_is_refused_by_field) {
+  const nlohmann::json good = {
+      {"pipeline", "mailbox"},
+      {"mode", "while"},
+      {"counters", {{"processed", 1}, {"dropped", 0}, {"unaccounted", 0}, {"deadline_misses", 0}}},
+      {"p99_drift", nullptr},
+      {"minutes", {{{"minute", 0}, {"p99_us", 1.0}, {"judged", true}}}},
+      {"beside_camera",
+       {{"slow", 1}, {"gap_to_next_arrival", {{"edges_us", {25}}, {"slow", {1}}, {"fast", {0}}}}}}};
+  const auto error_of = [](const nlohmann::json& result) {
+    measure::receipt rc("soak", "resident bench soak");
+    rc.results.push_back(result);
+    try {
+      (void)soak_report_text(rc);
+    } catch (const std::invalid_argument& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_EQ(error_of(good), "no error");
+  auto r = good;
+  r["pipeline"] = 7;
+  EXPECT_EQ(error_of(r), "soak receipt: result #1: 'pipeline' must be a string");
+  r = good;
+  r.erase("counters");
+  EXPECT_EQ(error_of(r), "soak receipt: result #1: 'counters' must be an object");
+  r = good;
+  r["counters"].erase("dropped");
+  EXPECT_EQ(error_of(r), "soak receipt: result #1: counters: 'dropped' must be a number");
+  r = good;
+  r.erase("p99_drift");
+  EXPECT_THAT(error_of(r), HasSubstr("'p99_drift' must be present"));
+  r = good;
+  r["minutes"][0]["minute"] = "one";
+  EXPECT_EQ(error_of(r),
+            "soak receipt: result #1: minutes[]: 'minute' must be a whole number in an object");
+  r = good;
+  r["minutes"][0]["judged"] = "yes";
+  EXPECT_THAT(error_of(r), HasSubstr("'judged' must be true or false"));
+  r = good;
+  r["minutes"][0]["p99_us"] = "fast";
+  EXPECT_THAT(error_of(r), HasSubstr("'p99_us' must be a number"));
+  r = good;
+  r["beside_camera"]["gap_to_next_arrival"]["slow"] = {"a"};
+  EXPECT_THAT(error_of(r), HasSubstr("gap_to_next_arrival: 'slow' must be an array of numbers"));
+  r = good;
+  r["beside_camera"]["slow"] = "many";
+  EXPECT_THAT(error_of(r), HasSubstr("beside_camera: 'slow' must be a number"));
+  const nlohmann::json judgments = {{"judgments", {{{"ok", "yes"}, {"check", "x"}, {"value", 0}}}}};
+  EXPECT_THAT(error_of(judgments), HasSubstr("judgments[]: 'ok' must be true or false"));
 }
 
 TEST(soak_minutes, a_week_of_samples_keeps_one_minute_of_them) {

@@ -17,10 +17,12 @@
 #include <functional>
 #include <iomanip>
 #include <iostream>
+#include <map>
 #include <mutex>
 #include <ostream>
 #include <random>
 #include <ranges>
+#include <set>
 #include <sstream>
 #include <stdexcept>
 #include <thread>
@@ -1105,7 +1107,10 @@ std::string judged_minutes_line(const json& minutes) {
     if (m.value("judged", false)) judged.push_back(&m);
   }
   if (judged.empty()) return {};
-  const auto range = [&](const char* key, double scale) {
+  // A field some minute lacks (a receipt from before it was recorded) gives "?".
+  const auto range = [&](const char* key, double scale) -> std::string {
+    const auto has = [&](const json* m) { return m->contains(key) && (*m)[key].is_number(); };
+    if (!std::ranges::all_of(judged, has)) return "?";
     const auto [lo, hi] = std::ranges::minmax(
         judged | std::views::transform([&](const json* m) { return m->at(key).get<double>(); }));
     std::ostringstream r;
@@ -1173,6 +1178,169 @@ std::string soak_table(const measure::receipt& receipt) {
             << " (" << j["value"].dump() << ")\n";
       }
     }
+  }
+  return out.str();
+}
+
+namespace {
+
+/// The minutes of one pipeline's series by minute number ("minutes" or "host_minutes").
+std::map<int, json> minutes_by_number(const json& result, const char* key) {
+  std::map<int, json> out;
+  if (!result.contains(key) || !result[key].is_array()) return out;
+  for (const auto& m : result[key]) out[m.value("minute", -1)] = m;
+  return out;
+}
+
+/// One number of a minute, or "-" where that minute or field is missing.
+std::string minute_field(const std::map<int, json>& minutes, int minute, const char* key,
+                         double scale = 1.0) {
+  const auto it = minutes.find(minute);
+  if (it == minutes.end() || !it->second.contains(key) || !it->second[key].is_number()) return "-";
+  char text[32];
+  std::snprintf(text, sizeof text, "%.2f", it->second[key].get<double>() * scale);
+  return text;
+}
+
+}  // namespace
+
+namespace {
+
+/// Throws std::invalid_argument "<where>: '<key>' must be <what>" unless `ok`.
+void require(bool ok, const std::string& where, const char* key, const char* what) {
+  if (!ok) throw std::invalid_argument(where + ": '" + key + "' must be " + what);
+}
+
+/// A present field of `o` must be a number (or null where `null_ok`).
+void optional_number(const json& o, const char* key, const std::string& where,
+                     bool null_ok = false) {
+  if (!o.contains(key)) return;
+  require(o[key].is_number() || (null_ok && o[key].is_null()), where, key,
+          null_ok ? "a number or null" : "a number");
+}
+
+void check_numbers_array(const json& o, const char* key, const std::string& where) {
+  require(o.contains(key) && o[key].is_array() &&
+              std::ranges::all_of(o[key], [](const json& v) { return v.is_number(); }),
+          where, key, "an array of numbers");
+}
+
+void check_minutes(const json& r, const char* key, const std::string& where) {
+  if (!r.contains(key)) return;
+  require(r[key].is_array(), where, key, "an array of minutes");
+  for (const auto& m : r[key]) {
+    const std::string at = where + ": " + key + "[]";
+    require(m.is_object() && m.contains("minute") && m["minute"].is_number_integer(), at, "minute",
+            "a whole number in an object");
+    if (m.contains("judged")) require(m["judged"].is_boolean(), at, "judged", "true or false");
+    for (const char* f : {"n", "p50_us", "p90_us", "p99_us", "p999_us", "max_us", "tail_share"}) {
+      optional_number(m, f, at);
+    }
+  }
+}
+
+void check_census(const json& r, const std::string& where) {
+  if (!r.contains("beside_camera")) return;
+  const json& c = r["beside_camera"];
+  require(c.is_object(), where, "beside_camera", "an object");
+  const std::string at = where + ": beside_camera";
+  for (const auto& [key, value] : c.items()) {
+    if (key != "what" && key != "gap_to_next_arrival") optional_number(c, key.c_str(), at);
+  }
+  if (!c.contains("gap_to_next_arrival")) return;
+  const json& g = c["gap_to_next_arrival"];
+  require(g.is_object(), at, "gap_to_next_arrival", "an object");
+  for (const char* f : {"edges_us", "slow", "fast"})
+    check_numbers_array(g, f, at + ".gap_to_next_arrival");
+}
+
+/// Every field the soak's text reads, with the type it reads it as: a receipt that is not what
+/// bench soak writes is refused by name instead of read as something else.
+void check_soak_receipt(const measure::receipt& receipt) {
+  for (std::size_t i = 0; i < receipt.results.size(); ++i) {
+    const json& r = receipt.results[i];
+    const std::string where = "soak receipt: result #" + std::to_string(i + 1);
+    require(r.is_object(), where, "result", "an object");
+    if (r.contains("pipeline")) {
+      require(r["pipeline"].is_string(), where, "pipeline", "a string");
+      require(r.contains("mode") && r["mode"].is_string(), where, "mode", "a string");
+      require(r.contains("counters") && r["counters"].is_object(), where, "counters", "an object");
+      for (const char* f : {"processed", "dropped", "unaccounted", "deadline_misses"}) {
+        require(r["counters"].contains(f) && r["counters"][f].is_number(), where + ": counters", f,
+                "a number");
+      }
+      require(r.contains("p99_drift"), where, "p99_drift", "present (a number or null)");
+      optional_number(r, "p99_drift", where, true);
+      optional_number(r, "host_p99_drift", where, true);
+      check_minutes(r, "minutes", where);
+      check_minutes(r, "host_minutes", where);
+      check_census(r, where);
+    }
+    if (r.contains("judgments")) {
+      require(r["judgments"].is_array(), where, "judgments", "an array");
+      for (const auto& j : r["judgments"]) {
+        require(j.is_object() && j.contains("ok") && j["ok"].is_boolean(), where + ": judgments[]",
+                "ok", "true or false in an object");
+        require(j.contains("check") && j["check"].is_string(), where + ": judgments[]", "check",
+                "a string");
+        require(j.contains("value"), where + ": judgments[]", "value", "present");
+      }
+    }
+  }
+}
+
+}  // namespace
+
+std::string soak_report_text(const measure::receipt& receipt) {
+  check_soak_receipt(receipt);
+  std::ostringstream out;
+  out << "soak: git " << receipt.git_commit << ", started " << receipt.started_at << ", "
+      << (receipt.device.name.empty() ? std::string("unknown device") : receipt.device.name)
+      << "\n  command: " << receipt.command << "\n"
+      << soak_table(receipt);
+  std::map<int, json> mailbox;
+  std::map<int, json> host;
+  std::map<int, json> camera;
+  for (const auto& r : receipt.results) {
+    const std::string pipeline = r.value("pipeline", std::string());
+    if (pipeline == "mailbox") {
+      mailbox = minutes_by_number(r, "minutes");
+      host = minutes_by_number(r, "host_minutes");
+    } else if (pipeline == "camera") {
+      camera = minutes_by_number(r, "minutes");
+    }
+  }
+  std::set<int> numbers;
+  for (const auto* series : {&mailbox, &host, &camera}) {
+    for (const auto& [minute, m] : *series) numbers.insert(minute);
+  }
+  if (numbers.empty()) return out.str();
+  out << "\nper minute (us; judged: counted for drift)\n";
+  char line[256];
+  std::snprintf(line, sizeof line, "%6s %6s %8s %8s %8s %8s %8s %8s %7s %9s %8s %8s %8s\n",
+                "minute", "judged", "mbox n", "p50", "p90", "p99", "p99.9", "max", "tail%",
+                "host p99", "cam p50", "cam p99", "cam max");
+  out << line;
+  for (const int minute : numbers) {
+    const auto it = mailbox.find(minute);
+    const auto cam = camera.find(minute);
+    const bool judged = it != mailbox.end()   ? it->second.value("judged", false)
+                        : cam != camera.end() ? cam->second.value("judged", false)
+                                              : false;
+    const std::string n = it == mailbox.end() ? "-" : std::to_string(it->second.value("n", 0));
+    std::snprintf(line, sizeof line, "%6d %6s %8s %8s %8s %8s %8s %8s %7s %9s %8s %8s %8s\n",
+                  minute, judged ? "yes" : "no", n.c_str(),
+                  minute_field(mailbox, minute, "p50_us").c_str(),
+                  minute_field(mailbox, minute, "p90_us").c_str(),
+                  minute_field(mailbox, minute, "p99_us").c_str(),
+                  minute_field(mailbox, minute, "p999_us").c_str(),
+                  minute_field(mailbox, minute, "max_us").c_str(),
+                  minute_field(mailbox, minute, "tail_share", 100).c_str(),
+                  minute_field(host, minute, "p99_us").c_str(),
+                  minute_field(camera, minute, "p50_us").c_str(),
+                  minute_field(camera, minute, "p99_us").c_str(),
+                  minute_field(camera, minute, "max_us").c_str());
+    out << line;
   }
   return out.str();
 }

@@ -53,6 +53,11 @@ struct soak_settings {
 [[nodiscard]] measure::receipt run_soak_bench(const soak_settings& settings, std::ostream& log,
                                               bool& ok);
 [[nodiscard]] std::string soak_table(const measure::receipt& receipt);
+/// What `resident report` prints for a soak receipt: a header line (commit, start, device), the
+/// command, soak_table's lines and a table of the minutes, one row a minute: whether it was
+/// judged, the mailbox's own response (n, p50, p90, p99, p99.9, max, tail share), the host's
+/// view of it (p99) and the camera's latency (p50, p99, max), in µs.
+[[nodiscard]] std::string soak_report_text(const measure::receipt& receipt);
 
 // ---- pieces with no GPU (unit-tested) --------------------------------------------------------
 
