@@ -4,12 +4,15 @@
 #include <gmock/gmock.h>
 
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <sstream>
 #include <stdexcept>
 #include <vector>
 
 #include "bench/soak/soak_bench.hpp"
 #include "commands/report.hpp"
+#include "resident/measure/plots.hpp"
 
 namespace resident::bench {
 namespace {
@@ -233,13 +236,45 @@ TEST(soak_report, resident_report_prints_a_soak_receipt_with_its_own_table) {
   rc.write((dir / "soak.json").string());
   cli::report_settings s;
   s.receipts = {(dir / "soak.json").string()};
+  s.html = (dir / "soak.html").string();
   ::testing::internal::CaptureStdout();
   EXPECT_EQ(cli::run_report(s), 0);
   const std::string out = ::testing::internal::GetCapturedStdout();
+  std::ifstream page(s.html);
+  const std::string html{std::istreambuf_iterator<char>(page), {}};
+  EXPECT_THAT(html, HasSubstr("<h1>resident bench soak</h1>")) << "the soak's own page";
   EXPECT_THAT(out, HasSubstr("mailbox (tail): processed 3, dropped 1")) << out;
   EXPECT_THAT(out, HasSubstr("per minute (us; judged: counted for drift)")) << out;
   EXPECT_THAT(out, ::testing::Not(HasSubstr("counters={"))) << "not the generic key=value dump";
   std::filesystem::remove_all(dir);
+}
+
+TEST(soak_report, the_html_page_charts_each_series_per_minute_and_escapes_text) {
+  measure::receipt rc("soak", "resident bench soak --health <stderr>");
+  const nlohmann::json minutes = {
+      {{"minute", 0}, {"p50_us", 17.0}, {"p99_us", 21.0}, {"p999_us", 30.0}, {"max_us", 50.0}},
+      {{"minute", 1}, {"p50_us", 17.1}, {"p99_us", 35.0}, {"max_us", 60.0}}};  // no p99.9
+  rc.results.push_back(
+      {{"pipeline", "mailbox"},
+       {"mode", "while"},
+       {"counters", {{"processed", 1}, {"dropped", 0}, {"unaccounted", 0}, {"deadline_misses", 0}}},
+       {"p99_drift", 0.6},
+       {"latency", "sighting -> commit"},
+       {"minutes", minutes},
+       {"host_minutes", minutes}});
+  const std::string html = soak_report_html(rc);
+  std::size_t charts = 0;
+  for (auto at = html.find("<svg"); at != std::string::npos; at = html.find("<svg", at + 1)) {
+    ++charts;
+  }
+  EXPECT_EQ(charts, 2U) << "the mailbox's own series and its host view";
+  EXPECT_THAT(html, HasSubstr("mailbox: sighting -&gt; commit"));
+  EXPECT_THAT(html, HasSubstr("--health &lt;stderr&gt;")) << "the command is escaped";
+  EXPECT_THAT(html, ::testing::Not(HasSubstr("<stderr>")));
+  EXPECT_THAT(html, HasSubstr(measure::plot_css)) << "the band and line are styled";
+  EXPECT_THAT(html, HasSubstr("per minute (us; judged: counted for drift)"));
+  rc.results[0]["minutes"][0]["p50_us"] = "x";
+  EXPECT_THROW((void)soak_report_html(rc), std::invalid_argument);
 }
 
 TEST(soak_report, a_receipt_not_shaped_as_bench_soak_writes_it_is_refused_by_field) {

@@ -74,8 +74,10 @@ int run_report(const report_settings& s) {
     parts = {measure::receipt::read(s.merged)};
   }
   if (!s.html.empty()) {
+    // One soak receipt gets the soak's own page; any other set, the generic one.
+    const bool soak = parts.size() == 1 && parts.front().benchmark == "soak";
     std::ofstream file(s.html);
-    file << measure::render_html(parts);
+    file << (soak ? bench::soak_report_html(parts.front()) : measure::render_html(parts));
     if (!file) throw std::runtime_error("cannot write " + s.html);
     std::printf("report: %s\n", s.html.c_str());
   }

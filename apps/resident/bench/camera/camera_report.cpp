@@ -173,14 +173,10 @@ namespace {
 
 // ---- HTML ------------------------------------------------------------------------------------
 
-// Rules after measure::detail::page_css: a wider page, smaller plot text, the series and
-// histogram plots.
+// Rules after measure::detail::page_css and measure::plot_css: a wider page, plots side by side.
 constexpr const char* style = R"(body{max-width:1200px}h3{margin-top:1.6em}
 code{font-size:.85em;word-break:normal}figure{margin:.4em 0 1em}
 .plots{display:flex;flex-wrap:wrap;gap:.6em}
-svg text{font-size:11px}svg text.title{font-size:12px;font-weight:bold}svg .grid{stroke:#eee}
-svg .band{fill-opacity:.28;stroke:none}svg .mean-line{fill:none;stroke-width:1.2}
-svg .point{fill-opacity:.8}svg .bar{fill-opacity:.75}
 )";
 
 void meta(std::ostringstream& html, const measure::receipt& rc) {
@@ -605,7 +601,7 @@ std::string render_camera_report(const measure::receipt& rc) {
   html << "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
        << "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
        << "<title>resident bench camera</title>\n<style>\n"
-       << measure::detail::page_css << style
+       << measure::detail::page_css << measure::plot_css << style
        << "\n</style>\n</head>\n<body>\n<h1>resident bench camera</h1>\n";
   html << "<p class=\"legend\">The camera-to-display pipeline (emulated sensor bridge, CSI-2 "
           "reconstruction, ISP, demosaic, gamma egress, emulated display) in each execution "

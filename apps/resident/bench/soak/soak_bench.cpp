@@ -34,6 +34,8 @@
 #include "resident/cuda/error.hpp"
 #include "resident/imaging/reference.hpp"
 #include "resident/io/mailbox.hpp"
+#include "resident/measure/plots.hpp"
+#include "resident/measure/report.hpp"
 #include "resident/ops.hpp"
 
 namespace resident::bench {
@@ -1263,6 +1265,9 @@ void check_soak_receipt(const measure::receipt& receipt) {
     require(r.is_object(), where, "result", "an object");
     if (r.contains("pipeline")) {
       require(r["pipeline"].is_string(), where, "pipeline", "a string");
+      for (const char* f : {"latency", "host_latency"}) {
+        if (r.contains(f)) require(r[f].is_string(), where, f, "a string");
+      }
       require(r.contains("mode") && r["mode"].is_string(), where, "mode", "a string");
       require(r.contains("counters") && r["counters"].is_object(), where, "counters", "an object");
       for (const char* f : {"processed", "dropped", "unaccounted", "deadline_misses"}) {
@@ -1343,6 +1348,60 @@ std::string soak_report_text(const measure::receipt& receipt) {
     out << line;
   }
   return out.str();
+}
+
+namespace {
+
+/// One series' minutes as a chart: x the minute, a band from p50 to p99.9 (the max where the
+/// receipt has no p99.9) and a line through p99.
+std::string minutes_chart(const json& minutes, const std::string& title) {
+  measure::time_buckets b;
+  for (const auto& m : minutes) {
+    if (!m.contains("p50_us") || !m.contains("p99_us") || !m.contains("max_us")) continue;
+    b.t.push_back(m["minute"].get<double>());
+    b.min.push_back(m["p50_us"].get<double>());
+    b.mean.push_back(m["p99_us"].get<double>());
+    b.max.push_back(m.contains("p999_us") ? m["p999_us"].get<double>() : m["max_us"].get<double>());
+  }
+  measure::series_plot plot;
+  plot.title = title;
+  plot.x_label = "minute of the run";
+  plot.buckets = std::move(b);
+  return "<figure>" + measure::series_svg(plot) + "</figure>\n";
+}
+
+}  // namespace
+
+std::string soak_report_html(const measure::receipt& receipt) {
+  const std::string text = soak_report_text(receipt);  // checks the receipt's shape first
+  namespace d = measure::detail;
+  std::ostringstream html;
+  html << "<!doctype html>\n<html><head><meta charset=\"utf-8\"><title>soak</title><style>"
+       << d::page_css << measure::plot_css
+       << "</style></head><body>\n<h1>resident bench soak</h1>\n"
+       << "<table class=\"meta\"><tr><th>commit</th><td><code>"
+       << d::html_escape(receipt.git_commit) << "</code></td></tr><tr><th>started</th><td>"
+       << d::html_escape(receipt.started_at) << "</td></tr><tr><th>device</th><td>"
+       << d::html_escape(receipt.device.name) << "</td></tr><tr><th>command</th><td><code>"
+       << d::html_escape(receipt.command)
+       << "</code></td></tr></table>\n<h2>Latency per minute</h2>\n"
+       << "<p class=\"legend\">Each minute: the band runs from p50 to p99.9 (to the max where "
+          "the receipt has no p99.9), the line through p99. Drift is judged on the p99s of the "
+          "judged minutes.</p>\n";
+  for (const auto& r : receipt.results) {
+    if (!r.contains("pipeline")) continue;
+    const std::string name = r["pipeline"].get<std::string>();
+    if (r.contains("minutes")) {
+      html << minutes_chart(r["minutes"], name + ": " + r.value("latency", std::string("latency")));
+    }
+    if (r.contains("host_minutes")) {
+      html << minutes_chart(r["host_minutes"],
+                            name + ": " + r.value("host_latency", std::string("host view")));
+    }
+  }
+  html << "<h2>Counters, judgments and minutes</h2>\n<pre>" << d::html_escape(text)
+       << "</pre>\n</body></html>\n";
+  return html.str();
 }
 
 }  // namespace resident::bench

@@ -58,6 +58,10 @@ struct soak_settings {
 /// judged, the mailbox's own response (n, p50, p90, p99, p99.9, max, tail share), the host's
 /// view of it (p99) and the camera's latency (p50, p99, max), in µs.
 [[nodiscard]] std::string soak_report_text(const measure::receipt& receipt);
+/// The HTML page `resident report soak.json --html` writes: the run (commit, start, device,
+/// command), a chart per latency series (per minute: a band from p50 to p99.9, or to the max
+/// where a receipt has no p99.9, and a line through p99) and soak_report_text's tables.
+[[nodiscard]] std::string soak_report_html(const measure::receipt& receipt);
 
 // ---- pieces with no GPU (unit-tested) --------------------------------------------------------
 

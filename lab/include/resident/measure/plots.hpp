@@ -19,6 +19,14 @@
 
 namespace resident::measure {
 
+/// The style rules series_svg and histogram_svg draw with (smaller text, grid, band, mean line,
+/// points, bars): a page adds them after report.hpp's detail::page_css.
+inline constexpr const char* plot_css =
+    R"(svg text{font-size:11px}svg text.title{font-size:12px;font-weight:bold}svg .grid{stroke:#eee}
+svg .band{fill-opacity:.28;stroke:none}svg .mean-line{fill:none;stroke-width:1.2}
+svg .point{fill-opacity:.8}svg .bar{fill-opacity:.75}
+)";
+
 /// Consecutive samples in groups: each group's first time, smallest, mean and largest value.
 struct time_buckets {
   std::vector<double> t;
