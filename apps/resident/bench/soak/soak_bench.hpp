@@ -59,7 +59,7 @@ struct soak_settings {
 /// view of it (p99) and the camera's latency (p50, p99, max), in µs.
 [[nodiscard]] std::string soak_report_text(const measure::receipt& receipt);
 /// The HTML page `resident report soak.json --html` writes: the run (commit, start, device,
-/// command), a chart per latency series (per minute: a band from p50 to p99.9, or to the max
+/// command), a chart per latency series (per minute: a band from p50 to p99.9, or to p99
 /// where a receipt has no p99.9, and a line through p99) and soak_report_text's tables.
 [[nodiscard]] std::string soak_report_html(const measure::receipt& receipt);
 
