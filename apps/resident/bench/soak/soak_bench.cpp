@@ -19,6 +19,7 @@
 #include <mutex>
 #include <ostream>
 #include <random>
+#include <ranges>
 #include <sstream>
 #include <stdexcept>
 #include <thread>
@@ -459,15 +460,7 @@ void overlap_census::add_sample(std::uint64_t sighting_ns, std::uint64_t commit_
       _counts.slow_above_us = 1.5 * *mid;
     }
   }
-  if (_pending_n == _pending.size()) {  // full: the oldest is judged with what is known
-    if (_counts.slow_above_us > 0) {
-      judge(_pending[_pending_head % _pending.size()]);
-    } else {
-      ++_counts.unjudged;
-    }
-    ++_pending_head;
-    --_pending_n;
-  }
+  if (_pending_n == _pending.size()) retire_oldest();  // full: judged with what is known
   _pending[(_pending_head + _pending_n) % _pending.size()] = {sighting_ns, commit_ns};
   ++_pending_n;
   settle(false);
@@ -482,19 +475,23 @@ overlap_census::counts overlap_census::result(bool settle_all) {
 void overlap_census::settle(bool all) {
   while (_pending_n > 0) {
     const span_ns& s = _pending[_pending_head % _pending.size()];
-    if (_counts.slow_above_us <= 0) {
-      if (!all) return;
-      ++_counts.unjudged;
-    } else {
-      const bool covered =
-          _frames_added > 0 &&
-          _frames[(_frames_added - 1) % _frames.size()].arrival_ns > s.end_ns + _landing_ns;
-      if (!covered && !all) return;
-      judge(s);
-    }
-    ++_pending_head;
-    --_pending_n;
+    const bool covered =
+        _counts.slow_above_us > 0 && _frames_added > 0 &&
+        _frames[(_frames_added - 1) % _frames.size()].arrival_ns > s.end_ns + _landing_ns;
+    if (!covered && !all) return;
+    retire_oldest();
   }
+}
+
+void overlap_census::retire_oldest() {
+  const span_ns& s = _pending[_pending_head % _pending.size()];
+  if (_counts.slow_above_us > 0) {
+    judge(s);
+  } else {
+    ++_counts.unjudged;  // the run ended, or the room filled, before the calibration did
+  }
+  ++_pending_head;
+  --_pending_n;
 }
 
 void overlap_census::judge(const span_ns& s) {
@@ -506,40 +503,34 @@ void overlap_census::judge(const span_ns& s) {
     return;
   }
   // Frames are kept in processing order, so both their work and their arrivals rise with the
-  // index: find the first that could reach the sample, then walk while they still begin before
-  // it ends.
-  const auto first_from = [&](auto key_of, std::uint64_t from_ns) {
-    std::uint64_t a = lo;
-    std::uint64_t b = _frames_added;
-    while (a < b) {
-      const std::uint64_t mid = a + (b - a) / 2;
-      if (key_of(at(mid)) < from_ns) {
-        a = mid + 1;
-      } else {
-        b = mid;
-      }
-    }
-    return a;
+  // index: the first whose key reaches `from_ns`.
+  const auto kept = std::views::iota(lo, _frames_added);
+  const auto first_from = [&](std::uint64_t frame_window::*key, std::uint64_t from_ns) {
+    const auto it =
+        std::ranges::partition_point(kept, [&](std::uint64_t i) { return at(i).*key < from_ns; });
+    return lo + static_cast<std::uint64_t>(it - kept.begin());
   };
   bool in_work = false;
   const std::uint64_t reach = s.begin_ns > _longest_work_ns ? s.begin_ns - _longest_work_ns : 0;
-  for (std::uint64_t i = first_from([](const frame_window& f) { return f.begin_ns; }, reach);
+  for (std::uint64_t i = first_from(&frame_window::begin_ns, reach);
        i < _frames_added && at(i).begin_ns < s.end_ns && !in_work; ++i) {
     in_work = at(i).end_ns > s.begin_ns;
   }
-  // A landing [arrival - landing, arrival] touches the sample when the first frame arriving
-  // after the sample began lands before it ends.
-  const std::uint64_t next =
-      first_from([](const frame_window& f) { return f.arrival_ns; }, s.begin_ns);
-  const bool in_landing = next < _frames_added && at(next).arrival_ns < s.end_ns + _landing_ns;
-  const bool slow = static_cast<double>(s.end_ns - s.begin_ns) / 1e3 > _counts.slow_above_us;
+  // The first frame arriving after the sample began: how long after the sample's end it
+  // arrived (0 when inside it); its landing [arrival - landing, arrival] touches the sample when
+  // that gap is shorter than the landing.
+  const std::uint64_t next = first_from(&frame_window::arrival_ns, s.begin_ns);
   std::size_t gap = gap_buckets - 1;  // no later frame
+  bool in_landing = false;
   if (next < _frames_added) {
     const std::uint64_t arrival = at(next).arrival_ns;
-    const double gap_us = arrival > s.end_ns ? static_cast<double>(arrival - s.end_ns) / 1e3 : 0;
-    gap = static_cast<std::size_t>(std::ranges::upper_bound(gap_edges_us, gap_us) -
-                                   gap_edges_us.begin());
+    const std::uint64_t gap_ns = arrival > s.end_ns ? arrival - s.end_ns : 0;
+    in_landing = gap_ns < _landing_ns;
+    gap = static_cast<std::size_t>(
+        std::ranges::upper_bound(gap_edges_us, static_cast<double>(gap_ns) / 1e3) -
+        gap_edges_us.begin());
   }
+  const bool slow = static_cast<double>(s.end_ns - s.begin_ns) / 1e3 > _counts.slow_above_us;
   ++(slow ? _counts.slow_by_gap : _counts.fast_by_gap)[gap];
   ++(slow ? _counts.slow : _counts.fast);
   if (in_work) {

@@ -182,6 +182,7 @@ class overlap_census {
     std::uint64_t end_ns;
   };
   void settle(bool all);         // with _mutex held
+  void retire_oldest();          // judges (or counts as unjudged) the oldest waiting sample
   void judge(const span_ns& s);  // with _mutex held
 
   std::mutex _mutex;  // guards everything below

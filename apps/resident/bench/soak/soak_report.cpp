@@ -2,7 +2,6 @@
 // `resident report` prints and draws for a soak receipt (see soak_bench.hpp). No GPU here.
 
 #include <algorithm>
-#include <cstdio>
 #include <iomanip>
 #include <map>
 #include <ranges>
@@ -119,9 +118,7 @@ std::string minute_field(const std::map<int, json>& minutes, int minute, const c
                          double scale = 1.0) {
   const auto it = minutes.find(minute);
   if (it == minutes.end() || !it->second.contains(key) || !it->second[key].is_number()) return "-";
-  char text[32];
-  std::snprintf(text, sizeof text, "%.2f", it->second[key].get<double>() * scale);
-  return text;
+  return measure::detail::format_us(it->second[key].get<double>() * scale);
 }
 
 }  // namespace
@@ -241,11 +238,10 @@ std::string soak_report_text(const measure::receipt& receipt) {
   }
   if (numbers.empty()) return out.str();
   out << "\nper minute (us; judged: counted for drift)\n";
-  char line[256];
-  std::snprintf(line, sizeof line, "%6s %6s %8s %8s %8s %8s %8s %8s %7s %9s %8s %8s %8s\n",
-                "minute", "judged", "mbox n", "p50", "p90", "p99", "p99.9", "max", "tail%",
-                "host p99", "cam p50", "cam p99", "cam max");
-  out << line;
+  using measure::detail::printf_string;
+  out << printf_string("%6s %6s %8s %8s %8s %8s %8s %8s %7s %9s %8s %8s %8s\n", "minute", "judged",
+                       "mbox n", "p50", "p90", "p99", "p99.9", "max", "tail%", "host p99",
+                       "cam p50", "cam p99", "cam max");
   for (const int minute : numbers) {
     const auto it = mailbox.find(minute);
     const auto cam = camera.find(minute);
@@ -253,19 +249,18 @@ std::string soak_report_text(const measure::receipt& receipt) {
                         : cam != camera.end() ? cam->second.value("judged", false)
                                               : false;
     const std::string n = it == mailbox.end() ? "-" : std::to_string(it->second.value("n", 0));
-    std::snprintf(line, sizeof line, "%6d %6s %8s %8s %8s %8s %8s %8s %7s %9s %8s %8s %8s\n",
-                  minute, judged ? "yes" : "no", n.c_str(),
-                  minute_field(mailbox, minute, "p50_us").c_str(),
-                  minute_field(mailbox, minute, "p90_us").c_str(),
-                  minute_field(mailbox, minute, "p99_us").c_str(),
-                  minute_field(mailbox, minute, "p999_us").c_str(),
-                  minute_field(mailbox, minute, "max_us").c_str(),
-                  minute_field(mailbox, minute, "tail_share", 100).c_str(),
-                  minute_field(host, minute, "p99_us").c_str(),
-                  minute_field(camera, minute, "p50_us").c_str(),
-                  minute_field(camera, minute, "p99_us").c_str(),
-                  minute_field(camera, minute, "max_us").c_str());
-    out << line;
+    out << printf_string("%6d %6s %8s %8s %8s %8s %8s %8s %7s %9s %8s %8s %8s\n", minute,
+                         judged ? "yes" : "no", n.c_str(),
+                         minute_field(mailbox, minute, "p50_us").c_str(),
+                         minute_field(mailbox, minute, "p90_us").c_str(),
+                         minute_field(mailbox, minute, "p99_us").c_str(),
+                         minute_field(mailbox, minute, "p999_us").c_str(),
+                         minute_field(mailbox, minute, "max_us").c_str(),
+                         minute_field(mailbox, minute, "tail_share", 100).c_str(),
+                         minute_field(host, minute, "p99_us").c_str(),
+                         minute_field(camera, minute, "p50_us").c_str(),
+                         minute_field(camera, minute, "p99_us").c_str(),
+                         minute_field(camera, minute, "max_us").c_str());
   }
   return out.str();
 }
