@@ -678,6 +678,33 @@ std::pair<int, std::string> run_command(std::vector<std::string> args) {
   return {rc, ::testing::internal::GetCapturedStderr()};
 }
 
+TEST(camera_result_key, a_software_run_without_a_pipeline_is_replaced_by_an_unfused_rerun) {
+  const json old_run = {{"kind", "software"},
+                        {"workload", "1080p raw12"},
+                        {"mode", "while"},
+                        {"contention", "none"},
+                        {"mean_us", 70.7}};
+  json rerun = old_run;
+  rerun["pipeline"] = "unfused";
+  rerun["mean_us"] = 71.8;
+  json fused = rerun;
+  fused["pipeline"] = "fused";
+  fused["workload"] = "1080p raw12 fused";
+  EXPECT_EQ(camera_result_key(old_run), camera_result_key(rerun));
+  EXPECT_NE(camera_result_key(old_run), camera_result_key(fused));
+  json photon = {{"kind", "photon"}, {"mode", "while"}};
+  EXPECT_THAT(camera_result_key(photon), Not(HasSubstr("unfused")));
+
+  measure::receipt a("camera", "bench camera (old)");
+  measure::receipt b("camera", "bench camera (re-run)");
+  a.results = json::array({old_run});
+  b.results = json::array({rerun, fused});
+  const measure::receipt merged = measure::merge({a, b}, camera_result_key);
+  ASSERT_EQ(merged.results.size(), 2U);
+  EXPECT_DOUBLE_EQ(merged.results[0]["mean_us"].get<double>(), 71.8);
+  EXPECT_EQ(merged.results[1]["pipeline"], "fused");
+}
+
 TEST(bench_camera_cli, a_bad_list_is_refused_before_the_gpu_is_looked_for) {
   const auto [rc, err] = run_command({"resident", "bench", "camera", "--formats", "raw14"});
   EXPECT_EQ(rc, 1);

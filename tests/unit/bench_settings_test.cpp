@@ -207,6 +207,35 @@ TEST(io_peers, targets_are_judged_from_the_ratios_and_not_judged_without_runs) {
   EXPECT_TRUE(by_name.at("tail matmul6: |mean / peer - 1|")["met"].is_null());
 }
 
+TEST(io_peers, small_samples_in_the_lines_format_are_judged_against_their_own_peers) {
+  nlohmann::json results = nlohmann::json::array();
+  auto add = [&](const std::string& mode, double mean) {
+    nlohmann::json r = io_row(mode, "empty/lines", mean, 2.0);
+    if (mode.rfind("peer-", 0) == 0) r["peer"] = true;
+    results.push_back(r);
+  };
+  add("persistent", 6.0);  // at the 6 us limit, 1.07x its peer: mean met, ratio missed
+  add("peer-persistent", 5.6);
+  add("while", 10.1);  // over 10 us, 0.98x its peer
+  add("peer-while", 10.3);
+  results.push_back(io_row("tail", "empty/sequence-lock", 9.0, 2.0));  // another format
+  add_peer_ratios(results);
+  std::map<std::string, nlohmann::json> by_name;
+  for (const auto& t : io_targets(results)) by_name[t["name"].get<std::string>()] = t;
+  EXPECT_EQ(by_name.at("persistent empty/lines: mean (us)")["met"], true);
+  EXPECT_EQ(by_name.at("persistent empty/lines: mean / peer")["met"], false);
+  EXPECT_EQ(by_name.at("while empty/lines: mean (us)")["met"], false);
+  EXPECT_EQ(by_name.at("while empty/lines: mean / peer")["met"], true);
+  EXPECT_TRUE(by_name.at("tail empty/lines: mean (us)")["met"].is_null());
+  measure::receipt r("io", "resident bench io --mailbox-formats lines,sequence-lock");
+  r.results = results;
+  for (auto& row : r.results) {  // the fields the table prints beside the ones judged
+    row.update(
+        {{"n", 20000}, {"p50_us", 1.0}, {"max_us", 1.0}, {"dropped", 0}, {"wrong_outputs", 0}});
+  }
+  EXPECT_THAT(io_table(r), HasSubstr("empty/sequence-lock none"));  // the columns stay apart
+}
+
 TEST(overhead_settings, refuses_too_few_iterations) {
   overhead_settings s;
   EXPECT_NO_THROW(s.validate());

@@ -20,7 +20,8 @@ namespace resident::bench {
 
 /// A camera result's configuration for measure::merge: its string fields (kind, format,
 /// resolution, contention, mode, display, operator, photo) but the description `checked`, so
-/// a re-run part replaces the runs it repeats.
+/// a re-run part replaces the runs it repeats. A software result without `pipeline` (recorded
+/// before the fused pass existed) counts as `unfused`.
 [[nodiscard]] std::string camera_result_key(const nlohmann::json& result);
 
 }  // namespace resident::bench
