@@ -357,7 +357,8 @@ json fused(const std::string& resolution, const std::string& contention, const s
 
 /// A run whose stage breakdown found spaced frames with this J.
 camera_run with_spaced_jitter(camera_run r, double j) {
-  r.stages = {{"spaced", {{"n", 100}, {"jitter_us", j}}}};
+  r.stages = {{"spaced", {{"n", 100}, {"jitter_us", j}}},
+              {"idle", {{"n", 90}, {"jitter_us", j / 2}}}};
   return r;
 }
 
@@ -390,6 +391,7 @@ TEST(judge_camera_targets, the_fused_pass_is_judged_in_every_gpu_resident_mode) 
   EXPECT_DOUBLE_EQ((*contended)["value"].get<double>(), 9.0);
   EXPECT_TRUE((*contended)["met"].get<bool>());
   EXPECT_DOUBLE_EQ((*contended)["all_frames_jitter_us"].get<double>(), 40.0);
+  EXPECT_DOUBLE_EQ((*contended)["idle_frames_jitter_us"].get<double>(), 4.5) << "3, 4.5 and 15";
   const json* ratio_1080p = target(v, "fused 1080p RAW12 quiet: mean persistent / while");
   ASSERT_NE(ratio_1080p, nullptr);
   EXPECT_FALSE((*ratio_1080p)["met"].get<bool>()) << "23 against 18.75 us";
@@ -806,6 +808,31 @@ TEST(stage_breakdown, late_frames_are_filed_under_the_stage_they_waited_in) {
   const auto bunched = stage_breakdown(frames, 1)["spaced"];
   EXPECT_EQ(bunched["n"], 40);
   EXPECT_DOUBLE_EQ(bunched["max_us"].get<double>(), 92.5) << "frame 42, late in its own DAG";
+}
+
+// Idle frames: those that landed after every earlier frame's commit. A frame spaced from its
+// predecessor by more than one latency can still wait when that predecessor queued.
+TEST(stage_breakdown, idle_frames_leave_out_a_frame_whose_predecessor_was_still_running) {
+  const std::vector<camera::frame_stages> frames = {
+      stamped(1, 1'000'000, 990'000, 1'001'000, 1'001'500, 1'051'000),
+      // Lands 20 us after frame 1: queues 30 us; commits at 1'101'000.
+      stamped(2, 1'020'000, 1'051'000, 1'052'000, 1'052'500, 1'101'000, 90'000),
+      // Lands 60 us after frame 2 (over the 50-us latency: spaced) but before frame 2's commit.
+      stamped(3, 1'080'000, 1'101'000, 1'102'000, 1'102'500, 1'151'000),
+      // Lands 1 ms later, the loop idle: 50 us.
+      stamped(4, 2'080'000, 2'070'000, 2'081'000, 2'081'500, 2'130'000),
+      stamped(5, 3'080'000, 3'070'000, 3'081'000, 3'081'500, 3'132'000),  // 52 us
+  };
+  const auto b = stage_breakdown(frames, 1);
+  EXPECT_EQ(b["spaced"]["n"], 3) << "frames 3, 4 and 5";
+  EXPECT_DOUBLE_EQ(b["spaced"]["max_us"].get<double>(), 71.0) << "frame 3 waited for frame 2";
+  const auto idle = b["idle"];
+  ASSERT_FALSE(idle.is_null());
+  EXPECT_EQ(idle["n"], 2) << "frames 4 and 5; frame 1 has no frame before it";
+  EXPECT_DOUBLE_EQ(idle["min_us"].get<double>(), 50.0);
+  EXPECT_DOUBLE_EQ(idle["jitter_us"].get<double>(), 2.0);
+  // Only bunched frames: none found the loop idle.
+  EXPECT_TRUE(stage_breakdown({frames[0], frames[1], frames[2]}, 1)["idle"].is_null());
 }
 
 // ---- white-balance statistics ----------------------------------------------------------------

@@ -336,21 +336,24 @@ std::size_t median_jitter_run(const std::vector<camera_run>& runs) {
 }
 
 /// p99 - p50 of the aggregate, and the median over the runs of the J over spaced frames (those
-/// that arrived more than one pipeline latency after the frame before: camera_stages.hpp), when
-/// every run with samples has one.
+/// that arrived more than one pipeline latency after the frame before: camera_stages.hpp) and
+/// over idle frames (those that landed after every earlier frame's commit), each when every run
+/// with samples has one.
 void add_spread_fields(json& result, const std::vector<camera_run>& runs,
                        std::size_t with_samples) {
   if (result.contains("p99_us") && result.contains("p50_us")) {
     result["p99_minus_p50_us"] = result["p99_us"].get<double>() - result["p50_us"].get<double>();
   }
-  std::vector<double> spaced;
-  for (const auto& r : runs) {
-    if (r.stages.is_object() && r.stages.value("spaced", json()).is_object()) {
-      spaced.push_back(r.stages["spaced"]["jitter_us"].get<double>());
+  for (const char* kind : {"spaced", "idle"}) {
+    std::vector<double> j;
+    for (const auto& r : runs) {
+      if (r.stages.is_object() && r.stages.value(kind, json()).is_object()) {
+        j.push_back(r.stages[kind]["jitter_us"].get<double>());
+      }
     }
-  }
-  if (!spaced.empty() && spaced.size() == with_samples) {
-    result["spaced_jitter_us"] = median(std::move(spaced));
+    if (!j.empty() && j.size() == with_samples) {
+      result[std::string(kind) + "_jitter_us"] = median(std::move(j));
+    }
   }
 }
 
@@ -529,6 +532,7 @@ void judge_latency(camera_verdicts& v, const json& results, const latency_target
                 {"aggregate", r->value("aggregate", "")}};
   if (t.field == "spaced_jitter_us" && r->contains("jitter_us")) {
     entry["all_frames_jitter_us"] = (*r)["jitter_us"];  // every frame's J, beside the judged one
+    if (r->contains("idle_jitter_us")) entry["idle_frames_jitter_us"] = (*r)["idle_jitter_us"];
   }
   if (t.min_frames > 0) {
     entry["frames_per_run"] = fewest;

@@ -23,6 +23,7 @@ struct split {
   std::array<double, 4> stage{};  // stage_names' order, µs
   double sensor_late{0};
   double arrival_gap{-1};  // -1: no frame before it in the run
+  bool idle{false};        // it landed after every earlier frame's commit
 };
 
 double us(std::uint64_t later, std::uint64_t earlier) {
@@ -113,20 +114,38 @@ json spaced_frames(const std::vector<split>& splits, double latency) {
           {"jitter_us", round_ns(*hi - *lo)}};
 }
 
+/// Arrival -> commit over the frames that found the loop idle: they landed after every earlier
+/// frame's commit, so nothing but the loop itself stood between arrival and commit.
+json idle_frames(const std::vector<split>& splits) {
+  std::vector<double> idle;
+  for (const auto& s : splits) {
+    if (s.idle) idle.push_back(s.total);
+  }
+  if (idle.empty()) return nullptr;
+  const auto [lo, hi] = std::minmax_element(idle.begin(), idle.end());
+  return {{"n", idle.size()},
+          {"min_us", round_ns(*lo)},
+          {"max_us", round_ns(*hi)},
+          {"jitter_us", round_ns(*hi - *lo)}};
+}
+
 }  // namespace
 
 json stage_breakdown(const std::vector<camera::frame_stages>& frames, std::uint64_t first_frame,
                      std::size_t slowest) {
   std::vector<split> splits;
   std::uint64_t previous_arrival = 0;
+  std::uint64_t last_commit = 0;  // the latest commit of the frames before
   for (const auto& f : frames) {
     split s;
     const bool ok = split_of(f, s);
     if (ok && f.frame >= first_frame) {
       if (previous_arrival != 0) s.arrival_gap = us(f.arrival_ns, previous_arrival);
+      s.idle = last_commit != 0 && f.arrival_ns >= last_commit;
       splits.push_back(s);
     }
     if (f.arrival_ns != 0) previous_arrival = f.arrival_ns;
+    if (ok) last_commit = std::max(last_commit, f.commit_ns);
   }
   if (splits.empty()) return nullptr;
   const double latency = median_total(splits);
@@ -160,7 +179,8 @@ json stage_breakdown(const std::vector<camera::frame_stages>& frames, std::uint6
           {"stages_us", stages},
           {"slowest", slow},
           {"late", late_frames(splits, latency)},
-          {"spaced", spaced_frames(splits, latency)}};
+          {"spaced", spaced_frames(splits, latency)},
+          {"idle", idle_frames(splits)}};
 }
 
 }  // namespace resident::bench

@@ -35,11 +35,13 @@ inline constexpr double late_margin_us = 20.0;
 /// {"n", "stages_us": {stage: {"p50", "p99", "max"}}, "slowest": [{"frame", "total_us",
 /// "queue_us", "sighting_us", "controller_us", "dag_us", "sensor_late_us", "arrival_gap_us"}],
 /// "late": {"margin_us", "threshold_us", "frames", "by_stage": {stage: count}, "bunched",
-/// "sensor_late"}, "spaced": {"gap_over_us", "n", "min_us", "max_us", "jitter_us"}}
+/// "sensor_late"}, "spaced": {"gap_over_us", "n", "min_us", "max_us", "jitter_us"},
+/// "idle": {"n", "min_us", "max_us", "jitter_us"}}
 /// ("sensor_late": late frames whose sensor thread was itself late by more than the margin;
 /// "spaced": arrival -> commit over the frames that arrived more than one pipeline latency, the
 /// median arrival -> commit, after the frame before them, so no earlier frame held them up; null
-/// when none did).
+/// when none did; "idle": the same over the frames that landed after every earlier frame's
+/// commit, the loop's own jitter with the sensor's bunching taken out; null when none did).
 /// Null when no frame qualifies.
 [[nodiscard]] nlohmann::json stage_breakdown(const std::vector<camera::frame_stages>& frames,
                                              std::uint64_t first_frame, std::size_t slowest = 5);
