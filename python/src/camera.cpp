@@ -99,10 +99,12 @@ std::shared_ptr<io::display> make_display(std::uint32_t width, std::uint32_t hei
 
 py::dict display_counters(const io::display& d) {
   const io::display_counters c = d.counters();
-  return py::dict(
-      py::arg("scanouts") = c.scanouts, py::arg("flips_latched") = c.flips_latched,
-      py::arg("flips_replaced") = c.flips_replaced, py::arg("frames_written") = c.frames_written,
-      py::arg("corrupt_frames") = c.corrupt_frames, py::arg("events_dropped") = c.events_dropped);
+  return py::dict(py::arg("scanouts") = c.scanouts, py::arg("flips_latched") = c.flips_latched,
+                  py::arg("flips_replaced") = c.flips_replaced,
+                  py::arg("frames_written") = c.frames_written,
+                  py::arg("corrupt_frames") = c.corrupt_frames,
+                  py::arg("rewritten_frames") = c.rewritten_frames,
+                  py::arg("events_dropped") = c.events_dropped);
 }
 
 py::bytes copy_front(const io::display& d) {

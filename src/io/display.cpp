@@ -240,6 +240,7 @@ display_counters display::counters() const {
   c.flips_replaced = s.flips_replaced;
   c.frames_written = s.frames_written;
   c.corrupt_frames = s.corrupt_frames;
+  c.rewritten_frames = s.rewritten_frames;
   return c;
 }
 

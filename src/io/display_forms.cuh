@@ -152,6 +152,7 @@ __device__ inline void run(const display_tx_args& a, unsigned phase, loop_state*
       commit_frame(a.view, *const_cast<volatile std::uint32_t*>(&sh->target), loop);
     } else {
       ++sh->corrupt_frames;  // nothing written, nothing stamped: never displayed
+      if (a.integrity->overwritten != 0) ++sh->rewritten_frames;
     }
   }
 }

@@ -254,6 +254,7 @@ __global__ void __launch_bounds__(egress_threads)
     commit_frame(v, target, loop);
   } else {
     ++sh->corrupt_frames;  // nothing written, nothing stamped: never displayed
+    if (integrity->overwritten != 0) ++sh->rewritten_frames;
   }
   // Ready for the next frame (the next launch starts after this kernel ends).
   reset_target_choice(sh);

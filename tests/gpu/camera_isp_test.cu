@@ -6,6 +6,7 @@
 #include <gmock/gmock.h>
 
 #include <array>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -81,7 +82,8 @@ class isp_rig {
         _ws(k),
         _packets(io::csi2::frame_packet_bytes(k.format, k.width, k.height) + 32),
         _ref(sizeof(io::frame_ref)),
-        _integrity(sizeof(io::frame_integrity)) {}
+        _integrity(sizeof(io::frame_integrity)),
+        _slot(sizeof(std::uint64_t)) {}
 
   /// Frame `frame` of `raw` (its packets `misalign` bytes past a 16-byte boundary), through one
   /// launch; `mask` is XORed into packet byte `corrupt_byte` first (when not -1). Returns buffer
@@ -89,6 +91,15 @@ class isp_rig {
   std::vector<std::uint8_t> run(const std::vector<std::uint16_t>& raw, std::uint64_t frame,
                                 std::size_t misalign, long corrupt_byte = -1,
                                 std::uint8_t mask = 0x10) {
+    return run_in_slot(raw, frame, misalign, std::nullopt, corrupt_byte, mask);
+  }
+
+  /// As run(), with the frame in a ring slot whose record names `slot_says` when given (a
+  /// bridge that rewrote the slot with a later frame while the pass read it).
+  std::vector<std::uint8_t> run_in_slot(const std::vector<std::uint16_t>& raw, std::uint64_t frame,
+                                        std::size_t misalign,
+                                        std::optional<std::uint64_t> slot_says,
+                                        long corrupt_byte = -1, std::uint8_t mask = 0x10) {
     auto packets =
         io::csi2::frame_packets(_k.format, _k.width, _k.height, raw, io::csi2_frame_number(frame));
     if (corrupt_byte >= 0) packets[static_cast<std::size_t>(corrupt_byte)] ^= mask;
@@ -98,6 +109,11 @@ class isp_rig {
     fr.packets = base;
     fr.bytes = packets.size();
     fr.frame = frame;
+    if (slot_says) {
+      RESIDENT_CUDA_TRY(
+          cudaMemcpy(_slot.data(), &*slot_says, sizeof *slot_says, cudaMemcpyHostToDevice));
+      fr.slot_frame = _slot.data_as<const std::uint64_t>();
+    }
     RESIDENT_CUDA_TRY(cudaMemcpy(_ref.data(), &fr, sizeof fr, cudaMemcpyHostToDevice));
     stream s;
     img::detail::launch_camera_isp(_ref.data_as<const io::frame_ref>(),
@@ -122,6 +138,7 @@ class isp_rig {
   device_buffer _packets;
   device_buffer _ref;
   device_buffer _integrity;
+  device_buffer _slot;
 };
 
 int worst(const std::vector<std::uint8_t>& a, const std::vector<std::uint8_t>& b) {
@@ -252,7 +269,26 @@ TEST(camera_isp, every_integrity_check_equals_csi2_reconstructs) {
     EXPECT_EQ(rig.last_integrity.ok(), sound);
     EXPECT_EQ(rig.display().counters().frames_written, sound ? 1U : 0U);
     EXPECT_EQ(rig.display().counters().corrupt_frames, sound ? 0U : 1U);
+    EXPECT_EQ(rig.display().counters().rewritten_frames, 0U) << "the slot still named the frame";
   }
+}
+
+TEST(camera_isp, a_frame_whose_slot_was_rewritten_while_read_is_counted_and_not_shown) {
+  RESIDENT_REQUIRE_GPU();
+  const auto k =
+      config(raw_format::raw12, bayer_order::rggb, 136, 38, img::isp_statistics::same_frame);
+  const auto raw = scene(k.width, k.height, k.order, 12, 3);
+  isp_rig rig(k);
+  (void)rig.run_in_slot(raw, 3, 0, std::uint64_t{3});  // the slot still names frame 3: shown
+  EXPECT_TRUE(rig.last_integrity.ok());
+  EXPECT_EQ(rig.display().counters().frames_written, 1U);
+  (void)rig.run_in_slot(raw, 4, 0, std::uint64_t{8});  // frame 8 landed in frame 4's slot
+  EXPECT_EQ(rig.last_integrity.overwritten, 1U);
+  EXPECT_EQ(rig.last_integrity.crc_errors, 0U) << "the packets themselves were whole";
+  const io::display_counters c = rig.display().counters();
+  EXPECT_EQ(c.frames_written, 1U) << "frame 4 was not written";
+  EXPECT_EQ(c.corrupt_frames, 1U);
+  EXPECT_EQ(c.rewritten_frames, 1U);
 }
 
 TEST(camera_isp, refuses_a_front_buffer_display_and_a_display_of_another_size) {

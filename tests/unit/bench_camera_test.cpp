@@ -249,7 +249,11 @@ TEST(measured_run, drops_the_warmup_dates_samples_by_frame_and_checks_the_accoun
   EXPECT_EQ(run.error, "");
   r.counters.dropped = 1;  // a frame neither processed nor dropped
   r.display.corrupt_frames = 1;
+  r.display.rewritten_frames = 1;
   const camera_run bad = measured_run(r, c, 2, 2000.0, 3);
+  EXPECT_EQ(bad.corrupt, 1U);
+  EXPECT_EQ(bad.rewritten, 1U);
+  EXPECT_EQ(case_result(c, {bad})["rewritten"], 1) << "the count reaches the result";
   EXPECT_THAT(bad.error,
               HasSubstr("frame accounting does not add up: 8 processed + 1 dropped of 10"));
   EXPECT_THAT(bad.error, HasSubstr("8 frames processed but 8 written and 1 refused"));

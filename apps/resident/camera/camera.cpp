@@ -415,11 +415,13 @@ void print_camera_result(const camera_result& r) {
   const auto& c = r.counters;
   std::printf(
       "camera %s: %llu frames produced, %llu processed, %llu dropped, %llu repeated, "
-      "%llu corrupt (not displayed), %llu written to the display, %llu shown\n",
+      "%llu corrupt (not displayed; %llu of them rewritten in the ring while read), %llu written "
+      "to the display, %llu shown\n",
       r.mode.c_str(), static_cast<unsigned long long>(r.produced),
       static_cast<unsigned long long>(c.processed), static_cast<unsigned long long>(c.dropped),
       static_cast<unsigned long long>(c.repeated),
       static_cast<unsigned long long>(r.display.corrupt_frames),
+      static_cast<unsigned long long>(r.display.rewritten_frames),
       static_cast<unsigned long long>(r.display.frames_written),
       static_cast<unsigned long long>(r.displayed));
   auto line = [](const char* what, const std::vector<double>& v) {

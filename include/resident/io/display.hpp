@@ -84,11 +84,12 @@ struct display_commit {
 
 struct display_counters {
   std::uint64_t scanouts{0};
-  std::uint64_t flips_latched{0};   // flips (presents, in front_buffer mode) taken at a scanout
-  std::uint64_t flips_replaced{0};  // flip requests withdrawn for a newer frame before latching
-  std::uint64_t frames_written{0};  // frames the egress wrote
-  std::uint64_t corrupt_frames{0};  // frames the egress refused (integrity not ok)
-  std::uint64_t events_dropped{0};  // scanout and photodiode events lost to a full ring
+  std::uint64_t flips_latched{0};     // flips (presents, in front_buffer mode) taken at a scanout
+  std::uint64_t flips_replaced{0};    // flip requests withdrawn for a newer frame before latching
+  std::uint64_t frames_written{0};    // frames the egress wrote
+  std::uint64_t corrupt_frames{0};    // frames the egress refused (integrity not ok)
+  std::uint64_t rewritten_frames{0};  // of those, frames whose ring slot was rewritten meanwhile
+  std::uint64_t events_dropped{0};    // scanout and photodiode events lost to a full ring
 };
 
 namespace detail {
@@ -116,8 +117,9 @@ struct display_shared {
   std::uint64_t flips_replaced;  // egress counters
   std::uint64_t frames_written;
   std::uint64_t corrupt_frames;
-  std::uint64_t commits;  // entries written into the commit ring
-  std::uint32_t arrived;  // the egress grid's coordination (reset by its last block)
+  std::uint64_t rewritten_frames;  // of corrupt_frames: frame_integrity::overwritten
+  std::uint64_t commits;           // entries written into the commit ring
+  std::uint32_t arrived;           // the egress grid's coordination (reset by its last block)
   std::uint32_t done;
   std::uint32_t ready;
   std::uint32_t target;

@@ -261,6 +261,7 @@ camera_run measured_run(const camera::camera_result& r, const camera_case& c, st
   run.dropped = k.dropped;
   run.repeated = k.repeated;
   run.corrupt = r.display.corrupt_frames;
+  run.rewritten = r.display.rewritten_frames;
   run.written = r.display.frames_written;
   run.displayed = r.displayed;
   run.marked = r.marked_frames;
@@ -302,6 +303,7 @@ json run_entry(std::size_t index, const camera_run& r) {
       {"max_response_us", static_cast<double>(r.counters.max_response_ns) / 1e3},
       {"max_arrival_response_us", static_cast<double>(r.counters.max_arrival_response_ns) / 1e3},
       {"corrupt", r.corrupt},
+      {"rewritten", r.rewritten},
       {"written", r.written},
       {"displayed", r.displayed},
       {"marked", r.marked},
@@ -374,6 +376,7 @@ json case_result(const camera_case& c, const std::vector<camera_run>& runs) {
     total["dropped"] += r.dropped;
     total["repeated"] += r.repeated;
     total["corrupt"] += r.corrupt;
+    total["rewritten"] += r.rewritten;
     total["written"] += r.written;
     total["displayed"] += r.displayed;
     total["marked"] += r.marked;

@@ -113,6 +113,7 @@ struct camera_run {
   std::uint64_t repeated{0};
   loop_counters counters;      // the loop's, deadline accounting included
   std::uint64_t corrupt{0};    // refused by the egress (never displayed)
+  std::uint64_t rewritten{0};  // of those, frames whose ring slot the bridge rewrote meanwhile
   std::uint64_t written{0};    // written to the display
   std::uint64_t displayed{0};  // distinct frames scanned out
   std::uint64_t marked{0};     // LED frames produced

@@ -188,7 +188,10 @@ void meta(std::ostringstream& html, const measure::receipt& rc) {
                                  d.driver + ", CUDA runtime " + std::to_string(d.cuda_runtime);
   if (!d.sm_clock_mhz_seen.empty()) {
     device += ", SM clocks seen";
-    for (const int c : d.sm_clock_mhz_seen) device += " " + std::to_string(c);
+    for (const int c : d.sm_clock_mhz_seen) {
+      device += ' ';  // appended apart: GCC 12 misreads `" " + to_string(c)` (-Wrestrict)
+      device += std::to_string(c);
+    }
     device += " MHz";
   }
   const auto row = [&](const char* name, const std::string& value) {
@@ -272,13 +275,10 @@ void latency_table(std::ostringstream& html, const result_group& g, bool photon)
                                                                                {"max_us", "max"},
                                                                                {"jitter_us", "J"}};
   static const std::vector<std::pair<const char*, const char*>> counts = {
-      {"produced", "produced"},
-      {"processed", "processed"},
-      {"dropped", "dropped"},
-      {"repeated", "repeated"},
-      {"corrupt", "corrupt"},
-      {"displayed", "displayed"},
-      {"late_sensor_frames", "late sensor"}};
+      {"produced", "produced"},   {"processed", "processed"},
+      {"dropped", "dropped"},     {"repeated", "repeated"},
+      {"corrupt", "corrupt"},     {"rewritten", "of which rewritten"},
+      {"displayed", "displayed"}, {"late_sensor_frames", "late sensor"}};
   const auto& cols = photon ? photon_cols : software_cols;
   const std::vector<std::string> labels = labels_of(g);
   open_scroll(html);

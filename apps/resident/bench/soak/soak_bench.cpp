@@ -697,6 +697,7 @@ void record_soak(measure::receipt& receipt, const soak_settings& s, const soak_o
                  {"counters", counters_json(o.camera.counters)},
                  {"error", o.camera_failure.empty() ? o.camera.error : o.camera_failure},
                  {"corrupt_frames", o.camera.display.corrupt_frames},
+                 {"rewritten_frames", o.camera.display.rewritten_frames},
                  {"frames_written", o.camera.display.frames_written},
                  {"screens_checked", o.screens.counts.checked},
                  {"screens_busy", o.screens.counts.busy},
