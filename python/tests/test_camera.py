@@ -86,4 +86,5 @@ def test_frames_reach_the_display_in_every_mode(mode):
     written = display.counters()
     assert written["frames_written"] + written["corrupt_frames"] == counters.processed
     assert written["corrupt_frames"] == 0
+    assert written["rewritten_frames"] == 0
     assert len(display.copy_front()) == width * height * 4
