@@ -86,8 +86,9 @@ TEST(soak_table, prints_the_judged_minutes_ranges_under_each_pipeline) {
          {"fast_in_landing_share", 0.012},
          {"gap_to_next_arrival",
           {{"edges_us", {25, 50, 100, 200, 400, 800, 1600}},
-           {"slow", {100, 40, 20, 10, 10, 10, 10, 0, 0}},     // 170 of 200 within 200 us
-           {"fast", {1, 1, 2, 8, 12, 24, 48, 900, 4}}}}}}});  // 12 of 1000
+           {"slow", {100, 40, 20, 10, 10, 10, 10, 0, 0}},   // 170 of 200 within 200 us
+           {"fast", {1, 1, 2, 8, 12, 24, 48, 900, 4}}}}}},  // 12 of 1000
+       {"sensor", {{"late_over_us", 100.0}, {"late_releases", 37}, {"max_late_us", 1234.5}}}});
   const std::string table = soak_table(rc);
   EXPECT_THAT(table, HasSubstr("mailbox (while): processed 10"));
   EXPECT_THAT(table, HasSubstr("judged minutes: p50 17-17, p99 33.5-37 us, tail share (> 1.5 x "
@@ -98,6 +99,9 @@ TEST(soak_table, prints_the_judged_minutes_ranges_under_each_pipeline) {
       << table;
   EXPECT_THAT(table, HasSubstr("ended < 200 us before a frame's arrival: slow 85 %, fast 1.2 %"))
       << table;
+  EXPECT_THAT(table, HasSubstr("sensor thread: 37 releases more than 100 us late (worst 1234 us)"))
+      << table;
+  EXPECT_THAT(table, HasSubstr("p99 drift 10%")) << "the drift keeps its own precision";
 }
 
 constexpr std::uint64_t us(std::uint64_t x) { return x * 1000; }
@@ -325,6 +329,11 @@ TEST(soak_report, a_receipt_not_shaped_as_bench_soak_writes_it_is_refused_by_fie
   r = good;
   r["beside_camera"]["slow"] = "many";
   EXPECT_THAT(error_of(r), HasSubstr("beside_camera: 'slow' must be a number"));
+  r = good;
+  r["sensor"] = {{"late_releases", "some"}};
+  EXPECT_THAT(error_of(r), HasSubstr("sensor: 'late_releases' must be a number"));
+  r["sensor"] = 3;
+  EXPECT_THAT(error_of(r), HasSubstr("'sensor' must be an object"));
   const nlohmann::json judgments = {{"judgments", {{{"ok", "yes"}, {"check", "x"}, {"value", 0}}}}};
   EXPECT_THAT(error_of(judgments), HasSubstr("judgments[]: 'ok' must be true or false"));
 }

@@ -99,12 +99,25 @@ struct mailbox_side {
   minute_folder host;     // publish -> the actuator sees it (the actuator thread folds it)
   minute_folder in_loop;  // sighting -> commit, device clock (the loop's supervisor folds it)
   std::vector<std::int64_t> publish_ns;  // by seq % size: when the sensor published it
+  // The sensor thread's own lateness (publish time - its schedule): a stalled thread publishes
+  // its backlog back to back, which the newest-sample policy drops. Written by that thread.
+  std::atomic<std::uint64_t> late_releases{0};  // releases more than late_release_ns late
+  std::atomic<std::int64_t> max_late_ns{0};
+  static constexpr std::int64_t late_release_ns = 100'000;
   // Which samples ran beside the camera's frames (the camera's supervisor adds the frames).
   overlap_census beside_camera{landing_ns};
   // A 1080p RAW12 frame is about 3.1 MB: 60-130 µs over PCIe at 25-50 GB/s (a guess; the gap
   // histogram measures it).
   static constexpr std::uint64_t landing_ns = 200'000;
 };
+
+/// The mailbox sensor thread's lateness so far (cumulative, like the counters beside it).
+json sensor_json(const mailbox_side& m) {
+  return {
+      {"late_over_us", static_cast<double>(mailbox_side::late_release_ns) / 1e3},
+      {"late_releases", m.late_releases.load(std::memory_order_relaxed)},
+      {"max_late_us", static_cast<double>(m.max_late_ns.load(std::memory_order_relaxed)) / 1e3}};
+}
 
 // The actuator: every commit it sees is checked against the sample's reference, and its latency
 // (publish -> seen, host CLOCK_MONOTONIC) filed under the time it was seen.
@@ -683,6 +696,7 @@ void record_soak(measure::receipt& receipt, const soak_settings& s, const soak_o
                   {"error", o.mailbox_report.error},
                   {"checked", o.mailbox.checked.load()},
                   {"mismatches", o.mailbox.mismatches.load()},
+                  {"sensor", sensor_json(o.mailbox)},
                   {"latency", "handler sighting -> commit, device clock"},
                   {"telemetry_lost", o.mailbox_telemetry_lost},
                   {"minutes", minutes_json(mailbox_minutes, s.warmup_s, o.run_s)},
@@ -838,6 +852,7 @@ json health_line(double t, const loop_counters& mailbox, const shared_state& sta
           {"camera", counters_json(state.camera)},
           {"mailbox_checked", mside.checked.load()},
           {"mailbox_mismatches", mside.mismatches.load()},
+          {"mailbox_sensor", sensor_json(mside)},
           {"camera_screens",
            {{"checked", sc.checked},
             {"mismatches", sc.mismatches},
@@ -862,9 +877,17 @@ void run_sensor(const soak_settings& s, lab_pipeline& app, const sample_pool& po
   const std::int64_t start_ns = now_ns();
   std::uint64_t n = 0;
   while (seconds_since(t0) < seconds) {
-    wait_until(start_ns + static_cast<std::int64_t>(n) * period_ns);
+    const std::int64_t due = start_ns + static_cast<std::int64_t>(n) * period_ns;
+    wait_until(due);
     const std::uint64_t seq = base + n + 1;
-    std::atomic_ref<std::int64_t>(mside.publish_ns[seq % mside.publish_ns.size()]).store(now_ns());
+    const std::int64_t at = now_ns();
+    if (at - due > mailbox_side::late_release_ns) {
+      mside.late_releases.fetch_add(1, std::memory_order_relaxed);
+    }
+    if (at - due > mside.max_late_ns.load(std::memory_order_relaxed)) {
+      mside.max_late_ns.store(at - due, std::memory_order_relaxed);
+    }
+    std::atomic_ref<std::int64_t>(mside.publish_ns[seq % mside.publish_ns.size()]).store(at);
     (void)app.mailbox->publish(std::as_bytes(std::span(pool.inputs[n % pool_size])));
     published.store(++n, std::memory_order_release);
   }

@@ -71,6 +71,15 @@ std::string census_line(const json& c) {
   return r.str();
 }
 
+/// "sensor thread: N releases more than X us late (worst Y us)".
+std::string sensor_line(const json& s) {
+  std::ostringstream r;
+  r << std::setprecision(4) << "  sensor thread: " << s.value("late_releases", 0)
+    << " releases more than " << s.value("late_over_us", 0.0) << " us late (worst "
+    << s.value("max_late_us", 0.0) << " us)\n";
+  return r.str();
+}
+
 }  // namespace
 
 std::string soak_table(const measure::receipt& receipt) {
@@ -92,6 +101,7 @@ std::string soak_table(const measure::receipt& receipt) {
       out << "\n";
       if (r.contains("minutes")) out << judged_minutes_line(r["minutes"]);
       if (r.contains("beside_camera")) out << census_line(r["beside_camera"]);
+      if (r.contains("sensor")) out << sensor_line(r["sensor"]);
     }
     if (r.contains("judgments")) {
       for (const auto& j : r["judgments"]) {
@@ -197,6 +207,12 @@ void check_soak_receipt(const measure::receipt& receipt) {
       check_minutes(r, "minutes", where);
       check_minutes(r, "host_minutes", where);
       check_census(r, where);
+      if (r.contains("sensor")) {
+        require(r["sensor"].is_object(), where, "sensor", "an object");
+        for (const char* f : {"late_over_us", "late_releases", "max_late_us"}) {
+          optional_number(r["sensor"], f, where + ": sensor");
+        }
+      }
     }
     if (r.contains("judgments")) {
       require(r["judgments"].is_array(), where, "judgments", "an array");
