@@ -56,6 +56,13 @@ __device__ inline void reset_target_choice(display_shared* sh) {
   sh->ready = 0;
 }
 
+// A frame whose integrity verdict is not ok: nothing written, nothing stamped, never displayed;
+// counted, and apart when the bridge rewrote its slot while it was read. One thread.
+__device__ inline void count_refused(display_shared* sh, const frame_integrity& verdict) {
+  ++sh->corrupt_frames;
+  if (verdict.overwritten != 0) ++sh->rewritten_frames;
+}
+
 // The frame's control step, by one thread after every block wrote its pixels: tag the buffer,
 // request the flip (release: the pixels and the tag before it), record the commit.
 __device__ inline void commit_frame(const display_view& v, std::uint32_t target, loop_state* loop) {
@@ -151,8 +158,7 @@ __device__ inline void run(const display_tx_args& a, unsigned phase, loop_state*
     if (ok) {
       commit_frame(a.view, *const_cast<volatile std::uint32_t*>(&sh->target), loop);
     } else {
-      ++sh->corrupt_frames;  // nothing written, nothing stamped: never displayed
-      if (a.integrity->overwritten != 0) ++sh->rewritten_frames;
+      count_refused(sh, *a.integrity);
     }
   }
 }

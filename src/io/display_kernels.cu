@@ -253,8 +253,7 @@ __global__ void __launch_bounds__(egress_threads)
   if (ok) {
     commit_frame(v, target, loop);
   } else {
-    ++sh->corrupt_frames;  // nothing written, nothing stamped: never displayed
-    if (integrity->overwritten != 0) ++sh->rewritten_frames;
+    count_refused(sh, *integrity);
   }
   // Ready for the next frame (the next launch starts after this kernel ends).
   reset_target_choice(sh);

@@ -419,8 +419,7 @@ __device__ void finish_frame(const fused_args& a, loop_state* loop) {
     __threadfence();  // every block's pixels (seen through the arrivals) before the flip
     commit_frame(a.view, *const_cast<volatile std::uint32_t*>(&sh->target), loop);
   } else {
-    ++sh->corrupt_frames;  // never flipped to: never displayed
-    if (a.integrity->overwritten != 0) ++sh->rewritten_frames;
+    io::detail::display_form::count_refused(sh, *a.integrity);  // never flipped to
   }
   io::detail::display_form::reset_target_choice(sh);
 }

@@ -98,35 +98,28 @@ json late_frames(const std::vector<split>& splits, double latency) {
           {"sensor_late", sensor_late}};
 }
 
-/// Arrival -> commit over the frames that arrived more than one pipeline `latency` after the
-/// frame before them: frames no earlier frame could hold up.
-json spaced_frames(const std::vector<split>& splits, double latency) {
-  std::vector<double> spaced;
+/// Arrival -> commit over the frames `chosen` picks: {"n", "min_us", "max_us", "jitter_us"},
+/// or null when it picks none.
+template <class Chosen>
+json jitter_over(const std::vector<split>& splits, Chosen chosen) {
+  std::vector<double> totals;
   for (const auto& s : splits) {
-    if (s.arrival_gap > latency) spaced.push_back(s.total);
+    if (chosen(s)) totals.push_back(s.total);
   }
-  if (spaced.empty()) return nullptr;
-  const auto [lo, hi] = std::minmax_element(spaced.begin(), spaced.end());
-  return {{"gap_over_us", round_ns(latency)},
-          {"n", spaced.size()},
+  if (totals.empty()) return nullptr;
+  const auto [lo, hi] = std::minmax_element(totals.begin(), totals.end());
+  return {{"n", totals.size()},
           {"min_us", round_ns(*lo)},
           {"max_us", round_ns(*hi)},
           {"jitter_us", round_ns(*hi - *lo)}};
 }
 
-/// Arrival -> commit over the frames that found the loop idle: they landed after every earlier
-/// frame's commit, so nothing but the loop itself stood between arrival and commit.
-json idle_frames(const std::vector<split>& splits) {
-  std::vector<double> idle;
-  for (const auto& s : splits) {
-    if (s.idle) idle.push_back(s.total);
-  }
-  if (idle.empty()) return nullptr;
-  const auto [lo, hi] = std::minmax_element(idle.begin(), idle.end());
-  return {{"n", idle.size()},
-          {"min_us", round_ns(*lo)},
-          {"max_us", round_ns(*hi)},
-          {"jitter_us", round_ns(*hi - *lo)}};
+/// Arrival -> commit over the frames that arrived more than one pipeline `latency` after the
+/// frame before them: frames the frame before could not hold up (unless it queued itself).
+json spaced_frames(const std::vector<split>& splits, double latency) {
+  json j = jitter_over(splits, [&](const split& s) { return s.arrival_gap > latency; });
+  if (!j.is_null()) j["gap_over_us"] = round_ns(latency);
+  return j;
 }
 
 }  // namespace
@@ -180,7 +173,8 @@ json stage_breakdown(const std::vector<camera::frame_stages>& frames, std::uint6
           {"slowest", slow},
           {"late", late_frames(splits, latency)},
           {"spaced", spaced_frames(splits, latency)},
-          {"idle", idle_frames(splits)}};
+          // Frames that found the loop idle: nothing but the loop stood between arrival and commit.
+          {"idle", jitter_over(splits, [](const split& s) { return s.idle; })}};
 }
 
 }  // namespace resident::bench

@@ -881,11 +881,12 @@ void run_sensor(const soak_settings& s, lab_pipeline& app, const sample_pool& po
     wait_until(due);
     const std::uint64_t seq = base + n + 1;
     const std::int64_t at = now_ns();
-    if (at - due > mailbox_side::late_release_ns) {
+    const std::int64_t late = at - due;
+    if (late > mailbox_side::late_release_ns) {
       mside.late_releases.fetch_add(1, std::memory_order_relaxed);
     }
-    if (at - due > mside.max_late_ns.load(std::memory_order_relaxed)) {
-      mside.max_late_ns.store(at - due, std::memory_order_relaxed);
+    if (late > mside.max_late_ns.load(std::memory_order_relaxed)) {  // the only writer
+      mside.max_late_ns.store(late, std::memory_order_relaxed);
     }
     std::atomic_ref<std::int64_t>(mside.publish_ns[seq % mside.publish_ns.size()]).store(at);
     (void)app.mailbox->publish(std::as_bytes(std::span(pool.inputs[n % pool_size])));
