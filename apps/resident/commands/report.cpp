@@ -2,6 +2,7 @@
 
 #include "commands/report.hpp"
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <stdexcept>
@@ -9,6 +10,7 @@
 #include "bench/camera/camera_report.hpp"
 #include "bench/io/io_bench.hpp"
 #include "bench/soak/soak_bench.hpp"
+#include "bench/soak/soak_health.hpp"
 #include "resident/measure/receipt.hpp"
 #include "resident/measure/report.hpp"
 
@@ -36,7 +38,9 @@ void check_receipt_results(const measure::receipt& r, const std::string& path) {
 
 CLI::App* add_report_options(CLI::App& root, report_settings& s) {
   auto* app = root.add_subcommand("report", "receipts -> text table and an HTML page (no GPU)");
-  app->add_option("receipts", s.receipts, "JSON receipts")->required()->check(CLI::ExistingFile);
+  app->add_option("receipts", s.receipts, "JSON receipts, or one file of a soak's health lines")
+      ->required()
+      ->check(CLI::ExistingFile);
   app->add_option("--html", s.html, "write a self-contained HTML report here");
   app->add_option("--merge", s.merged,
                   "merge the receipts (one benchmark split across runs) into this file");
@@ -48,7 +52,27 @@ command add_report_command(CLI::App& root) {
   return {add_report_options(root, *s), [s] { return run_report(*s); }};
 }
 
+/// A soak's health lines, reported alone (a run still going, or one that died before its
+/// receipt): the summary, and the page where --html asks for it.
+int report_health_lines(const report_settings& s) {
+  if (s.receipts.size() != 1 || !s.merged.empty()) {
+    throw std::invalid_argument(
+        "resident report: health lines (bench soak --health) are reported alone: give one such "
+        "file, without --merge");
+  }
+  const bench::health_log log = bench::read_health_log(s.receipts.front());
+  if (!s.html.empty()) {
+    std::ofstream file(s.html);
+    file << bench::health_report_html(log);
+    if (!file) throw std::runtime_error("cannot write " + s.html);
+    std::printf("report: %s\n", s.html.c_str());
+  }
+  std::printf("%s", bench::health_report_text(log).c_str());
+  return 0;
+}
+
 int run_report(const report_settings& s) {
+  if (std::ranges::any_of(s.receipts, bench::is_health_log)) return report_health_lines(s);
   std::vector<measure::receipt> parts;
   for (const auto& path : s.receipts) {
     parts.push_back(measure::receipt::read(path));

@@ -351,75 +351,6 @@ void soak_settings::validate() const {
   (void)resident_mode(mailbox_mode, "--mailbox-mode");
 }
 
-minute_folder::minute_folder(std::size_t per_minute, std::size_t minutes) {
-  _values.resize(per_minute);
-  _values.clear();
-  _closed.resize(minutes + 2);
-  _closed.clear();
-}
-
-namespace {
-
-/// The summary of one minute's samples, sorted here in place (no allocation).
-minute_summary summary_sorting(int minute, std::span<double> values) {
-  std::sort(values.begin(), values.end());
-  minute_summary s{minute, values.size(), measure::percentile_sorted(values, 0.50),
-                   measure::percentile_sorted(values, 0.99), values.back()};
-  s.p90_us = measure::percentile_sorted(values, 0.90);
-  s.p999_us = measure::percentile_sorted(values, 0.999);
-  const auto slow = std::upper_bound(values.begin(), values.end(), 1.5 * s.p50_us);
-  s.tail_share = static_cast<double>(values.end() - slow) / static_cast<double>(values.size());
-  return s;
-}
-
-}  // namespace
-
-void minute_folder::add(timed_latency sample) {
-  const int minute = static_cast<int>(std::floor(std::max(sample.t_s, 0.0) / 60.0));
-  std::lock_guard lock(_mutex);
-  if (minute > _open) {
-    if (!_values.empty()) _closed.push_back(summary_sorting(_open, _values));
-    _values.clear();
-    _open = minute;
-  }
-  _values.push_back(sample.us);
-}
-
-std::vector<minute_summary> minute_folder::summaries() const {
-  std::lock_guard lock(_mutex);
-  std::vector<minute_summary> out = _closed;
-  if (!_values.empty()) {
-    std::vector<double> open = _values;  // the open minute goes on: summarized from a copy
-    out.push_back(summary_sorting(_open, open));
-  }
-  return out;
-}
-
-std::optional<minute_summary> minute_folder::latest() const {
-  std::lock_guard lock(_mutex);
-  if (_closed.empty()) return std::nullopt;
-  return _closed.back();
-}
-
-bool minute_judged(const minute_summary& m, double warmup_s, double run_s) {
-  return m.minute * 60.0 >= warmup_s && (m.minute + 1) * 60.0 <= run_s;
-}
-
-std::optional<double> p99_drift(std::span<const minute_summary> minutes, double warmup_s,
-                                double run_s) {
-  double lo = 0;
-  double hi = 0;
-  int counted = 0;
-  for (const auto& m : minutes) {
-    if (!minute_judged(m, warmup_s, run_s)) continue;
-    lo = counted == 0 ? m.p99_us : std::min(lo, m.p99_us);
-    hi = counted == 0 ? m.p99_us : std::max(hi, m.p99_us);
-    ++counted;
-  }
-  if (counted < 2 || lo <= 0) return std::nullopt;
-  return (hi - lo) / lo;
-}
-
 predecessor_ring::predecessor_ring(std::size_t slots)
     : _slots(std::max<std::size_t>(slots, 1)),
       _words(std::make_unique<std::atomic<std::uint64_t>[]>(_slots)) {
@@ -843,11 +774,13 @@ json latest_json(const minute_folder& f) {
 }
 
 /// One health line: the counters, the checks so far, the latest whole minute's latencies and
-/// the memory, host and device.
-json health_line(double t, const loop_counters& mailbox, const shared_state& state,
+/// the memory, host and device, and the warm-up after which memory and drift are judged (so the
+/// lines alone can be judged: resident report).
+json health_line(double t, double warmup_s, const loop_counters& mailbox, const shared_state& state,
                  const mailbox_side& mside, const minute_folder& camera_latency) {
   const screen_counts& sc = state.screens;
   return {{"t_s", t},
+          {"warmup_s", warmup_s},
           {"mailbox", counters_json(mailbox)},
           {"camera", counters_json(state.camera)},
           {"mailbox_checked", mside.checked.load()},
@@ -923,7 +856,8 @@ void run_monitor(const soak_settings& s, const mailbox_side& mside,
     }
     if (s.health_every_s > 0 && t >= next_health) {
       next_health += s.health_every_s;
-      health << health_line(t, mc, state, mside, camera_latency).dump() << '\n' << std::flush;
+      health << health_line(t, s.warmup_s, mc, state, mside, camera_latency).dump() << '\n'
+             << std::flush;
     }
   }
 }
