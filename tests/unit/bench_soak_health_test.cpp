@@ -138,6 +138,22 @@ TEST_F(health_files, a_loop_that_stopped_processing_is_named_with_the_windows) {
   EXPECT_THAT(text, HasSubstr("processed nothing in 60.0-120.0 s")) << text;
 }
 
+TEST_F(health_files, a_loop_slower_than_the_lines_is_not_stalled_between_its_samples) {
+  auto lines = steady(40);
+  for (std::size_t i = 0; i < lines.size(); ++i) {
+    lines[i]["camera"] = counters(i / 2, 0);  // a frame every 20 s, lines every 10 s
+  }
+  const json s = health_summary(read_health_log(write(lines)));
+  EXPECT_TRUE(s["loops"]["camera"]["stalls"].empty()) << s["loops"]["camera"].dump();
+  lines.resize(20);
+  for (std::size_t i = 12; i < lines.size(); ++i) lines[i]["camera"] = counters(110, 0);
+  for (std::size_t i = 0; i < 12; ++i) lines[i]["camera"] = counters(10 * i, 0);
+  const json stalled = health_summary(read_health_log(write(lines)));
+  ASSERT_EQ(stalled["loops"]["camera"]["stalls"].size(), 1U) << stalled["loops"]["camera"].dump();
+  EXPECT_EQ(stalled["loops"]["camera"]["stalls"][0]["from_s"], 120.0);
+  EXPECT_EQ(stalled["loops"]["camera"]["stalls"][0]["to_s"], 200.0);
+}
+
 TEST_F(health_files, unaccounted_samples_wrong_outputs_and_counters_going_back_are_reported) {
   auto lines = steady(8);
   lines[3]["camera"] = counters(600ULL * 4, 0, 2);  // two frames unaccounted at t = 40 s

@@ -196,6 +196,24 @@ double interval_of(const std::vector<health_point>& pts) {
   return d[d.size() / 2];
 }
 
+/// Spans of windows in which loop `k` processed nothing, longer than ten of its mean sample
+/// periods over the lines (so a loop slower than the lines, a 1 Hz camera watched every 0.5 s,
+/// is not stalled between two frames); all of them where it processed nothing at all.
+json stalls_of(const std::vector<health_point>& pts, std::size_t k) {
+  const auto at = [&](std::size_t i) -> const health_counters& { return pts[i].loops[k]; };
+  const json all =
+      spans(pts, [&](std::size_t i) { return at(i).processed <= at(i - 1).processed; });
+  const std::uint64_t first = at(0).processed;
+  const std::uint64_t last = at(pts.size() - 1).processed;
+  if (last <= first) return all;
+  const double period = (pts.back().t_s - pts.front().t_s) / static_cast<double>(last - first);
+  json out = json::array();
+  for (const auto& s : all) {
+    if (s["to_s"].get<double>() - s["from_s"].get<double>() > 10 * period) out.push_back(s);
+  }
+  return out;
+}
+
 /// One loop's part of the summary: its last counters and what the windows show.
 json loop_summary(const health_log& log, std::size_t k) {
   const auto& pts = log.points;
@@ -207,8 +225,7 @@ json loop_summary(const health_log& log, std::size_t k) {
     if (at(i).unaccounted == 0) continue;
     if (unaccounted_lines++ == 0) unaccounted_at = pts[i].t_s;
   }
-  const json stalls =
-      spans(pts, [&](std::size_t i) { return at(i).processed <= at(i - 1).processed; });
+  const json stalls = stalls_of(pts, k);
   const json back = spans(pts, [&](std::size_t i) {
     return at(i).processed < at(i - 1).processed || at(i).dropped < at(i - 1).dropped ||
            at(i).last_seq < at(i - 1).last_seq;
