@@ -122,6 +122,17 @@ class minute_folder {
 [[nodiscard]] std::optional<double> p99_drift(std::span<const minute_summary> minutes,
                                               double warmup_s, double run_s);
 
+/// The soak's judgments, shared by its receipt (bench soak) and its health lines (resident
+/// report): {"check", "ok", "value"}.
+[[nodiscard]] nlohmann::json soak_judgment(const std::string& check, bool ok,
+                                           const nlohmann::json& value);
+/// Host RSS grows at most 1 MiB after warm-up.
+[[nodiscard]] nlohmann::json rss_growth_judgment(std::int64_t growth_bytes);
+/// Free device memory moves at most 2 MiB after warm-up.
+[[nodiscard]] nlohmann::json device_memory_judgment(std::int64_t moved_bytes);
+/// A per-minute p99 drift within 5%, or not judged (ok) where there were too few whole minutes.
+[[nodiscard]] nlohmann::json drift_judgment(const std::string& what, std::optional<double> drift);
+
 /// The loop's own response to a sample from its telemetry entry: the handler's sighting of the
 /// sample to the egress's commit, on the device clock (no host on it), filed at
 /// (seq - base) / rate_hz seconds into the run. Nothing for a repeat, a sample before the base

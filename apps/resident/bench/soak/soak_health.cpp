@@ -104,14 +104,15 @@ void add_point(const json& line, health_log& log, std::size_t number) {
   } else if (names != log.loops) {
     bad_line(path, number, "its loops differ from the first line's");
   }
-  for (const auto& name : names) p.loops.push_back(counters_of(line[name], name, path, number));
   for (const auto& name : names) {
-    const std::string sensor = name + "_sensor";
+    health_counters c = counters_of(line[name], name, path, number);
+    const std::string sensor = name + "_sensor";  // the loop's sensor thread, where it has one
     if (line.contains(sensor) && line[sensor].is_object() &&
         line[sensor].contains("late_releases")) {
-      p.sensor_late =
+      c.sensor_late =
           static_cast<std::int64_t>(whole(line[sensor], "late_releases", sensor, path, number));
     }
+    p.loops.push_back(c);
   }
   p.rss_bytes = number_or(line, "rss_bytes", -1.0);
   p.free_device_bytes = number_or(line, "free_device_bytes", -1.0);
@@ -167,10 +168,6 @@ health_log read_health_log(const std::string& path) {
 }
 
 namespace {
-
-json judged(const std::string& what, bool ok, const json& value) {
-  return {{"check", what}, {"ok", ok}, {"value", value}};
-}
 
 /// Spans [from, to] of consecutive windows for which `in(i)` holds (window i: line i-1 to i).
 template <class Pred>
@@ -237,9 +234,9 @@ json loop_summary(const health_log& log, std::size_t k) {
   for (std::size_t i = 1; i < pts.size(); ++i) {
     if (at(i).dropped <= at(i - 1).dropped) continue;
     drops.emplace_back(at(i).dropped - at(i - 1).dropped, i);
-    if (log.loops[k] == "mailbox" && pts[i].sensor_late >= 0 && pts[i - 1].sensor_late >= 0) {
+    if (at(i).sensor_late >= 0 && at(i - 1).sensor_late >= 0) {
       sensor = true;
-      if (pts[i].sensor_late > pts[i - 1].sensor_late) ++late_drop_windows;
+      if (at(i).sensor_late > at(i - 1).sensor_late) ++late_drop_windows;
     }
   }
   std::ranges::sort(drops, std::greater<>());
@@ -325,28 +322,26 @@ json judgments_of(const json& s) {
   const auto& c = s["checks"];
   const std::uint64_t wrong =
       c["output_mismatches"].get<std::uint64_t>() + c["screen_mismatches"].get<std::uint64_t>();
-  j.push_back(judged("every line accounts for every sample", accounted, accounted));
-  j.push_back(judged("no wrong output and no screen mismatch", wrong == 0, wrong));
-  j.push_back(judged("every loop processed samples in every window", progressed, progressed));
-  j.push_back(judged("counters never went back", monotonic, monotonic));
-  j.push_back(judged("no gap longer than 2.5 intervals between lines", s["gaps"].empty(),
-                     s["gaps"].size()));
+  j.push_back(soak_judgment("every line accounts for every sample", accounted, accounted));
+  j.push_back(soak_judgment("no wrong output and no screen mismatch", wrong == 0, wrong));
+  j.push_back(
+      soak_judgment("every loop processed samples in every window", progressed, progressed));
+  j.push_back(soak_judgment("counters never went back", monotonic, monotonic));
+  j.push_back(soak_judgment("no gap longer than 2.5 intervals between lines", s["gaps"].empty(),
+                            s["gaps"].size()));
   const auto& m = s["memory"];
   if (m["rss_growth_bytes"].is_number()) {
-    const auto g = m["rss_growth_bytes"].get<std::int64_t>();
-    j.push_back(judged("host RSS grows <= 1 MiB after warm-up", g <= (1 << 20), g));
+    j.push_back(rss_growth_judgment(m["rss_growth_bytes"].get<std::int64_t>()));
   }
   if (m["free_device_moved_bytes"].is_number()) {
-    const auto d = m["free_device_moved_bytes"].get<std::int64_t>();
-    j.push_back(
-        judged("free device memory moves <= 2 MiB after warm-up", std::abs(d) <= (2 << 20), d));
+    j.push_back(device_memory_judgment(m["free_device_moved_bytes"].get<std::int64_t>()));
   }
   // The host's view of a loop ("<loop>_host": publish -> seen, host clock) adds the host
   // threads' wake-ups; bench soak reports its drift beside the loop's own and judges only that.
   for (const auto& [series, l] : s["latency"].items()) {
     if (!l["p99_drift"].is_number() || series.ends_with("_host")) continue;
-    const double drift = l["p99_drift"].get<double>();
-    j.push_back(judged(series + " per-minute p99 drifts <= 5%", drift <= 0.05, drift));
+    j.push_back(
+        drift_judgment(series + " per-minute p99 drifts <= 5%", l["p99_drift"].get<double>()));
   }
   return j;
 }
@@ -376,7 +371,12 @@ json health_summary(const health_log& log, double warmup_s) {
                  {"output_mismatches", last.output_mismatches},
                  {"screens_checked", last.screens_checked},
                  {"screen_mismatches", last.screen_mismatches}};
-  if (last.sensor_late >= 0) s["sensor_late_releases"] = last.sensor_late;
+  // The sensor threads' late releases so far, over the loops whose lines give them.
+  std::int64_t late = -1;
+  for (const health_counters& c : last.loops) {
+    if (c.sensor_late >= 0) late = std::max<std::int64_t>(late, 0) + c.sensor_late;
+  }
+  if (late >= 0) s["sensor_late_releases"] = late;
   s["memory"] = memory_summary(pts, warm);
   s["latency"] = latency_summary(log, warm);
   s["judgments"] = judgments_of(s);

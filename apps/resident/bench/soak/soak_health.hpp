@@ -26,13 +26,13 @@ struct health_counters {
   std::uint64_t deadline_misses{0};
   std::uint64_t last_seq{0};
   double max_response_us{0};
+  std::int64_t sensor_late{-1};  // its sensor thread's late releases so far (-1: none given)
 };
 
 /// What one line holds, kept small: a run of a month writes hundreds of thousands of lines.
 struct health_point {
   double t_s{0};
   std::vector<health_counters> loops;  // in health_log::loops' order
-  std::int64_t sensor_late{-1};        // the sensor thread's late releases so far (-1: none given)
   double rss_bytes{-1};                // -1: not in the line
   double free_device_bytes{-1};
   std::uint64_t outputs_checked{0};  // the mailbox's outputs checked against the CPU reference

@@ -1,9 +1,12 @@
-// bench soak's per-minute latency summaries and their drift (see soak_bench.hpp): host code with
-// no GPU, shared by the soak and by the reading of its health lines (soak_health.cpp).
+// bench soak's per-minute latency summaries, their drift and the judgments (see soak_bench.hpp):
+// host code with no GPU, shared by the soak and by the reading of its health lines
+// (soak_health.cpp).
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "bench/soak/soak_bench.hpp"
@@ -78,6 +81,28 @@ std::optional<double> p99_drift(std::span<const minute_summary> minutes, double 
   }
   if (counted < 2 || lo <= 0) return std::nullopt;
   return (hi - lo) / lo;
+}
+
+nlohmann::json soak_judgment(const std::string& check, bool ok, const nlohmann::json& value) {
+  return {{"check", check}, {"ok", ok}, {"value", value}};
+}
+
+nlohmann::json rss_growth_judgment(std::int64_t growth_bytes) {
+  return soak_judgment("host RSS grows <= 1 MiB after warm-up", growth_bytes <= (1 << 20),
+                       growth_bytes);
+}
+
+nlohmann::json device_memory_judgment(std::int64_t moved_bytes) {
+  return soak_judgment("free device memory moves <= 2 MiB after warm-up",
+                       std::abs(moved_bytes) <= (2 << 20), moved_bytes);
+}
+
+nlohmann::json drift_judgment(const std::string& what, std::optional<double> drift) {
+  if (!drift) {
+    return soak_judgment(what + " (fewer than two whole minutes after warm-up: not judged)", true,
+                         nullptr);
+  }
+  return soak_judgment(what, *drift <= 0.05, *drift);
 }
 
 }  // namespace resident::bench
