@@ -147,6 +147,30 @@ TEST(io_peers, a_merged_receipt_judges_the_targets_of_every_part) {
   std::filesystem::remove_all(dir);
 }
 
+// disb and inference receipts are merged by their own benchmark, which relates and judges them
+// again; `resident report --merge` refuses them by name rather than concatenate.
+TEST(report_merge, python_benchmarks_receipts_are_sent_to_their_own_merge) {
+  const auto dir = std::filesystem::temp_directory_path() / "resident-disb-merge-test";
+  std::filesystem::create_directories(dir);
+  for (const char* name : {"disb", "inference"}) {
+    measure::receipt r(name, std::string("python -m resident.bench.") + name);
+    r.results = nlohmann::json::array({{{"policy", "exclusive"}}});
+    r.write((dir / "a.json").string());
+    r.write((dir / "b.json").string());
+    cli::report_settings s;
+    s.receipts = {(dir / "a.json").string(), (dir / "b.json").string()};
+    s.merged = (dir / "merged.json").string();
+    try {
+      (void)cli::run_report(s);
+      ADD_FAILURE() << name << " receipts were merged";
+    } catch (const std::invalid_argument& e) {
+      EXPECT_THAT(e.what(), HasSubstr(std::string("resident bench ") + name + " --merge"));
+    }
+    EXPECT_FALSE(std::filesystem::exists(s.merged));
+  }
+  std::filesystem::remove_all(dir);
+}
+
 TEST(io_settings, unknown_peer_lists_the_peers) {
   io_settings s;
   s.peers = {"while", "warp"};

@@ -79,6 +79,16 @@ int run_report(const report_settings& s) {
     check_receipt_results(parts.back(), path);
   }
   if (!s.merged.empty()) {
+    // The Python benchmarks relate and judge their parts themselves: a plain concatenation here
+    // would keep each part's ratios and judge nothing.
+    for (const auto& part : parts) {
+      if (part.benchmark == "disb" || part.benchmark == "inference") {
+        throw std::invalid_argument(
+            "resident report --merge: " + part.benchmark + " receipts are merged by `resident " +
+            "bench " + part.benchmark + " --merge PART... --json OUT`, which relates each " +
+            "part's results and judges the targets again over all of them");
+      }
+    }
     // A re-run camera part replaces the runs it repeats; the other benchmarks' parts concatenate
     // (io's repeats and loops' loop counts are not told apart by named fields).
     const measure::result_key key =

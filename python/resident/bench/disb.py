@@ -48,8 +48,12 @@ device clock (resident.bench.preemption). Each BE implementation has its own seq
 baseline (translated: sequential; PyTorch graphs: sequential-graphs). Not yet here: BE work
 from another process.
 
+The receipt's settings.targets judge the issue's targets per group (disb_targets). A workload
+too long for one call runs in parts that --merge joins and judges again:
+
   python -m resident.bench.disb --quick --json out/disb-quick.json
   python -m resident.bench.disb --workload one --json out/disb.json
+  python -m resident.bench.disb --merge one.json three.json poisson.json --json out/disb.json
 """
 
 from __future__ import annotations
@@ -65,9 +69,10 @@ from typing import Any, Callable, Sequence
 
 import resident
 from resident import _resident
-from resident.bench.inference import pick_cpus, receipt_header, save_partial
 from resident.bench import preemption
-from resident.bench.stats import summarize_run
+from resident.bench.disb_targets import GRAPH_POLICIES, judge, merge, relate, target_lines
+from resident.bench.inference import pick_cpus, receipt_header, save_partial
+from resident.bench.stats import summarize, summarize_run
 
 POLICIES = ("exclusive", "be-alone", "be-alone-graphs", "priority", "split", "sequential", "translated", "translated-spatial",
             "sequential-graphs", "kernel-boundary", "kernel-boundary+split")
@@ -78,8 +83,6 @@ ALONE = ("be-alone", "be-alone-graphs")  # BE clients with no RT loop
 PREEMPTING = ("sequential", "translated", "kernel-boundary", "kernel-boundary+split")
 # The RT loop raises the word while it works.
 RAISING = PREEMPTING + ("sequential-graphs", "translated-spatial")
-GRAPH_POLICIES = ("priority", "sequential-graphs", "kernel-boundary", "kernel-boundary+split",
-                  "be-alone-graphs")
 STAMPS = 1 << 22  # per BE client: a ring of BE activity or gate hold stamps (32 MiB)
 WORKLOADS = {  # name: the BE models and their batch sizes
     "one": [("vgg16", 8)],
@@ -112,6 +115,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--quick", action="store_true", help="300 samples, 50 warm-up, 3 s alone")
     p.add_argument("--json", default="out/disb.json")
     p.add_argument("--note", default="")
+    p.add_argument("--merge", nargs="+", metavar="PART", default=None,
+                   help="no run: merge these receipts (workloads or policies run in separate "
+                        "calls), relate each group's policies, judge the targets, write --json")
     args = p.parse_args(argv)
     args.policies = [x for x in args.policies.split(",") if x]
     bad = [x for x in args.policies if x not in POLICIES]
@@ -425,29 +431,81 @@ def preemption_of(run: Any, clients: list[Any], warmup: int) -> dict[str, Any]:
     return out
 
 
-def relate(results: list[dict[str, Any]]) -> None:
-    """rt_p99_over_exclusive, be_throughput_over_sequential and priority_p99_over_rt_p99 (how
-    many times lower this policy's RT p99 is than the priority-stream policy's, as REEF relates
-    its RT latency to Triton's), from the same run's results."""
-    by = {r["policy"]: r for r in results}
-    base = by.get("exclusive")
-    prio = by.get("priority")
-    prio_p99 = prio["latency_us"].get("p99") if prio else None
-    for r in results:
-        p99 = r["latency_us"].get("p99")
-        r["priority_p99_over_rt_p99"] = (prio_p99 / p99 if prio_p99 and p99 and
-                                         r["policy"] not in ("priority", "exclusive") else None)
-        # The sequential baseline of the same BE implementation.
-        seq = by.get("sequential-graphs" if r["policy"] in GRAPH_POLICIES else "sequential")
-        r["rt_p99_over_exclusive"] = (r["latency_us"]["p99"] / base["latency_us"]["p99"]
-                                      if base and "p99" in r["latency_us"] else None)
-        r["be_throughput_over_sequential"] = (
-            r["be_inferences_per_s"] / seq["be_inferences_per_s"]
-            if seq and seq["be_inferences_per_s"] > 0 and r["policy"] != "exclusive" else None)
+def be_kernel_durations(workload: str) -> dict[str, Any]:
+    """Per BE model of the workload ("name@batch"): its kernels' durations in one eager inference
+    (PyTorch's profiler), what a kernel-boundary gate waits behind at most."""
+    from resident.bench.gates import kernel_durations_us
+
+    out = {}
+    for name, batch in WORKLOADS[workload]:
+        made = be_model(name, batch)
+        durations = kernel_durations_us(made["model"], made["x"].cuda())
+        out[f"{name}@{batch}"] = summarize(durations) if durations else None
+    return {k: v for k, v in out.items() if v is not None}
+
+
+def finish(receipt: dict[str, Any], args: argparse.Namespace) -> int:
+    """Relates the policies, judges the targets, writes the receipt and prints the verdicts;
+    exit 1 when an output was wrong or lost."""
+    relate(receipt["results"])
+    receipt["settings"]["targets"] = judge(receipt["results"], receipt["settings"],
+                                           receipt["device"].get("name", ""))
+    os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
+    with open(args.json, "w") as f:
+        json.dump(receipt, f, indent=1)
+    for line in target_lines(receipt["settings"]["targets"]):
+        print(f"disb: {line}")
+    wrong, lost, behind = outcome(receipt["results"])
+    print(f"disb: receipt {args.json}; {wrong} wrong outputs, {lost} lost"
+          + (f"; dropped or still queued, counted (the loop fell behind): {behind}"
+             if behind else ""))
+    return 1 if wrong or lost else 0
+
+
+def merge_parts(args: argparse.Namespace) -> int:
+    """--merge: no run; one receipt from the parts, judged."""
+    parts = []
+    for path in args.merge:
+        try:
+            with open(path) as f:
+                parts.append(json.load(f))
+        except (OSError, ValueError) as e:
+            print(f"disb: cannot read the receipt {path}: {e}", file=sys.stderr)
+            return 2
+    try:
+        merged = merge(parts)
+    except (KeyError, TypeError, ValueError) as e:
+        print(f"disb: cannot merge {', '.join(args.merge)}: {e!r}", file=sys.stderr)
+        return 2
+    if args.note:
+        merged["note"] = args.note
+    os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
+    with open(args.json, "w") as f:
+        json.dump(merged, f, indent=1)
+    for line in target_lines(merged["settings"]["targets"]):
+        print(f"disb: {line}")
+    print(f"disb: merged {len(parts)} receipts ({len(merged['results'])} results) into "
+          f"{args.json}")
+    return 0
+
+
+def print_policy(policy: str, r: dict[str, Any]) -> None:
+    s = r["latency_us"]
+    rt = (f"RT p50 {s['p50']:.0f} p99 {s['p99']:.0f} max {s['max']:.0f} us, "
+          f"{r['deadline_misses']} misses" if s else "no RT loop")
+    print(f"disb: {policy}: {rt}; BE {r['be_inferences_per_s']:.1f} inferences/s; "
+          f"{r['wrong_outputs']} wrong outputs", flush=True)
+    if r["preemption"] is not None:
+        pl, pr = r["preemption_latency_us"], r["preemption"]
+        told = (f"p50 {pl['p50']:.1f} p99 {pl['p99']:.1f} max {pl['max']:.1f} us over "
+                f"{pl['n']}" if pl else "none measured")
+        print(f"disb: {policy}: preemption latency {told} of {pr['raises']} raises", flush=True)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
+    if args.merge:
+        return merge_parts(args)
     try:
         import torch
         import torchvision  # noqa: F401
@@ -476,34 +534,18 @@ def main(argv: Sequence[str] | None = None) -> int:
                            "spatial": {"window": 2, "rt_sm_blocks": 3}}},
         {"thread_cpus": cpus, "python": platform.python_version(), "torch": torch.__version__},
         args.note)
+    if any(p.startswith("kernel-boundary") for p in args.policies):
+        receipt["settings"]["be_kernel_duration_us"] = be_kernel_durations(args.workload)
     receipt["results"] = []
     for policy in args.policies:
         print(f"disb: {args.rt_model} / {args.workload} / {policy} ...", flush=True)
         r = run_policy(policy, lambda part: InferenceApp(module, part), reference, args, cpus)
         receipt["results"].append(r)
-        s = r["latency_us"]
-        rt = (f"RT p50 {s['p50']:.0f} p99 {s['p99']:.0f} max {s['max']:.0f} us, "
-              f"{r['deadline_misses']} misses" if s else "no RT loop")
-        print(f"disb: {policy}: {rt}; BE {r['be_inferences_per_s']:.1f} inferences/s; "
-              f"{r['wrong_outputs']} wrong outputs", flush=True)
-        if r["preemption"] is not None:
-            pl, pr = r["preemption_latency_us"], r["preemption"]
-            told = (f"p50 {pl['p50']:.1f} p99 {pl['p99']:.1f} max {pl['max']:.1f} us over "
-                    f"{pl['n']}" if pl else "none measured")
-            print(f"disb: {policy}: preemption latency {told} of {pr['raises']} raises",
-                  flush=True)
+        print_policy(policy, r)
         # Partial receipt after each policy: a later failure keeps what ran.
         save_partial({k: v for k, v in receipt.items() if k != "results"}, receipt["results"],
                      args)
-    relate(receipt["results"])
-    os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
-    with open(args.json, "w") as f:
-        json.dump(receipt, f, indent=1)
-    wrong, lost, behind = outcome(receipt["results"])
-    print(f"disb: receipt {args.json}; {wrong} wrong outputs, {lost} lost"
-          + (f"; dropped or still queued, counted (the loop fell behind): {behind}"
-             if behind else ""))
-    return 1 if wrong or lost else 0
+    return finish(receipt, args)
 
 
 if __name__ == "__main__":

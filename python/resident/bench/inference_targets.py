@@ -17,7 +17,7 @@ def _find(results: Iterable[dict[str, Any]], model: str, contention: str,
     return None
 
 
-def _verdict(target: str, value: Optional[float], limit: float, detail: str,
+def verdict(target: str, value: Optional[float], limit: float, detail: str,
              lower_is_better: bool = True) -> dict[str, Any]:
     if value is None:
         return {"target": target, "met": None, "value": None, "limit": limit,
@@ -40,21 +40,21 @@ def judge(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
         for stat in ("sd", "jitter"):
             target = f"{m} quiet: host-graph {stat} / while {stat} >= 1.4"
             if w is None or h is None or w[stat] <= 0:
-                out.append(_verdict(target, None, 1.4, missing, lower_is_better=False))
+                out.append(verdict(target, None, 1.4, missing, lower_is_better=False))
             else:
-                out.append(_verdict(target, h[stat] / w[stat], 1.4,
+                out.append(verdict(target, h[stat] / w[stat], 1.4,
                                     f"{h[stat]:.1f} / {w[stat]:.1f} us", lower_is_better=False))
         target = f"{m} quiet: while mean within 3% of host-graph"
         if w is None or h is None:
-            out.append(_verdict(target, None, 0.03, missing))
+            out.append(verdict(target, None, 0.03, missing))
         else:
-            out.append(_verdict(target, abs(w["mean"] / h["mean"] - 1.0), 0.03,
+            out.append(verdict(target, abs(w["mean"] / h["mean"] - 1.0), 0.03,
                                 f"{w['mean']:.1f} against {h['mean']:.1f} us"))
     for m in sorted({r["model"] for r in results}):
         quiet, stress = _pair(results, (m, "none", "while"), (m, "stress", "while"))
         target = f"{m}: while J under contention <= 1.2 x quiet J"
         if quiet is None or stress is None or quiet["jitter"] <= 0:
-            out.append(_verdict(target, None, 1.2, "while quiet or under stress not run"))
+            out.append(verdict(target, None, 1.2, "while quiet or under stress not run"))
         else:
             detail = f"{stress['jitter']:.1f} / {quiet['jitter']:.1f} us"
             # Reported beside it, not targeted: host-graph under the same load (host noise).
@@ -62,16 +62,16 @@ def judge(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
             if hg is not None and stress["jitter"] > 0:
                 detail += (f"; host-graph J under stress {hg['jitter']:.1f} us, "
                            f"{hg['jitter'] / stress['jitter']:.1f}x while's")
-            out.append(_verdict(target, stress["jitter"] / quiet["jitter"], 1.2, detail))
+            out.append(verdict(target, stress["jitter"] / quiet["jitter"], 1.2, detail))
         peer = _find(results, m, "none", "torch-peer")
         for mode, limit, name in (("host-graph", 10.0, "host-graph mean - PyTorch peer mean"),
                                   ("while", 0.0, "while mean - PyTorch peer mean")):
             ours = _find(results, m, "none", mode)
             target = f"{m} quiet: {name} <= {limit:g} us"
             if ours is None or peer is None:
-                out.append(_verdict(target, None, limit, f"{mode} or torch-peer quiet not run"))
+                out.append(verdict(target, None, limit, f"{mode} or torch-peer quiet not run"))
             else:
-                out.append(_verdict(target, ours["mean"] - peer["mean"], limit,
+                out.append(verdict(target, ours["mean"] - peer["mean"], limit,
                                     f"{ours['mean']:.1f} - {peer['mean']:.1f} us"))
     return out
 
