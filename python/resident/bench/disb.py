@@ -534,8 +534,6 @@ def main(argv: Sequence[str] | None = None) -> int:
                            "spatial": {"window": 2, "rt_sm_blocks": 3}}},
         {"thread_cpus": cpus, "python": platform.python_version(), "torch": torch.__version__},
         args.note)
-    if any(p.startswith("kernel-boundary") for p in args.policies):
-        receipt["settings"]["be_kernel_duration_us"] = be_kernel_durations(args.workload)
     receipt["results"] = []
     for policy in args.policies:
         print(f"disb: {args.rt_model} / {args.workload} / {policy} ...", flush=True)
@@ -545,6 +543,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         # Partial receipt after each policy: a later failure keeps what ran.
         save_partial({k: v for k, v in receipt.items() if k != "results"}, receipt["results"],
                      args)
+    if any(p.startswith("kernel-boundary") for p in args.policies):
+        # After every policy: the profiler is not left set up under the timed runs.
+        receipt["settings"]["be_kernel_duration_us"] = be_kernel_durations(args.workload)
     return finish(receipt, args)
 
 
