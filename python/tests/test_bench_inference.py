@@ -53,3 +53,22 @@ def test_a_short_run_writes_a_checked_receipt(tmp_path):
         assert r["wrong_top1"] == 0 and r["missing_outputs"] == 0 and r["stopped"], r
         assert r["latency_us"]["n"] == 300
         assert 0 < r["latency_us"]["min"] <= r["latency_us"]["mean"] <= r["latency_us"]["max"]
+
+
+def test_a_receipts_commit_is_the_builds_not_a_carried_checkouts(monkeypatch):
+    import subprocess
+
+    import resident
+
+    monkeypatch.delenv("RESIDENT_GIT_COMMIT", raising=False)
+    monkeypatch.setattr(resident._resident, "__git_commit__", "abc123def456")
+    assert inference.git_commit() == "abc123def456"
+    monkeypatch.setenv("RESIDENT_GIT_COMMIT", "named-by-builder")
+    assert inference.git_commit() == "named-by-builder"
+    # A module with no stamp: the checkout's HEAD.
+    monkeypatch.delenv("RESIDENT_GIT_COMMIT")
+    monkeypatch.setattr(resident._resident, "__git_commit__", "unknown")
+    here = inference.__file__.rsplit("/", 1)[0]
+    head = subprocess.run(["git", "-C", here, "rev-parse", "--short=12", "HEAD"],
+                          capture_output=True, text=True).stdout.strip()
+    assert inference.git_commit() == head

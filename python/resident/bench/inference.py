@@ -267,10 +267,15 @@ def pick_cpus() -> tuple[dict[str, int], list[int]]:
 
 
 def git_commit() -> str:
-    """The checkout's commit; an installed package has none, so RESIDENT_GIT_COMMIT (set by the
-    one who built it) names it there."""
+    """The commit the package was built from: RESIDENT_GIT_COMMIT where set (the one who built an
+    installed package names it), else the stamp the module was built with (its build tree copies
+    the package's Python files at the same time), else the checkout's HEAD. A checkout carried
+    to another machine may hold a stale .git, so HEAD comes last."""
     if os.environ.get("RESIDENT_GIT_COMMIT"):
         return os.environ["RESIDENT_GIT_COMMIT"]
+    stamp = getattr(resident._resident, "__git_commit__", "")
+    if stamp and stamp != "unknown":
+        return stamp
     here = os.path.dirname(os.path.abspath(__file__))
     try:
         return subprocess.run(["git", "-C", here, "rev-parse", "--short=12", "HEAD"],
