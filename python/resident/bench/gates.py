@@ -63,9 +63,11 @@ def kernel_durations_us(model: Any, x: Any) -> list[float]:
             torch.cuda.synchronize()
     out = []
     for e in prof.events():
-        kind = str(getattr(e, "device_type", ""))
-        duration = getattr(e, "device_time", None) or getattr(e, "cuda_time", 0.0)
-        if kind.endswith("CUDA") and duration > 0:
+        if not str(getattr(e, "device_type", "")).endswith("CUDA"):
+            continue
+        # device_time since PyTorch 2.4; cuda_time (deprecated, with a warning) before it.
+        duration = e.device_time if hasattr(e, "device_time") else e.cuda_time
+        if duration > 0:
             out.append(float(duration))
     return out
 
