@@ -113,5 +113,24 @@ rc=$(run "$work/clean" FAKE_CRASH=0 FAKE_FAIL=0)
 check "a clean shard exits 0 (got $rc)" test "$rc" = 0
 check "the index shows no death" grep -qF '| racecheck | 1/1 | 6 | 6 | 0 | - |' <(python3 "$root/scripts/sanitize-index" "$work/clean")
 
+# The whole sweep: a line per shard, the index and the logs' archive; exit 0 only when clean.
+all() {  # all OUTDIR [ENV=VALUE...]: racecheck and memcheck over 2 shards; prints the exit status
+  local dir=$1
+  shift
+  env "$@" PATH="$work/bin:$PATH" BUILD_DIR="$work/build" OUT="$dir" \
+    "$root/scripts/gpu-sanitize" --all --tools racecheck,memcheck --shards 2 --timeout 30 \
+    >"$dir.out" 2>"$dir.err"
+  echo $?
+}
+rc=$(all "$work/sweep" FAKE_CRASH=0 FAKE_FAIL=0)
+check "a clean sweep exits 0 (got $rc)" test "$rc" = 0
+check "a line per shard" test "$(grep -c ' rc=0 ' "$work/sweep.out")" = 4
+check "the index has a row per shard" test "$(grep -c '^| \(racecheck\|memcheck\) | [12]/2 ' "$work/sweep/index.md")" = 4
+check "the logs are archived" test "$(tar -tJf "$work/sweep/sanitize-logs.tar.xz" | sort | tr '\n' ' ')" = \
+  "sanitize-memcheck-1of2.log sanitize-memcheck-2of2.log sanitize-racecheck-1of2.log sanitize-racecheck-2of2.log "
+rc=$(all "$work/sweep-bad" FAKE_CRASH=0)
+check "a sweep with a failed test exits non-zero (got $rc)" test "$rc" != 0
+check "it says how many shards were not clean" grep -q "2 of 4 shards not clean" "$work/sweep-bad.out"
+
 [ $fails -eq 0 ] && echo "gpu_sanitize_test: all checks passed" || echo "gpu_sanitize_test: $fails failed"
 exit $((fails > 0))
