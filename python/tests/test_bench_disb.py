@@ -127,7 +127,8 @@ def test_every_client_is_stopped_even_when_one_failed():
 
 def run_of(policy, p99, be, workload="one", arrivals="fixed", preempt_p99=None):
     r = {"policy": policy, "rt_model": "resnet50", "workload": workload, "arrivals": arrivals,
-         "mode": "while", "latency_us": {"p99": p99}, "be_inferences_per_s": be,
+         "rate_hz": 150.0, "deadline_us": 3000.0, "mode": "while", "latency_us": {"p99": p99},
+         "be_inferences_per_s": be,
          "preemption_latency_us": None if preempt_p99 is None else {"p99": preempt_p99}}
     return r
 
@@ -160,7 +161,7 @@ def test_the_targets_are_judged_from_the_groups_figures():
     gate = by["kernel-boundary preemption p99 - longest BE kernel <= 10 us"]
     assert gate["met"] is False and gate["value"] == pytest.approx(17.0)
     assert "vgg16 at batch 8" in gate["detail"] and "[NVIDIA H200]" in gate["detail"]
-    assert all(v["name"].startswith("resnet50 / one / fixed arrivals / while: ")
+    assert all(v["name"].startswith("resnet50 / one / fixed 150 Hz, deadline 3000 us / while: ")
                for v in targets)
 
 
@@ -219,6 +220,16 @@ def test_parts_merge_into_one_receipt_related_and_judged_per_group():
     names = [v["name"] for v in s["targets"]]
     assert any(n.startswith("resnet50 / three /") for n in names)
     assert any(n.startswith("resnet50 / one /") for n in names)
+    # A part at another rate is a group of its own, related to its own baselines.
+    fast = receipt_of([dict(run_of("exclusive", 1000.0, 0.0), rate_hz=300.0),
+                       dict(run_of("translated", 1500.0, 90.0), rate_hz=300.0)], commit="e5")
+    both = disb.merge([merged, fast])
+    fast_translated = [r for r in both["results"] if r["policy"] == "translated" and
+                       r["rate_hz"] == 300.0][0]
+    assert fast_translated["rt_p99_over_exclusive"] == pytest.approx(1.5)
+    assert translated[0]["rt_p99_over_exclusive"] == pytest.approx(1.04)
+    assert any(v["name"].startswith("resnet50 / one / fixed 300 Hz")
+               for v in both["settings"]["targets"])
     # A merge of merges keeps every original part.
     again = disb.merge([merged, receipt_of([], commit="d4")])
     assert [p["git_commit"] for p in again["parts"]] == ["a1", "b2", "c3", "d4"]

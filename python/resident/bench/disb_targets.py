@@ -1,9 +1,9 @@
 """bench disb's ratios, targets and merge, from a receipt's results alone (pure Python: tested
 without a GPU).
 
-A receipt holds one or more groups of results: a group is one RT model, workload and arrival
-process (fixed rate or Poisson) in one mode, and every ratio relates a policy to the baselines
-of its own group. A workload whose policies do not fit one GPU call runs in parts that
+A receipt holds one or more groups of results: a group is one RT model, workload, arrival
+process (fixed rate or Poisson), rate and deadline in one mode, and every ratio relates a policy
+to the baselines of its own group. A workload whose policies do not fit one GPU call runs in parts that
 `merge` joins (a later part's run of a policy replaces an earlier one of the same group).
 
 The targets (issue: REEF's serving benchmark on the H200) are judged per group: each verdict
@@ -24,14 +24,17 @@ GRAPH_POLICIES = ("priority", "sequential-graphs", "kernel-boundary", "kernel-bo
 
 
 def group_of(r: dict[str, Any]) -> tuple[Any, ...]:
-    """The group a result belongs to: RT model, workload, arrivals and mode (be-alone runs have
-    no RT loop: their group is their workload's, with no RT model)."""
-    return (r.get("rt_model"), r.get("workload"), r.get("arrivals"), r.get("mode"))
+    """The group a result belongs to: RT model, workload, arrivals, rate, deadline and mode (the
+    be-alone runs have no RT loop: their group is their workload's, with no RT model)."""
+    return (r.get("rt_model"), r.get("workload"), r.get("arrivals"), r.get("rate_hz"),
+            r.get("deadline_us"), r.get("mode"))
 
 
 def group_name(key: tuple[Any, ...]) -> str:
-    rt_model, workload, arrivals, mode = key
-    return f"{rt_model} / {workload} / {arrivals} arrivals / {mode}"
+    rt_model, workload, arrivals, rate, deadline, mode = key
+    timing = (f"{arrivals} {rate:g} Hz, deadline {deadline:g} us"
+              if rate is not None and deadline is not None else f"{arrivals} arrivals")
+    return f"{rt_model} / {workload} / {timing} / {mode}"
 
 
 def groups(results: Iterable[dict[str, Any]]) -> dict[tuple[Any, ...], list[dict[str, Any]]]:
