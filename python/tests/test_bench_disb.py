@@ -249,3 +249,30 @@ def test_a_merge_refuses_what_is_not_a_disb_receipt(tmp_path, capsys):
     assert disb.main(["--merge", str(good), "--json", str(tmp_path / "out.json")]) == 0
     out = json.loads((tmp_path / "out.json").read_text())
     assert out["settings"]["targets"] and all(v["met"] is None for v in out["settings"]["targets"])
+
+
+def test_a_be_alone_run_is_related_to_the_sequential_run_of_its_own_call_after_a_merge():
+    def alone(be):
+        return {"policy": "be-alone", "rt_model": None, "workload": "one", "arrivals": None,
+                "rate_hz": None, "deadline_us": None, "mode": None, "latency_us": {},
+                "be_inferences_per_s": be}
+
+    def part(results, poisson):
+        r = receipt_of(results)
+        r["settings"].update(rt_model="resnet50", poisson=poisson, rate_hz=150.0,
+                             deadline_us=3000.0, mode="while")
+        return r
+
+    fixed = part([run_of("exclusive", 2000.0, 0.0), run_of("sequential", 2010.0, 170.0),
+                  alone(280.0)], poisson=False)
+    poisson = part([run_of("exclusive", 5900.0, 0.0, arrivals="poisson"),
+                    run_of("sequential", 5950.0, 140.0, arrivals="poisson"), alone(270.0)],
+                   poisson=True)
+    # One call alone: the same ratio as the merge gives it.
+    assert disb.judge(fixed["results"], fixed["settings"]) is not None
+    assert fixed["results"][2]["be_throughput_over_sequential"] == pytest.approx(280.0 / 170.0)
+    merged = disb.merge([fixed, poisson])
+    alones = [r for r in merged["results"] if r["policy"] == "be-alone"]
+    assert len(alones) == 2, "each call's be-alone run is kept"
+    assert sorted(r["be_throughput_over_sequential"] for r in alones) == pytest.approx(
+        sorted([280.0 / 170.0, 270.0 / 140.0]))

@@ -444,17 +444,21 @@ def be_kernel_durations(workload: str) -> dict[str, Any]:
     return {k: v for k, v in out.items() if v is not None}
 
 
-def finish(receipt: dict[str, Any], args: argparse.Namespace) -> int:
-    """Relates the policies, judges the targets, writes the receipt and prints the verdicts;
-    exit 1 when an output was wrong or lost."""
-    relate(receipt["results"])
-    receipt["settings"]["targets"] = judge(receipt["results"], receipt["settings"],
-                                           receipt["device"].get("name", ""))
-    os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
-    with open(args.json, "w") as f:
+def write_receipt(receipt: dict[str, Any], path: str) -> None:
+    """Writes the receipt and prints its verdicts."""
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    with open(path, "w") as f:
         json.dump(receipt, f, indent=1)
     for line in target_lines(receipt["settings"]["targets"]):
         print(f"disb: {line}")
+
+
+def finish(receipt: dict[str, Any], args: argparse.Namespace) -> int:
+    """Relates the policies, judges the targets, writes the receipt; exit 1 when an output was
+    wrong or lost."""
+    receipt["settings"]["targets"] = judge(receipt["results"], receipt["settings"],
+                                           receipt["device"].get("name", ""))
+    write_receipt(receipt, args.json)
     wrong, lost, behind = outcome(receipt["results"])
     print(f"disb: receipt {args.json}; {wrong} wrong outputs, {lost} lost"
           + (f"; dropped or still queued, counted (the loop fell behind): {behind}"
@@ -479,11 +483,7 @@ def merge_parts(args: argparse.Namespace) -> int:
         return 2
     if args.note:
         merged["note"] = args.note
-    os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
-    with open(args.json, "w") as f:
-        json.dump(merged, f, indent=1)
-    for line in target_lines(merged["settings"]["targets"]):
-        print(f"disb: {line}")
+    write_receipt(merged, args.json)
     print(f"disb: merged {len(parts)} receipts ({len(merged['results'])} results) into "
           f"{args.json}")
     return 0

@@ -16,16 +16,21 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Optional
 
-from resident.bench.inference_targets import verdict
+from resident.bench.inference_targets import parts_of, verdict
 
 # BE as PyTorch CUDA graphs: their sequential baseline is sequential-graphs.
 GRAPH_POLICIES = ("priority", "sequential-graphs", "kernel-boundary", "kernel-boundary+split",
                   "be-alone-graphs")
 
 
-def group_of(r: dict[str, Any]) -> tuple[Any, ...]:
-    """The group a result belongs to: RT model, workload, arrivals, rate, deadline and mode (the
-    be-alone runs have no RT loop: their group is their workload's, with no RT model)."""
+def group_of(r: dict[str, Any], settings: Optional[dict[str, Any]] = None) -> tuple[Any, ...]:
+    """The group a result belongs to: RT model, workload, arrivals, rate, deadline and mode. A
+    run with no RT loop (be-alone) records none of them: it belongs to the group of the call it
+    ran in, which that call's settings give."""
+    s = settings or {}
+    if r.get("rt_model") is None and s:
+        return (s.get("rt_model"), s.get("workload"), "poisson" if s.get("poisson") else "fixed",
+                s.get("rate_hz"), s.get("deadline_us"), s.get("mode"))
     return (r.get("rt_model"), r.get("workload"), r.get("arrivals"), r.get("rate_hz"),
             r.get("deadline_us"), r.get("mode"))
 
@@ -37,10 +42,16 @@ def group_name(key: tuple[Any, ...]) -> str:
     return f"{rt_model} / {workload} / {timing} / {mode}"
 
 
-def groups(results: Iterable[dict[str, Any]]) -> dict[tuple[Any, ...], list[dict[str, Any]]]:
-    out: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
-    for r in results:
-        out.setdefault(group_of(r), []).append(r)
+Groups = dict[tuple[Any, ...], dict[str, dict[str, Any]]]  # group -> policy -> result
+
+
+def grouped(parts: Iterable[tuple[list[dict[str, Any]], Optional[dict[str, Any]]]]) -> Groups:
+    """The results of (results, settings) parts by group and policy, a later part's run of a
+    policy replacing an earlier one of the same group."""
+    out: Groups = {}
+    for results, settings in parts:
+        for r in results:
+            out.setdefault(group_of(r, settings), {})[r["policy"]] = r
     return out
 
 
@@ -63,12 +74,6 @@ def relate(results: list[dict[str, Any]]) -> None:
         r["be_throughput_over_sequential"] = (
             r["be_inferences_per_s"] / seq["be_inferences_per_s"]
             if seq and seq["be_inferences_per_s"] > 0 and r["policy"] != "exclusive" else None)
-
-
-def relate_groups(results: list[dict[str, Any]]) -> None:
-    """relate() within each group of a receipt that may hold several."""
-    for members in groups(results).values():
-        relate(members)
 
 
 def _verdict(name: str, value: Optional[float], limit: float, detail: str,
@@ -118,13 +123,12 @@ def longest_kernel_us(be_kernels: Optional[dict[str, Any]],
     return best
 
 
-def judge_group(key: tuple[Any, ...], members: list[dict[str, Any]],
+def judge_group(key: tuple[Any, ...], by: dict[str, dict[str, Any]],
                 be_kernels: Optional[dict[str, Any]] = None,
                 be_models: Optional[list[tuple[str, int]]] = None,
                 gpu: str = "") -> list[dict[str, Any]]:
-    """The targets for one group of results."""
+    """The targets for one group's results (by policy)."""
     prefix = group_name(key)
-    by = {r["policy"]: r for r in members}
     out = _ratio_targets(prefix, by, "translated", 1.05, 1.5, "sequential")
     p99 = _preemption_p99(by.get("translated"))
     out.append(_verdict(f"{prefix}: translated preemption latency p99 <= 20 us", p99, 20.0,
@@ -149,19 +153,25 @@ def judge_group(key: tuple[Any, ...], members: list[dict[str, Any]],
     return out
 
 
-def judge(results: list[dict[str, Any]], settings: Optional[dict[str, Any]] = None,
-          gpu: str = "") -> list[dict[str, Any]]:
-    """Every group's targets (groups with an RT model; the be-alone runs have none)."""
-    settings = settings or {}
+def relate_and_judge(groups: Groups, settings: dict[str, Any], gpu: str) -> list[dict[str, Any]]:
+    """relate() within each group, then every group's targets (groups with an RT loop)."""
     models_by_workload = settings.get("be_models_by_workload") or {
         settings.get("workload"): settings.get("be_models")}
     out = []
-    for key, members in groups(results).items():
+    for key, by in groups.items():
+        relate(list(by.values()))
         if key[0] is None:
             continue
         models = [tuple(m) for m in (models_by_workload.get(key[1]) or [])]
-        out += judge_group(key, members, settings.get("be_kernel_duration_us"), models, gpu)
+        out += judge_group(key, by, settings.get("be_kernel_duration_us"), models, gpu)
     return out
+
+
+def judge(results: list[dict[str, Any]], settings: Optional[dict[str, Any]] = None,
+          gpu: str = "") -> list[dict[str, Any]]:
+    """One run's results related and judged, group by group."""
+    settings = settings or {}
+    return relate_and_judge(grouped([(results, settings)]), settings, gpu)
 
 
 def merge(receipts: list[dict[str, Any]]) -> dict[str, Any]:
@@ -176,12 +186,8 @@ def merge(receipts: list[dict[str, Any]]) -> dict[str, Any]:
             raise ValueError(f"merge: not a disb receipt: {r.get('benchmark')!r}")
     merged = dict(receipts[0])
     merged.pop("partial", None)  # a part cut short still holds complete policies
-    runs: dict[tuple[Any, ...], dict[str, Any]] = {}
-    for r in receipts:
-        for run in r["results"]:
-            runs[group_of(run) + (run["policy"],)] = dict(run)
-    merged["results"] = list(runs.values())
-    relate_groups(merged["results"])
+    groups = grouped(([dict(run) for run in r["results"]], r.get("settings")) for r in receipts)
+    merged["results"] = [run for by in groups.values() for run in by.values()]
     settings = dict(merged.get("settings", {}))
     models: dict[str, Any] = {}
     kernels: dict[str, Any] = {}
@@ -192,13 +198,10 @@ def merge(receipts: list[dict[str, Any]]) -> dict[str, Any]:
     settings["be_models_by_workload"] = {k: v for k, v in models.items() if k is not None}
     if kernels:
         settings["be_kernel_duration_us"] = kernels
-    # A part that is itself a merge brings its own parts.
-    merged["parts"] = [part for r in receipts for part in (r.get("parts") or [
-        {"git_commit": r.get("git_commit"), "command": r.get("command"),
-         "started_at": r.get("started_at"), "partial": bool(r.get("partial")),
-         "settings": {k: v for k, v in r.get("settings", {}).items() if k != "targets"}}])]
+    merged["parts"] = parts_of(receipts, lambda r: {"settings": {
+        k: v for k, v in r.get("settings", {}).items() if k != "targets"}})
     gpu = (merged.get("device") or {}).get("name", "")
-    settings["targets"] = judge(merged["results"], settings, gpu)
+    settings["targets"] = relate_and_judge(groups, settings, gpu)
     merged["settings"] = settings
     return merged
 

@@ -4,7 +4,7 @@ a target whose runs are missing is reported as not judged, never as met."""
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Optional
+from typing import Any, Callable, Iterable, Optional
 
 TARGET_MODELS = ("mobilenet_v2", "efficientnet_b0", "resnet50")
 
@@ -76,6 +76,16 @@ def judge(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
+def parts_of(receipts: list[dict[str, Any]],
+             extra: Callable[[dict[str, Any]], dict[str, Any]]) -> list[dict[str, Any]]:
+    """A merged receipt's `parts`: each part's commit, command, start, whether it was cut short
+    and what `extra` adds; a part that is itself a merge brings its own parts."""
+    return [part for r in receipts for part in (r.get("parts") or [
+        dict({"git_commit": r.get("git_commit"), "command": r.get("command"),
+              "started_at": r.get("started_at"), "partial": bool(r.get("partial"))},
+             **extra(r))])]
+
+
 def merge(receipts: list[dict[str, Any]]) -> dict[str, Any]:
     """One receipt from parts of one benchmark (e.g. models run in separate calls): the results
     of all, later parts replacing earlier runs of the same model, contention and mode; the
@@ -108,10 +118,7 @@ def merge(receipts: list[dict[str, Any]]) -> dict[str, Any]:
         ordered = sorted(counts)
         merged["settings"] = dict(merged.get("settings", {}),
                                   iterations=ordered if len(ordered) > 1 else ordered[0])
-    # A part that is itself a merge brings its own parts.
-    merged["parts"] = [part for r in receipts for part in (r.get("parts") or [
-        {"git_commit": r.get("git_commit"), "command": r.get("command"),
-         "started_at": r.get("started_at"), "iterations": r.get("settings", {}).get("iterations"),
-         "partial": bool(r.get("partial"))}])]
+    merged["parts"] = parts_of(
+        receipts, lambda r: {"iterations": r.get("settings", {}).get("iterations")})
     merged["targets"] = judge(merged["results"])
     return merged
